@@ -1,0 +1,112 @@
+# TierDB top-level build. Targets: all, install, check, demo, bench, clean.
+#
+# The lake library is built twice: optimised for the tierdb command and the
+# benchmarks (build/release), and with AddressSanitizer + UBSan for the C
+# tests (build/asan). Sources are found by wildcard, so a new module needs no
+# edit here.
+
+CC      ?= cc
+PREFIX  ?= /usr/local
+BUILD   := build
+
+CSTD    := -std=c11 -D_GNU_SOURCE
+WARN    := -Wall -Wextra -Werror -Wno-unused-parameter
+INCLUDE := -Ilake/include -Ilake/src
+LIBS    := -ljansson -lzstd -lsnappy -lz -llz4 -lbrotlidec -lm
+
+RELEASE_CFLAGS := $(CSTD) $(WARN) $(INCLUDE) -O2 -g -fPIC
+ASAN_CFLAGS    := $(CSTD) $(WARN) $(INCLUDE) -O1 -g -fno-omit-frame-pointer \
+                  -fsanitize=address,undefined -fno-sanitize-recover=undefined
+ASAN_LDFLAGS   := -fsanitize=address,undefined
+
+LAKE_SRC   := $(sort $(wildcard lake/src/*/*.c))
+LAKE_HDR   := $(wildcard lake/include/tierlake/*.h lake/src/*/*.h)
+CLI_SRC    := $(sort $(wildcard cli/*.c))
+CLI_HDR    := $(wildcard cli/*.h)
+TEST_SRC   := $(sort $(wildcard lake/tests/*.c))
+TOOL_SRC   := $(sort $(wildcard tests/tools/*.c))
+BENCH_SRC  := $(sort $(wildcard bench/*.c))
+
+RELEASE_OBJ := $(LAKE_SRC:%.c=$(BUILD)/release/%.o)
+ASAN_OBJ    := $(LAKE_SRC:%.c=$(BUILD)/asan/%.o)
+
+TIERDB    := $(BUILD)/tierdb
+LAKE_TEST := $(BUILD)/asan/lake_tests
+TOOLS     := $(TOOL_SRC:tests/tools/%.c=$(BUILD)/tools/%)
+BENCHES   := $(BENCH_SRC:bench/%.c=$(BUILD)/bench/%)
+FUZZERS   := $(patsubst lake/tests/fuzz/%.c,$(BUILD)/fuzz/%,$(wildcard lake/tests/fuzz/*.c))
+
+VENV       := .venv
+PYTHON     := $(VENV)/bin/python
+FUZZ_SECONDS ?= 60
+
+.PHONY: all install check deps test-c test-fuzz test-interop bench demo clean format
+
+all: $(TIERDB) $(TOOLS)
+
+$(BUILD)/release/%.o: %.c $(LAKE_HDR)
+	@mkdir -p $(dir $@)
+	$(CC) $(RELEASE_CFLAGS) -c $< -o $@
+
+$(BUILD)/asan/%.o: %.c $(LAKE_HDR)
+	@mkdir -p $(dir $@)
+	$(CC) $(ASAN_CFLAGS) -c $< -o $@
+
+$(BUILD)/release/liblake.a: $(RELEASE_OBJ)
+	@rm -f $@
+	ar rcs $@ $^
+
+$(BUILD)/asan/liblake.a: $(ASAN_OBJ)
+	@rm -f $@
+	ar rcs $@ $^
+
+$(TIERDB): $(CLI_SRC) $(CLI_HDR) $(BUILD)/release/liblake.a
+	@mkdir -p $(dir $@)
+	$(CC) $(RELEASE_CFLAGS) -Icli $(CLI_SRC) $(BUILD)/release/liblake.a $(LIBS) -o $@
+
+$(LAKE_TEST): $(TEST_SRC) lake/tests/test.h $(BUILD)/asan/liblake.a
+	@mkdir -p $(dir $@)
+	$(CC) $(ASAN_CFLAGS) -Ilake/tests $(TEST_SRC) $(BUILD)/asan/liblake.a $(LIBS) $(ASAN_LDFLAGS) -o $@
+
+$(BUILD)/tools/%: tests/tools/%.c $(BUILD)/release/liblake.a
+	@mkdir -p $(dir $@)
+	$(CC) $(RELEASE_CFLAGS) $< $(BUILD)/release/liblake.a $(LIBS) -o $@
+
+$(BUILD)/bench/%: bench/%.c $(BUILD)/release/liblake.a
+	@mkdir -p $(dir $@)
+	$(CC) $(RELEASE_CFLAGS) -O3 -march=native $< $(BUILD)/release/liblake.a $(LIBS) -o $@
+
+# libFuzzer targets need clang; the lake sources are compiled straight in.
+$(BUILD)/fuzz/%: lake/tests/fuzz/%.c $(LAKE_SRC) $(LAKE_HDR)
+	@mkdir -p $(dir $@)
+	clang $(CSTD) $(INCLUDE) -O1 -g -fsanitize=fuzzer,address,undefined \
+		-fno-sanitize-recover=undefined $< $(LAKE_SRC) $(LIBS) -o $@
+
+install: $(TIERDB)
+	install -d $(DESTDIR)$(PREFIX)/bin
+	install -m 0755 $(TIERDB) $(DESTDIR)$(PREFIX)/bin/tierdb
+
+deps:
+	@scripts/install-deps.sh
+
+# The README's test command: every test, from a fresh machine.
+check: deps
+	@$(MAKE) --no-print-directory test-c test-fuzz test-interop
+
+test-c: $(LAKE_TEST)
+	$(LAKE_TEST)
+
+test-fuzz: $(FUZZERS)
+	@scripts/run-fuzzers.sh $(FUZZ_SECONDS) $(FUZZERS)
+
+test-interop: $(TIERDB) $(TOOLS)
+	$(PYTHON) -m pytest -q tests/interop
+
+bench: deps $(BENCHES) $(TIERDB)
+	@scripts/run-benchmarks.sh $(BENCHES)
+
+format:
+	clang-format -i $(LAKE_SRC) $(LAKE_HDR) $(CLI_SRC) $(CLI_HDR) $(TEST_SRC) $(TOOL_SRC) $(BENCH_SRC)
+
+clean:
+	rm -rf $(BUILD)

@@ -1,0 +1,62 @@
+/*
+ * io.h: the storage interface every format reader and writer goes through.
+ *
+ * Readers fetch byte ranges (so a Parquet footer and one column chunk can be
+ * read without the rest of the file, locally or from object storage later);
+ * writers stream appends. Implementations live in src/io/.
+ */
+#ifndef TIERLAKE_IO_H
+#define TIERLAKE_IO_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "tierlake/error.h"
+
+typedef struct tl_input tl_input;
+struct tl_input {
+	/* Reads exactly len bytes at offset into buf; a short file is an error. */
+	int (*read_at)(tl_input *in, uint64_t offset, void *buf, size_t len, tl_error *err);
+	void (*close)(tl_input *in);
+	uint64_t size;
+	const char *name;   /* for error messages: a path or URL */
+};
+
+typedef struct tl_output tl_output;
+struct tl_output {
+	int (*write)(tl_output *out, const void *buf, size_t len, tl_error *err);
+	/* Flushes and makes the bytes durable; 0 on success. Does not free. */
+	int (*finish)(tl_output *out, tl_error *err);
+	void (*close)(tl_output *out);
+	uint64_t offset;    /* bytes written so far */
+	const char *name;
+};
+
+static inline int tl_input_read(tl_input *in, uint64_t offset, void *buf, size_t len, tl_error *err)
+{
+	return in->read_at(in, offset, buf, len, err);
+}
+
+static inline int tl_output_write(tl_output *out, const void *buf, size_t len, tl_error *err)
+{
+	return out->write(out, buf, len, err);
+}
+
+/* Closes and frees; NULL is fine. */
+void tl_input_close(tl_input *in);
+void tl_output_close(tl_output *out);
+
+tl_input *tl_input_open_file(const char *path, tl_error *err);
+/* A read-only view of memory the caller keeps alive (tests, fuzzing). */
+tl_input *tl_input_from_memory(const void *data, size_t len, const char *name);
+
+/*
+ * Creates path for writing. With exclusive set, an existing file is an
+ * error (TL_ERR_CONFLICT) rather than being replaced.
+ */
+tl_output *tl_output_create_file(const char *path, int exclusive, tl_error *err);
+/* Appends into a caller-owned tl_buf (tests, in-memory staging). */
+struct tl_buf;
+tl_output *tl_output_to_buffer(struct tl_buf *buf, const char *name);
+
+#endif
