@@ -107,7 +107,10 @@ typedef struct pq_delta_decoder {
 	bool first_pending;        /* the header's first value is not yet returned */
 } pq_delta_decoder;
 
-/* Reads the header; values are 32- or 64-bit per `width` (4 or 8). */
+/*
+ * Reads the header. Decode into int32 (arithmetic wraps modulo 2^32, as the
+ * spec requires for INT32 columns) or int64 as the column's type demands.
+ */
 int pq_delta_decoder_init(pq_delta_decoder *d, const uint8_t *data, size_t len, tl_error *err);
 int64_t pq_delta_decode_i32(pq_delta_decoder *d, int32_t *out, int64_t n, tl_error *err);
 int64_t pq_delta_decode_i64(pq_delta_decoder *d, int64_t *out, int64_t n, tl_error *err);
@@ -134,7 +137,11 @@ typedef struct pq_bytes_decoder {
 	tl_bytes previous;
 } pq_bytes_decoder;
 
-/* Reads the length (and prefix) blocks of a page holding `count` values. */
+/*
+ * Reads the length (and prefix) blocks of a page. `count` is an upper bound
+ * on the values encoded (a v1 page's num_values, which includes nulls); a
+ * header announcing more than `count` values is corrupt.
+ */
 int pq_bytes_decoder_init(pq_bytes_decoder *d, int encoding, const uint8_t *data, size_t len,
                           int64_t count, tl_error *err);
 /*

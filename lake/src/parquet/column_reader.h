@@ -1,0 +1,98 @@
+/*
+ * column_reader.h: decodes one column chunk of a Parquet row group into
+ * tl_vector rows, page by page.
+ *
+ * The reader (reader.c) hands it the chunk's bytes, read in one range
+ * request, and asks for rows in batch-sized steps. Pages are decompressed
+ * and their definition levels and values decoded only as far as the batch
+ * needs, so a page that claims a huge value count cannot force a huge
+ * allocation. Byte-array values are views into the chunk, the dictionary or
+ * a decompressed page buffer, all of which outlive the batch that holds them.
+ */
+#ifndef TIERLAKE_PARQUET_COLUMN_READER_H
+#define TIERLAKE_PARQUET_COLUMN_READER_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "parquet/encoding.h"
+#include "tierlake/buf.h"
+#include "tierlake/error.h"
+#include "tierlake/parquet.h"
+
+/* Limits that keep a hostile file from sizing our allocations. */
+#define PQ_MAX_PAGE_BYTES (256 * 1024 * 1024)
+#define PQ_MAX_PAGE_VALUES (1 << 26)
+
+typedef struct pq_page_buffer pq_page_buffer;
+
+typedef struct pq_column_reader {
+	const tl_pq_column *column;
+	const char *file_name;
+	tl_pq_codec codec;
+	int max_definition;          /* 0 for required columns, 1 for optional */
+	int value_width;             /* bytes per value in the vector (INT96 -> 8) */
+
+	/* The column chunk: every page, as stored. */
+	uint8_t *chunk;
+	size_t chunk_len;
+	size_t chunk_pos;
+	int64_t rows_expected;       /* the row group's row count */
+	int64_t rows_read;
+
+	/* Dictionary: values decoded once per chunk. */
+	bool has_dictionary;
+	int64_t dictionary_count;
+	void *dictionary_values;     /* fixed-width values, value_width each */
+	tl_bytes *dictionary_bytes;  /* byte-array and FLBA values */
+	pq_page_buffer *dictionary_page;
+
+	/* The data page being decoded. */
+	int page_type;
+	int64_t page_values_left;    /* rows left in the page, nulls included */
+	int encoding;
+	const uint8_t *levels;       /* definition levels, without v1's length prefix */
+	size_t levels_len;
+	pq_rle_decoder definition_decoder;
+	const uint8_t *values;       /* the encoded values section */
+	size_t values_len;
+	size_t values_pos;           /* PLAIN: bytes consumed */
+	uint64_t bool_bit;           /* PLAIN booleans: bits consumed */
+	pq_rle_decoder index_decoder;  /* RLE_DICTIONARY indexes, RLE booleans */
+	pq_delta_decoder delta_decoder;
+	pq_bytes_decoder bytes_decoder;
+	bool bytes_decoder_active;
+	int64_t split_position;      /* BYTE_STREAM_SPLIT: values consumed */
+	int64_t split_total;
+
+	/* Page buffers: the current one, and those retired during this batch
+	 * whose bytes the batch may still view (freed at the next batch). */
+	pq_page_buffer *page;
+	pq_page_buffer *retired;
+	pq_page_buffer *spare;
+
+	/* Scratch sized to the batch. */
+	uint32_t *scratch_u32;
+	uint8_t *scratch_bytes;
+	int64_t scratch_capacity;
+	size_t scratch_bytes_capacity;
+} pq_column_reader;
+
+/* Sets up a reader for one chunk; takes ownership of `chunk` (malloc'd). */
+void pq_column_reader_init(pq_column_reader *cr, const tl_pq_column *column, const char *file_name,
+                           tl_pq_codec codec, uint8_t *chunk, size_t chunk_len, int64_t rows);
+/* Releases everything, including the chunk. */
+void pq_column_reader_free(pq_column_reader *cr);
+/* Called at the start of every batch: frees page buffers retired by the previous one. */
+void pq_column_reader_begin_batch(pq_column_reader *cr);
+/*
+ * Decodes `n` rows into vec starting at row `offset`. Byte-array values that
+ * must be materialised are copied into `arena`.
+ */
+int pq_column_reader_read(pq_column_reader *cr, tl_vector *vec, int64_t offset, int64_t n,
+                          tl_arena *arena, tl_error *err);
+
+/* INT96 (nanoseconds of the day, then the Julian day) as nanoseconds since the epoch. */
+int64_t pq_int96_to_nanos(const uint8_t bytes[12]);
+
+#endif
