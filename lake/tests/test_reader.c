@@ -298,25 +298,52 @@ static int64_t read_all(const uint8_t *data, size_t len, tl_error *err)
 	return total;
 }
 
+/* Checks that bytes fail to read, with a message. */
+static bool rejected(const uint8_t *data, size_t len, const char *what, size_t at)
+{
+	tl_error err;
+	tl_error_clear(&err);
+	int64_t rows = read_all(data, len, &err);
+	if (rows >= 0 || err.message[0] == '\0') {
+		tl_test_fail(__FILE__, __LINE__, "%s at %zu: read %lld rows, error \"%s\"", what, at, (long long)rows,
+		             err.message);
+		return false;
+	}
+	return true;
+}
+
 TEST(reader_rejects_every_truncation_with_a_message)
 {
 	size_t len;
 	uint8_t *data = slurp(REQUIRED_V2_FILE, &len);
 	CHECK(data != NULL);
-	for (size_t cut = 0; cut < len; cut += (cut < 64 || cut > len - 2048) ? 1 : 97) {
-		tl_error err;
-		tl_error_clear(&err);
-		int64_t rows = read_all(data, cut, &err);
-		if (rows >= 0) {
-			tl_test_fail(__FILE__, __LINE__, "a file cut to %zu of %zu bytes read as %lld rows", cut, len,
-			             (long long)rows);
+	uint32_t footer_len;
+	memcpy(&footer_len, data + len - 8, 4);
+	size_t footer_start = len - 8 - footer_len;
+	uint8_t *copy = malloc(len);
+
+	/* The file cut anywhere loses its closing magic. */
+	for (size_t cut = 0; cut < len; cut += cut < 64 ? 1 : 61)
+		if (!rejected(data, cut, "file cut", cut))
 			break;
-		}
-		if (err.message[0] == '\0') {
-			tl_test_fail(__FILE__, __LINE__, "a file cut to %zu bytes failed without a message", cut);
+
+	/* The data cut short under an intact footer: chunks point past the end. */
+	for (size_t cut = 4; cut < footer_start; cut += 7) {
+		memcpy(copy, data, cut);
+		memcpy(copy + cut, data + footer_start, footer_len + 8);
+		if (!rejected(copy, cut + footer_len + 8, "data cut", cut))
 			break;
-		}
 	}
+
+	/* The footer itself cut at every byte, with its length updated to match. */
+	for (uint32_t cut = 0; cut < footer_len; cut++) {
+		memcpy(copy, data, footer_start + cut);
+		memcpy(copy + footer_start + cut, &cut, 4);
+		memcpy(copy + footer_start + cut + 4, "PAR1", 4);
+		if (!rejected(copy, footer_start + cut + 8, "footer cut", cut))
+			break;
+	}
+	free(copy);
 	free(data);
 }
 
