@@ -23,6 +23,43 @@
 /* Bits needed to represent max_value (0 for 0). */
 int pq_bit_width(uint64_t max_value);
 
+/* ------------------------------------------------ shared building blocks */
+
+/*
+ * Reads a ULEB128 varint at *p without reading at or past end and advances
+ * *p. Returns 0, or -1 when the bytes end first or the value overflows 64
+ * bits. Inline because the RLE and delta decoders call it per run/block.
+ */
+static inline int pq_read_uvarint(const uint8_t **p, const uint8_t *end, uint64_t *v)
+{
+	uint64_t result = 0;
+	const uint8_t *q = *p;
+	for (int shift = 0; shift < 64 && q < end; shift += 7) {
+		uint8_t byte = *q++;
+		if (shift == 63 && byte > 1)
+			return -1;
+		result |= (uint64_t)(byte & 0x7f) << shift;
+		if ((byte & 0x80) == 0) {
+			*p = q;
+			*v = result;
+			return 0;
+		}
+	}
+	return -1;
+}
+
+/*
+ * LSB-first bit packing in groups of 8 values, as the RLE hybrid and
+ * DELTA_BINARY_PACKED store them: a group of width w takes exactly w bytes.
+ * The unpackers read ngroups * bit_width bytes from `in` and never past
+ * in + avail (avail >= ngroups * bit_width); more slack lets them use wide
+ * loads. The packer writes exactly ngroups * bit_width bytes and ignores
+ * bits of the values above bit_width.
+ */
+void pq_bit_unpack32(const uint8_t *in, size_t avail, int bit_width, uint32_t *out, int64_t ngroups); /* 0..32 */
+void pq_bit_unpack64(const uint8_t *in, size_t avail, int bit_width, uint64_t *out, int64_t ngroups); /* 0..64 */
+void pq_bit_pack64(uint8_t *out, const uint64_t *in, int bit_width, int64_t ngroups);
+
 /* --------------------------------------------- RLE / bit-packed hybrid */
 
 typedef struct pq_rle_decoder {
@@ -32,15 +69,18 @@ typedef struct pq_rle_decoder {
 	uint32_t repeat_left;     /* values left in the current RLE run */
 	uint32_t repeat_value;
 	uint32_t packed_left;     /* values left in the current bit-packed run */
-	const uint8_t *packed;    /* position in the bit-packed run */
-	uint32_t packed_bit;      /* bit offset within the run */
+	const uint8_t *packed;    /* the group of 8 holding the run's next value */
+	uint32_t packed_bit;      /* bit offset of that value within the group */
 } pq_rle_decoder;
 
 /* bit_width 0..32. */
 void pq_rle_decoder_init(pq_rle_decoder *d, const uint8_t *data, size_t len, int bit_width);
 /*
  * Decodes up to n values. Returns the number decoded, which is less than n
- * only when the data ends; -1 on corrupt input.
+ * only when the data ends (a final bit-packed run cut short yields the whole
+ * groups present); -1 on corrupt input: a bit width outside 0..32, a
+ * truncated run header or repeated value, a repeated value wider than the
+ * bit width, or a run longer than the spec's 2^31 - 1 values.
  */
 int64_t pq_rle_decode(pq_rle_decoder *d, uint32_t *out, int64_t n, tl_error *err);
 
@@ -68,7 +108,11 @@ void pq_rle_encoder_finish(pq_rle_encoder *e);
  * Returns the number of input bytes consumed, or -1.
  */
 int64_t pq_plain_decode_fixed(const uint8_t *data, size_t len, int width, void *out, int64_t n, tl_error *err);
-/* BOOLEAN: bit-packed, least significant bit first, starting at bit `bit_offset`. */
+/*
+ * BOOLEAN: bit-packed, least significant bit first, starting at bit
+ * `bit_offset`; out receives 0 or 1 per value. Returns 0, or -1 when the
+ * data holds fewer than bit_offset + n bits.
+ */
 int pq_plain_decode_bool(const uint8_t *data, size_t len, uint64_t bit_offset, uint8_t *out, int64_t n, tl_error *err);
 /* BYTE_ARRAY: 4-byte little-endian length, then bytes. Returns bytes consumed or -1. */
 int64_t pq_plain_decode_byte_array(const uint8_t *data, size_t len, tl_bytes *out, int64_t n, tl_error *err);
@@ -145,10 +189,14 @@ typedef struct pq_bytes_decoder {
 int pq_bytes_decoder_init(pq_bytes_decoder *d, int encoding, const uint8_t *data, size_t len,
                           int64_t count, tl_error *err);
 /*
- * Produces up to n views. DELTA_LENGTH_BYTE_ARRAY views point into the page;
- * DELTA_BYTE_ARRAY views point into the decoder and stay valid only until the
- * next call, so the caller copies them out before calling again.
+ * Produces up to n views; fewer only when the page's values run out.
+ * DELTA_LENGTH_BYTE_ARRAY views point into the page; DELTA_BYTE_ARRAY views
+ * point into the decoder and stay valid only until the next call, so the
+ * caller copies them out before calling again. Because prefixes let a small
+ * page describe huge values, one DELTA_BYTE_ARRAY call refuses (TL_ERR_NOMEM)
+ * to materialise more than PQ_BYTES_MATERIALISE_MAX bytes; ask for fewer.
  */
+#define PQ_BYTES_MATERIALISE_MAX ((size_t)256 * 1024 * 1024)
 int64_t pq_bytes_decode(pq_bytes_decoder *d, tl_bytes *out, int64_t n, tl_error *err);
 void pq_bytes_decoder_free(pq_bytes_decoder *d);
 
