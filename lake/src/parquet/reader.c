@@ -446,6 +446,16 @@ static int read_footer(tl_pq_reader *r, tl_error *err)
 	return 0;
 }
 
+/* Where a column chunk's first page is: its dictionary page, if it has one. */
+static int64_t chunk_start(const pq_column_meta *m)
+{
+	int64_t start = m->data_page_offset;
+	if (m->has_dictionary_page_offset && m->dictionary_page_offset > 0 &&
+	    (m->dictionary_page_offset < start || start <= 0))
+		start = m->dictionary_page_offset;
+	return start;
+}
+
 static int check_chunks(tl_pq_reader *r, tl_error *err)
 {
 	const pq_file_metadata *md = &r->md;
@@ -474,11 +484,11 @@ static int check_chunks(tl_pq_reader *r, tl_error *err)
 			const pq_column_meta *m = &cc->meta_data;
 			if (m->type != (int32_t)col->physical)
 				return footer_error(r, err, "%s has a column chunk whose type differs from the schema", where);
-			int64_t start = m->data_page_offset;
-			if (m->has_dictionary_page_offset && m->dictionary_page_offset > 0 && m->dictionary_page_offset < start)
-				start = m->dictionary_page_offset;
-			if (start < 4 || m->total_compressed_size < 0 || (uint64_t)start > data_end ||
-			    (uint64_t)m->total_compressed_size > data_end - (uint64_t)start)
+			int64_t start = chunk_start(m);
+			bool outside = start < 4 || m->total_compressed_size < 0 || (uint64_t)start > data_end ||
+			               (uint64_t)m->total_compressed_size > data_end - (uint64_t)start;
+			/* An empty row group is never read, and writers leave its offsets unset. */
+			if (outside && rg->num_rows > 0)
 				return footer_error(r, err, "%s has a column chunk outside the file", where);
 			if (m->num_values < 0)
 				return footer_error(r, err, "%s has a column chunk with a negative value count", where);
@@ -652,6 +662,8 @@ tl_pq_batch *tl_pq_reader_batch_new(const tl_pq_reader *r, int64_t capacity)
 
 static bool wanted(const tl_pq_reader *r, int g)
 {
+	if (r->md.row_groups[g].num_rows == 0)
+		return false;
 	if (r->only_row_group >= 0)
 		return g == r->only_row_group;
 	return !r->skip_row_group[g];
@@ -666,9 +678,7 @@ static int open_row_group(tl_pq_reader *r, int g, tl_error *err)
 	for (int i = 0; i < r->nprojection; i++) {
 		int c = r->projection[i];
 		const pq_column_meta *m = &rg->columns[c].meta_data;
-		int64_t start = m->data_page_offset;
-		if (m->has_dictionary_page_offset && m->dictionary_page_offset > 0 && m->dictionary_page_offset < start)
-			start = m->dictionary_page_offset;
+		int64_t start = chunk_start(m);
 		size_t len = (size_t)m->total_compressed_size;
 		uint8_t *chunk = tl_malloc(len);
 		if (tl_input_read(r->in, (uint64_t)start, chunk, len, err) < 0) {

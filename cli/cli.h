@@ -1,0 +1,107 @@
+/*
+ * cli.h: what every `tierdb` command shares.
+ *
+ * A command is a cli_command in a table: main.c holds the top-level table
+ * (one line per cli/cmd_*.c file) and a command with subcommands, like
+ * `parquet`, hands its own table to cli_dispatch. Options are parsed with
+ * cli_parser, which gives every command the same conventions:
+ *
+ *   --name value and --name=value; "--" ends the options
+ *   --help (or -h) prints the command's usage to stdout and exits 0
+ *   a usage error prints "<command>: <message>" and "Try '<command> --help'."
+ *     to stderr and exits 2
+ *   a runtime failure prints "tierdb: <message>" to stderr and exits 1
+ *
+ * A command's run function looks like this:
+ *
+ *     enum { OPT_LIMIT = 1 };
+ *     static const cli_option options[] = {{"limit", true, OPT_LIMIT}, {NULL, false, 0}};
+ *     cli_parser p;
+ *     cli_parser_init(&p, "tierdb parquet cat", usage, options, argc, argv);
+ *     for (int opt; (opt = cli_next(&p)) != CLI_END;)
+ *         switch (opt) {
+ *         case CLI_HELP: return cli_help(&p);
+ *         case CLI_ERROR: return CLI_EXIT_USAGE;
+ *         case CLI_POSITIONAL: ... p.value ...
+ *         case OPT_LIMIT: ... cli_parse_int(&p, 0, INT64_MAX, &limit) ...
+ *         }
+ */
+#ifndef TIERDB_CLI_H
+#define TIERDB_CLI_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#define TIERDB_VERSION "0.1.0"
+
+enum {
+	CLI_EXIT_OK = 0,
+	CLI_EXIT_FAILURE = 1, /* the command ran and failed */
+	CLI_EXIT_USAGE = 2    /* the command line was wrong */
+};
+
+typedef struct cli_command {
+	const char *name;
+	const char *summary; /* one line, for the parent's usage */
+	/* argv[0] is the command's own name; returns an exit status. */
+	int (*run)(int argc, char **argv);
+} cli_command;
+
+/* Top-level commands, one per cli/cmd_*.c. */
+extern const cli_command cli_parquet_command;
+
+/*
+ * Runs the subcommand named by argv[1] from commands (n of them). `path`
+ * is the command so far ("tierdb parquet") and `describe` prints what it is
+ * for, above the list of subcommands in its usage. A missing or unknown
+ * subcommand is a usage error; --help prints the usage to stdout.
+ */
+int cli_dispatch(const char *path, void (*describe)(FILE *out), const cli_command *const *commands, int n,
+                 int argc, char **argv);
+
+/* ------------------------------------------------------------ options */
+
+typedef struct cli_option {
+	const char *name; /* without the leading "--"; NULL ends the table */
+	bool has_value;   /* takes --name VALUE or --name=VALUE */
+	int id;           /* what cli_next returns for it; must be > 0 */
+} cli_option;
+
+/* What cli_next returns besides an option's id. */
+enum {
+	CLI_END = 0,         /* no arguments left */
+	CLI_POSITIONAL = -1, /* p->value is a positional argument */
+	CLI_HELP = -2,       /* --help or -h */
+	CLI_ERROR = -3       /* a usage error, already printed */
+};
+
+typedef struct cli_parser {
+	const char *command;           /* "tierdb parquet cat", for messages */
+	void (*usage)(FILE *out);      /* the full usage text */
+	const cli_option *options;
+	int argc;
+	char **argv;
+	int next;                      /* index of the next argument */
+	bool options_done;             /* after "--" */
+	const char *option;            /* the option just returned, as "--name" */
+	const char *value;             /* its value, or the positional argument */
+} cli_parser;
+
+/* argv[0] is the command's own name and is skipped. */
+void cli_parser_init(cli_parser *p, const char *command, void (*usage)(FILE *out), const cli_option *options,
+                     int argc, char **argv);
+/* The next option id, CLI_POSITIONAL, CLI_HELP, CLI_ERROR or CLI_END. */
+int cli_next(cli_parser *p);
+/* Prints the usage to stdout; returns CLI_EXIT_OK. */
+int cli_help(const cli_parser *p);
+
+/* Parses p->value as an integer in [min, max]; on failure prints a usage error and returns -1. */
+int cli_parse_int(const cli_parser *p, int64_t min, int64_t max, int64_t *out);
+
+/* Prints "<command>: <message>" and the --help hint to stderr; returns CLI_EXIT_USAGE. */
+int cli_usage_error(const char *command, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Prints "tierdb: <message>" to stderr; returns CLI_EXIT_FAILURE. */
+int cli_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+#endif
