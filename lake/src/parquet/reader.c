@@ -463,13 +463,21 @@ static int check_chunks(tl_pq_reader *r, tl_error *err)
 	uint64_t data_end = r->in->size - 8; /* the footer starts no earlier, so chunks end before it */
 	if (md->nrow_groups < 0)
 		return footer_error(r, err, "negative row group count");
+	int64_t total_rows = 0;
+	for (int g = 0; g < md->nrow_groups; g++) {
+		int64_t rows = md->row_groups[g].num_rows;
+		if (rows < 0 || rows > INT64_MAX - total_rows)
+			return footer_error(r, err, "row group %d has an impossible row count", g);
+		total_rows += rows;
+	}
+	if (total_rows != md->num_rows)
+		return footer_error(r, err, "the footer says %lld rows but its row groups hold %lld",
+		                    (long long)md->num_rows, (long long)total_rows);
 	r->chunks = tl_calloc((size_t)md->nrow_groups * (size_t)(ncols ? ncols : 1), sizeof(tl_pq_chunk_info));
 	for (int g = 0; g < md->nrow_groups; g++) {
 		const pq_row_group *rg = &md->row_groups[g];
 		char where[64];
 		snprintf(where, sizeof(where), "row group %d", g);
-		if (rg->num_rows < 0)
-			return footer_error(r, err, "%s has a negative row count", where);
 		if (rg->ncolumns != ncols)
 			return footer_error(r, err, "%s does not have one chunk per column", where);
 		for (int c = 0; c < ncols; c++) {

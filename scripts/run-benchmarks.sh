@@ -1,0 +1,86 @@
+#!/usr/bin/env bash
+# Runs benchmarks against their peers in the same run; `make bench` calls it.
+#
+#   scripts/run-benchmarks.sh BENCH...
+#
+# BENCH is a built benchmark such as build/bench/parquet_bench. For
+# parquet_bench it writes and fully reads the event table with our codec and
+# with pyarrow (bench/parquet_peer.py), each phase in its own process so its
+# peak RSS is its own, checks that both files hold the same rows, and prints
+# the comparison table. See bench/README.md for how to read it.
+#
+# Environment:
+#   BENCH_ROWS    rows to write (default 10000000; 1000000 makes a quick run)
+#   BENCH_REPEAT  runs of each phase; the table shows the best (default 3)
+#   BENCH_DIR     where the Parquet files go (default: a temporary directory,
+#                 removed afterwards; a given BENCH_DIR is kept)
+#
+# Nothing here asserts a timing. The exit status is non-zero only if a phase
+# fails or the two sides did not hold the same data.
+set -euo pipefail
+
+if [ $# -lt 1 ]; then
+  echo "usage: $0 BENCH..." >&2
+  exit 2
+fi
+
+top=$(cd "$(dirname "$0")/.." && pwd)
+python="$top/.venv/bin/python"
+rows=${BENCH_ROWS:-10000000}
+repeat=${BENCH_REPEAT:-3}
+for setting in "BENCH_ROWS=$rows" "BENCH_REPEAT=$repeat"; do
+  case ${setting#*=} in
+    '' | 0 | *[!0-9]*) echo "run-benchmarks: ${setting%%=*} must be a positive whole number, got '${setting#*=}'" >&2; exit 2 ;;
+  esac
+done
+
+if [ -n "${BENCH_DIR:-}" ]; then
+  work=$BENCH_DIR
+  mkdir -p "$work"
+else
+  work=$(mktemp -d "${TMPDIR:-/tmp}/tierdb-bench.XXXXXX")
+  trap 'rm -rf "$work"' EXIT
+fi
+
+run_parquet() {
+  local bench=$1
+  local peer="$top/bench/parquet_peer.py"
+  local results="$work/parquet-results"
+  local ours="$work/tierdb.parquet" theirs="$work/pyarrow.parquet"
+  rm -rf "$results" "$ours" "$theirs"
+  mkdir -p "$results"
+
+  echo "run-benchmarks: parquet: $rows rows, best of $repeat; files in $work"
+  local i
+  for i in $(seq 1 "$repeat"); do
+    "$bench" write "$ours" --rows "$rows" >"$results/ours-write-$i.json"
+    "$python" "$peer" write "$theirs" --rows "$rows" >"$results/pyarrow-write-$i.json"
+    "$bench" read "$ours" >"$results/ours-read-$i.json"
+    "$python" "$peer" read "$theirs" >"$results/pyarrow-read-$i.json"
+  done
+  # Cross-checks, outside the comparison: our reader on pyarrow's file, and
+  # pyarrow comparing both files with freshly generated rows.
+  "$bench" read "$theirs" >"$results/ours-read-pyarrow-file-1.json"
+  "$python" "$peer" verify "$ours" "$theirs" --rows "$rows" >"$results/verify-1.json" || true
+
+  echo
+  echo "raw results:"
+  local f
+  for f in "$results"/*.json; do
+    printf '  %-28s %s\n' "$(basename "$f" .json)" "$(cat "$f")"
+  done
+  echo
+  "$python" "$peer" report "$results"
+}
+
+for bench in "$@"; do
+  name=$(basename "$bench")
+  case $name in
+    parquet_bench) run_parquet "$bench" ;;
+    *)
+      # A benchmark without a runner here prints its own comparison.
+      echo "run-benchmarks: $name"
+      "$bench"
+      ;;
+  esac
+done
