@@ -105,6 +105,9 @@ test-interop: $(TIERDB) $(TOOLS)
 bench: deps $(BENCHES) $(TIERDB)
 	@scripts/run-benchmarks.sh $(BENCHES)
 
+demo:
+	@scripts/demo.sh
+
 format:
 	clang-format -i $(LAKE_SRC) $(LAKE_HDR) $(CLI_SRC) $(CLI_HDR) $(TEST_SRC) $(TOOL_SRC) $(BENCH_SRC)
 
