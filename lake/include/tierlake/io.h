@@ -25,7 +25,11 @@ struct tl_input {
 typedef struct tl_output tl_output;
 struct tl_output {
 	int (*write)(tl_output *out, const void *buf, size_t len, tl_error *err);
-	/* Flushes and makes the bytes durable; 0 on success. Does not free. */
+	/*
+	 * Flushes and makes the bytes durable; 0 on success. Does not free.
+	 * Writers buffer, so an output closed without finish() is abandoned:
+	 * its tail may be missing and the caller should delete it.
+	 */
 	int (*finish)(tl_output *out, tl_error *err);
 	void (*close)(tl_output *out);
 	uint64_t offset;    /* bytes written so far */
