@@ -7,6 +7,7 @@
 #include <stdlib.h>
 
 #include "parquet/column_reader.h"
+#include "parquet/metadata.h"
 #include "test.h"
 #include "tierlake/parquet.h"
 
@@ -399,4 +400,96 @@ TEST(reader_converts_int96_to_nanoseconds)
 	memcpy(raw, &nanos_of_day, 8);
 	memcpy(raw + 8, &julian_day, 4);
 	CHECK_INT(pq_int96_to_nanos(raw), 946684801500000000LL);
+}
+
+/*
+ * Old writers annotate columns with ConvertedType only. Take a file of ours,
+ * drop every LogicalType from its footer (keeping the ConvertedType our
+ * writer also writes) and check the reader maps the legacy annotations.
+ */
+TEST(reader_maps_legacy_converted_types)
+{
+	tl_error err;
+	tl_error_clear(&err);
+	tl_pq_schema *schema = tl_pq_schema_new();
+	tl_pq_column cols[] = {
+		{.name = "ts", .physical = TL_PQ_INT64, .logical = TL_PQ_LOGICAL_TIMESTAMP, .unit = TL_PQ_MILLIS,
+		 .utc_adjusted = true, .field_id = -1},
+		{.name = "small", .physical = TL_PQ_INT32, .logical = TL_PQ_LOGICAL_INT, .int_bit_width = 8,
+		 .int_signed = true, .field_id = -1},
+		{.name = "big", .physical = TL_PQ_INT64, .logical = TL_PQ_LOGICAL_INT, .int_bit_width = 64,
+		 .int_signed = false, .field_id = -1},
+		{.name = "amount", .physical = TL_PQ_INT64, .logical = TL_PQ_LOGICAL_DECIMAL, .precision = 12, .scale = 3,
+		 .field_id = -1},
+		{.name = "label", .physical = TL_PQ_BYTE_ARRAY, .logical = TL_PQ_LOGICAL_STRING, .field_id = -1},
+	};
+	for (size_t i = 0; i < sizeof(cols) / sizeof(cols[0]); i++)
+		tl_pq_schema_add(schema, &cols[i]);
+
+	tl_buf file;
+	tl_buf_init(&file);
+	tl_output *out = tl_output_to_buffer(&file, "legacy.parquet");
+	tl_pq_writer *w = tl_pq_writer_open(out, schema, NULL, &err);
+	CHECK(w != NULL);
+	tl_pq_batch *batch = tl_pq_batch_new(schema, 2);
+	for (int64_t i = 0; i < 2; i++) {
+		batch->columns[0].v.i64[i] = 1700000000000 + i;
+		batch->columns[1].v.i32[i] = -5 + (int32_t)i;
+		batch->columns[2].v.i64[i] = -1; /* UINT_64 max */
+		batch->columns[3].v.i64[i] = 123456;
+		batch->columns[4].v.bytes[i] = (tl_bytes){(const uint8_t *)"old", 3};
+	}
+	batch->nrows = 2;
+	CHECK_OK(tl_pq_writer_write(w, batch, &err), &err);
+	CHECK_OK(tl_pq_writer_close(w, &err), &err);
+	tl_pq_writer_free(w);
+	tl_output_close(out);
+	tl_pq_batch_free(batch);
+	tl_pq_schema_free(schema);
+
+	/* Re-encode the footer without LogicalType annotations. */
+	uint32_t footer_len;
+	memcpy(&footer_len, file.data + file.len - 8, 4);
+	size_t footer_start = file.len - 8 - footer_len;
+	pq_file_metadata md;
+	CHECK_OK(pq_file_metadata_decode(file.data + footer_start, footer_len, &md, &err), &err);
+	for (int i = 0; i < md.nschema; i++)
+		md.schema[i].logical.kind = PQ_LT_NONE;
+	tl_buf legacy;
+	tl_buf_init(&legacy);
+	tl_buf_append(&legacy, file.data, footer_start);
+	size_t before = legacy.len;
+	pq_file_metadata_encode(&md, &legacy);
+	uint32_t new_len = (uint32_t)(legacy.len - before);
+	tl_buf_append(&legacy, &new_len, 4);
+	tl_buf_append(&legacy, "PAR1", 4);
+	pq_file_metadata_free(&md);
+
+	tl_input *in = tl_input_from_memory(legacy.data, legacy.len, "legacy.parquet");
+	tl_pq_reader *r = tl_pq_reader_open(in, &err);
+	CHECK(r != NULL);
+	const tl_pq_schema *read = tl_pq_reader_schema(r);
+	/* Legacy TIMESTAMP_MILLIS is defined as adjusted to UTC. */
+	CHECK_INT(read->columns[0].logical, TL_PQ_LOGICAL_TIMESTAMP);
+	CHECK_INT(read->columns[0].unit, TL_PQ_MILLIS);
+	CHECK(read->columns[0].utc_adjusted);
+	CHECK_INT(read->columns[1].logical, TL_PQ_LOGICAL_INT);
+	CHECK_INT(read->columns[1].int_bit_width, 8);
+	CHECK(read->columns[1].int_signed);
+	CHECK_INT(read->columns[2].logical, TL_PQ_LOGICAL_INT);
+	CHECK(!read->columns[2].int_signed);
+	CHECK_INT(read->columns[3].logical, TL_PQ_LOGICAL_DECIMAL);
+	CHECK_INT(read->columns[3].precision, 12);
+	CHECK_INT(read->columns[3].scale, 3);
+	CHECK_INT(read->columns[4].logical, TL_PQ_LOGICAL_STRING);
+	tl_pq_batch *got = tl_pq_reader_batch_new(r, 16);
+	CHECK_INT(tl_pq_reader_next(r, got, &err), 2);
+	CHECK_INT(got->columns[0].v.i64[1], 1700000000001);
+	CHECK_INT(got->columns[1].v.i32[0], -5);
+	CHECK(got->columns[2].v.i64[0] == -1);
+	tl_pq_batch_free(got);
+	tl_pq_reader_free(r);
+	tl_input_close(in);
+	tl_buf_free(&legacy);
+	tl_buf_free(&file);
 }
