@@ -287,6 +287,21 @@ TEST(render_float_shortest)
 	CHECK_STR(render_f32(-INFINITY), "\"-Infinity\"");
 }
 
+/*
+ * At a power of two the values that read back reach only half as far below
+ * as above, so the shortest digits can be the nearest decimal's upper
+ * neighbour (expected digits as Python's repr and numpy print them).
+ */
+TEST(render_shortest_at_powers_of_two)
+{
+	CHECK_STR(render_f64(ldexp(1, -1017)), "7.120236347223045e-307");
+	CHECK_STR(render_f64(ldexp(1, -1007)), "7.291122019556398e-304");
+	CHECK_STR(render_f64(ldexp(1, 90)), "1.2379400392853803e+27");
+	CHECK_STR(render_f32(ldexpf(1, -96)), "1.2621775e-29");
+	CHECK_STR(render_f32(ldexpf(1, 87)), "1.5474251e+26");
+	CHECK_STR(render_f32(ldexpf(1, 90)), "1.2379401e+27");
+}
+
 /* The fast path of the shortest-digits search must agree with the plain rule. */
 TEST(render_shortest_matches_plain_search)
 {

@@ -334,6 +334,9 @@ def test_missing_file(tierdb_bin, workdir):
     path = workdir / "does_not_exist.parquet"
     err = _expect_failure(tierdb_bin, path)
     assert str(path) in err, err
+    proc = subprocess.run([str(tierdb_bin), "parquet", "schema", str(path)], stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE, timeout=RUN_TIMEOUT)
+    assert proc.returncode == 1 and proc.stderr.startswith(b"tierdb:") and str(path).encode() in proc.stderr, proc
 
 
 def test_directory_instead_of_file(tierdb_bin, workdir):

@@ -5,13 +5,17 @@ pyarrow's writer options (dictionary, page v1/v2, the delta and
 byte-stream-split encodings, every codec, many row groups and pages,
 statistics, checksums, INT96, no stored Arrow schema), cat must print exactly
 what pyarrow itself reads back from the same file, rendered by the rules in
-parquet_values.
+parquet_values, and `parquet schema --json` must agree with pyarrow about the
+footer. Files DuckDB writes (its own encoding choices) are read the same way.
 """
 
 from __future__ import annotations
 
+import math
+import random
 import struct
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
@@ -259,12 +263,10 @@ def test_int96_timestamps(tierdb, workdir, store_schema):
     arrays = {}
     for i, (name, t) in enumerate(INT96_TYPES.items()):
         per_sec = {"s": 1, "ms": 10**3, "us": 10**6, "ns": 10**9}[t.unit]
-        # INT96 holds nanoseconds: stay within the int64 nanosecond range.
-        import random
-
         rnd = random.Random(i)
+        # pyarrow converts to nanoseconds for INT96: stay within int64 nanoseconds (1677..2262).
         vals = [0, -1, 1, 1_577_836_800 * per_sec, -2_000_000_000 * per_sec]
-        vals += [rnd.randint(-9_000_000_000, 9_000_000_000) * per_sec // 1 + rnd.randint(0, per_sec - 1)
+        vals += [rnd.randint(-9_000_000_000, 9_000_000_000) * per_sec + rnd.randint(0, per_sec - 1)
                  for _ in range(n - len(vals))]
         vals = [None if rnd.random() < 0.1 else v for v in vals]
         arrays[name] = pa.array(vals, pa.int64()).cast(t)
@@ -406,11 +408,6 @@ def test_float_shortest_digits(tierdb, workdir):
     (whose rounding interval is lopsided, so the nearest n-digit decimal can
     fail to read back while another n-digit one does), its neighbours,
     subnormals, and random bit patterns."""
-    import math
-    import random
-
-    import numpy as np
-
     doubles = [math.ldexp(1.0, e) for e in range(-1074, 1024)]
     doubles += [math.nextafter(x, math.inf) for x in doubles] + [math.nextafter(x, 0.0) for x in doubles]
     floats = [math.ldexp(1.0, e) for e in range(-149, 128)]

@@ -192,6 +192,31 @@ static bool reads_back(const shortest *s, double value, bool single)
 	return single ? strtof(text, NULL) == (float)value : strtod(text, NULL) == value;
 }
 
+/* The next decimal up at the same digit count: 1.23 -> 1.24, 9.99 -> 10.0. */
+static void step_up(shortest *s)
+{
+	int i = s->ndigits - 1;
+	while (i >= 0 && s->digits[i] == '9')
+		s->digits[i--] = '0';
+	if (i >= 0)
+		s->digits[i]++;
+	else {
+		s->digits[0] = '1';
+		s->exponent++;
+	}
+}
+
+/*
+ * Whether value is a power of two. There the values that read back as it
+ * reach half as far below as above, so the nearest decimal of a length can
+ * fall just outside while the next one up is inside.
+ */
+static bool power_of_two(double value, bool single)
+{
+	int exponent;
+	return single ? frexpf(fabsf((float)value), &exponent) == 0.5f : frexp(fabs(value), &exponent) == 0.5;
+}
+
 static void shortest_digits(double value, bool single, shortest *out)
 {
 	int max = single ? 9 : 17;
@@ -202,6 +227,7 @@ static void shortest_digits(double value, bool single, shortest *out)
 	snprintf(text, sizeof(text), "%.*e", max - 1, value);
 	split_scientific(text, &full);
 	*out = full; /* max digits always read back */
+	bool boundary = power_of_two(value, single);
 	for (int p = first; p < max; p++) {
 		shortest candidate;
 		if (!round_digits(&full, p, &candidate)) {
@@ -211,6 +237,13 @@ static void shortest_digits(double value, bool single, shortest *out)
 		if (reads_back(&candidate, value, single)) {
 			*out = candidate;
 			break;
+		}
+		if (boundary) {
+			step_up(&candidate);
+			if (reads_back(&candidate, value, single)) {
+				*out = candidate;
+				break;
+			}
 		}
 	}
 	while (out->ndigits > 1 && out->digits[out->ndigits - 1] == '0')
