@@ -46,40 +46,47 @@ all: $(TIERDB) $(TOOLS)
 
 $(BUILD)/release/%.o: %.c $(LAKE_HDR)
 	@mkdir -p $(dir $@)
-	$(CC) $(RELEASE_CFLAGS) -c $< -o $@
+	@echo "  CC      $<"
+	@$(CC) $(RELEASE_CFLAGS) -c $< -o $@
 
 $(BUILD)/asan/%.o: %.c $(LAKE_HDR)
 	@mkdir -p $(dir $@)
-	$(CC) $(ASAN_CFLAGS) -c $< -o $@
+	@echo "  CC      $< (asan)"
+	@$(CC) $(ASAN_CFLAGS) -c $< -o $@
 
 $(BUILD)/release/liblake.a: $(RELEASE_OBJ)
 	@rm -f $@
-	ar rcs $@ $^
+	@ar rcs $@ $^
 
 $(BUILD)/asan/liblake.a: $(ASAN_OBJ)
 	@rm -f $@
-	ar rcs $@ $^
+	@ar rcs $@ $^
 
 $(TIERDB): $(CLI_SRC) $(CLI_HDR) $(BUILD)/release/liblake.a
 	@mkdir -p $(dir $@)
-	$(CC) $(RELEASE_CFLAGS) -Icli $(CLI_SRC) $(BUILD)/release/liblake.a $(LIBS) -o $@
+	@echo "  LINK    $@"
+	@$(CC) $(RELEASE_CFLAGS) -Icli $(CLI_SRC) $(BUILD)/release/liblake.a $(LIBS) -o $@
 
 $(LAKE_TEST): $(TEST_SRC) lake/tests/test.h $(BUILD)/asan/liblake.a
 	@mkdir -p $(dir $@)
-	$(CC) $(ASAN_CFLAGS) -Ilake/tests $(TEST_SRC) $(BUILD)/asan/liblake.a $(LIBS) $(ASAN_LDFLAGS) -o $@
+	@echo "  LINK    $@"
+	@$(CC) $(ASAN_CFLAGS) -Ilake/tests $(TEST_SRC) $(BUILD)/asan/liblake.a $(LIBS) $(ASAN_LDFLAGS) -o $@
 
 $(BUILD)/tools/%: tests/tools/%.c $(BUILD)/release/liblake.a
 	@mkdir -p $(dir $@)
-	$(CC) $(RELEASE_CFLAGS) $< $(BUILD)/release/liblake.a $(LIBS) -o $@
+	@echo "  LINK    $@"
+	@$(CC) $(RELEASE_CFLAGS) $< $(BUILD)/release/liblake.a $(LIBS) -o $@
 
 $(BUILD)/bench/%: bench/%.c $(BUILD)/release/liblake.a
 	@mkdir -p $(dir $@)
-	$(CC) $(RELEASE_CFLAGS) -O3 -march=native $< $(BUILD)/release/liblake.a $(LIBS) -o $@
+	@echo "  LINK    $@"
+	@$(CC) $(RELEASE_CFLAGS) -O3 -march=native $< $(BUILD)/release/liblake.a $(LIBS) -o $@
 
 # libFuzzer targets need clang; the lake sources are compiled straight in.
 $(BUILD)/fuzz/%: lake/tests/fuzz/%.c $(LAKE_SRC) $(LAKE_HDR)
 	@mkdir -p $(dir $@)
-	clang $(CSTD) $(INCLUDE) -O1 -g -fsanitize=fuzzer,address,undefined \
+	@echo "  FUZZER  $@"
+	@clang $(CSTD) $(INCLUDE) -O1 -g -fsanitize=fuzzer,address,undefined \
 		-fno-sanitize-recover=undefined $< $(LAKE_SRC) $(LIBS) -o $@
 
 install: $(TIERDB)
@@ -91,6 +98,7 @@ deps:
 
 # The README's test command: every test, from a fresh machine.
 check: deps
+	@$(MAKE) --no-print-directory -j2 all $(LAKE_TEST) $(FUZZERS)
 	@$(MAKE) --no-print-directory test-c test-fuzz test-interop
 
 test-c: $(LAKE_TEST)
