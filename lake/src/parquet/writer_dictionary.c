@@ -185,37 +185,54 @@ static pq_dict_slot *slot_for_insert(pq_dict *d, uint64_t key, pq_dict_slot *fou
 /* ------------------------------------------------------------ encoding */
 
 /*
+ * Values are looked up in groups: hash a group, prefetch every home slot,
+ * then probe. A high-cardinality column's table outgrows the cache, and
+ * this overlaps the misses instead of taking them one at a time.
+ */
+#define LOOKUP_GROUP 16
+
+/*
  * One loop per key width, so the compiler sees a constant width and the
  * load, hash and compare are a handful of instructions.
  */
 static inline int64_t encode_fixed(pq_dict *d, const uint8_t *values, int64_t n, uint32_t *indices,
                                    size_t budget, const int width)
 {
+	uint64_t hashes[LOOKUP_GROUP];
 	if (d->slots == NULL)
 		grow_table(d);
-	for (int64_t i = 0; i < n; i++) {
-		const uint8_t *value = values + (size_t)i * (size_t)width;
-		uint64_t key = width == 8 ? load64(value) : load32(value);
-		size_t pos = (size_t)hash_u64(key) & d->mask;
-		for (;;) {
-			pq_dict_slot *slot = &d->slots[pos];
-			if (slot->index1 != 0) {
-				if (slot->key == key) {
-					indices[i] = slot->index1 - 1;
-					break;
+	for (int64_t group = 0; group < n; group += LOOKUP_GROUP) {
+		int64_t end = n - group < LOOKUP_GROUP ? n : group + LOOKUP_GROUP;
+		for (int64_t i = group; i < end; i++) {
+			const uint8_t *value = values + (size_t)i * (size_t)width;
+			hashes[i - group] = hash_u64(width == 8 ? load64(value) : load32(value));
+			__builtin_prefetch(&d->slots[hashes[i - group] & d->mask]);
+		}
+		for (int64_t i = group; i < end; i++) {
+			const uint8_t *value = values + (size_t)i * (size_t)width;
+			uint64_t key = width == 8 ? load64(value) : load32(value);
+			/* The table may have grown since the prefetch: mask now. */
+			size_t pos = (size_t)hashes[i - group] & d->mask;
+			for (;;) {
+				pq_dict_slot *slot = &d->slots[pos];
+				if (slot->index1 != 0) {
+					if (slot->key == key) {
+						indices[i] = slot->index1 - 1;
+						break;
+					}
+					pos = (pos + 1) & d->mask;
+					continue;
 				}
-				pos = (pos + 1) & d->mask;
-				continue;
+				/* A new value. */
+				if (d->plain.len + (size_t)width > budget)
+					return i;
+				slot = slot_for_insert(d, key, slot);
+				slot->key = key;
+				slot->index1 = d->count + 1;
+				tl_buf_append(&d->plain, value, (size_t)width);
+				indices[i] = d->count++;
+				break;
 			}
-			/* A new value. */
-			if (d->plain.len + (size_t)width > budget)
-				return i;
-			slot = slot_for_insert(d, key, slot);
-			slot->key = key;
-			slot->index1 = d->count + 1;
-			tl_buf_append(&d->plain, value, (size_t)width);
-			indices[i] = d->count++;
-			break;
 		}
 	}
 	return n;
@@ -237,37 +254,57 @@ static void add_bytes_entry(pq_dict *d, tl_bytes value)
 	tl_buf_append(&d->plain, value.ptr, value.len);
 }
 
+/* Whether a dictionary entry holds exactly these bytes; short values are compared without a call. */
+static inline bool entry_equals(const pq_dict *d, const pq_dict_entry *e, tl_bytes value)
+{
+	if (e->len != value.len)
+		return false;
+	const uint8_t *stored = d->plain.data + e->offset;
+	/* Two overlapping loads cover every byte, as in pq_hash_bytes. */
+	if (value.len >= 8 && value.len <= 16)
+		return load64(stored) == load64(value.ptr) &&
+		       load64(stored + value.len - 8) == load64(value.ptr + value.len - 8);
+	if (value.len >= 4 && value.len < 8)
+		return load32(stored) == load32(value.ptr) &&
+		       load32(stored + value.len - 4) == load32(value.ptr + value.len - 4);
+	return value.len == 0 || memcmp(stored, value.ptr, value.len) == 0;
+}
+
 static int64_t encode_bytes(pq_dict *d, const tl_bytes *values, int64_t n, uint32_t *indices, size_t budget)
 {
+	uint64_t hashes[LOOKUP_GROUP];
 	if (d->slots == NULL)
 		grow_table(d);
 	const size_t prefix = d->width == 0 ? 4 : 0;
-	for (int64_t i = 0; i < n; i++) {
-		tl_bytes value = values[i];
-		uint64_t hash = pq_hash_bytes(value.ptr, value.len);
-		size_t pos = (size_t)hash & d->mask;
-		for (;;) {
-			pq_dict_slot *slot = &d->slots[pos];
-			if (slot->index1 != 0) {
-				if (slot->key == hash) {
-					const pq_dict_entry *e = &d->entries[slot->index1 - 1];
-					if (e->len == value.len &&
-					    (value.len == 0 || memcmp(d->plain.data + e->offset, value.ptr, value.len) == 0)) {
+	for (int64_t group = 0; group < n; group += LOOKUP_GROUP) {
+		int64_t end = n - group < LOOKUP_GROUP ? n : group + LOOKUP_GROUP;
+		for (int64_t i = group; i < end; i++) {
+			hashes[i - group] = pq_hash_bytes(values[i].ptr, values[i].len);
+			__builtin_prefetch(&d->slots[hashes[i - group] & d->mask]);
+		}
+		for (int64_t i = group; i < end; i++) {
+			tl_bytes value = values[i];
+			uint64_t hash = hashes[i - group];
+			size_t pos = (size_t)hash & d->mask;
+			for (;;) {
+				pq_dict_slot *slot = &d->slots[pos];
+				if (slot->index1 != 0) {
+					if (slot->key == hash && entry_equals(d, &d->entries[slot->index1 - 1], value)) {
 						indices[i] = slot->index1 - 1;
 						break;
 					}
+					pos = (pos + 1) & d->mask;
+					continue;
 				}
-				pos = (pos + 1) & d->mask;
-				continue;
+				if (d->plain.len + prefix + value.len > budget)
+					return i;
+				slot = slot_for_insert(d, hash, slot);
+				slot->key = hash;
+				slot->index1 = d->count + 1;
+				add_bytes_entry(d, value);
+				indices[i] = d->count++;
+				break;
 			}
-			if (d->plain.len + prefix + value.len > budget)
-				return i;
-			slot = slot_for_insert(d, hash, slot);
-			slot->key = hash;
-			slot->index1 = d->count + 1;
-			add_bytes_entry(d, value);
-			indices[i] = d->count++;
-			break;
 		}
 	}
 	return n;
