@@ -1403,3 +1403,30 @@ TEST(metadata_pyarrow_page_headers)
 	CHECK(!v->is_compressed);
 	CHECK_INT(last.compressed_page_size, last.uncompressed_page_size);
 }
+
+/*
+ * A footer can name a million empty structs in a million bytes; decoded,
+ * they would take 88 MB. The decoder refuses to allocate that much more
+ * than its input before reading them.
+ */
+TEST(metadata_bounds_what_a_footer_can_allocate)
+{
+	size_t n = 1000000;
+	tl_buf footer;
+	tl_buf_init(&footer);
+	const uint8_t head[] = {0x15, 0x02, 0x19, 0xfc}; /* version = 1, then schema: list<struct>, long count */
+	tl_buf_append(&footer, head, sizeof(head));
+	tl_buf_append_uvarint(&footer, n);
+	memset(tl_buf_extend(&footer, n), 0, n); /* every element an empty struct */
+	tl_buf_append_byte(&footer, 0);
+	pq_file_metadata md;
+	tl_error err;
+	tl_error_clear(&err);
+	int rc = pq_file_metadata_decode(footer.data, footer.len, &md, &err);
+	pq_file_metadata_free(&md);
+	tl_buf_free(&footer);
+	CHECK(rc < 0);
+	if (strstr(err.message, "decoding would need") == NULL)
+		tl_test_fail(__FILE__, __LINE__, "message: %s", err.message);
+	CHECK(strstr(err.message, "schema") != NULL);
+}

@@ -36,6 +36,7 @@ typedef enum msg_state {
 typedef struct decoder {
 	th_reader r;
 	tl_arena *arena;      /* where decoded arrays go; NULL for page headers */
+	size_t alloc_budget;  /* bytes of arrays the input may make us allocate */
 	msg_state msg;
 	bool footer_signed;   /* FileMetaData has an encryption_algorithm */
 } decoder;
@@ -67,6 +68,13 @@ static void decoder_init(decoder *d, const uint8_t *data, size_t len, tl_arena *
 {
 	th_reader_init(&d->r, data, len, err);
 	d->arena = arena;
+	/*
+	 * Counts are checked against the bytes left, but a decoded element is
+	 * bigger than its smallest encoding (a 224-byte ColumnChunk from a few
+	 * bytes), so a hostile footer could still ask for hundreds of times its
+	 * size. Real footers decode to a few times theirs; stop well past that.
+	 */
+	d->alloc_budget = 16 * len + (1 << 20);
 	d->msg = MSG_BARE;
 	d->footer_signed = false;
 }
@@ -300,20 +308,28 @@ static int get_list(decoder *d, int type, const char *field, int want, int32_t *
 	return 0;
 }
 
-static void *alloc_array(decoder *d, int32_t count, size_t elem_size)
+static int alloc_array(decoder *d, const char *field, int32_t count, size_t elem_size, void **out)
 {
+	*out = NULL;
 	if (count == 0 || elem_size == 0)
-		return NULL;
-	void *items = tl_arena_alloc(d->arena, (size_t)count * elem_size);
-	memset(items, 0, (size_t)count * elem_size);
-	return items;
+		return 0;
+	size_t bytes = (size_t)count * elem_size;
+	if (d->arena->total + bytes > d->alloc_budget) {
+		fail(d, TL_ERR_CORRUPT, "decoding would need over %zu bytes for a %zu-byte input",
+		     d->alloc_budget, (size_t)(d->r.end - d->r.start));
+		return blame(d, "%s", field);
+	}
+	*out = tl_arena_alloc(d->arena, bytes);
+	memset(*out, 0, bytes);
+	return 0;
 }
 
 static int get_i32_list(decoder *d, int type, const char *field, int32_t **items, int32_t *count)
 {
 	if (get_list(d, type, field, TH_I32, count) < 0)
 		return -1;
-	*items = alloc_array(d, *count, sizeof(int32_t));
+	if (alloc_array(d, field, *count, sizeof(int32_t), (void **)items) < 0)
+		return -1;
 	for (int32_t i = 0; i < *count; i++) {
 		if (th_read_i32(&d->r, &(*items)[i]) < 0)
 			return blame(d, "%s[%d]", field, (int)i);
@@ -326,7 +342,8 @@ static int get_binary_list(decoder *d, int type, const char *field, tl_bytes **i
 {
 	if (get_list(d, type, field, TH_BINARY, count) < 0)
 		return -1;
-	*items = alloc_array(d, *count, sizeof(tl_bytes));
+	if (alloc_array(d, field, *count, sizeof(tl_bytes), (void **)items) < 0)
+		return -1;
 	for (int32_t i = 0; i < *count; i++) {
 		if (th_read_binary(&d->r, &(*items)[i]) < 0)
 			return blame(d, "%s[%d]", field, (int)i);
@@ -343,7 +360,9 @@ static int get_struct_list(decoder *d, int type, const char *field, const struct
 {
 	if (get_list(d, type, field, TH_STRUCT, count) < 0)
 		return -1;
-	uint8_t *array = alloc_array(d, *count, t->size);
+	uint8_t *array;
+	if (alloc_array(d, field, *count, t->size, (void **)&array) < 0)
+		return -1;
 	for (int32_t i = 0; i < *count; i++) {
 		if (decode_struct(d, t, array ? array + (size_t)i * t->size : NULL) < 0)
 			return blame(d, "%s[%d]", field, (int)i);

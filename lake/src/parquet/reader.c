@@ -20,7 +20,7 @@
 #include "tierlake/parquet.h"
 
 #define PQ_MAGIC "PAR1"
-#define PQ_MAX_FOOTER_BYTES (256 * 1024 * 1024)
+#define PQ_MAX_FOOTER_BYTES (64 * 1024 * 1024)
 
 struct tl_pq_reader {
 	tl_input *in;
