@@ -75,8 +75,4 @@ void tl_ice_value_human(const tl_ice_type *type, const tl_ice_value *value, tl_b
 int tl_ice_value_parse(const tl_ice_type *type, const char *text, tl_arena *arena,
                        tl_ice_value *out, tl_error *err);
 
-/* Days since 1970-01-01 to a proleptic Gregorian date, and back. */
-void tl_ice_civil_from_days(int64_t days, int64_t *year, int *month, int *day);
-int64_t tl_ice_days_from_civil(int64_t year, int month, int day);
-
 #endif

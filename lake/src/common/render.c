@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "common/render_internal.h"
+#include "tierlake/calendar.h"
 #include "tierlake/render.h"
 
 value_kind tl_value_kind_of(const tl_pq_column *col)
@@ -533,31 +534,11 @@ static void append_decimal_bytes(tl_buf *out, const uint8_t *be, size_t len, int
 
 /* ---------------------------------------------------------- dates and times */
 
-/*
- * Days since 1970-01-01 to a proleptic Gregorian date, after Howard
- * Hinnant's civil_from_days: shift to eras of 400 years starting on March 1
- * so leap days fall at the end of each year. Exact for every int64 day
- * count an INT64 timestamp can produce.
- */
-static void civil_from_days(int64_t days, int64_t *year, int *month, int *day)
-{
-	days += 719468;
-	int64_t doe_rem;
-	int64_t era = floor_div(days, 146097, &doe_rem);
-	int64_t doe = doe_rem;                                              /* [0, 146096] */
-	int64_t yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365; /* [0, 399] */
-	int64_t doy = doe - (365 * yoe + yoe / 4 - yoe / 100);              /* [0, 365] */
-	int64_t mp = (5 * doy + 2) / 153;                                   /* [0, 11] */
-	*day = (int)(doy - (153 * mp + 2) / 5 + 1);
-	*month = (int)(mp < 10 ? mp + 3 : mp - 9);
-	*year = yoe + era * 400 + (*month <= 2);
-}
-
 static void append_date(tl_buf *out, int64_t days)
 {
 	int64_t year;
 	int month, day;
-	civil_from_days(days, &year, &month, &day);
+	tl_civil_from_days(days, &year, &month, &day);
 	if (year < 0) {
 		put_byte(out, '-');
 		if (year > -10000)
@@ -599,8 +580,8 @@ static void append_clock(tl_buf *out, uint64_t seconds, uint64_t frac, tl_pq_tim
 static void append_timestamp(tl_buf *out, int64_t value, tl_pq_time_unit unit, bool utc)
 {
 	int64_t frac, second_of_day;
-	int64_t seconds = floor_div(value, units_per_second(unit), &frac);
-	int64_t days = floor_div(seconds, 86400, &second_of_day);
+	int64_t seconds = tl_floor_div(value, units_per_second(unit), &frac);
+	int64_t days = tl_floor_div(seconds, 86400, &second_of_day);
 	put_byte(out, '"');
 	append_date(out, days);
 	put_byte(out, 'T');

@@ -48,18 +48,6 @@ static inline uint64_t magnitude(int64_t v)
 	return v < 0 ? 0 - (uint64_t)v : (uint64_t)v;
 }
 
-/* Floor division and its non-negative remainder. */
-static inline int64_t floor_div(int64_t a, int64_t b, int64_t *rem)
-{
-	int64_t q = a / b, r = a % b;
-	if (r < 0) {
-		r += b;
-		q--;
-	}
-	*rem = r;
-	return q;
-}
-
 static inline int64_t units_per_second(tl_pq_time_unit unit)
 {
 	return unit == TL_PQ_MILLIS ? 1000 : unit == TL_PQ_MICROS ? 1000000 : 1000000000;

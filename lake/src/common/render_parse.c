@@ -14,18 +14,8 @@
 #include <string.h>
 
 #include "common/render_internal.h"
+#include "tierlake/calendar.h"
 #include "tierlake/render.h"
-
-/* The inverse of civil_from_days; month and day must be valid. */
-static int64_t days_from_civil(int64_t year, int month, int day)
-{
-	year -= month <= 2;
-	int64_t yoe;
-	int64_t era = floor_div(year, 400, &yoe);
-	int64_t doy = (153 * (month > 2 ? month - 3 : month + 9) + 2) / 5 + day - 1;
-	int64_t doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-	return era * 146097 + doe - 719468;
-}
 
 static int base64_value(char c)
 {
@@ -540,7 +530,7 @@ static bool scan_date(scan *s, int64_t *days)
 		year = -year;
 	if (!days_in_range(year, (int)month, (int)day))
 		return false;
-	*days = days_from_civil(year, (int)month, (int)day);
+	*days = tl_days_from_civil(year, (int)month, (int)day);
 	return true;
 }
 

@@ -7,20 +7,17 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "tierlake/calendar.h"
 #include "tierlake/iceberg_transform.h"
 
 #define MICROS_PER_HOUR 3600000000LL
 #define MICROS_PER_DAY (24 * MICROS_PER_HOUR)
 
-static int64_t floor_div(int64_t a, int64_t b)
-{
-	int64_t q = a / b;
-	return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;
-}
-
 static int64_t floor_mod(int64_t a, int64_t b)
 {
-	return a - floor_div(a, b) * b;
+	int64_t rem;
+	tl_floor_div(a, b, &rem);
+	return rem;
 }
 
 /* ---- names ---- */
@@ -204,7 +201,7 @@ static int64_t utf8_prefix(const uint8_t *p, size_t len, int32_t width)
 /* Days since 1970 of a date or timestamp value. */
 static int64_t days_of(const tl_ice_type *source, const tl_ice_value *in)
 {
-	return source->id == TL_ICE_DATE ? in->v.i32 : floor_div(in->v.i64, MICROS_PER_DAY);
+	return source->id == TL_ICE_DATE ? in->v.i32 : tl_floor_div(in->v.i64, MICROS_PER_DAY, NULL);
 }
 
 int tl_ice_transform_apply(const tl_ice_transform *t, const tl_ice_type *source,
@@ -260,14 +257,14 @@ int tl_ice_transform_apply(const tl_ice_transform *t, const tl_ice_type *source,
 	}
 	case TL_ICE_YEAR:
 	case TL_ICE_MONTH:
-		tl_ice_civil_from_days(days_of(source, in), &year, &month, &day);
+		tl_civil_from_days(days_of(source, in), &year, &month, &day);
 		out->v.i32 = (int32_t)(t->kind == TL_ICE_YEAR ? year - 1970 : (year - 1970) * 12 + month - 1);
 		return 0;
 	case TL_ICE_DAY:
 		out->v.i32 = (int32_t)days_of(source, in);
 		return 0;
 	case TL_ICE_HOUR:
-		out->v.i32 = (int32_t)floor_div(in->v.i64, MICROS_PER_HOUR);
+		out->v.i32 = (int32_t)tl_floor_div(in->v.i64, MICROS_PER_HOUR, NULL);
 		return 0;
 	case TL_ICE_VOID:
 		break;
@@ -297,7 +294,7 @@ void tl_ice_transform_human(const tl_ice_transform *t, const tl_ice_type *source
 		tl_buf_printf(out, "%04lld", 1970LL + result->v.i32);
 		return;
 	case TL_ICE_MONTH:
-		tl_buf_printf(out, "%04lld-%02d", (long long)(1970 + floor_div(result->v.i32, 12)),
+		tl_buf_printf(out, "%04lld-%02d", (long long)(1970 + tl_floor_div(result->v.i32, 12, NULL)),
 		              (int)(1 + floor_mod(result->v.i32, 12)));
 		return;
 	case TL_ICE_DAY: {
@@ -306,7 +303,7 @@ void tl_ice_transform_human(const tl_ice_transform *t, const tl_ice_type *source
 		return;
 	}
 	case TL_ICE_HOUR:
-		tl_ice_civil_from_days(floor_div(result->v.i32, 24), &year, &month, &day);
+		tl_civil_from_days(tl_floor_div(result->v.i32, 24, NULL), &year, &month, &day);
 		tl_buf_printf(out, "%04lld-%02d-%02d-%02d", (long long)year, month, day,
 		              (int)floor_mod(result->v.i32, 24));
 		return;

@@ -9,39 +9,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "tierlake/calendar.h"
 #include "tierlake/iceberg_value.h"
 
 #define MICROS_PER_SECOND 1000000LL
 #define MICROS_PER_DAY (86400LL * MICROS_PER_SECOND)
-
-/* ---- calendar ---- */
-
-/* Howard Hinnant's days_from_civil / civil_from_days (proleptic Gregorian). */
-int64_t tl_ice_days_from_civil(int64_t y, int m, int d)
-{
-	y -= m <= 2;
-	int64_t era = (y >= 0 ? y : y - 399) / 400;
-	int64_t yoe = y - era * 400;
-	int64_t doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
-	int64_t doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-	return era * 146097 + doe - 719468;
-}
-
-void tl_ice_civil_from_days(int64_t z, int64_t *year, int *month, int *day)
-{
-	z += 719468;
-	int64_t era = (z >= 0 ? z : z - 146096) / 146097;
-	int64_t doe = z - era * 146097;
-	int64_t yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
-	int64_t y = yoe + era * 400;
-	int64_t doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-	int64_t mp = (5 * doy + 2) / 153;
-	int d = (int)(doy - (153 * mp + 2) / 5 + 1);
-	int m = (int)(mp < 10 ? mp + 3 : mp - 9);
-	*year = y + (m <= 2);
-	*month = m;
-	*day = d;
-}
 
 /* ---- binary form ---- */
 
@@ -274,7 +246,7 @@ static void append_date(tl_buf *out, int64_t days)
 {
 	int64_t y;
 	int m, d;
-	tl_ice_civil_from_days(days, &y, &m, &d);
+	tl_civil_from_days(days, &y, &m, &d);
 	append_year(out, y);
 	tl_buf_printf(out, "-%02d-%02d", m, d);
 }
@@ -296,15 +268,9 @@ static void append_time(tl_buf *out, int64_t micros_of_day)
 		tl_buf_printf(out, ".%06d", (int)frac);
 }
 
-static int64_t floor_div(int64_t a, int64_t b)
-{
-	int64_t q = a / b;
-	return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;
-}
-
 static void append_timestamp(tl_buf *out, int64_t micros)
 {
-	int64_t days = floor_div(micros, MICROS_PER_DAY);
+	int64_t days = tl_floor_div(micros, MICROS_PER_DAY, NULL);
 	append_date(out, days);
 	tl_buf_append_byte(out, 'T');
 	append_time(out, micros - days * MICROS_PER_DAY);
@@ -499,7 +465,7 @@ static int parse_date_part(const char **p, int64_t *days)
 	if (parse_digits(p, 4, 9, &y) < 0 || *(*p)++ != '-' || parse_digits(p, 2, 2, &m) < 0 ||
 	    *(*p)++ != '-' || parse_digits(p, 2, 2, &d) < 0 || m < 1 || m > 12 || d < 1 || d > 31)
 		return -1;
-	*days = tl_ice_days_from_civil(sign * y, (int)m, (int)d);
+	*days = tl_days_from_civil(sign * y, (int)m, (int)d);
 	return 0;
 }
 
