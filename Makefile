@@ -38,7 +38,7 @@ FUZZERS   := $(patsubst lake/tests/fuzz/%.c,$(BUILD)/fuzz/%,$(wildcard lake/test
 
 VENV       := .venv
 PYTHON     := $(VENV)/bin/python
-FUZZ_SECONDS ?= 80
+FUZZ_SECONDS ?= 100
 
 .PHONY: all install check deps test-c test-fuzz test-interop bench demo clean format
 
