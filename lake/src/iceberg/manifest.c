@@ -392,7 +392,7 @@ static int read_header(tl_ice_manifest_reader *r, tl_error *err)
 		int rc = tl_ice_schema_from_json(js, &r->schema, err);
 		json_decref(js);
 		if (rc < 0) {
-			tl_error_prefix(err, "manifest schema: ");
+			tl_error_prefix(err, "manifest schema");
 			return -1;
 		}
 		r->have_schema = true;
@@ -405,7 +405,7 @@ static int read_header(tl_ice_manifest_reader *r, tl_error *err)
 		int rc = tl_ice_partition_spec_from_json(jp, spec_id, &r->spec, err);
 		json_decref(jp);
 		if (rc < 0) {
-			tl_error_prefix(err, "manifest partition-spec: ");
+			tl_error_prefix(err, "manifest partition-spec");
 			return -1;
 		}
 	}
@@ -413,7 +413,7 @@ static int read_header(tl_ice_manifest_reader *r, tl_error *err)
 		return tl_error_set(err, TL_ERR_CORRUPT, "partitioned manifest has no \"schema\" metadata");
 	if (r->spec.nfields > 0) {
 		if (tl_ice_partition_type(&r->spec, &r->schema, &r->ptype, err) < 0) {
-			tl_error_prefix(err, "manifest partition type: ");
+			tl_error_prefix(err, "manifest partition type");
 			return -1;
 		}
 	} else {
@@ -659,7 +659,7 @@ static int entry_schema_json(const tl_ice_type *ptype, tl_buf *s, tl_error *err)
 		tl_ice_manifest_json_string(s, f->name);
 		tl_buf_printf(s, ",\"field-id\":%d,\"default\":null,\"type\":[\"null\",", f->id);
 		if (avro_type_json(&f->type, f->id, s, err) < 0) {
-			tl_error_prefix(err, "partition field %s: ", f->name);
+			tl_error_prefix(err, "partition field %s", f->name);
 			return -1;
 		}
 		tl_buf_append_str(s, "]}");

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "iceberg/json_fields.h"
 #include "tierlake/iceberg_schema.h"
 
 /* Nesting deeper than this in a schema is treated as hostile input. */
@@ -386,17 +387,6 @@ int tl_ice_schema_init(tl_ice_schema *schema, int32_t schema_id,
 
 static int field_from_json(const json_t *json, const char *what, tl_ice_field *out, int depth, tl_error *err);
 
-static int get_int32(const json_t *obj, const char *key, const char *what, int32_t *out, tl_error *err)
-{
-	const json_t *v = json_object_get(obj, key);
-	if (v == NULL)
-		return tl_error_set(err, TL_ERR_CORRUPT, "%s: missing required field \"%s\"", what, key);
-	if (!json_is_integer(v) || json_integer_value(v) < INT32_MIN || json_integer_value(v) > INT32_MAX)
-		return tl_error_set(err, TL_ERR_CORRUPT, "%s: \"%s\" is not a 32-bit integer", what, key);
-	*out = (int32_t)json_integer_value(v);
-	return 0;
-}
-
 static int get_bool(const json_t *obj, const char *key, const char *what, bool *out, tl_error *err)
 {
 	const json_t *v = json_object_get(obj, key);
@@ -448,7 +438,7 @@ static int type_from_json(const json_t *json, const char *what, tl_ice_type *out
 		out->nfields = 1;
 		tl_ice_field *e = &out->fields[0];
 		e->name = tl_strdup("element");
-		if (get_int32(json, "element-id", what, &e->id, err) < 0 ||
+		if (ice_json_int32(json, "element-id", what, &e->id, err) < 0 ||
 		    get_bool(json, "element-required", what, &e->required, err) < 0)
 			return -1;
 		const json_t *et = json_object_get(json, "element");
@@ -464,8 +454,8 @@ static int type_from_json(const json_t *json, const char *what, tl_ice_type *out
 		k->name = tl_strdup("key");
 		v->name = tl_strdup("value");
 		k->required = true;
-		if (get_int32(json, "key-id", what, &k->id, err) < 0 ||
-		    get_int32(json, "value-id", what, &v->id, err) < 0 ||
+		if (ice_json_int32(json, "key-id", what, &k->id, err) < 0 ||
+		    ice_json_int32(json, "value-id", what, &v->id, err) < 0 ||
 		    get_bool(json, "value-required", what, &v->required, err) < 0)
 			return -1;
 		const json_t *kt = json_object_get(json, "key"), *vt = json_object_get(json, "value");
@@ -491,14 +481,14 @@ static int field_from_json(const json_t *json, const char *what, tl_ice_field *o
 	out->doc = doc ? tl_strdup(doc) : NULL;
 	char fwhat[200];
 	snprintf(fwhat, sizeof(fwhat), "%s field \"%.100s\"", what, name);
-	if (get_int32(json, "id", fwhat, &out->id, err) < 0 ||
+	if (ice_json_int32(json, "id", fwhat, &out->id, err) < 0 ||
 	    get_bool(json, "required", fwhat, &out->required, err) < 0)
 		return -1;
 	const json_t *type = json_object_get(json, "type");
 	if (type == NULL)
 		return tl_error_set(err, TL_ERR_CORRUPT, "%s: missing required field \"type\"", fwhat);
 	if (type_from_json(type, fwhat, &out->type, depth, err) < 0) {
-		tl_error_prefix(err, "%s: ", fwhat);
+		tl_error_prefix(err, "%s", fwhat);
 		return -1;
 	}
 	return 0;
@@ -511,7 +501,7 @@ int tl_ice_schema_from_json(const json_t *json, tl_ice_schema *out, tl_error *er
 		return tl_error_set(err, TL_ERR_CORRUPT, "schema is not a JSON object");
 	const json_t *sid = json_object_get(json, "schema-id");
 	if (sid) {
-		if (get_int32(json, "schema-id", "schema", &out->schema_id, err) < 0)
+		if (ice_json_int32(json, "schema-id", "schema", &out->schema_id, err) < 0)
 			return -1;
 	}
 	char what[64];
@@ -546,7 +536,7 @@ int tl_ice_schema_from_json(const json_t *json, tl_ice_schema *out, tl_error *er
 	}
 	if (check_ids(out->fields, out->nfields, err) < 0 ||
 	    check_identifiers(out, err) < 0) {
-		tl_error_prefix(err, "%s: ", what);
+		tl_error_prefix(err, "%s", what);
 		goto fail;
 	}
 	return 0;

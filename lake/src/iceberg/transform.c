@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "iceberg/json_fields.h"
 #include "tierlake/calendar.h"
 #include "tierlake/iceberg_transform.h"
 
@@ -374,7 +375,7 @@ int tl_ice_partition_spec_check(const tl_ice_partition_spec *spec, const tl_ice_
 			                    (int)spec->spec_id, f->name, (int)f->source_id, (int)schema->schema_id);
 		tl_ice_type result;
 		if (tl_ice_transform_result_type(&f->transform, &src->type, &result, err) < 0) {
-			tl_error_prefix(err, "partition spec %d field \"%s\": ", (int)spec->spec_id, f->name);
+			tl_error_prefix(err, "partition spec %d field \"%s\"", (int)spec->spec_id, f->name);
 			return -1;
 		}
 		for (int j = 0; j < i; j++) {
@@ -411,17 +412,6 @@ int tl_ice_partition_type(const tl_ice_partition_spec *spec, const tl_ice_schema
 	return 0;
 }
 
-static int json_int32(const json_t *obj, const char *key, const char *what, int32_t *out, tl_error *err)
-{
-	const json_t *v = json_object_get(obj, key);
-	if (v == NULL)
-		return tl_error_set(err, TL_ERR_CORRUPT, "%s: missing required field \"%s\"", what, key);
-	if (!json_is_integer(v) || json_integer_value(v) < INT32_MIN || json_integer_value(v) > INT32_MAX)
-		return tl_error_set(err, TL_ERR_CORRUPT, "%s: \"%s\" is not a 32-bit integer", what, key);
-	*out = (int32_t)json_integer_value(v);
-	return 0;
-}
-
 int tl_ice_partition_spec_from_json(const json_t *json, int32_t spec_id, tl_ice_partition_spec *out,
                                     tl_error *err)
 {
@@ -430,7 +420,7 @@ int tl_ice_partition_spec_from_json(const json_t *json, int32_t spec_id, tl_ice_
 	if (spec_id < 0) {
 		if (!json_is_object(json))
 			return tl_error_set(err, TL_ERR_CORRUPT, "partition spec is not a JSON object");
-		if (json_int32(json, "spec-id", "partition spec", &out->spec_id, err) < 0)
+		if (ice_json_int32(json, "spec-id", "partition spec", &out->spec_id, err) < 0)
 			return -1;
 		fields = json_object_get(json, "fields");
 	}
@@ -450,12 +440,12 @@ int tl_ice_partition_spec_from_json(const json_t *json, int32_t spec_id, tl_ice_
 			tl_error_set(err, TL_ERR_CORRUPT, "%s: field %zu lacks a \"name\" or \"transform\" string", what, i);
 			goto fail;
 		}
-		int32_t source_id, field_id = (int32_t)(1000 + i);
+		int32_t source_id = 0, field_id = (int32_t)(1000 + i);
 		tl_ice_transform t;
-		if (json_int32(f, "source-id", what, &source_id, err) < 0 ||
-		    (json_object_get(f, "field-id") && json_int32(f, "field-id", what, &field_id, err) < 0) ||
+		if (ice_json_int32(f, "source-id", what, &source_id, err) < 0 ||
+		    (json_object_get(f, "field-id") && ice_json_int32(f, "field-id", what, &field_id, err) < 0) ||
 		    tl_ice_transform_parse(transform, &t, err) < 0) {
-			tl_error_prefix(err, "%s field \"%s\": ", what, name);
+			tl_error_prefix(err, "%s field \"%s\"", what, name);
 			goto fail;
 		}
 		tl_ice_partition_spec_add(out, source_id, field_id, name, t);

@@ -203,7 +203,7 @@ static int encode_page(tl_pq_writer *w, const column_writer *c, pq_page_header *
 	if (w->opts.codec != TL_PQ_UNCOMPRESSED) {
 		tl_buf_reset(&w->compressed);
 		if (pq_compress(w->opts.codec, w->opts.compression_level, body, len, &w->compressed, err) < 0) {
-			tl_error_prefix(err, "column \"%s\": ", c->col->name);
+			tl_error_prefix(err, "column \"%s\"", c->col->name);
 			return -1;
 		}
 		stored = w->compressed.data;
