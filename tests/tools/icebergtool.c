@@ -16,6 +16,17 @@
  *       New-table metadata (v2) for the schema id long required, ts
  *       timestamp, at timestamptz, name string, amount decimal(12, 2),
  *       partitioned as given (field ids from 1000), to stdout.
+ *   icebergtool rewrite-manifests METADATA_JSON OUT_DIR
+ *       Reads the current snapshot's manifest list and every manifest it
+ *       names with our readers, writes them again with our writers into
+ *       OUT_DIR (m0.avro, m1.avro... and snap-ID.avro), and writes
+ *       OUT_DIR/rewritten.metadata.json: the metadata with the current
+ *       snapshot pointing at the new list. Prints the new list's path,
+ *       then the new metadata's path. Entries keep their status, ids and
+ *       (possibly null, inherited) sequence numbers; list entries keep
+ *       their sequence numbers, so the rewritten table means the same.
+ *       "file://" locations are read as local paths and the new paths get
+ *       the same prefix.
  *
  * Exit status 0 on success, 1 with "icebergtool: message" on stderr otherwise.
  */
@@ -23,12 +34,39 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "tierlake/iceberg_manifest.h"
 #include "tierlake/iceberg_metadata.h"
 
 static int fail(const tl_error *err)
 {
 	fprintf(stderr, "icebergtool: %s\n", err->message);
 	return 1;
+}
+
+static int fail_at(const char *what, const tl_error *err)
+{
+	fprintf(stderr, "icebergtool: %s: %s\n", what, err->message);
+	return 1;
+}
+
+static int read_file(const char *path, tl_buf *text)
+{
+	FILE *f = fopen(path, "rb");
+	if (f == NULL) {
+		fprintf(stderr, "icebergtool: cannot open %s\n", path);
+		return 1;
+	}
+	char chunk[65536];
+	size_t n;
+	while ((n = fread(chunk, 1, sizeof(chunk), f)) > 0)
+		tl_buf_append(text, chunk, n);
+	int bad = ferror(f);
+	fclose(f);
+	if (bad) {
+		fprintf(stderr, "icebergtool: cannot read %s\n", path);
+		return 1;
+	}
+	return 0;
 }
 
 static int cmd_transform(int argc, char **argv)
@@ -122,18 +160,12 @@ static int cmd_metadata(const char *path)
 {
 	tl_error err;
 	tl_error_clear(&err);
-	FILE *f = fopen(path, "rb");
-	if (f == NULL) {
-		fprintf(stderr, "icebergtool: cannot open %s\n", path);
-		return 1;
-	}
 	tl_buf text;
 	tl_buf_init(&text);
-	char chunk[65536];
-	size_t n;
-	while ((n = fread(chunk, 1, sizeof(chunk), f)) > 0)
-		tl_buf_append(&text, chunk, n);
-	fclose(f);
+	if (read_file(path, &text) != 0) {
+		tl_buf_free(&text);
+		return 1;
+	}
 	tl_ice_table_metadata *md = tl_ice_metadata_parse((const char *)text.data, text.len, &err);
 	tl_buf_free(&text);
 	if (md == NULL)
@@ -189,6 +221,208 @@ static int cmd_create(int argc, char **argv)
 	return rc;
 }
 
+#define FILE_SCHEME "file://"
+
+/* A location as a local path: "file://" is dropped. */
+static const char *local_path(const char *location)
+{
+	size_t n = strlen(FILE_SCHEME);
+	return strncmp(location, FILE_SCHEME, n) == 0 ? location + n : location;
+}
+
+/* "OUT_DIR/name" as a local path and as a location with like's scheme. */
+static void new_location(const char *out_dir, const char *name, const char *like, tl_buf *path, tl_buf *location)
+{
+	tl_buf_reset(path);
+	tl_buf_reset(location);
+	tl_buf_printf(path, "%s/%s", out_dir, name);
+	tl_buf_append_byte(path, '\0');
+	tl_buf_printf(location, "%s%s", local_path(like) != like ? FILE_SCHEME : "", (const char *)path->data);
+	tl_buf_append_byte(location, '\0');
+}
+
+/*
+ * Copies one manifest, mf, to out_path; fills *copy as the new list entry
+ * (its bounds point into *writer, which the caller frees after adding it).
+ */
+static int rewrite_manifest(const tl_ice_manifest_file *mf, const char *out_path, const char *out_location,
+                            tl_ice_manifest_writer **writer, tl_ice_manifest_file *copy)
+{
+	tl_error err;
+	tl_error_clear(&err);
+	tl_input *in = tl_input_open_file(local_path(mf->manifest_path), &err);
+	if (in == NULL)
+		return fail_at(mf->manifest_path, &err);
+	int rc = 1;
+	tl_output *out = NULL;
+	tl_ice_manifest_reader *r = tl_ice_manifest_reader_open(in, &err);
+	if (r == NULL) {
+		rc = fail_at(mf->manifest_path, &err);
+		goto done;
+	}
+	out = tl_output_create_file(out_path, 1, &err);
+	if (out == NULL) {
+		rc = fail_at(out_path, &err);
+		goto done;
+	}
+	*writer = tl_ice_manifest_writer_open(out, tl_ice_manifest_reader_schema(r), tl_ice_manifest_reader_spec(r),
+	                                      tl_ice_manifest_reader_content(r), mf->added_snapshot_id, &err);
+	if (*writer == NULL) {
+		rc = fail_at(out_path, &err);
+		goto done;
+	}
+	const tl_ice_manifest_entry *entry;
+	int got;
+	while ((got = tl_ice_manifest_reader_next(r, &entry, &err)) == 1)
+		if (tl_ice_manifest_writer_add(*writer, entry, &err) < 0)
+			break;
+	if (got != 0) {
+		rc = fail_at(got < 0 ? mf->manifest_path : out_path, &err);
+		goto done;
+	}
+	if (tl_ice_manifest_writer_close(*writer, copy, &err) < 0 || out->finish(out, &err) < 0) {
+		rc = fail_at(out_path, &err);
+		goto done;
+	}
+	copy->manifest_path = out_location;
+	/* The manifest is not new in this snapshot: keep when it was. */
+	copy->sequence_number = mf->sequence_number;
+	copy->min_sequence_number = mf->min_sequence_number;
+	rc = 0;
+done:
+	tl_output_close(out);
+	tl_ice_manifest_reader_free(r);
+	tl_input_close(in);
+	return rc;
+}
+
+static int write_text(const char *path, const tl_buf *text)
+{
+	tl_error err;
+	tl_error_clear(&err);
+	tl_output *out = tl_output_create_file(path, 1, &err);
+	if (out == NULL)
+		return fail_at(path, &err);
+	int rc = 0;
+	if (tl_output_write(out, text->data, text->len, &err) < 0 || out->finish(out, &err) < 0)
+		rc = fail_at(path, &err);
+	tl_output_close(out);
+	return rc;
+}
+
+static int cmd_rewrite_manifests(const char *metadata_path, const char *out_dir)
+{
+	tl_error err;
+	tl_error_clear(&err);
+	tl_buf text;
+	tl_buf_init(&text);
+	if (read_file(metadata_path, &text) != 0) {
+		tl_buf_free(&text);
+		return 1;
+	}
+	tl_ice_table_metadata *md = tl_ice_metadata_parse((const char *)text.data, text.len, &err);
+	tl_buf_free(&text);
+	if (md == NULL)
+		return fail_at(metadata_path, &err);
+	tl_ice_snapshot *snap = NULL;
+	for (int i = 0; i < md->nsnapshots; i++)
+		if (md->snapshots[i].snapshot_id == md->current_snapshot_id)
+			snap = &md->snapshots[i];
+	if (snap == NULL || snap->manifest_list == NULL) {
+		fprintf(stderr, "icebergtool: %s: no current snapshot with a manifest list\n", metadata_path);
+		tl_ice_metadata_free(md);
+		return 1;
+	}
+
+	int rc = 1;
+	tl_buf path, location, list_path, list_location, name;
+	tl_buf_init(&path);
+	tl_buf_init(&location);
+	tl_buf_init(&list_path);
+	tl_buf_init(&list_location);
+	tl_buf_init(&name);
+	tl_input *in = NULL;
+	tl_output *out = NULL;
+	tl_ice_manifest_list_reader *lr = NULL;
+	tl_ice_manifest_list_writer *lw = NULL;
+
+	tl_buf_printf(&name, "snap-%lld.avro", (long long)snap->snapshot_id);
+	tl_buf_append_byte(&name, '\0');
+	new_location(out_dir, (const char *)name.data, snap->manifest_list, &list_path, &list_location);
+	in = tl_input_open_file(local_path(snap->manifest_list), &err);
+	if (in == NULL) {
+		fail_at(snap->manifest_list, &err);
+		goto done;
+	}
+	lr = tl_ice_manifest_list_reader_open(in, &err);
+	if (lr == NULL) {
+		fail_at(snap->manifest_list, &err);
+		goto done;
+	}
+	out = tl_output_create_file((const char *)list_path.data, 1, &err);
+	if (out == NULL) {
+		fail_at((const char *)list_path.data, &err);
+		goto done;
+	}
+	lw = tl_ice_manifest_list_writer_open(out, snap->snapshot_id, snap->parent_id, snap->sequence_number, &err);
+	if (lw == NULL) {
+		fail_at((const char *)list_path.data, &err);
+		goto done;
+	}
+	const tl_ice_manifest_file *mf;
+	int got;
+	for (int i = 0; (got = tl_ice_manifest_list_reader_next(lr, &mf, &err)) == 1; i++) {
+		tl_buf_reset(&name);
+		tl_buf_printf(&name, "m%d.avro", i);
+		tl_buf_append_byte(&name, '\0');
+		new_location(out_dir, (const char *)name.data, mf->manifest_path, &path, &location);
+		tl_ice_manifest_writer *mw = NULL;
+		tl_ice_manifest_file copy;
+		int bad = rewrite_manifest(mf, (const char *)path.data, (const char *)location.data, &mw, &copy);
+		if (!bad && tl_ice_manifest_list_writer_add(lw, &copy, &err) < 0)
+			bad = fail_at((const char *)list_path.data, &err);
+		tl_ice_manifest_writer_free(mw);
+		if (bad)
+			goto done;
+	}
+	if (got < 0) {
+		fail_at(snap->manifest_list, &err);
+		goto done;
+	}
+	if (tl_ice_manifest_list_writer_close(lw, &err) < 0 || out->finish(out, &err) < 0) {
+		fail_at((const char *)list_path.data, &err);
+		goto done;
+	}
+
+	free(snap->manifest_list);
+	snap->manifest_list = tl_strdup((const char *)list_location.data);
+	tl_buf_reset(&path);
+	tl_buf_printf(&path, "%s/rewritten.metadata.json", out_dir);
+	tl_buf_append_byte(&path, '\0');
+	tl_buf_reset(&text);
+	if (tl_ice_metadata_write(md, &text, &err) < 0) {
+		fail_at(metadata_path, &err);
+		goto done;
+	}
+	if (write_text((const char *)path.data, &text) != 0)
+		goto done;
+	printf("%s\n%s\n", (const char *)list_location.data, (const char *)path.data);
+	rc = 0;
+done:
+	tl_ice_manifest_list_writer_free(lw);
+	tl_output_close(out);
+	tl_ice_manifest_list_reader_free(lr);
+	tl_input_close(in);
+	tl_buf_free(&text);
+	tl_buf_free(&path);
+	tl_buf_free(&location);
+	tl_buf_free(&list_path);
+	tl_buf_free(&list_location);
+	tl_buf_free(&name);
+	tl_ice_metadata_free(md);
+	return rc;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc >= 4 && strcmp(argv[1], "transform") == 0)
@@ -199,9 +433,12 @@ int main(int argc, char **argv)
 		return cmd_metadata(argv[2]);
 	if (argc >= 3 && strcmp(argv[1], "create") == 0)
 		return cmd_create(argc - 2, argv + 2);
+	if (argc == 4 && strcmp(argv[1], "rewrite-manifests") == 0)
+		return cmd_rewrite_manifests(argv[2], argv[3]);
 	fprintf(stderr, "usage: icebergtool transform TRANSFORM TYPE VALUE...\n"
 	                "       icebergtool serialize TYPE VALUE...\n"
 	                "       icebergtool metadata FILE\n"
-	                "       icebergtool create LOCATION [SOURCE:TRANSFORM:NAME]...\n");
+	                "       icebergtool create LOCATION [SOURCE:TRANSFORM:NAME]...\n"
+	                "       icebergtool rewrite-manifests METADATA_JSON OUT_DIR\n");
 	return 2;
 }
