@@ -10,6 +10,7 @@
 
 static const cli_command *const commands[] = {
 	&cli_parquet_command,
+	&cli_lake_command,
 };
 
 static void describe_tierdb(FILE *out)
