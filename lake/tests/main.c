@@ -6,6 +6,8 @@
 #include <time.h>
 
 #include "test.h"
+#include "tierlake/buf.h"
+#include "tierlake/io.h"
 
 #define MAX_TESTS 1024
 
@@ -41,6 +43,17 @@ void tl_test_fail(const char *file, int line, const char *fmt, ...)
 int tl_test_failed(void)
 {
 	return current_failed;
+}
+
+int tl_test_load(const char *path, tl_buf *out, tl_error *err)
+{
+	tl_input *in = tl_input_open_file(path, err);
+	if (in == NULL)
+		return -1;
+	tl_buf_reset(out);
+	int rc = tl_input_read(in, 0, tl_buf_extend(out, (size_t)in->size), (size_t)in->size, err);
+	tl_input_close(in);
+	return rc;
 }
 
 static int by_name(const void *a, const void *b)

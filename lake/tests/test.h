@@ -18,6 +18,11 @@ void tl_test_register(const char *name, tl_test_fn fn);
 void tl_test_fail(const char *file, int line, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 int tl_test_failed(void);
 
+struct tl_buf;
+struct tl_error;
+/* Replaces out's contents with the file at path (relative to the repository root); 0 or -1 with err set. */
+int tl_test_load(const char *path, struct tl_buf *out, struct tl_error *err);
+
 #define TEST(name)                                                              \
 	static void name(void);                                                     \
 	__attribute__((constructor)) static void register_##name(void)              \

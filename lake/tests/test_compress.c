@@ -18,17 +18,6 @@
 static const tl_pq_codec writable[] = { TL_PQ_UNCOMPRESSED, TL_PQ_SNAPPY, TL_PQ_GZIP, TL_PQ_ZSTD, TL_PQ_LZ4_RAW };
 #define NWRITABLE ((int)(sizeof(writable) / sizeof(writable[0])))
 
-static int load(const char *path, tl_buf *out, tl_error *err)
-{
-	tl_input *in = tl_input_open_file(path, err);
-	if (in == NULL)
-		return -1;
-	tl_buf_reset(out);
-	int rc = tl_input_read(in, 0, tl_buf_extend(out, (size_t)in->size), (size_t)in->size, err);
-	tl_input_close(in);
-	return rc;
-}
-
 /* Half text-like, half noise, so codecs meet both matches and literals. */
 static void fill_page(uint8_t *p, size_t n, uint32_t seed)
 {
@@ -233,9 +222,9 @@ static void check_fixture(const char *file, tl_pq_codec codec, const char *origi
 	tl_error err;
 	tl_error_clear(&err);
 	snprintf(path, sizeof(path), FIXTURES "%s", original);
-	CHECK_OK(load(path, &input, &err), &err);
+	CHECK_OK(tl_test_load(path, &input, &err), &err);
 	snprintf(path, sizeof(path), FIXTURES "%s", file);
-	CHECK_OK(load(path, &packed, &err), &err);
+	CHECK_OK(tl_test_load(path, &packed, &err), &err);
 	int rc = decompress_exact(codec, packed.data, packed.len, input.len, &unpacked, &err);
 	bool same = rc == 0 && unpacked.len == input.len && (input.len == 0 || memcmp(unpacked.data, input.data, input.len) == 0);
 	/* One byte too few must fail too. */
@@ -277,10 +266,10 @@ TEST(decompress_empty_pages)
 	tl_buf_init(&unpacked);
 	tl_error err;
 	tl_error_clear(&err);
-	CHECK_OK(load(FIXTURES "empty.snappy", &packed, &err), &err);
+	CHECK_OK(tl_test_load(FIXTURES "empty.snappy", &packed, &err), &err);
 	CHECK_OK(decompress_exact(TL_PQ_SNAPPY, packed.data, packed.len, 0, &unpacked, &err), &err);
 	CHECK_INT(decompress_exact(TL_PQ_SNAPPY, packed.data, packed.len, 1, &unpacked, &err), -1);
-	CHECK_OK(load(FIXTURES "empty.zstd", &packed, &err), &err);
+	CHECK_OK(tl_test_load(FIXTURES "empty.zstd", &packed, &err), &err);
 	CHECK_OK(decompress_exact(TL_PQ_ZSTD, packed.data, packed.len, 0, &unpacked, &err), &err);
 	CHECK_INT(decompress_exact(TL_PQ_ZSTD, packed.data, packed.len, 1, &unpacked, &err), -1);
 	tl_error_clear(&err);

@@ -31,17 +31,6 @@ static uint64_t rnd(void)
 	return rng_state * 0x2545F4914F6CDD1DULL;
 }
 
-static int load(const char *path, tl_buf *out, tl_error *err)
-{
-	tl_input *in = tl_input_open_file(path, err);
-	if (in == NULL)
-		return -1;
-	tl_buf_reset(out);
-	int rc = tl_input_read(in, 0, tl_buf_extend(out, (size_t)in->size), (size_t)in->size, err);
-	tl_input_close(in);
-	return rc;
-}
-
 /* A failure must be TL_ERR_CORRUPT and name what failed. */
 static int corrupt_naming(const tl_error *err, const char *what)
 {
@@ -370,9 +359,9 @@ static void check_rle_fixture(const char *name, int header_bytes, bool expected_
 	tl_error err;
 	tl_error_clear(&err);
 	snprintf(path, sizeof(path), FIXTURES "%s.page", name);
-	CHECK_OK(load(path, &page, &err), &err);
+	CHECK_OK(tl_test_load(path, &page, &err), &err);
 	snprintf(path, sizeof(path), FIXTURES "%s.expected", name);
-	CHECK_OK(load(path, &expected, &err), &err);
+	CHECK_OK(tl_test_load(path, &expected, &err), &err);
 
 	int64_t n = expected_bytes ? (int64_t)expected.len : (int64_t)(expected.len / 4);
 	int bw = 1;
@@ -795,9 +784,9 @@ static void check_delta_fixture(const char *name, int width)
 	tl_error err;
 	tl_error_clear(&err);
 	snprintf(path, sizeof(path), FIXTURES "%s.page", name);
-	CHECK_OK(load(path, &page, &err), &err);
+	CHECK_OK(tl_test_load(path, &page, &err), &err);
 	snprintf(path, sizeof(path), FIXTURES "%s.expected", name);
-	CHECK_OK(load(path, &expected, &err), &err);
+	CHECK_OK(tl_test_load(path, &expected, &err), &err);
 	int64_t n = (int64_t)expected.len / width;
 	void *out = malloc(expected.len);
 
@@ -1051,9 +1040,9 @@ static void check_bytes_fixture(const char *name, int encoding)
 	tl_error err;
 	tl_error_clear(&err);
 	snprintf(path, sizeof(path), FIXTURES "%s.page", name);
-	CHECK_OK(load(path, &page, &err), &err);
+	CHECK_OK(tl_test_load(path, &page, &err), &err);
 	snprintf(path, sizeof(path), FIXTURES "%s.expected", name);
-	CHECK_OK(load(path, &expected, &err), &err);
+	CHECK_OK(tl_test_load(path, &expected, &err), &err);
 
 	/* The expected values are PLAIN byte arrays: count them first. */
 	int64_t n = 0;
@@ -1153,9 +1142,9 @@ static void check_split_fixture(const char *name, int width)
 	tl_error err;
 	tl_error_clear(&err);
 	snprintf(path, sizeof(path), FIXTURES "%s.page", name);
-	CHECK_OK(load(path, &page, &err), &err);
+	CHECK_OK(tl_test_load(path, &page, &err), &err);
 	snprintf(path, sizeof(path), FIXTURES "%s.expected", name);
-	CHECK_OK(load(path, &expected, &err), &err);
+	CHECK_OK(tl_test_load(path, &expected, &err), &err);
 	int64_t n = (int64_t)expected.len / width;
 	uint8_t *out = malloc(expected.len);
 	int rc = pq_byte_stream_split_decode(page.data, page.len, width, out, 0, n, n, &err);

@@ -261,23 +261,6 @@ TEST(reader_reads_required_columns_in_v2_pages_with_crcs)
 	close_fixture(&o);
 }
 
-static uint8_t *slurp(const char *path, size_t *len)
-{
-	FILE *f = fopen(path, "rb");
-	if (f == NULL)
-		return NULL;
-	fseek(f, 0, SEEK_END);
-	*len = (size_t)ftell(f);
-	fseek(f, 0, SEEK_SET);
-	uint8_t *data = malloc(*len);
-	if (fread(data, 1, *len, f) != *len) {
-		free(data);
-		data = NULL;
-	}
-	fclose(f);
-	return data;
-}
-
 /* Opens and fully reads bytes; returns rows read or -1 with err set. */
 static int64_t read_all(const uint8_t *data, size_t len, tl_error *err)
 {
@@ -315,9 +298,13 @@ static bool rejected(const uint8_t *data, size_t len, const char *what, size_t a
 
 TEST(reader_rejects_every_truncation_with_a_message)
 {
-	size_t len;
-	uint8_t *data = slurp(REQUIRED_V2_FILE, &len);
-	CHECK(data != NULL);
+	tl_buf file;
+	tl_buf_init(&file);
+	tl_error load_err;
+	tl_error_clear(&load_err);
+	CHECK_OK(tl_test_load(REQUIRED_V2_FILE, &file, &load_err), &load_err);
+	uint8_t *data = file.data;
+	size_t len = file.len;
 	uint32_t footer_len;
 	memcpy(&footer_len, data + len - 8, 4);
 	size_t footer_start = len - 8 - footer_len;
@@ -345,14 +332,18 @@ TEST(reader_rejects_every_truncation_with_a_message)
 			break;
 	}
 	free(copy);
-	free(data);
+	tl_buf_free(&file);
 }
 
 TEST(reader_survives_corrupted_bytes)
 {
-	size_t len;
-	uint8_t *data = slurp(ROW_GROUPS_FILE, &len);
-	CHECK(data != NULL);
+	tl_buf file;
+	tl_buf_init(&file);
+	tl_error load_err;
+	tl_error_clear(&load_err);
+	CHECK_OK(tl_test_load(ROW_GROUPS_FILE, &file, &load_err), &load_err);
+	uint8_t *data = file.data;
+	size_t len = file.len;
 	uint8_t *copy = malloc(len);
 	uint64_t state = 42;
 	int failures = 0;
@@ -373,7 +364,7 @@ TEST(reader_survives_corrupted_bytes)
 	 * checks catch; the point is that none of them crashed. */
 	CHECK(failures > 0);
 	free(copy);
-	free(data);
+	tl_buf_free(&file);
 }
 
 TEST(reader_names_what_is_wrong_with_non_parquet_input)
