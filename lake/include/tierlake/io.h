@@ -51,6 +51,15 @@ void tl_input_close(tl_input *in);
 void tl_output_close(tl_output *out);
 
 tl_input *tl_input_open_file(const char *path, tl_error *err);
+
+/*
+ * The local path a location in table metadata names: "file:///x" and
+ * "file:/x" become "/x", plain paths stay (a new string, free() it).
+ * Other schemes are TL_ERR_UNSUPPORTED until object storage arrives.
+ */
+char *tl_local_path(const char *uri, tl_error *err);
+/* tl_input_open_file(tl_local_path(uri)). */
+tl_input *tl_input_open_uri(const char *uri, tl_error *err);
 /* A read-only view of memory the caller keeps alive (tests, fuzzing). */
 tl_input *tl_input_from_memory(const void *data, size_t len, const char *name);
 

@@ -234,3 +234,27 @@ void tl_output_close(tl_output *out)
 	if (out)
 		out->close(out);
 }
+
+char *tl_local_path(const char *uri, tl_error *err)
+{
+	if (strncmp(uri, "file://", 7) == 0)
+		return tl_strdup(uri + 7);
+	if (strncmp(uri, "file:", 5) == 0)
+		return tl_strdup(uri + 5);
+	if (strstr(uri, "://") != NULL) {
+		tl_error_set(err, TL_ERR_UNSUPPORTED, "cannot read %s: only local files (file://) are supported",
+		             uri);
+		return NULL;
+	}
+	return tl_strdup(uri);
+}
+
+tl_input *tl_input_open_uri(const char *uri, tl_error *err)
+{
+	char *path = tl_local_path(uri, err);
+	if (path == NULL)
+		return NULL;
+	tl_input *in = tl_input_open_file(path, err);
+	free(path);
+	return in;
+}

@@ -1,0 +1,126 @@
+/*
+ * iceberg_table.h: path-based Iceberg tables and the commits that change them.
+ *
+ * A table lives in one directory (SPEC §6): metadata/v<N>.metadata.json for
+ * every version, metadata/version-hint.text naming the newest N, data files
+ * under data/, manifests and manifest lists beside the metadata. This is
+ * the layout Iceberg's Hadoop catalog and Spark's load(path) use.
+ *
+ * A commit writes its manifests and manifest list first, then creates
+ * v<N+1>.metadata.json exclusively: if another writer got there first the
+ * commit fails with TL_ERR_CONFLICT and nothing of the table changes. The
+ * hint is updated last; readers that find it stale still pick the newest
+ * version by listing (tl_ice_table_open).
+ */
+#ifndef TIERLAKE_ICEBERG_TABLE_H
+#define TIERLAKE_ICEBERG_TABLE_H
+
+#include <stdint.h>
+
+#include "tierlake/buf.h"
+#include "tierlake/error.h"
+#include "tierlake/iceberg_manifest.h"
+#include "tierlake/iceberg_metadata.h"
+#include "tierlake/parquet.h"
+
+typedef struct tl_ice_table {
+	char *location;          /* table root, as in the metadata's "location" */
+	char *metadata_file;     /* local path of the metadata JSON read */
+	int64_t version;         /* N of v<N>.metadata.json; -1 when the name carries none */
+	tl_ice_table_metadata *metadata;
+} tl_ice_table;
+
+/*
+ * Creates an empty table at `location` (a local path or file:// URI; the
+ * directory is created if missing): v1.metadata.json written exclusively,
+ * then the hint. An existing table there is TL_ERR_CONFLICT.
+ */
+tl_ice_table *tl_ice_table_create(const char *location, const tl_ice_schema *schema,
+                                  const tl_ice_partition_spec *spec, const tl_ice_kv *properties,
+                                  int nproperties, tl_error *err);
+
+/*
+ * Opens a table by its directory (the version hint if it names an existing
+ * file, else the highest-numbered metadata file: v<N>.metadata.json or
+ * <N>-<uuid>.metadata.json) or by one metadata JSON file, so tables any
+ * engine wrote can be read. No metadata is TL_ERR_NOT_FOUND.
+ */
+tl_ice_table *tl_ice_table_open(const char *location, tl_error *err);
+
+/* Rereads the newest version (a table opened by directory only). */
+int tl_ice_table_refresh(tl_ice_table *t, tl_error *err);
+void tl_ice_table_free(tl_ice_table *t);
+
+/*
+ * A new, unique path for a data or delete file:
+ * <location>/data/<partition_path>/<uuid>.parquet (partition_path may be
+ * NULL or "" for none; see tl_ice_partition_path). Appends it to `out`
+ * without a terminating NUL.
+ */
+int tl_ice_table_new_data_path(const tl_ice_table *t, const char *partition_path, tl_buf *out,
+                               tl_error *err);
+
+/*
+ * The metrics a manifest keeps for a Parquet file read with `r`, mapped to
+ * the schema's fields by Parquet field id (then by column name for files
+ * written without ids): record_count, column_sizes, value_counts,
+ * null_value_counts, nan_value_counts (left absent: Parquet does not count
+ * NaNs) and lower and upper bounds in the single-value form, from the
+ * footer statistics. Arrays and bounds are allocated in `arena`. The
+ * caller fills content, file_path, file_format, file_size_in_bytes,
+ * partition and equality_ids.
+ */
+int tl_ice_data_file_metrics(const tl_ice_schema *schema, const tl_pq_reader *r, tl_arena *arena,
+                             tl_ice_data_file *file, tl_error *err);
+
+/* ------------------------------------------------------------- commits */
+
+typedef enum tl_ice_operation {
+	TL_ICE_OP_APPEND,    /* adds data files                        -> "append" */
+	TL_ICE_OP_ROW_DELTA, /* adds data and delete files             -> "overwrite" ("delete" with deletes only) */
+	TL_ICE_OP_DELETE,    /* removes data and delete files          -> "delete" */
+	TL_ICE_OP_REPLACE    /* removes files and adds their rewrite   -> "replace" */
+} tl_ice_operation;
+
+typedef struct tl_ice_commit tl_ice_commit;
+
+/* Starts a commit on the table's current snapshot of its main branch. */
+tl_ice_commit *tl_ice_commit_begin(tl_ice_table *t, tl_ice_operation op, tl_error *err);
+
+/*
+ * Adds an entry to the new snapshot's summary, such as "tierdb.op-id".
+ * The standard counts (added-data-files, total-records, ...) are computed.
+ */
+void tl_ice_commit_set_summary(tl_ice_commit *c, const char *key, const char *value);
+
+/*
+ * Adds a data or delete file (by file->content), deep-copied. Its
+ * partition tuple must have the default spec's arity. APPEND takes data
+ * files only; DELETE takes none; equality deletes need equality_ids.
+ */
+int tl_ice_commit_add_file(tl_ice_commit *c, const tl_ice_data_file *file, tl_error *err);
+
+/*
+ * Removes a live data or delete file by path (DELETE and REPLACE only).
+ * A path that is not live in the base snapshot at finish time is
+ * TL_ERR_CONFLICT (someone removed it first) or TL_ERR_NOT_FOUND.
+ */
+int tl_ice_commit_remove_file(tl_ice_commit *c, const char *file_path, tl_error *err);
+
+/*
+ * Writes the commit: a manifest per content for the added files, rewrites
+ * of the manifests that hold removed files (entries marked DELETED), the
+ * unchanged manifests carried over, the manifest list, then
+ * v<N+1>.metadata.json (exclusive create) with the new snapshot (id,
+ * parent, sequence number, summary, timestamps) as current and on "main",
+ * and finally the hint. On success the table object holds the new version
+ * and *snapshot_id (if not NULL) the new snapshot's id.
+ *
+ * Losing the race for v<N+1> is TL_ERR_CONFLICT and leaves the table as the
+ * winner made it; the commit stays usable: tl_ice_table_refresh and call
+ * finish again to retry on the new base.
+ */
+int tl_ice_commit_finish(tl_ice_commit *c, int64_t *snapshot_id, tl_error *err);
+void tl_ice_commit_free(tl_ice_commit *c);
+
+#endif

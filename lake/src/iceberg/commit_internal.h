@@ -1,0 +1,80 @@
+/*
+ * commit_internal.h: one attempt at finishing a commit, shared by commit.c
+ * (the API and the attempt's life), commit_manifests.c (manifests and the
+ * manifest list) and commit_metadata.c (the summary and the new metadata).
+ */
+#ifndef TIERLAKE_ICEBERG_COMMIT_INTERNAL_H
+#define TIERLAKE_ICEBERG_COMMIT_INTERNAL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "tierlake/iceberg_table.h"
+
+/* A manifest of the new snapshot's list. */
+typedef struct listed_manifest {
+	tl_ice_manifest_file mf;     /* path and partition summaries live in the attempt's arena */
+	bool written_here;           /* written by this attempt (new files or a rewrite) */
+} listed_manifest;
+
+/* What the commit changes, in the units of the snapshot summary. */
+typedef struct change_counts {
+	int64_t added_data_files, added_records, added_files_size;
+	int64_t added_delete_files, added_eq_delete_files, added_pos_delete_files;
+	int64_t added_eq_deletes, added_pos_deletes;
+	int64_t deleted_data_files, deleted_records, removed_files_size;
+	int64_t removed_delete_files, removed_eq_delete_files, removed_pos_delete_files;
+	int64_t removed_eq_deletes, removed_pos_deletes;
+} change_counts;
+
+typedef struct attempt {
+	const tl_ice_table *table;
+	const tl_ice_table_metadata *base;
+	const tl_ice_snapshot *parent;       /* NULL for the table's first snapshot */
+	const tl_ice_schema *schema;         /* current schema */
+	const tl_ice_partition_spec *spec;   /* default spec, for added files */
+	const tl_ice_data_file *added;
+	int nadded;
+	const char *const *removed;          /* sorted, unique */
+	int nremoved;
+	bool *found;                         /* per removed path: live in the base */
+	int64_t snapshot_id, sequence_number, timestamp_ms;
+	int attempt;                         /* 1 for the first finish, as in Java's list names */
+	char uuid[37];                       /* names every file this attempt writes */
+	int next_manifest;                   /* k of <uuid>-m<k>.avro */
+	tl_arena arena;
+	listed_manifest *manifests;          /* the new list: written ones, then carried ones */
+	int nmanifests, manifests_cap;
+	char **written;                      /* local paths created, removed if the attempt fails */
+	int nwritten, written_cap;
+	char *manifest_list;                 /* location of the new list */
+	change_counts change;
+} attempt;
+
+/* The snapshot the "main" branch names (else the current one), or TL_ICE_NO_SNAPSHOT. */
+int64_t tl_ice_commit_base_snapshot_id(const tl_ice_table_metadata *md);
+
+/* Reads the parent's manifest list into a->manifests (none for a first snapshot). */
+int tl_ice_commit_load_base(attempt *a, tl_error *err);
+/* Rewrites the manifests holding removed files, drops those left without live files. */
+int tl_ice_commit_apply_removals(attempt *a, tl_error *err);
+/* Writes the manifests of the added files (one for data, one for deletes). */
+int tl_ice_commit_write_added(attempt *a, tl_error *err);
+/* Writes the manifest list; sets a->manifest_list. */
+int tl_ice_commit_write_list(attempt *a, tl_error *err);
+/*
+ * Live totals of the parent snapshot read from its manifests, for a parent
+ * whose summary lacks them: records, files size, data files, delete files,
+ * position deletes, equality deletes.
+ */
+int tl_ice_commit_count_parent(const attempt *a, int64_t totals[6], tl_error *err);
+
+/*
+ * The base metadata with the attempt's snapshot added as current and on
+ * "main", and `previous_file` in the metadata log.
+ */
+tl_ice_table_metadata *tl_ice_commit_new_metadata(const attempt *a, const char *previous_file,
+                                                  const tl_ice_kv *extra, int nextra, tl_ice_operation op,
+                                                  tl_error *err);
+
+#endif

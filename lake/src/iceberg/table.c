@@ -1,0 +1,571 @@
+/*
+ * table.c: path-based Iceberg tables: creating one, finding and reading its
+ * current metadata file, and publishing new metadata versions for commits.
+ *
+ * The layout is the Hadoop catalog's (SPEC §6): metadata/v<N>.metadata.json
+ * per version and metadata/version-hint.text naming the newest N. Finding
+ * the current version follows Java's HadoopTableOperations: start at the
+ * hint and walk forward while v<N+1> exists (a writer that crashed between
+ * publishing a version and updating the hint leaves the hint behind), and
+ * list the directory when the hint is missing or names nothing. Tables
+ * written by other catalogs (<N>-<uuid>.metadata.json) are found by listing.
+ */
+#include <ctype.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "tierlake/iceberg_table.h"
+#include "iceberg/table_internal.h"
+
+/* The version hint holds a small number; anything longer is not one. */
+#define VERSION_HINT_MAX 64
+/* Metadata JSON larger than this is refused rather than read into memory. */
+#define METADATA_FILE_MAX ((uint64_t)1 << 30)
+
+static const char METADATA_SUFFIX[] = ".metadata.json";
+
+/* The public struct plus what only this file and commit.c need. */
+typedef struct table_impl {
+	tl_ice_table pub;
+	char *metadata_dir;   /* local metadata/ directory; NULL when opened by a metadata file */
+} table_impl;
+
+static char *path_join(const char *dir, const char *name)
+{
+	tl_buf b;
+	tl_buf_init(&b);
+	tl_buf_printf(&b, "%s/%s%c", dir, name, '\0');
+	return (char *)b.data;
+}
+
+static char *versioned_path(const char *metadata_dir, int64_t version)
+{
+	tl_buf b;
+	tl_buf_init(&b);
+	tl_buf_printf(&b, "%s/v%" PRId64 "%s%c", metadata_dir, version, METADATA_SUFFIX, '\0');
+	return (char *)b.data;
+}
+
+static bool is_regular_file(const char *path)
+{
+	struct stat st;
+	return stat(path, &st) == 0 && S_ISREG(st.st_mode);
+}
+
+static void strip_trailing_slashes(char *s)
+{
+	size_t n = strlen(s);
+	while (n > 1 && s[n - 1] == '/')
+		s[--n] = '\0';
+}
+
+/* Reads up to 19 decimal digits at *p; -1 if there are none or too many. */
+static int64_t parse_digits(const char **p)
+{
+	const char *s = *p;
+	int64_t v = 0;
+	if (!isdigit((unsigned char)*s))
+		return -1;
+	for (; isdigit((unsigned char)*s); s++) {
+		if (v > (INT64_MAX - 9) / 10)
+			return -1;
+		v = v * 10 + (*s - '0');
+	}
+	*p = s;
+	return v;
+}
+
+/*
+ * The version a metadata file name carries: "v12.metadata.json" (Hadoop
+ * catalog) or "00012-<uuid>.metadata.json" (Java's and pyiceberg's other
+ * catalogs). -1 for other names, including Java's in-flight temporary
+ * "<uuid>.metadata.json", whose first uuid group may be all digits.
+ */
+static int64_t metadata_file_version(const char *name)
+{
+	size_t len = strlen(name), slen = strlen(METADATA_SUFFIX);
+	if (len <= slen || strcmp(name + len - slen, METADATA_SUFFIX) != 0)
+		return -1;
+	const char *p = name[0] == 'v' ? name + 1 : name;
+	int64_t version = parse_digits(&p);
+	if (version < 0)
+		return -1;
+	if (name[0] == 'v')
+		return strcmp(p, METADATA_SUFFIX) == 0 ? version : -1;
+	const size_t uuid_len = 36;
+	if (*p != '-' || (size_t)(name + len - slen - (p + 1)) != uuid_len)
+		return -1;
+	return version;
+}
+
+/* The version metadata/version-hint.text names, or -1 when it is missing or not a number. */
+static int64_t hint_version(const char *metadata_dir)
+{
+	char *path = path_join(metadata_dir, "version-hint.text");
+	FILE *f = fopen(path, "r");
+	free(path);
+	if (f == NULL)
+		return -1;
+	char hint[VERSION_HINT_MAX + 1];
+	size_t n = fread(hint, 1, VERSION_HINT_MAX, f);
+	fclose(f);
+	hint[n] = '\0';
+	const char *p = hint;
+	while (isspace((unsigned char)*p))
+		p++;
+	int64_t version = parse_digits(&p);
+	while (isspace((unsigned char)*p))
+		p++;
+	return *p == '\0' ? version : -1;
+}
+
+/* The hinted version walked forward over versions published after the hint; -1 if unusable. */
+static int64_t current_from_hint(const char *metadata_dir)
+{
+	int64_t version = hint_version(metadata_dir);
+	if (version < 0)
+		return -1;
+	char *path = versioned_path(metadata_dir, version);
+	bool exists = is_regular_file(path);
+	free(path);
+	if (!exists)
+		return -1;
+	for (;;) {
+		path = versioned_path(metadata_dir, version + 1);
+		exists = is_regular_file(path);
+		free(path);
+		if (!exists)
+			return version;
+		version++;
+	}
+}
+
+/* The highest-numbered metadata file name in metadata_dir; NULL (err set) if none. */
+static char *newest_listed(const char *table_dir, const char *metadata_dir, int64_t *version, tl_error *err)
+{
+	DIR *d = opendir(metadata_dir);
+	if (d == NULL) {
+		tl_error_set(err, TL_ERR_NOT_FOUND, "%s is not an Iceberg table: cannot open %s: %s", table_dir,
+		             metadata_dir, strerror(errno));
+		return NULL;
+	}
+	char *best = NULL;
+	*version = -1;
+	for (struct dirent *e; (e = readdir(d)) != NULL;) {
+		int64_t v = metadata_file_version(e->d_name);
+		if (v > *version) {
+			*version = v;
+			free(best);
+			best = tl_strdup(e->d_name);
+		}
+	}
+	closedir(d);
+	if (best == NULL)
+		tl_error_set(err, TL_ERR_NOT_FOUND, "%s is not an Iceberg table: %s has no *.metadata.json file",
+		             table_dir, metadata_dir);
+	return best;
+}
+
+/* The local path of a table directory's current metadata file and its version; NULL with err set. */
+static char *find_current_metadata(const char *table_dir, const char *metadata_dir, int64_t *version,
+                                   tl_error *err)
+{
+	*version = current_from_hint(metadata_dir);
+	if (*version >= 0)
+		return versioned_path(metadata_dir, *version);
+	char *name = newest_listed(table_dir, metadata_dir, version, err);
+	if (name == NULL)
+		return NULL;
+	char *path = path_join(metadata_dir, name);
+	free(name);
+	return path;
+}
+
+static tl_ice_table_metadata *read_metadata_file(const char *path, tl_error *err)
+{
+	tl_input *in = tl_input_open_file(path, err);
+	if (in == NULL)
+		return NULL;
+	tl_ice_table_metadata *md = NULL;
+	if (in->size > METADATA_FILE_MAX) {
+		tl_error_set(err, TL_ERR_UNSUPPORTED, "%s: metadata file of %" PRIu64 " bytes is too large", path,
+		             in->size);
+	} else {
+		char *text = tl_malloc((size_t)in->size + 1);
+		if (tl_input_read(in, 0, text, (size_t)in->size, err) == 0) {
+			md = tl_ice_metadata_parse(text, (size_t)in->size, err);
+			if (md == NULL)
+				tl_error_prefix(err, "%s", path);
+		}
+		free(text);
+	}
+	tl_input_close(in);
+	return md;
+}
+
+static table_impl *new_table(tl_ice_table_metadata *md, char *metadata_file, int64_t version,
+                             char *metadata_dir)
+{
+	table_impl *impl = tl_calloc(1, sizeof(*impl));
+	impl->metadata_dir = metadata_dir;
+	impl->pub.location = tl_strdup(md->location);
+	impl->pub.metadata_file = metadata_file;
+	impl->pub.version = version;
+	impl->pub.metadata = md;
+	return impl;
+}
+
+/* ------------------------------------------------------------- opening */
+
+static tl_ice_table *open_directory(const char *dir, tl_error *err)
+{
+	char *metadata_dir = path_join(dir, "metadata");
+	int64_t version;
+	char *file = find_current_metadata(dir, metadata_dir, &version, err);
+	tl_ice_table_metadata *md = file ? read_metadata_file(file, err) : NULL;
+	if (md == NULL) {
+		free(file);
+		free(metadata_dir);
+		return NULL;
+	}
+	return &new_table(md, file, version, metadata_dir)->pub;
+}
+
+static tl_ice_table *open_metadata_file(const char *path, tl_error *err)
+{
+	tl_ice_table_metadata *md = read_metadata_file(path, err);
+	if (md == NULL)
+		return NULL;
+	const char *slash = strrchr(path, '/');
+	int64_t version = metadata_file_version(slash ? slash + 1 : path);
+	return &new_table(md, tl_strdup(path), version, NULL)->pub;
+}
+
+tl_ice_table *tl_ice_table_open(const char *location, tl_error *err)
+{
+	char *path = tl_local_path(location, err);
+	if (path == NULL)
+		return NULL;
+	strip_trailing_slashes(path);
+	tl_ice_table *t = NULL;
+	struct stat st;
+	if (stat(path, &st) != 0)
+		tl_error_set(err, errno == ENOENT ? TL_ERR_NOT_FOUND : TL_ERR_IO, "cannot open table %s: %s", location,
+		             strerror(errno));
+	else if (S_ISDIR(st.st_mode))
+		t = open_directory(path, err);
+	else
+		t = open_metadata_file(path, err);
+	free(path);
+	return t;
+}
+
+void tl_ice_table_install(tl_ice_table *t, tl_ice_table_metadata *md, int64_t version, char *path)
+{
+	tl_ice_metadata_free(t->metadata);
+	free(t->metadata_file);
+	free(t->location);
+	t->metadata = md;
+	t->metadata_file = path;
+	t->version = version;
+	t->location = tl_strdup(md->location);
+}
+
+int tl_ice_table_refresh(tl_ice_table *t, tl_error *err)
+{
+	table_impl *impl = (table_impl *)t;
+	if (impl->metadata_dir == NULL)
+		return tl_error_set(err, TL_ERR_INVALID,
+		                    "table %s was opened by its metadata file %s; only a table opened by directory refreshes",
+		                    t->location, t->metadata_file);
+	int64_t version;
+	char *file = find_current_metadata(t->location, impl->metadata_dir, &version, err);
+	tl_ice_table_metadata *md = file ? read_metadata_file(file, err) : NULL;
+	if (md == NULL) {
+		free(file);
+		return -1;
+	}
+	tl_ice_table_install(t, md, version, file);
+	return 0;
+}
+
+void tl_ice_table_free(tl_ice_table *t)
+{
+	if (t == NULL)
+		return;
+	table_impl *impl = (table_impl *)t;
+	tl_ice_metadata_free(t->metadata);
+	free(t->metadata_file);
+	free(t->location);
+	free(impl->metadata_dir);
+	free(impl);
+}
+
+/* ------------------------------------------------------------ creating */
+
+static int make_directory(const char *path, tl_error *err)
+{
+	if (mkdir(path, 0755) == 0)
+		return 0;
+	struct stat st;
+	if (errno == EEXIST && stat(path, &st) == 0 && S_ISDIR(st.st_mode))
+		return 0;
+	return tl_error_set(err, TL_ERR_IO, "cannot create directory %s: %s", path, strerror(errno));
+}
+
+/* mkdir -p */
+static int make_directories(const char *path, tl_error *err)
+{
+	char *p = tl_strdup(path);
+	int rc = 0;
+	for (char *s = p + 1; rc == 0 && *s; s++) {
+		if (*s != '/')
+			continue;
+		*s = '\0';
+		rc = make_directory(p, err);
+		*s = '/';
+	}
+	if (rc == 0)
+		rc = make_directory(p, err);
+	free(p);
+	return rc;
+}
+
+/*
+ * The location a new table's metadata records: as given (a file:// URI
+ * stays one), but a relative path becomes absolute through the real path
+ * of its (now existing) parent directory, since other engines resolve the
+ * location without our working directory.
+ */
+static char *metadata_location(const char *given, const char *local, tl_error *err)
+{
+	if (strncmp(given, "file:", 5) == 0 || given[0] == '/')
+		return tl_strdup(given);
+	const char *slash = strrchr(local, '/');
+	const char *last = slash ? slash + 1 : local;
+	char *parent = slash ? tl_strdup(local) : tl_strdup(".");
+	if (slash)
+		parent[slash == local ? 1 : slash - local] = '\0';
+	bool whole = strcmp(last, ".") == 0 || strcmp(last, "..") == 0;
+	char *real = realpath(whole ? local : parent, NULL);
+	free(parent);
+	if (real == NULL) {
+		tl_error_set(err, TL_ERR_IO, "cannot resolve table location %s: %s", given, strerror(errno));
+		return NULL;
+	}
+	char *result = whole ? tl_strdup(real) : path_join(strcmp(real, "/") == 0 ? "" : real, last);
+	free(real);
+	return result;
+}
+
+/* TL_ERR_CONFLICT when metadata_dir already holds any table version. */
+static int check_no_table(const char *location, const char *metadata_dir, tl_error *err)
+{
+	tl_error ignored;
+	int64_t version;
+	char *name = newest_listed(location, metadata_dir, &version, &ignored);
+	if (name == NULL)
+		return 0;
+	tl_error_set(err, TL_ERR_CONFLICT, "table already exists at %s (%s/%s)", location, metadata_dir, name);
+	free(name);
+	return -1;
+}
+
+static int prepare_directories(const char *local, const char *metadata_dir, tl_error *err)
+{
+	char *data_dir = path_join(local, "data");
+	int rc = make_directories(metadata_dir, err);
+	if (rc == 0)
+		rc = make_directory(data_dir, err);
+	free(data_dir);
+	return rc;
+}
+
+tl_ice_table *tl_ice_table_create(const char *location, const tl_ice_schema *schema,
+                                  const tl_ice_partition_spec *spec, const tl_ice_kv *properties,
+                                  int nproperties, tl_error *err)
+{
+	char *given = tl_strdup(location);
+	strip_trailing_slashes(given);
+	char *local = tl_local_path(given, err);
+	char *metadata_dir = local ? path_join(local, "metadata") : NULL;
+	char *md_location = NULL, *file = NULL;
+	tl_ice_table_metadata *md = NULL;
+	tl_ice_table *t = NULL;
+	if (metadata_dir == NULL || prepare_directories(local, metadata_dir, err) < 0 ||
+	    check_no_table(given, metadata_dir, err) < 0)
+		goto done;
+	md_location = metadata_location(given, local, err);
+	if (md_location == NULL)
+		goto done;
+	md = tl_ice_metadata_create(md_location, schema, spec, properties, nproperties, err);
+	if (md == NULL || tl_ice_table_publish_version(metadata_dir, 1, md, &file, err) < 0) {
+		if (err != NULL && err->code == TL_ERR_CONFLICT) {
+			tl_error_clear(err);
+			tl_error_set(err, TL_ERR_CONFLICT, "table already exists at %s", given);
+		}
+		goto done;
+	}
+	if (tl_ice_table_write_hint(metadata_dir, 1, err) < 0)
+		goto done;
+	t = &new_table(md, file, 1, metadata_dir)->pub;
+	md = NULL;
+	file = NULL;
+	metadata_dir = NULL;
+done:
+	tl_ice_metadata_free(md);
+	free(file);
+	free(md_location);
+	free(metadata_dir);
+	free(local);
+	free(given);
+	return t;
+}
+
+int tl_ice_table_new_data_path(const tl_ice_table *t, const char *partition_path, tl_buf *out, tl_error *err)
+{
+	char uuid[37];
+	if (tl_ice_uuid_v4(uuid, err) < 0)
+		return -1;
+	tl_ice_table_append_location(t, out);
+	tl_buf_append_str(out, "/data/");
+	if (partition_path != NULL && partition_path[0] != '\0') {
+		tl_buf_append_str(out, partition_path);
+		tl_buf_append_byte(out, '/');
+	}
+	tl_buf_printf(out, "%s.parquet", uuid);
+	return 0;
+}
+
+void tl_ice_table_append_location(const tl_ice_table *t, tl_buf *out)
+{
+	size_t n = strlen(t->location);
+	while (n > 1 && t->location[n - 1] == '/')
+		n--;
+	tl_buf_append(out, t->location, n);
+}
+
+/* ---------------------------------------------------------- publishing */
+
+const char *tl_ice_table_commit_dir(const tl_ice_table *t, tl_error *err)
+{
+	const table_impl *impl = (const table_impl *)t;
+	if (impl->metadata_dir == NULL) {
+		tl_error_set(err, TL_ERR_INVALID,
+		             "table %s was opened by its metadata file %s; open it by directory to commit to it",
+		             t->location, t->metadata_file);
+		return NULL;
+	}
+	const char *slash = strrchr(t->metadata_file, '/');
+	const char *name = slash ? slash + 1 : t->metadata_file;
+	if (t->version < 0 || name[0] != 'v') {
+		tl_error_set(err, TL_ERR_INVALID,
+		             "table %s: its current metadata file %s is not named v<N>.metadata.json; "
+		             "commits follow the Hadoop catalog's naming only",
+		             t->location, t->metadata_file);
+		return NULL;
+	}
+	return impl->metadata_dir;
+}
+
+/* A hidden, unique file name in dir that no metadata listing mistakes for a version. */
+static int temp_path(const char *dir, const char *what, char **path, tl_error *err)
+{
+	char uuid[37];
+	if (tl_ice_uuid_v4(uuid, err) < 0)
+		return -1;
+	tl_buf b;
+	tl_buf_init(&b);
+	tl_buf_printf(&b, "%s/.%s-%s.tmp%c", dir, what, uuid, '\0');
+	*path = (char *)b.data;
+	return 0;
+}
+
+/* Writes bytes to a new file at path and makes them durable. */
+static int write_new_file(const char *path, const void *data, size_t len, tl_error *err)
+{
+	tl_output *out = tl_output_create_file(path, 1, err);
+	if (out == NULL)
+		return -1;
+	int rc = tl_output_write(out, data, len, err);
+	if (rc == 0)
+		rc = out->finish(out, err);
+	tl_output_close(out);
+	if (rc < 0)
+		unlink(path);
+	return rc;
+}
+
+/*
+ * Makes a new directory entry durable, so a commit that returned survives a
+ * crash. Best effort: once the link exists the version is visible and the
+ * commit has happened, so a failed sync must not report it as failed (the
+ * caller would clean up manifests the published metadata names).
+ */
+static void sync_directory(const char *dir)
+{
+	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd >= 0) {
+		(void)fsync(fd);
+		close(fd);
+	}
+}
+
+int tl_ice_table_publish_version(const char *metadata_dir, int64_t version, const tl_ice_table_metadata *md,
+                                 char **path, tl_error *err)
+{
+	tl_buf json;
+	tl_buf_init(&json);
+	char *temp = NULL;
+	int rc = tl_ice_metadata_write(md, &json, err);
+	if (rc == 0)
+		rc = temp_path(metadata_dir, "metadata", &temp, err);
+	if (rc == 0)
+		rc = write_new_file(temp, json.data, json.len, err);
+	tl_buf_free(&json);
+	if (rc < 0) {
+		free(temp);
+		return -1;
+	}
+	char *final = versioned_path(metadata_dir, version);
+	/* link() fails if the name exists: the atomic "create only if absent" a commit needs. */
+	if (link(temp, final) != 0) {
+		rc = tl_error_set(err, errno == EEXIST ? TL_ERR_CONFLICT : TL_ERR_IO, "cannot publish %s: %s", final,
+		                  errno == EEXIST ? "another writer committed this version first" : strerror(errno));
+	}
+	unlink(temp);
+	free(temp);
+	if (rc == 0)
+		sync_directory(metadata_dir);
+	if (rc == 0 && path != NULL)
+		*path = final;
+	else
+		free(final);
+	return rc;
+}
+
+int tl_ice_table_write_hint(const char *metadata_dir, int64_t version, tl_error *err)
+{
+	char text[24];
+	int n = snprintf(text, sizeof(text), "%" PRId64, version);
+	char *temp = NULL;
+	if (temp_path(metadata_dir, "version-hint", &temp, err) < 0)
+		return -1;
+	int rc = write_new_file(temp, text, (size_t)n, err);
+	char *hint = path_join(metadata_dir, "version-hint.text");
+	if (rc == 0 && rename(temp, hint) != 0) {
+		rc = tl_error_set(err, TL_ERR_IO, "cannot replace %s: %s", hint, strerror(errno));
+		unlink(temp);
+	}
+	free(hint);
+	free(temp);
+	return rc;
+}
