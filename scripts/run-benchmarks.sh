@@ -7,7 +7,10 @@
 # parquet_bench it writes and fully reads the event table with our codec and
 # with pyarrow (bench/parquet_peer.py), each phase in its own process so its
 # peak RSS is its own, checks that both files hold the same rows, and prints
-# the comparison table. See bench/README.md for how to read it.
+# the comparison table. For iceberg_plan it plans scans of a table of 1,000
+# snapshots and 10,000 data files with our planner and with pyiceberg
+# (bench/iceberg_plan_peer.py) and prints both times and the ratio. See
+# bench/README.md for how to read them.
 #
 # Environment:
 #   BENCH_ROWS    rows to write (default 10000000; 1000000 makes a quick run)
@@ -73,10 +76,18 @@ run_parquet() {
   "$python" "$peer" report "$results"
 }
 
+run_iceberg_plan() {
+  local bench=$1
+  # The generated table is kept in BENCH_DIR across runs (it takes a while to build).
+  echo "run-benchmarks: iceberg_plan: best of $repeat; table in $work/iceberg-plan"
+  "$python" "$top/bench/iceberg_plan_peer.py" "$work/iceberg-plan" --bin "$bench" --repeat "$repeat"
+}
+
 for bench in "$@"; do
   name=$(basename "$bench")
   case $name in
     parquet_bench) run_parquet "$bench" ;;
+    iceberg_plan) run_iceberg_plan "$bench" ;;
     *)
       # A benchmark without a runner here prints its own comparison.
       echo "run-benchmarks: $name"
