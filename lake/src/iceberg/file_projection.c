@@ -1,0 +1,732 @@
+/*
+ * file_projection.c: reading an Iceberg field out of whatever Parquet
+ * column a data or delete file stored it in.
+ *
+ * Files outlive schemas: a file written before a column was added lacks
+ * it (read as null), one written before int became long stores INT32, and
+ * other engines choose their own storage for timestamps (millis, nanos,
+ * legacy INT96) and decimals (INT32, INT64, FIXED or BYTE_ARRAY of any
+ * width). Columns are matched by Parquet field id, the only identity that
+ * survives renames; files without any ids (written by tools that do not
+ * know Iceberg) are matched by name instead. Every value is converted to
+ * the Parquet form tl_ice_field_to_pq_column gives the table's type, so
+ * callers see one representation per field.
+ *
+ * The same conversions turn a row group's column statistics into manifest
+ * style metrics, so the scan filter's metrics evaluator can rule row
+ * groups out.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "iceberg/reader_internal.h"
+
+/* ------------------------------------------------------------ matching */
+
+static bool file_has_field_ids(const tl_pq_schema *s)
+{
+	for (int i = 0; i < s->ncolumns; i++)
+		if (s->columns[i].field_id >= 0)
+			return true;
+	return false;
+}
+
+/* The file column holding field f: its index, -1 when absent, -2 on error. */
+static int find_source(const tl_pq_schema *s, const tl_ice_field *f, bool by_name, tl_error *err)
+{
+	if (by_name)
+		return tl_pq_schema_find(s, f->name);
+	int found = -1;
+	for (int i = 0; i < s->ncolumns; i++) {
+		if (s->columns[i].field_id != f->id)
+			continue;
+		if (found >= 0) {
+			tl_error_set(err, TL_ERR_CORRUPT, "columns \"%s\" and \"%s\" both carry field id %d",
+			             s->columns[found].name, s->columns[i].name, f->id);
+			return -2;
+		}
+		found = i;
+	}
+	return found;
+}
+
+/* ---------------------------------------------------- type compatibility */
+
+static bool is_int32_source(const tl_pq_column *src)
+{
+	if (src->physical != TL_PQ_INT32)
+		return false;
+	if (src->logical == TL_PQ_LOGICAL_NONE)
+		return true;
+	return src->logical == TL_PQ_LOGICAL_INT && (src->int_signed || src->int_bit_width < 32);
+}
+
+static bool is_int64_source(const tl_pq_column *src)
+{
+	if (src->physical != TL_PQ_INT64)
+		return false;
+	if (src->logical == TL_PQ_LOGICAL_NONE)
+		return true;
+	return src->logical == TL_PQ_LOGICAL_INT && src->int_signed;
+}
+
+static bool is_uint32_source(const tl_pq_column *src)
+{
+	return src->physical == TL_PQ_INT32 && src->logical == TL_PQ_LOGICAL_INT && !src->int_signed &&
+	       src->int_bit_width == 32;
+}
+
+/* Unit scaling to microseconds for a TIME or TIMESTAMP column. */
+static void set_micros_scaling(ice_fp_column *c, const tl_pq_column *src)
+{
+	c->mul = 1;
+	c->div = 1;
+	if (src->logical == TL_PQ_LOGICAL_NONE)
+		return; /* plain integers under a time type are taken as micros */
+	if (src->unit == TL_PQ_MILLIS)
+		c->mul = 1000;
+	else if (src->unit == TL_PQ_NANOS)
+		c->div = 1000;
+}
+
+static bool plan_time(ice_fp_column *c, const tl_pq_column *src)
+{
+	bool ok = (src->physical == TL_PQ_INT32 && src->logical == TL_PQ_LOGICAL_TIME && src->unit == TL_PQ_MILLIS) ||
+	          (src->physical == TL_PQ_INT64 && src->logical == TL_PQ_LOGICAL_TIME && src->unit != TL_PQ_MILLIS) ||
+	          is_int64_source(src);
+	if (ok) {
+		c->conv = ICE_CONV_INTEGER;
+		set_micros_scaling(c, src);
+	}
+	return ok;
+}
+
+static bool plan_timestamp(ice_fp_column *c, const tl_pq_column *src)
+{
+	bool ok = ((src->physical == TL_PQ_INT64 || src->physical == TL_PQ_INT96) &&
+	           src->logical == TL_PQ_LOGICAL_TIMESTAMP) ||
+	          is_int64_source(src);
+	if (ok) {
+		c->conv = ICE_CONV_INTEGER;
+		set_micros_scaling(c, src);
+	}
+	return ok;
+}
+
+static bool plan_decimal(ice_fp_column *c, const tl_pq_column *src)
+{
+	const tl_ice_type *t = &c->field->type;
+	if (src->logical != TL_PQ_LOGICAL_DECIMAL || src->scale != t->scale || src->precision > t->precision)
+		return false;
+	switch (src->physical) {
+	case TL_PQ_INT32:
+	case TL_PQ_INT64:
+	case TL_PQ_FIXED_LEN_BYTE_ARRAY:
+	case TL_PQ_BYTE_ARRAY:
+		c->conv = ICE_CONV_DECIMAL;
+		return true;
+	default:
+		return false;
+	}
+}
+
+/* Chooses how src's values become the field's; false when they cannot. */
+static bool plan_conversion(ice_fp_column *c, const tl_pq_column *src)
+{
+	const tl_ice_type *t = &c->field->type;
+	c->mul = 1;
+	c->div = 1;
+	c->source_physical = src->physical;
+	switch (t->id) {
+	case TL_ICE_BOOLEAN:
+		c->conv = ICE_CONV_BOOLEAN;
+		return src->physical == TL_PQ_BOOLEAN;
+	case TL_ICE_INT:
+		c->conv = ICE_CONV_INTEGER;
+		return is_int32_source(src);
+	case TL_ICE_LONG:
+		c->conv = is_uint32_source(src) ? ICE_CONV_UINT32 : ICE_CONV_INTEGER;
+		return is_int32_source(src) || is_int64_source(src) || is_uint32_source(src);
+	case TL_ICE_DATE:
+		c->conv = ICE_CONV_INTEGER;
+		return src->physical == TL_PQ_INT32 &&
+		       (src->logical == TL_PQ_LOGICAL_DATE || src->logical == TL_PQ_LOGICAL_NONE);
+	case TL_ICE_FLOAT:
+		c->conv = ICE_CONV_FLOAT;
+		return src->physical == TL_PQ_FLOAT;
+	case TL_ICE_DOUBLE:
+		c->conv = ICE_CONV_TO_DOUBLE;
+		return src->physical == TL_PQ_FLOAT || src->physical == TL_PQ_DOUBLE;
+	case TL_ICE_DECIMAL:
+		return plan_decimal(c, src);
+	case TL_ICE_TIME:
+		return plan_time(c, src);
+	case TL_ICE_TIMESTAMP:
+	case TL_ICE_TIMESTAMPTZ:
+		return plan_timestamp(c, src);
+	case TL_ICE_STRING:
+		c->conv = ICE_CONV_BYTES;
+		return src->physical == TL_PQ_BYTE_ARRAY && src->logical != TL_PQ_LOGICAL_DECIMAL;
+	case TL_ICE_BINARY:
+		c->conv = ICE_CONV_BYTES;
+		return (src->physical == TL_PQ_BYTE_ARRAY || src->physical == TL_PQ_FIXED_LEN_BYTE_ARRAY) &&
+		       src->logical != TL_PQ_LOGICAL_DECIMAL;
+	case TL_ICE_UUID:
+		c->conv = ICE_CONV_BYTES;
+		return src->physical == TL_PQ_FIXED_LEN_BYTE_ARRAY && src->type_length == 16;
+	case TL_ICE_FIXED:
+		c->conv = ICE_CONV_BYTES;
+		return src->physical == TL_PQ_FIXED_LEN_BYTE_ARRAY && src->type_length == t->length;
+	default:
+		return false;
+	}
+}
+
+static int mismatch(const ice_fp_column *c, const tl_pq_column *src, tl_error *err)
+{
+	tl_buf stored, wanted;
+	tl_buf_init(&stored);
+	tl_buf_init(&wanted);
+	tl_pq_column_type_text(src, &stored);
+	tl_buf_append_byte(&stored, 0);
+	tl_ice_type_text(&c->field->type, &wanted);
+	tl_buf_append_byte(&wanted, 0);
+	tl_error_set(err, TL_ERR_UNSUPPORTED, "column \"%s\" is stored as %s, which does not read as field \"%s\" (id %d) of type %s",
+	             src->name, (const char *)stored.data, c->field->name, c->field->id, (const char *)wanted.data);
+	tl_buf_free(&stored);
+	tl_buf_free(&wanted);
+	return -1;
+}
+
+/* Fills c for field f against the file schema; *source is the file column or -1. */
+static int plan_column(ice_fp_column *c, const tl_ice_field *f, const tl_pq_schema *file, bool by_name,
+                       int *source, tl_error *err)
+{
+	memset(c, 0, sizeof(*c));
+	c->field = f;
+	c->source = -1;
+	if (tl_ice_field_to_pq_column(f, &c->out, err) < 0)
+		return -1;
+	int s = find_source(file, f, by_name, err);
+	if (s == -2)
+		return -1;
+	*source = s;
+	if (s < 0) {
+		if (f->required)
+			return tl_error_set(err, TL_ERR_CORRUPT, "the file has no column for required field \"%s\" (id %d)",
+			                    f->name, f->id);
+		c->conv = ICE_CONV_MISSING;
+		return 0;
+	}
+	if (!plan_conversion(c, &file->columns[s]))
+		return mismatch(c, &file->columns[s], err);
+	return 0;
+}
+
+int ice_fp_init(ice_file_projection *fp, tl_pq_reader *pq, const tl_ice_field *const *fields, int nfields,
+                tl_error *err)
+{
+	const tl_pq_schema *file = tl_pq_reader_schema(pq);
+	bool by_name = !file_has_field_ids(file);
+	memset(fp, 0, sizeof(*fp));
+	fp->ncolumns = nfields;
+	fp->columns = tl_calloc((size_t)(nfields ? nfields : 1), sizeof(ice_fp_column));
+	fp->projection = tl_malloc(sizeof(int) * (size_t)(nfields ? nfields : 1));
+	for (int i = 0; i < nfields; i++) {
+		int s = -1;
+		if (plan_column(&fp->columns[i], fields[i], file, by_name, &s, err) < 0)
+			goto fail;
+		if (s < 0)
+			continue;
+		int slot = 0;
+		while (slot < fp->nprojection && fp->projection[slot] != s)
+			slot++;
+		if (slot == fp->nprojection)
+			fp->projection[fp->nprojection++] = s;
+		fp->columns[i].source = slot;
+	}
+	if (ice_fp_project(fp, pq, err) < 0)
+		goto fail;
+	return 0;
+fail:
+	ice_fp_free(fp);
+	return -1;
+}
+
+int ice_fp_project(const ice_file_projection *fp, tl_pq_reader *pq, tl_error *err)
+{
+	return tl_pq_reader_project(pq, fp->projection, fp->nprojection, err);
+}
+
+void ice_fp_free(ice_file_projection *fp)
+{
+	free(fp->columns);
+	free(fp->projection);
+	memset(fp, 0, sizeof(*fp));
+}
+
+/* ------------------------------------------------------------ converting */
+
+static int out_of_range(const ice_fp_column *c, tl_error *err)
+{
+	return tl_error_set(err, TL_ERR_CORRUPT, "a value of field \"%s\" (id %d) is out of range for its type",
+	                    c->field->name, c->field->id);
+}
+
+static int64_t floor_div(int64_t a, int64_t b)
+{
+	int64_t q = a / b;
+	if (a % b != 0 && a < 0)
+		q--;
+	return q;
+}
+
+static int read_integer(const ice_fp_column *c, const tl_vector *v, int64_t row, ice_value *out, tl_error *err)
+{
+	int64_t raw = c->source_physical == TL_PQ_INT32 ? (int64_t)v->v.i32[row] : v->v.i64[row];
+	if (c->mul != 1 && __builtin_mul_overflow(raw, c->mul, &raw))
+		return out_of_range(c, err);
+	if (c->div != 1)
+		raw = floor_div(raw, c->div);
+	out->i = raw;
+	return 0;
+}
+
+/* Drops leading bytes that only repeat the sign of a big-endian two's complement number. */
+static tl_bytes strip_sign_bytes(tl_bytes b)
+{
+	while (b.len > 1 && ((b.ptr[0] == 0x00 && !(b.ptr[1] & 0x80)) || (b.ptr[0] == 0xFF && (b.ptr[1] & 0x80)))) {
+		b.ptr++;
+		b.len--;
+	}
+	return b;
+}
+
+/* Writes x as `width` big-endian two's complement bytes. */
+static void int64_to_be(int64_t x, uint8_t *dst, int width)
+{
+	uint64_t u = (uint64_t)x;
+	for (int k = width - 1; k >= 0; k--) {
+		dst[k] = (uint8_t)(u & 0xFF);
+		/* Arithmetic shift by hand: the sign keeps filling the high bytes. */
+		u = (u >> 8) | (x < 0 ? 0xFF00000000000000ULL : 0);
+	}
+}
+
+static int64_t be_to_int64(tl_bytes b)
+{
+	uint64_t u = (b.len > 0 && (b.ptr[0] & 0x80)) ? UINT64_MAX : 0;
+	for (uint32_t k = 0; k < b.len; k++)
+		u = (u << 8) | b.ptr[k];
+	return (int64_t)u;
+}
+
+static int read_decimal(const ice_fp_column *c, const tl_vector *v, int64_t row, ice_value *out, tl_error *err)
+{
+	const tl_pq_column *o = &c->out;
+	int64_t unscaled = 0;
+	tl_bytes b = {0};
+	bool from_bytes = c->source_physical == TL_PQ_BYTE_ARRAY || c->source_physical == TL_PQ_FIXED_LEN_BYTE_ARRAY;
+	if (from_bytes) {
+		b = v->v.bytes[row];
+		if (b.len == 0)
+			return tl_error_set(err, TL_ERR_CORRUPT, "field \"%s\" (id %d) has an empty decimal value",
+			                    c->field->name, c->field->id);
+		b = strip_sign_bytes(b);
+	} else {
+		unscaled = c->source_physical == TL_PQ_INT32 ? (int64_t)v->v.i32[row] : v->v.i64[row];
+	}
+	if (o->physical == TL_PQ_FIXED_LEN_BYTE_ARRAY) {
+		int width = o->type_length;
+		if (!from_bytes) {
+			int64_to_be(unscaled, out->scratch, width);
+		} else {
+			if (b.len > (uint32_t)width)
+				return out_of_range(c, err);
+			memset(out->scratch, (b.ptr[0] & 0x80) ? 0xFF : 0x00, (size_t)width - b.len);
+			memcpy(out->scratch + width - b.len, b.ptr, b.len);
+		}
+		out->bytes.ptr = out->scratch;
+		out->bytes.len = (uint32_t)width;
+		return 0;
+	}
+	if (from_bytes) {
+		if (b.len > 8)
+			return out_of_range(c, err);
+		unscaled = be_to_int64(b);
+	}
+	if (o->physical == TL_PQ_INT32 && (unscaled < INT32_MIN || unscaled > INT32_MAX))
+		return out_of_range(c, err);
+	out->i = unscaled;
+	return 0;
+}
+
+int ice_fp_read(const ice_fp_column *c, const tl_pq_batch *src, int64_t row, ice_value *out, tl_error *err)
+{
+	out->null = false;
+	if (c->conv == ICE_CONV_MISSING) {
+		out->null = true;
+		return 0;
+	}
+	const tl_vector *v = &src->columns[c->source];
+	if (tl_vector_is_null(v, row)) {
+		if (c->field->required)
+			return tl_error_set(err, TL_ERR_CORRUPT, "required field \"%s\" (id %d) holds a null",
+			                    c->field->name, c->field->id);
+		out->null = true;
+		return 0;
+	}
+	switch (c->conv) {
+	case ICE_CONV_BOOLEAN:
+		out->i = v->v.b[row] != 0;
+		return 0;
+	case ICE_CONV_INTEGER:
+		return read_integer(c, v, row, out, err);
+	case ICE_CONV_UINT32:
+		out->i = (int64_t)(uint32_t)v->v.i32[row];
+		return 0;
+	case ICE_CONV_FLOAT:
+		out->f32 = v->v.f32[row];
+		return 0;
+	case ICE_CONV_TO_DOUBLE:
+		out->f64 = c->source_physical == TL_PQ_FLOAT ? (double)v->v.f32[row] : v->v.f64[row];
+		return 0;
+	case ICE_CONV_BYTES:
+		out->bytes = v->v.bytes[row];
+		return 0;
+	case ICE_CONV_DECIMAL:
+		return read_decimal(c, v, row, out, err);
+	case ICE_CONV_MISSING:
+		break;
+	}
+	return tl_error_set(err, TL_ERR_INVALID, "field \"%s\": no conversion chosen", c->field->name);
+}
+
+void ice_value_store(const tl_pq_column *col, const ice_value *v, tl_vector *dst, int64_t row, tl_arena *arena)
+{
+	if (dst->valid != NULL)
+		dst->valid[row] = v->null ? 0 : 1;
+	bool null = v->null;
+	switch (col->physical) {
+	case TL_PQ_BOOLEAN:
+		dst->v.b[row] = null ? 0 : (uint8_t)v->i;
+		break;
+	case TL_PQ_INT32:
+		dst->v.i32[row] = null ? 0 : (int32_t)v->i;
+		break;
+	case TL_PQ_INT64:
+	case TL_PQ_INT96:
+		dst->v.i64[row] = null ? 0 : v->i;
+		break;
+	case TL_PQ_FLOAT:
+		dst->v.f32[row] = null ? 0 : v->f32;
+		break;
+	case TL_PQ_DOUBLE:
+		dst->v.f64[row] = null ? 0 : v->f64;
+		break;
+	case TL_PQ_BYTE_ARRAY:
+	case TL_PQ_FIXED_LEN_BYTE_ARRAY:
+		if (null)
+			dst->v.bytes[row] = (tl_bytes){NULL, 0};
+		else if (v->bytes.ptr == v->scratch)
+			dst->v.bytes[row] = tl_arena_copy(arena, v->scratch, v->bytes.len);
+		else
+			dst->v.bytes[row] = v->bytes;
+		break;
+	}
+}
+
+static void append_le(tl_buf *key, uint64_t x, int nbytes)
+{
+	uint8_t *p = tl_buf_extend(key, (size_t)nbytes);
+	for (int k = 0; k < nbytes; k++)
+		p[k] = (uint8_t)(x >> (8 * k));
+}
+
+void ice_value_key(const tl_pq_column *col, const ice_value *v, tl_buf *key)
+{
+	tl_buf_append_byte(key, v->null ? 0 : 1);
+	if (v->null)
+		return;
+	switch (col->physical) {
+	case TL_PQ_BOOLEAN:
+		tl_buf_append_byte(key, (uint8_t)v->i);
+		break;
+	case TL_PQ_INT32:
+		append_le(key, (uint32_t)(int32_t)v->i, 4);
+		break;
+	case TL_PQ_INT64:
+	case TL_PQ_INT96:
+		append_le(key, (uint64_t)v->i, 8);
+		break;
+	case TL_PQ_FLOAT: {
+		/* Bit patterns, as Java's Float.equals compares, with every NaN alike. */
+		uint32_t bits;
+		float f = isnan(v->f32) ? NAN : v->f32;
+		memcpy(&bits, &f, sizeof(bits));
+		append_le(key, bits, 4);
+		break;
+	}
+	case TL_PQ_DOUBLE: {
+		uint64_t bits;
+		double d = isnan(v->f64) ? (double)NAN : v->f64;
+		memcpy(&bits, &d, sizeof(bits));
+		append_le(key, bits, 8);
+		break;
+	}
+	case TL_PQ_BYTE_ARRAY:
+	case TL_PQ_FIXED_LEN_BYTE_ARRAY:
+		append_le(key, v->bytes.len, 4);
+		if (v->bytes.len > 0)
+			tl_buf_append(key, v->bytes.ptr, v->bytes.len);
+		break;
+	}
+}
+
+/* ----------------------------------------------- row-group statistics */
+
+/* A filter column matched in the file, for reading its statistics. */
+typedef struct stats_column {
+	ice_fp_column col;    /* col.source is 0: the one column of a fake batch */
+	int file_column;
+} stats_column;
+
+/* Adds the top-level primitive fields the filter names, each once. */
+static void collect_filter_fields(const tl_ice_expr *e, const tl_ice_schema *schema, const tl_ice_field **out,
+                                  int *n)
+{
+	if (e == NULL)
+		return;
+	if (e->op == TL_ICE_EXPR_AND || e->op == TL_ICE_EXPR_OR) {
+		collect_filter_fields(e->left, schema, out, n);
+		collect_filter_fields(e->right, schema, out, n);
+		return;
+	}
+	if (e->op == TL_ICE_EXPR_TRUE || e->op == TL_ICE_EXPR_FALSE)
+		return;
+	for (int i = 0; i < schema->nfields; i++) {
+		const tl_ice_field *f = &schema->fields[i];
+		if (f->id != e->field_id || !tl_ice_type_is_primitive(f->type.id))
+			continue;
+		for (int k = 0; k < *n; k++)
+			if (out[k] == f)
+				return;
+		out[(*n)++] = f;
+		return;
+	}
+}
+
+/* The filter's fields the file stores in a convertible form. */
+static int map_stats_columns(const tl_pq_reader *pq, const tl_ice_schema *schema, const tl_ice_expr *filter,
+                             stats_column *out)
+{
+	const tl_ice_field **fields = tl_malloc(sizeof(*fields) * (size_t)(schema->nfields ? schema->nfields : 1));
+	int nfields = 0, n = 0;
+	collect_filter_fields(filter, schema, fields, &nfields);
+	const tl_pq_schema *file = tl_pq_reader_schema(pq);
+	bool by_name = !file_has_field_ids(file);
+	for (int i = 0; i < nfields; i++) {
+		tl_error ignored;
+		tl_error_clear(&ignored);
+		int s = find_source(file, fields[i], by_name, &ignored);
+		stats_column *sc = &out[n];
+		memset(sc, 0, sizeof(*sc));
+		sc->col.field = fields[i];
+		if (s < 0 || tl_ice_field_to_pq_column(fields[i], &sc->col.out, &ignored) < 0 ||
+		    !plan_conversion(&sc->col, &file->columns[s]) || sc->col.source_physical == TL_PQ_INT96)
+			continue;
+		sc->file_column = s;
+		n++;
+	}
+	free(fields);
+	return n;
+}
+
+/* The table-typed value of v, read through column c's conversion. */
+static tl_ice_value to_ice_value(const ice_fp_column *c, const ice_value *v)
+{
+	tl_ice_value out;
+	memset(&out, 0, sizeof(out));
+	switch (c->field->type.id) {
+	case TL_ICE_BOOLEAN:
+		out.v.b = v->i != 0;
+		break;
+	case TL_ICE_INT:
+	case TL_ICE_DATE:
+		out.v.i32 = (int32_t)v->i;
+		break;
+	case TL_ICE_FLOAT:
+		out.v.f32 = v->f32;
+		break;
+	case TL_ICE_DOUBLE:
+		out.v.f64 = v->f64;
+		break;
+	case TL_ICE_DECIMAL:
+		if (c->out.physical != TL_PQ_FIXED_LEN_BYTE_ARRAY) {
+			out.v.dec = v->i;
+		} else {
+			tl_int128 x = (v->bytes.len > 0 && (v->bytes.ptr[0] & 0x80)) ? -1 : 0;
+			for (uint32_t k = 0; k < v->bytes.len; k++)
+				x = (tl_int128)(((unsigned __int128)x << 8) | v->bytes.ptr[k]);
+			out.v.dec = x;
+		}
+		break;
+	case TL_ICE_STRING:
+	case TL_ICE_BINARY:
+	case TL_ICE_FIXED:
+	case TL_ICE_UUID:
+		out.ptr = v->bytes.ptr;
+		out.len = v->bytes.len;
+		break;
+	default:
+		out.v.i64 = v->i; /* LONG, TIME, TIMESTAMP, TIMESTAMPTZ */
+		break;
+	}
+	return out;
+}
+
+/* A statistic as a single-value bound in the arena; false when it does not convert. */
+static bool stat_to_bound(const stats_column *sc, union tl_pq_stat_value stat, tl_arena *arena, tl_bytes *bound)
+{
+	tl_vector vec;
+	memset(&vec, 0, sizeof(vec));
+	uint8_t b = 0;
+	switch (sc->col.source_physical) {
+	case TL_PQ_BOOLEAN:
+		b = stat.b;
+		vec.v.b = &b;
+		break;
+	case TL_PQ_INT32: vec.v.i32 = &stat.i32; break;
+	case TL_PQ_INT64: vec.v.i64 = &stat.i64; break;
+	case TL_PQ_FLOAT: vec.v.f32 = &stat.f32; break;
+	case TL_PQ_DOUBLE: vec.v.f64 = &stat.f64; break;
+	case TL_PQ_BYTE_ARRAY:
+	case TL_PQ_FIXED_LEN_BYTE_ARRAY: vec.v.bytes = &stat.bytes; break;
+	default: return false;
+	}
+	tl_pq_batch batch;
+	memset(&batch, 0, sizeof(batch));
+	batch.ncolumns = 1;
+	batch.nrows = 1;
+	batch.columns = &vec;
+	ice_value v;
+	tl_error err;
+	tl_error_clear(&err);
+	if (ice_fp_read(&sc->col, &batch, 0, &v, &err) < 0)
+		return false;
+	tl_ice_value iv = to_ice_value(&sc->col, &v);
+	tl_buf out;
+	tl_buf_init(&out);
+	bool ok = tl_ice_value_serialize(&sc->col.field->type, &iv, &out, &err) == 0 && out.len <= UINT32_MAX;
+	if (ok)
+		*bound = tl_arena_copy(arena, out.data, (uint32_t)out.len);
+	tl_buf_free(&out);
+	return ok;
+}
+
+/* Row group g's statistics as a data file's metrics, allocated in arena. */
+static void row_group_metrics(const tl_pq_reader *pq, int g, const stats_column *cols, int n, tl_arena *arena,
+                              tl_ice_data_file *df)
+{
+	memset(df, 0, sizeof(*df));
+	df->record_count = tl_pq_reader_row_group_rows(pq, g);
+	size_t count = (size_t)(n ? n : 1);
+	tl_ice_long_map *maps[2] = {&df->value_counts, &df->null_value_counts};
+	for (int m = 0; m < 2; m++) {
+		maps[m]->keys = tl_arena_alloc(arena, count * sizeof(int32_t));
+		maps[m]->values = tl_arena_alloc(arena, count * sizeof(int64_t));
+	}
+	tl_ice_bytes_map *bounds[2] = {&df->lower_bounds, &df->upper_bounds};
+	for (int m = 0; m < 2; m++) {
+		bounds[m]->keys = tl_arena_alloc(arena, count * sizeof(int32_t));
+		bounds[m]->values = tl_arena_alloc(arena, count * sizeof(tl_bytes));
+	}
+	for (int i = 0; i < n; i++) {
+		const tl_pq_chunk_info *chunk = tl_pq_reader_chunk(pq, g, cols[i].file_column);
+		int32_t id = cols[i].col.field->id;
+		if (chunk == NULL)
+			continue;
+		df->value_counts.keys[df->value_counts.n] = id;
+		df->value_counts.values[df->value_counts.n++] = chunk->num_values;
+		if (chunk->stats.has_null_count) {
+			df->null_value_counts.keys[df->null_value_counts.n] = id;
+			df->null_value_counts.values[df->null_value_counts.n++] = chunk->stats.null_count;
+		}
+		tl_bytes lo, hi;
+		if (chunk->stats.has_min_max && stat_to_bound(&cols[i], chunk->stats.min, arena, &lo) &&
+		    stat_to_bound(&cols[i], chunk->stats.max, arena, &hi)) {
+			df->lower_bounds.keys[df->lower_bounds.n] = id;
+			df->lower_bounds.values[df->lower_bounds.n++] = lo;
+			df->upper_bounds.keys[df->upper_bounds.n] = id;
+			df->upper_bounds.values[df->upper_bounds.n++] = hi;
+		}
+	}
+}
+
+int ice_row_groups_to_read(const tl_pq_reader *pq, const tl_ice_schema *schema, const tl_ice_expr *filter,
+                           bool *keep)
+{
+	int ngroups = tl_pq_reader_num_row_groups(pq);
+	for (int g = 0; g < ngroups; g++)
+		keep[g] = tl_pq_reader_row_group_rows(pq, g) > 0;
+	if (filter == NULL)
+		return 0;
+	stats_column *cols = tl_malloc(sizeof(*cols) * (size_t)(schema->nfields ? schema->nfields : 1));
+	int n = map_stats_columns(pq, schema, filter, cols);
+	int skipped = 0;
+	tl_arena arena;
+	tl_arena_init(&arena, 4096);
+	for (int g = 0; g < ngroups; g++) {
+		if (!keep[g])
+			continue;
+		tl_ice_data_file df;
+		tl_arena_reset(&arena);
+		row_group_metrics(pq, g, cols, n, &arena, &df);
+		if (!tl_ice_expr_may_match_metrics(filter, schema, &df)) {
+			keep[g] = false;
+			skipped++;
+		}
+	}
+	tl_arena_free(&arena);
+	free(cols);
+	return skipped;
+}
+
+/* ------------------------------------------------------- error naming */
+
+void ice_error_name_file(tl_error *err, const char *what, const char *path)
+{
+	if (err == NULL)
+		return;
+	/* Lower layers often start with the path already; say it once. */
+	size_t n = strlen(path);
+	if (strncmp(err->message, path, n) == 0 && strncmp(err->message + n, ": ", 2) == 0)
+		memmove(err->message, err->message + n + 2, strlen(err->message + n + 2) + 1);
+	tl_error_prefix(err, "reading %s %s", what, path);
+}
+
+/* ----------------------------------------------------------- opening */
+
+int ice_fp_open_file(const char *path, const char *file_format, const tl_ice_field *const *fields, int nfields,
+                     tl_input **in, tl_pq_reader **pq, ice_file_projection *fp, tl_error *err)
+{
+	*in = NULL;
+	*pq = NULL;
+	if (file_format == NULL || strcasecmp(file_format, "PARQUET") != 0)
+		return tl_error_set(err, TL_ERR_UNSUPPORTED, "file format %s is not supported; only PARQUET files are read",
+		                    file_format ? file_format : "(none)");
+	*in = tl_input_open_uri(path, err);
+	if (*in == NULL)
+		return -1;
+	*pq = tl_pq_reader_open(*in, err);
+	if (*pq == NULL || ice_fp_init(fp, *pq, fields, nfields, err) < 0) {
+		tl_pq_reader_free(*pq);
+		tl_input_close(*in);
+		*pq = NULL;
+		*in = NULL;
+		return -1;
+	}
+	return 0;
+}

@@ -1,0 +1,569 @@
+/*
+ * reader.c: reading the rows of planned Iceberg scan tasks, with their
+ * position and equality deletes applied, as column batches.
+ *
+ * One data file is open at a time. For each task the reader loads the
+ * positions its position deletes name for that file and the key sets of
+ * its equality deletes (cached by path for the reader's life, since a
+ * global equality delete applies to many data files), then reads the file
+ * batch by batch: each Parquet batch lies within one row group and row
+ * groups follow each other, so a row's file position is the count of rows
+ * read before it. Surviving rows are compacted into the caller's batch in
+ * the table's Parquet form; strings stay views into the file batch, valid
+ * until the next call.
+ *
+ * Row groups whose statistics rule the scan's filter out are skipped. The
+ * Parquet reader can restrict itself to one row group only, so a file with
+ * skipped row groups is read through one Parquet reader per kept row group
+ * (the footer is parsed again each time); a file with none skipped is
+ * read through one reader.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "iceberg/reader_internal.h"
+
+/* Equality deletes of one task sharing the same equality_ids. */
+typedef struct eq_group {
+	int nids;
+	const int32_t *ids;
+	int *columns;            /* their columns in the data file projection */
+	int nsets;
+	ice_eq_set **sets;       /* owned by the reader's cache */
+} eq_group;
+
+struct tl_ice_reader {
+	const tl_ice_schema *schema;
+	const tl_ice_expr *filter;
+	const tl_ice_scan_task **tasks;
+	int ntasks;
+	int next_task;
+	int nout;
+	const tl_ice_field **out_fields;
+	tl_pq_schema *out_schema;
+	tl_ice_reader_stats stats;
+	ice_eq_set **eq_cache;       /* every equality delete file loaded so far */
+	int neq_cache;
+	tl_buf key;
+	bool failed;
+	tl_error failure;
+
+	/* The data file being read (in == NULL between files). */
+	const tl_ice_scan_task *task;
+	tl_input *in;
+	tl_pq_reader *pq;
+	ice_file_projection fp;
+	tl_pq_batch *src;
+	int64_t next_position;       /* file position of the next row read */
+	int row_group;               /* the row group rows come from, -1 before the first */
+	int64_t row_group_left;
+	int64_t *row_group_start;    /* file position of each row group's first row */
+	bool *keep_row_group;        /* not empty, not ruled out by the filter */
+	bool per_row_group;          /* some row group is skipped: one Parquet reader per kept one */
+	int nkept;                   /* row groups to read */
+	int64_t *deleted;            /* sorted positions to drop */
+	size_t ndeleted;
+	size_t deleted_cursor;
+	eq_group *groups;
+	int ngroups;
+};
+
+/* ------------------------------------------------------------ the output */
+
+static int check_output_fields(tl_ice_reader *r, const int32_t *field_ids, int nfields, tl_error *err)
+{
+	for (int i = 0; i < nfields; i++) {
+		const tl_ice_field *f = ice_top_level_field(r->schema, field_ids[i]);
+		if (f == NULL)
+			return tl_error_set(err, TL_ERR_NOT_FOUND, "field id %d is not a top-level field of the scanned schema",
+			                    field_ids[i]);
+		for (int k = 0; k < i; k++)
+			if (field_ids[k] == field_ids[i])
+				return tl_error_set(err, TL_ERR_INVALID, "field id %d is requested twice", field_ids[i]);
+		r->out_fields[i] = f;
+	}
+	return 0;
+}
+
+static int build_output(tl_ice_reader *r, const int32_t *field_ids, int nfields, tl_error *err)
+{
+	if (field_ids == NULL)
+		nfields = r->schema->nfields;
+	r->nout = nfields;
+	r->out_fields = tl_calloc((size_t)(nfields ? nfields : 1), sizeof(*r->out_fields));
+	if (field_ids == NULL) {
+		for (int i = 0; i < nfields; i++)
+			r->out_fields[i] = &r->schema->fields[i];
+	} else if (check_output_fields(r, field_ids, nfields, err) < 0) {
+		return -1;
+	}
+	r->out_schema = tl_pq_schema_new();
+	for (int i = 0; i < nfields; i++) {
+		tl_pq_column col;
+		if (tl_ice_field_to_pq_column(r->out_fields[i], &col, err) < 0)
+			return -1;
+		tl_pq_schema_add(r->out_schema, &col);
+	}
+	/* No columns is fine (counting rows); the validator wants at least one. */
+	return nfields == 0 ? 0 : tl_pq_schema_validate(r->out_schema, err);
+}
+
+tl_ice_reader *ice_reader_new(const tl_ice_schema *schema, const tl_ice_expr *filter,
+                              const tl_ice_scan_task *const *tasks, int ntasks, const int32_t *field_ids,
+                              int nfields, tl_error *err)
+{
+	if (schema == NULL || ntasks < 0 || (field_ids != NULL && nfields < 0)) {
+		tl_error_set(err, TL_ERR_INVALID, "a reader needs a schema, a task count and a field count of at least 0");
+		return NULL;
+	}
+	tl_ice_reader *r = tl_calloc(1, sizeof(*r));
+	r->schema = schema;
+	r->filter = filter;
+	r->ntasks = ntasks;
+	r->tasks = tl_malloc(sizeof(*r->tasks) * (size_t)(ntasks ? ntasks : 1));
+	if (ntasks > 0)
+		memcpy(r->tasks, tasks, sizeof(*r->tasks) * (size_t)ntasks);
+	r->row_group = -1;
+	tl_buf_init(&r->key);
+	if (build_output(r, field_ids, nfields, err) < 0) {
+		tl_ice_reader_free(r);
+		return NULL;
+	}
+	return r;
+}
+
+tl_ice_reader *tl_ice_reader_open(const tl_ice_scan *scan, const int32_t *field_ids, int nfields, tl_error *err)
+{
+	int ntasks = tl_ice_scan_ntasks(scan);
+	const tl_ice_scan_task **tasks = tl_malloc(sizeof(*tasks) * (size_t)(ntasks > 0 ? ntasks : 1));
+	for (int i = 0; i < ntasks; i++)
+		tasks[i] = tl_ice_scan_task_at(scan, i);
+	tl_ice_reader *r = ice_reader_new(tl_ice_scan_schema(scan), tl_ice_scan_filter(scan), tasks, ntasks, field_ids, nfields, err);
+	free(tasks);
+	return r;
+}
+
+tl_ice_reader *tl_ice_reader_open_task(const tl_ice_scan *scan, int task, const int32_t *field_ids, int nfields,
+                                       tl_error *err)
+{
+	int ntasks = tl_ice_scan_ntasks(scan);
+	if (task < 0 || task >= ntasks) {
+		tl_error_set(err, TL_ERR_INVALID, "task %d is out of range (the scan has %d)", task, ntasks);
+		return NULL;
+	}
+	const tl_ice_scan_task *one = tl_ice_scan_task_at(scan, task);
+	return ice_reader_new(tl_ice_scan_schema(scan), tl_ice_scan_filter(scan), &one, 1, field_ids, nfields, err);
+}
+
+const tl_pq_schema *tl_ice_reader_schema(const tl_ice_reader *r)
+{
+	return r->out_schema;
+}
+
+tl_pq_batch *tl_ice_reader_batch_new(const tl_ice_reader *r, int64_t capacity)
+{
+	return tl_pq_batch_new(r->out_schema, capacity);
+}
+
+const tl_ice_reader_stats *tl_ice_reader_stats_get(const tl_ice_reader *r)
+{
+	return &r->stats;
+}
+
+/* ------------------------------------------------------- opening a task */
+
+/* Index of the field with this id among fields[0..n), or -1. */
+static int find_field(const tl_ice_field *const *fields, int n, int32_t id)
+{
+	for (int i = 0; i < n; i++)
+		if (fields[i]->id == id)
+			return i;
+	return -1;
+}
+
+/*
+ * The fields to read from the task's data file: the output's, then any
+ * equality delete field not among them. *fields is malloc'd.
+ */
+static int needed_fields(const tl_ice_reader *r, const tl_ice_scan_task *t, const tl_ice_field ***fields, int *n,
+                         tl_error *err)
+{
+	/* Every field added is a distinct top-level field of the schema. */
+	int cap = r->nout + r->schema->nfields;
+	const tl_ice_field **out = tl_malloc(sizeof(*out) * (size_t)(cap ? cap : 1));
+	int count = r->nout;
+	memcpy(out, r->out_fields, sizeof(*out) * (size_t)r->nout);
+	for (int d = 0; d < t->ndeletes; d++) {
+		const tl_ice_data_file *df = &t->deletes[d]->file;
+		if (df->content != TL_ICE_CONTENT_EQUALITY_DELETES)
+			continue;
+		for (uint32_t k = 0; k < df->n_equality_ids; k++) {
+			const tl_ice_field *f = ice_top_level_field(r->schema, df->equality_ids[k]);
+			if (f == NULL) {
+				free(out);
+				return tl_error_set(err, TL_ERR_UNSUPPORTED,
+				                    "reading delete file %s: equality field id %d is not a top-level field of "
+				                    "the scanned schema",
+				                    df->file_path, df->equality_ids[k]);
+			}
+			if (find_field(out, count, f->id) < 0)
+				out[count++] = f;
+		}
+	}
+	*fields = out;
+	*n = count;
+	return 0;
+}
+
+/* The cached key set of an equality delete file, loading it on first use. */
+static ice_eq_set *eq_set_for(tl_ice_reader *r, const tl_ice_delete_file *df, tl_error *err)
+{
+	for (int i = 0; i < r->neq_cache; i++) {
+		const ice_eq_set *set = r->eq_cache[i];
+		if (strcmp(ice_eq_set_path(set), df->file.file_path) != 0)
+			continue;
+		/* The data file projection was built from this task's equality_ids. */
+		if ((uint32_t)ice_eq_set_nids(set) != df->file.n_equality_ids ||
+		    memcmp(ice_eq_set_ids(set), df->file.equality_ids, sizeof(int32_t) * df->file.n_equality_ids) != 0) {
+			tl_error_set(err, TL_ERR_CORRUPT, "delete file %s is listed twice with different equality_ids",
+			             df->file.file_path);
+			return NULL;
+		}
+		return r->eq_cache[i];
+	}
+	ice_eq_set *set = ice_eq_set_load(r->schema, df, err);
+	if (set == NULL)
+		return NULL;
+	r->eq_cache = tl_realloc(r->eq_cache, sizeof(*r->eq_cache) * (size_t)(r->neq_cache + 1));
+	r->eq_cache[r->neq_cache++] = set;
+	return set;
+}
+
+static eq_group *group_for(tl_ice_reader *r, const ice_eq_set *set, const tl_ice_field *const *fields, int nfields)
+{
+	int nids = ice_eq_set_nids(set);
+	const int32_t *ids = ice_eq_set_ids(set);
+	for (int g = 0; g < r->ngroups; g++)
+		if (r->groups[g].nids == nids && memcmp(r->groups[g].ids, ids, sizeof(int32_t) * (size_t)nids) == 0)
+			return &r->groups[g];
+	r->groups = tl_realloc(r->groups, sizeof(*r->groups) * (size_t)(r->ngroups + 1));
+	eq_group *g = &r->groups[r->ngroups++];
+	memset(g, 0, sizeof(*g));
+	g->nids = nids;
+	g->ids = ids;
+	g->columns = tl_malloc(sizeof(int) * (size_t)nids);
+	for (int k = 0; k < nids; k++)
+		g->columns[k] = find_field(fields, nfields, ids[k]);
+	return g;
+}
+
+/* Loads the task's equality deletes into groups keyed by their equality ids. */
+static int load_equality_deletes(tl_ice_reader *r, const tl_ice_field *const *fields, int nfields, tl_error *err)
+{
+	const tl_ice_scan_task *t = r->task;
+	for (int d = 0; d < t->ndeletes; d++) {
+		if (t->deletes[d]->file.content != TL_ICE_CONTENT_EQUALITY_DELETES)
+			continue;
+		ice_eq_set *set = eq_set_for(r, t->deletes[d], err);
+		if (set == NULL)
+			return -1;
+		eq_group *g = group_for(r, set, fields, nfields);
+		g->sets = tl_realloc(g->sets, sizeof(*g->sets) * (size_t)(g->nsets + 1));
+		g->sets[g->nsets++] = set;
+	}
+	return 0;
+}
+
+static void close_file(tl_ice_reader *r)
+{
+	tl_pq_batch_free(r->src);
+	r->src = NULL;
+	ice_fp_free(&r->fp);
+	tl_pq_reader_free(r->pq);
+	r->pq = NULL;
+	tl_input_close(r->in);
+	r->in = NULL;
+	free(r->row_group_start);
+	r->row_group_start = NULL;
+	free(r->keep_row_group);
+	r->keep_row_group = NULL;
+	free(r->deleted);
+	r->deleted = NULL;
+	r->ndeleted = 0;
+	r->deleted_cursor = 0;
+	for (int g = 0; g < r->ngroups; g++) {
+		free(r->groups[g].columns);
+		free(r->groups[g].sets);
+	}
+	free(r->groups);
+	r->groups = NULL;
+	r->ngroups = 0;
+	r->task = NULL;
+}
+
+/*
+ * Decides which row groups to read and where each starts. Returns how many
+ * will be read; with some skipped, the reader is narrowed to the first.
+ */
+static int plan_row_groups(tl_ice_reader *r, tl_error *err)
+{
+	int ngroups = tl_pq_reader_num_row_groups(r->pq);
+	size_t count = (size_t)(ngroups ? ngroups : 1);
+	r->row_group_start = tl_malloc(sizeof(int64_t) * count);
+	r->keep_row_group = tl_malloc(sizeof(bool) * count);
+	int64_t start = 0;
+	for (int g = 0; g < ngroups; g++) {
+		r->row_group_start[g] = start;
+		start += tl_pq_reader_row_group_rows(r->pq, g);
+	}
+	int skipped = ice_row_groups_to_read(r->pq, r->schema, r->filter, r->keep_row_group);
+	r->stats.row_groups_skipped += skipped;
+	r->per_row_group = skipped > 0;
+	int first = -1, kept = 0;
+	for (int g = 0; g < ngroups; g++) {
+		if (r->keep_row_group[g]) {
+			kept++;
+			if (first < 0)
+				first = g;
+		}
+	}
+	if (r->per_row_group && first >= 0 && tl_pq_reader_select_row_group(r->pq, first, err) < 0)
+		return -1;
+	return kept;
+}
+
+static int open_task(tl_ice_reader *r, const tl_ice_scan_task *t, tl_error *err)
+{
+	const char *path = t->file.file_path;
+	const tl_ice_field **fields = NULL;
+	int nfields = 0;
+	if (needed_fields(r, t, &fields, &nfields, err) < 0)
+		return -1;
+	r->task = t;
+	r->next_position = 0;
+	r->row_group = -1;
+	r->row_group_left = 0;
+	if (ice_fp_open_file(path, t->file.file_format, fields, nfields, &r->in, &r->pq, &r->fp, err) < 0) {
+		ice_error_name_file(err, "data file", path);
+		free(fields);
+		r->task = NULL;
+		return -1;
+	}
+	r->stats.files_read++;
+	int kept = plan_row_groups(r, err);
+	r->nkept = kept;
+	if (kept < 0) {
+		ice_error_name_file(err, "data file", path);
+		free(fields);
+		close_file(r);
+		return -1;
+	}
+	/* Deletes matter only when rows are read. */
+	const tl_ice_delete_file *const *deletes = t->deletes;
+	if (kept > 0 && (ice_positions_load(path, deletes, t->ndeletes, &r->deleted, &r->ndeleted, err) < 0 ||
+	                 load_equality_deletes(r, fields, nfields, err) < 0)) {
+		free(fields);
+		close_file(r);
+		return -1;
+	}
+	free(fields);
+	return 0;
+}
+
+/* --------------------------------------------------------------- reading */
+
+static bool position_deleted(tl_ice_reader *r, int64_t pos)
+{
+	while (r->deleted_cursor < r->ndeleted && r->deleted[r->deleted_cursor] < pos)
+		r->deleted_cursor++;
+	return r->deleted_cursor < r->ndeleted && r->deleted[r->deleted_cursor] == pos;
+}
+
+/* 1 when row `row` of the file batch matches an equality delete, 0 if not, -1 on error. */
+static int equality_deleted(tl_ice_reader *r, int64_t row, tl_error *err)
+{
+	for (int g = 0; g < r->ngroups; g++) {
+		const eq_group *group = &r->groups[g];
+		tl_buf_reset(&r->key);
+		for (int k = 0; k < group->nids; k++) {
+			const ice_fp_column *c = &r->fp.columns[group->columns[k]];
+			ice_value v;
+			if (ice_fp_read(c, r->src, row, &v, err) < 0)
+				return -1;
+			ice_value_key(&c->out, &v, &r->key);
+		}
+		for (int s = 0; s < group->nsets; s++)
+			if (ice_eq_set_contains(group->sets[s], r->key.data, r->key.len))
+				return 1;
+	}
+	return 0;
+}
+
+/* Keeps the rows of the file batch that no delete removes; returns how many. */
+static int64_t compact_survivors(tl_ice_reader *r, tl_pq_batch *out, tl_error *err)
+{
+	int64_t kept = 0;
+	int64_t base = r->next_position;
+	for (int64_t row = 0; row < r->src->nrows; row++) {
+		if (position_deleted(r, base + row)) {
+			r->stats.rows_deleted++;
+			continue;
+		}
+		int eq = equality_deleted(r, row, err);
+		if (eq < 0)
+			return -1;
+		if (eq) {
+			r->stats.rows_deleted++;
+			continue;
+		}
+		for (int c = 0; c < r->nout; c++) {
+			ice_value v;
+			if (ice_fp_read(&r->fp.columns[c], r->src, row, &v, err) < 0)
+				return -1;
+			ice_value_store(&r->out_schema->columns[c], &v, &out->columns[c], kept, &out->arena);
+		}
+		kept++;
+	}
+	return kept;
+}
+
+/* The next row group to read after g, or the row group count. */
+static int next_kept_row_group(const tl_ice_reader *r, int g)
+{
+	int ngroups = tl_pq_reader_num_row_groups(r->pq);
+	do
+		g++;
+	while (g < ngroups && !r->keep_row_group[g]);
+	return g;
+}
+
+/*
+ * Follows row groups as batches arrive (a batch never spans two), so each
+ * row's file position is exact; -1 if the file disagrees with its footer.
+ */
+static int account_rows(tl_ice_reader *r, int64_t n, tl_error *err)
+{
+	if (r->row_group_left == 0) {
+		r->row_group = next_kept_row_group(r, r->row_group);
+		if (r->row_group >= tl_pq_reader_num_row_groups(r->pq))
+			return tl_error_set(err, TL_ERR_CORRUPT, "rows were read past the last row group");
+		r->row_group_left = tl_pq_reader_row_group_rows(r->pq, r->row_group);
+		r->next_position = r->row_group_start[r->row_group];
+		r->stats.row_groups_read++;
+	}
+	if (n > r->row_group_left)
+		return tl_error_set(err, TL_ERR_CORRUPT, "a batch crossed the end of row group %d", r->row_group);
+	r->row_group_left -= n;
+	return 0;
+}
+
+/* Replaces the Parquet reader with one narrowed to row group g of the same file. */
+static int reopen_at_row_group(tl_ice_reader *r, int g, tl_error *err)
+{
+	tl_pq_reader_free(r->pq);
+	r->pq = tl_pq_reader_open(r->in, err);
+	if (r->pq == NULL)
+		return -1;
+	if (ice_fp_project(&r->fp, r->pq, err) < 0 || tl_pq_reader_select_row_group(r->pq, g, err) < 0)
+		return -1;
+	return 0;
+}
+
+/* The next batch of the open file: rows (> 0), 0 at its end, -1 on error. */
+static int64_t next_file_batch(tl_ice_reader *r, tl_error *err)
+{
+	for (;;) {
+		int64_t n = tl_pq_reader_next(r->pq, r->src, err);
+		if (n != 0 || !r->per_row_group)
+			return n;
+		if (r->row_group_left != 0)
+			return tl_error_set(err, TL_ERR_CORRUPT, "row group %d ended early", r->row_group);
+		int g = next_kept_row_group(r, r->row_group);
+		if (g >= tl_pq_reader_num_row_groups(r->pq))
+			return 0;
+		if (reopen_at_row_group(r, g, err) < 0)
+			return -1;
+	}
+}
+
+/* Reads from the open file: survivors (> 0), 0 at its end, -1 on error. */
+static int64_t read_open_file(tl_ice_reader *r, tl_pq_batch *out, tl_error *err)
+{
+	if (r->nkept == 0)
+		return 0;
+	if (r->src == NULL || r->src->capacity != out->capacity) {
+		tl_pq_batch_free(r->src);
+		r->src = tl_pq_reader_batch_new(r->pq, out->capacity);
+	}
+	for (;;) {
+		int64_t n = next_file_batch(r, err);
+		if (n <= 0)
+			return n;
+		if (account_rows(r, n, err) < 0)
+			return -1;
+		int64_t kept = compact_survivors(r, out, err);
+		r->next_position += n;
+		if (kept != 0)
+			return kept;
+	}
+}
+
+static int64_t fail(tl_ice_reader *r, tl_error *err)
+{
+	r->failed = true;
+	r->failure = *err;
+	return -1;
+}
+
+int64_t tl_ice_reader_next(tl_ice_reader *r, tl_pq_batch *batch, tl_error *err)
+{
+	tl_error local;
+	if (err == NULL) {
+		tl_error_clear(&local);
+		err = &local;
+	}
+	if (r->failed) {
+		*err = r->failure;
+		return -1;
+	}
+	if (batch->ncolumns != r->nout)
+		return tl_error_set(err, TL_ERR_INVALID, "the batch has %d columns but the reader yields %d",
+		                    batch->ncolumns, r->nout);
+	if (batch->capacity <= 0)
+		return tl_error_set(err, TL_ERR_INVALID, "the batch has no room for rows");
+	batch->nrows = 0;
+	tl_arena_reset(&batch->arena);
+	for (;;) {
+		if (r->in == NULL) {
+			if (r->next_task >= r->ntasks)
+				return 0;
+			if (open_task(r, r->tasks[r->next_task++], err) < 0)
+				return fail(r, err);
+		}
+		int64_t n = read_open_file(r, batch, err);
+		if (n < 0) {
+			ice_error_name_file(err, "data file", r->task->file.file_path);
+			return fail(r, err);
+		}
+		if (n > 0) {
+			batch->nrows = n;
+			return n;
+		}
+		close_file(r);
+	}
+}
+
+void tl_ice_reader_free(tl_ice_reader *r)
+{
+	if (r == NULL)
+		return;
+	close_file(r);
+	for (int i = 0; i < r->neq_cache; i++)
+		ice_eq_set_free(r->eq_cache[i]);
+	free(r->eq_cache);
+	tl_buf_free(&r->key);
+	tl_pq_schema_free(r->out_schema);
+	free(r->out_fields);
+	free(r->tasks);
+	free(r);
+}
