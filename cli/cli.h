@@ -33,6 +33,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
+struct tl_buf;
+
 #define TIERDB_VERSION "0.1.0"
 
 enum {
@@ -104,5 +106,30 @@ int cli_parse_int(const cli_parser *p, int64_t min, int64_t max, int64_t *out);
 int cli_usage_error(const char *command, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Prints "tierdb: <message>" to stderr; returns CLI_EXIT_FAILURE. */
 int cli_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* ------------------------------------------------------------ output */
+
+/* Rows per batch for commands that print rows: large enough to amortise
+ * per-batch work, small enough that a batch of wide strings stays modest. */
+#define CLI_CAT_BATCH_ROWS 4096
+
+/* Writes buf to stdout and empties it; errors are checked once at the end. */
+void cli_write_out(struct tl_buf *buf);
+/* Flushes stdout; a failed write is reported (CLI_EXIT_FAILURE). */
+int cli_finish_output(void);
+
+/* The names of a --columns list, split at commas (they point into `text`). */
+typedef struct cli_column_list {
+	char *text;
+	char **names;
+	int count;
+} cli_column_list;
+
+/*
+ * Splits "a,b" into names; an empty or repeated name is a usage error
+ * (printed; returns -1), found before any file is opened.
+ */
+int cli_split_columns(const char *cmd, const char *arg, cli_column_list *list);
+void cli_column_list_free(cli_column_list *list);
 
 #endif

@@ -1,31 +1,30 @@
 /*
- * cmd_lake.c: `tierdb lake info`, for looking inside Iceberg tables.
+ * cmd_lake.c: `tierdb lake info` and `tierdb lake cat`, for looking inside
+ * Iceberg tables written by anyone.
  *
- * `info` finds a table's current metadata file the way engines do (the
- * version hint, else the newest numbered metadata file), prints what it
- * says (schema, partition spec, properties, snapshots) and, for one
- * snapshot, counts the live data and delete files by reading its manifest
- * list and manifests. All format reading goes through the lake library;
- * this file only locates files and prints.
+ * Both open a table the way engines do (tl_ice_table_open: the version
+ * hint, else the newest numbered metadata file, or a metadata file named
+ * directly). `info` prints what the metadata says (schema, partition spec,
+ * properties, snapshots) and, for one snapshot, counts the live data and
+ * delete files from its manifests. `cat` plans a scan at a snapshot and
+ * prints its rows after every delete, rendered exactly like `tierdb
+ * parquet cat`. All format work is the lake library's; this file prints.
  */
-#include <ctype.h>
-#include <dirent.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include <jansson.h>
 
 #include "cli.h"
 #include "tierlake/iceberg_manifest.h"
 #include "tierlake/iceberg_metadata.h"
-
-/* The version hint holds a small number; anything longer is not one. */
-#define VERSION_HINT_MAX 64
+#include "tierlake/iceberg_scan.h"
+#include "tierlake/iceberg_table.h"
+#include "tierlake/render.h"
 
 /* What `info` prints about one snapshot's files. */
 typedef struct file_counts {
@@ -36,158 +35,10 @@ typedef struct file_counts {
 	int64_t data_records; /* record counts of the live data files */
 } file_counts;
 
-/*
- * A local path for a path found in metadata: "file:///x" and "file:/x"
- * become "/x", plain paths stay. Other schemes are not readable here yet.
- */
-static char *local_path(const char *path, tl_error *err)
-{
-	if (strncmp(path, "file://", 7) == 0)
-		return tl_strdup(path + 7);
-	if (strncmp(path, "file:", 5) == 0)
-		return tl_strdup(path + 5);
-	if (strstr(path, "://") != NULL) {
-		tl_error_set(err, TL_ERR_UNSUPPORTED, "cannot read %s: only local files (file://) are supported", path);
-		return NULL;
-	}
-	return tl_strdup(path);
-}
-
-/* Reads a whole local file into a NUL-terminated buffer; NULL with err set. */
-static char *read_whole_file(const char *path, size_t *len, tl_error *err)
-{
-	tl_input *in = tl_input_open_file(path, err);
-	if (in == NULL)
-		return NULL;
-	if (in->size > SIZE_MAX - 1) {
-		tl_error_set(err, TL_ERR_UNSUPPORTED, "%s is too large to read", path);
-		tl_input_close(in);
-		return NULL;
-	}
-	char *text = tl_malloc((size_t)in->size + 1);
-	if (tl_input_read(in, 0, text, (size_t)in->size, err) < 0) {
-		free(text);
-		tl_input_close(in);
-		return NULL;
-	}
-	*len = (size_t)in->size;
-	text[*len] = '\0';
-	tl_input_close(in);
-	return text;
-}
-
-/*
- * The version number a metadata file name carries: "v12.metadata.json"
- * (Java's HadoopCatalog) or "00012-<uuid>.metadata.json" (Java and
- * pyiceberg catalogs). -1 for other names.
- */
-static int64_t metadata_file_version(const char *name)
-{
-	size_t len = strlen(name);
-	const char *suffix = ".metadata.json";
-	size_t slen = strlen(suffix);
-	if (len <= slen || strcmp(name + len - slen, suffix) != 0)
-		return -1;
-	const char *p = name[0] == 'v' ? name + 1 : name;
-	if (!isdigit((unsigned char)*p))
-		return -1;
-	int64_t version = 0;
-	for (; isdigit((unsigned char)*p); p++) {
-		if (version > (INT64_MAX - 9) / 10)
-			return -1;
-		version = version * 10 + (*p - '0');
-	}
-	if (name[0] == 'v' ? strcmp(p, suffix) != 0 : *p != '-')
-		return -1;
-	return version;
-}
-
-/* The path named by metadata/version-hint.text, or NULL when there is no usable hint. */
-static char *metadata_from_hint(const char *metadata_dir)
-{
-	tl_buf path;
-	tl_buf_init(&path);
-	tl_buf_printf(&path, "%s/version-hint.text%c", metadata_dir, '\0');
-	FILE *f = fopen((const char *)path.data, "r");
-	tl_buf_free(&path);
-	if (f == NULL)
-		return NULL;
-	char hint[VERSION_HINT_MAX + 1];
-	size_t n = fread(hint, 1, VERSION_HINT_MAX, f);
-	fclose(f);
-	hint[n] = '\0';
-	while (n > 0 && isspace((unsigned char)hint[n - 1]))
-		hint[--n] = '\0';
-	if (n == 0)
-		return NULL;
-	for (size_t i = 0; i < n; i++)
-		if (!isdigit((unsigned char)hint[i]))
-			return NULL;
-	tl_buf_init(&path);
-	tl_buf_printf(&path, "%s/v%s.metadata.json%c", metadata_dir, hint, '\0');
-	struct stat st;
-	if (stat((const char *)path.data, &st) != 0) {
-		tl_buf_free(&path);
-		return NULL;
-	}
-	return (char *)path.data;
-}
-
-/*
- * The current metadata file of a table directory: the version hint's, else
- * the highest-numbered *.metadata.json in metadata/. NULL with err set.
- */
-static char *find_metadata_file(const char *table_dir, tl_error *err)
-{
-	tl_buf dir;
-	tl_buf_init(&dir);
-	tl_buf_printf(&dir, "%s/metadata%c", table_dir, '\0');
-	const char *metadata_dir = (const char *)dir.data;
-	char *found = metadata_from_hint(metadata_dir);
-	if (found != NULL) {
-		tl_buf_free(&dir);
-		return found;
-	}
-	DIR *d = opendir(metadata_dir);
-	if (d == NULL) {
-		tl_error_set(err, TL_ERR_NOT_FOUND, "%s is not an Iceberg table: cannot open %s: %s", table_dir,
-		             metadata_dir, strerror(errno));
-		tl_buf_free(&dir);
-		return NULL;
-	}
-	int64_t best = -1;
-	char *best_name = NULL;
-	for (struct dirent *e; (e = readdir(d)) != NULL;) {
-		int64_t version = metadata_file_version(e->d_name);
-		if (version > best) {
-			best = version;
-			free(best_name);
-			best_name = tl_strdup(e->d_name);
-		}
-	}
-	closedir(d);
-	if (best_name == NULL) {
-		tl_error_set(err, TL_ERR_NOT_FOUND, "%s is not an Iceberg table: %s has no *.metadata.json file",
-		             table_dir, metadata_dir);
-		tl_buf_free(&dir);
-		return NULL;
-	}
-	tl_buf path;
-	tl_buf_init(&path);
-	tl_buf_printf(&path, "%s/%s%c", metadata_dir, best_name, '\0');
-	free(best_name);
-	tl_buf_free(&dir);
-	return (char *)path.data;
-}
-
 /* Adds one manifest's live entries to counts. */
 static int count_manifest(const char *manifest_path, file_counts *counts, tl_error *err)
 {
-	char *path = local_path(manifest_path, err);
-	if (path == NULL)
-		return -1;
-	tl_input *in = tl_input_open_file(path, err);
-	free(path);
+	tl_input *in = tl_input_open_uri(manifest_path, err);
 	if (in == NULL)
 		return -1;
 	int status = 0;
@@ -243,11 +94,7 @@ static int count_snapshot_files(const tl_ice_snapshot *snap, file_counts *counts
 				return -1;
 		return 0;
 	}
-	char *path = local_path(snap->manifest_list, err);
-	if (path == NULL)
-		return -1;
-	tl_input *in = tl_input_open_file(path, err);
-	free(path);
+	tl_input *in = tl_input_open_uri(snap->manifest_list, err);
 	if (in == NULL)
 		return -1;
 	int status = 0;
@@ -516,22 +363,11 @@ static int cmd_info(int argc, char **argv)
 
 	tl_error err;
 	tl_error_clear(&err);
-	struct stat st;
-	if (stat(location, &st) != 0)
-		return cli_fail("cannot open %s: %s", location, strerror(errno));
-	char *metadata_file = S_ISDIR(st.st_mode) ? find_metadata_file(location, &err) : tl_strdup(location);
-	if (metadata_file == NULL)
+	tl_ice_table *table = tl_ice_table_open(location, &err);
+	if (table == NULL)
 		return cli_fail("%s", err.message);
-
-	size_t len = 0;
-	char *text = read_whole_file(metadata_file, &len, &err);
-	tl_ice_table_metadata *md = text ? tl_ice_metadata_parse(text, len, &err) : NULL;
-	free(text);
-	if (md == NULL) {
-		int status = cli_fail("%s: %s", metadata_file, err.message);
-		free(metadata_file);
-		return status;
-	}
+	const tl_ice_table_metadata *md = table->metadata;
+	const char *metadata_file = table->metadata_file;
 
 	int status = CLI_EXIT_OK;
 	const tl_ice_snapshot *chosen = NULL;
@@ -557,9 +393,182 @@ static int cmd_info(int argc, char **argv)
 		if (fflush(stdout) != 0 || ferror(stdout))
 			status = cli_fail("writing output: %s", strerror(errno ? errno : EIO));
 	}
-	tl_ice_metadata_free(md);
-	free(metadata_file);
+	tl_ice_table_free(table);
 	return status;
+}
+
+/* ================================================================ cat */
+
+static void cat_usage(FILE *out)
+{
+	fputs("Usage: tierdb lake cat LOCATION [--snapshot ID] [--columns a,b] [--limit N]\n"
+	      "\n"
+	      "Prints the rows of an Iceberg table at a snapshot, after its position and\n"
+	      "equality deletes, as JSON, one object per line, rendered like\n"
+	      "`tierdb parquet cat`. Rows come file by file in manifest order.\n"
+	      "\n"
+	      "LOCATION is a table directory or a metadata JSON file.\n"
+	      "\n"
+	      "Options:\n"
+	      "  --snapshot ID   read this snapshot (default: the current one)\n"
+	      "  --columns a,b   print only these columns, in this order (others are not read)\n"
+	      "  --limit N       stop after N rows\n"
+	      "  --help          print this help\n",
+	      out);
+}
+
+/*
+ * Field ids for the --columns names, or NULL after printing a failure that
+ * names the missing column and lists the table's.
+ */
+static int32_t *resolve_fields(const cli_column_list *list, const char *location, const tl_ice_schema *schema)
+{
+	int32_t *ids = tl_malloc((size_t)list->count * sizeof(int32_t));
+	for (int i = 0; i < list->count; i++) {
+		const tl_ice_field *field = tl_ice_schema_find_name(schema, list->names[i]);
+		if (field != NULL && strchr(list->names[i], '.') == NULL) {
+			ids[i] = field->id;
+			continue;
+		}
+		tl_buf names;
+		tl_buf_init(&names);
+		for (int c = 0; c < schema->nfields; c++)
+			tl_buf_printf(&names, "%s%s", c > 0 ? ", " : "", schema->fields[c].name);
+		tl_buf_append_byte(&names, '\0');
+		cli_fail("%s has no column named \"%s\"; its columns are: %s", location, list->names[i],
+		         (const char *)names.data);
+		tl_buf_free(&names);
+		free(ids);
+		return NULL;
+	}
+	return ids;
+}
+
+static int cat_rows(tl_ice_reader *r, int64_t limit)
+{
+	const tl_pq_schema *schema = tl_ice_reader_schema(r);
+	tl_pq_batch *batch = tl_ice_reader_batch_new(r, limit < CLI_CAT_BATCH_ROWS ? limit : CLI_CAT_BATCH_ROWS);
+	tl_buf out;
+	tl_buf_init(&out);
+	tl_error err;
+	tl_error_clear(&err);
+	int status = CLI_EXIT_OK;
+	/* Stops early when stdout fails (a closed pipe): cli_finish_output reports it. */
+	for (int64_t printed = 0; printed < limit && !ferror(stdout);) {
+		int64_t n = tl_ice_reader_next(r, batch, &err);
+		if (n < 0) {
+			status = cli_fail("%s", err.message);
+			break;
+		}
+		if (n == 0)
+			break;
+		if (n > limit - printed)
+			n = limit - printed;
+		for (int64_t row = 0; row < n; row++) {
+			tl_render_row(schema, NULL, batch, row, &out);
+			tl_buf_append_byte(&out, '\n');
+		}
+		cli_write_out(&out);
+		printed += n;
+	}
+	tl_buf_free(&out);
+	tl_pq_batch_free(batch);
+	return status;
+}
+
+/* Plans the scan and prints its rows; the caller owns `table`. */
+static int cat_table(const tl_ice_table *table, int64_t snapshot_id, const cli_column_list *columns,
+                     int64_t limit)
+{
+	tl_error err;
+	tl_error_clear(&err);
+	tl_ice_scan *scan = tl_ice_scan_plan(table->metadata, snapshot_id, NULL, &err);
+	if (scan == NULL)
+		return cli_fail("%s: %s", table->location, err.message);
+	int status = CLI_EXIT_OK;
+	int32_t *field_ids = NULL;
+	if (columns->count > 0) {
+		field_ids = resolve_fields(columns, table->location, tl_ice_scan_schema(scan));
+		if (field_ids == NULL)
+			status = CLI_EXIT_FAILURE;
+	}
+	tl_ice_reader *reader = NULL;
+	if (status == CLI_EXIT_OK) {
+		reader = tl_ice_reader_open(scan, field_ids, columns->count, &err);
+		if (reader == NULL)
+			status = cli_fail("%s: %s", table->location, err.message);
+	}
+	if (status == CLI_EXIT_OK && limit > 0) {
+		static char stdout_buffer[1 << 16];
+		setvbuf(stdout, stdout_buffer, _IOFBF, sizeof(stdout_buffer));
+		status = cat_rows(reader, limit);
+	}
+	tl_ice_reader_free(reader);
+	free(field_ids);
+	tl_ice_scan_free(scan);
+	return status;
+}
+
+static int cmd_cat(int argc, char **argv)
+{
+	enum { OPT_SNAPSHOT = 1, OPT_COLUMNS, OPT_LIMIT };
+	static const cli_option options[] = {
+		{"snapshot", true, OPT_SNAPSHOT},
+		{"columns", true, OPT_COLUMNS},
+		{"limit", true, OPT_LIMIT},
+		{NULL, false, 0},
+	};
+	const char *cmd = "tierdb lake cat";
+	const char *location = NULL, *columns = NULL;
+	int64_t snapshot_id = TL_ICE_NO_SNAPSHOT;
+	int64_t limit = INT64_MAX;
+	cli_parser p;
+	cli_parser_init(&p, cmd, cat_usage, options, argc, argv);
+	for (int opt; (opt = cli_next(&p)) != CLI_END;) {
+		switch (opt) {
+		case CLI_HELP:
+			return cli_help(&p);
+		case CLI_ERROR:
+			return CLI_EXIT_USAGE;
+		case CLI_POSITIONAL:
+			if (location != NULL)
+				return cli_usage_error(cmd, "unexpected argument '%s'", p.value);
+			location = p.value;
+			break;
+		case OPT_SNAPSHOT:
+			/* Snapshot ids are positive; -1 would mean "current" to the library. */
+			if (cli_parse_int(&p, 0, INT64_MAX, &snapshot_id) < 0)
+				return CLI_EXIT_USAGE;
+			break;
+		case OPT_COLUMNS:
+			columns = p.value;
+			break;
+		case OPT_LIMIT:
+			if (cli_parse_int(&p, 0, INT64_MAX, &limit) < 0)
+				return CLI_EXIT_USAGE;
+			break;
+		}
+	}
+	if (location == NULL)
+		return cli_usage_error(cmd, "a table location is required");
+	cli_column_list list = {NULL, NULL, 0};
+	if (columns != NULL && cli_split_columns(cmd, columns, &list) < 0) {
+		cli_column_list_free(&list);
+		return CLI_EXIT_USAGE;
+	}
+
+	tl_error err;
+	tl_error_clear(&err);
+	int status;
+	tl_ice_table *table = tl_ice_table_open(location, &err);
+	if (table == NULL)
+		status = cli_fail("%s", err.message);
+	else
+		status = cat_table(table, snapshot_id, &list, limit);
+	tl_ice_table_free(table);
+	cli_column_list_free(&list);
+	int flushed = cli_finish_output();
+	return status != CLI_EXIT_OK ? status : flushed;
 }
 
 /* ================================================================ dispatch */
@@ -571,11 +580,12 @@ static void describe_lake(FILE *out)
 
 static const cli_command info_command = {"info", "print a table's schema, spec, snapshots and file counts",
                                          cmd_info};
-static const cli_command *const lake_commands[] = {&info_command};
+static const cli_command cat_command = {"cat", "print a table's rows at a snapshot, after deletes", cmd_cat};
+static const cli_command *const lake_commands[] = {&info_command, &cat_command};
 
 static int run_lake(int argc, char **argv)
 {
-	return cli_dispatch("tierdb lake", describe_lake, lake_commands, 1, argc, argv);
+	return cli_dispatch("tierdb lake", describe_lake, lake_commands, 2, argc, argv);
 }
 
-const cli_command cli_lake_command = {"lake", "inspect Iceberg tables (info)", run_lake};
+const cli_command cli_lake_command = {"lake", "inspect Iceberg tables (info, cat)", run_lake};

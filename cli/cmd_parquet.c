@@ -19,9 +19,6 @@
 #include "tierlake/parquet.h"
 #include "tierlake/render.h"
 
-/* Rows per batch: large enough to amortise per-batch work, small enough
- * that a batch of wide strings stays modest. */
-#define CAT_BATCH_ROWS 4096
 /* Values longer than this are shortened in the text form of `schema`. */
 #define TEXT_VALUE_MAX 40
 
@@ -54,20 +51,6 @@ static void close_parquet(parquet_file *f)
 	tl_input_close(f->in);
 }
 
-/* Writes buf to stdout; the caller checks for errors once at the end. */
-static void write_out(tl_buf *buf)
-{
-	if (buf->len)
-		fwrite(buf->data, 1, buf->len, stdout);
-	tl_buf_reset(buf);
-}
-
-static int finish_output(void)
-{
-	if (fflush(stdout) != 0 || ferror(stdout))
-		return cli_fail("writing output: %s", strerror(errno ? errno : EIO));
-	return CLI_EXIT_OK;
-}
 
 /* ================================================================ cat */
 
@@ -85,57 +68,11 @@ static void cat_usage(FILE *out)
 	      out);
 }
 
-/* The names of a --columns list, split at commas (they point into `text`). */
-typedef struct column_list {
-	char *text;
-	char **names;
-	int count;
-} column_list;
-
-static void column_list_free(column_list *list)
-{
-	free(list->text);
-	free(list->names);
-}
-
-/*
- * Splits "a,b" into names; an empty or repeated name is a usage error
- * (printed; returns -1), found before the file is opened. Split by hand
- * because strtok would skip empty names, which are mistakes worth naming.
- */
-static int split_columns(const char *cmd, const char *arg, column_list *list)
-{
-	int n = 1;
-	for (const char *c = arg; *c; c++)
-		n += *c == ',';
-	list->text = tl_strdup(arg);
-	list->names = tl_malloc((size_t)n * sizeof(char *));
-	list->count = 0;
-	char *name = list->text;
-	for (int i = 0; i < n; i++) {
-		char *comma = strchr(name, ',');
-		if (comma)
-			*comma = '\0';
-		if (*name == '\0') {
-			cli_usage_error(cmd, "--columns has an empty column name in '%s'", arg);
-			return -1;
-		}
-		for (int k = 0; k < list->count; k++)
-			if (strcmp(list->names[k], name) == 0) {
-				cli_usage_error(cmd, "column \"%s\" appears twice in --columns", name);
-				return -1;
-			}
-		list->names[list->count++] = name;
-		name = comma ? comma + 1 : name + strlen(name);
-	}
-	return 0;
-}
-
 /*
  * Schema indexes for the names, or NULL after printing a failure that
  * names the missing column and lists the ones the file has.
  */
-static int *resolve_columns(const column_list *list, const char *path, const tl_pq_schema *schema)
+static int *resolve_columns(const cli_column_list *list, const char *path, const tl_pq_schema *schema)
 {
 	int *idx = tl_malloc((size_t)list->count * sizeof(int));
 	for (int i = 0; i < list->count; i++) {
@@ -162,7 +99,7 @@ static int *resolve_columns(const column_list *list, const char *path, const tl_
 static int cat_rows(tl_pq_reader *r, const int *projection, int64_t limit)
 {
 	const tl_pq_schema *schema = tl_pq_reader_schema(r);
-	int64_t capacity = limit < CAT_BATCH_ROWS ? limit : CAT_BATCH_ROWS;
+	int64_t capacity = limit < CLI_CAT_BATCH_ROWS ? limit : CLI_CAT_BATCH_ROWS;
 	tl_pq_batch *batch = tl_pq_reader_batch_new(r, capacity);
 	tl_buf out;
 	tl_buf_init(&out);
@@ -171,7 +108,7 @@ static int cat_rows(tl_pq_reader *r, const int *projection, int64_t limit)
 	int status = CLI_EXIT_OK;
 
 	/* Stops early when stdout fails (a closed pipe with SIGPIPE ignored):
-	 * finish_output reports it. */
+	 * cli_finish_output reports it. */
 	for (int64_t printed = 0; printed < limit && !ferror(stdout);) {
 		int64_t n = tl_pq_reader_next(r, batch, &err);
 		if (n < 0) {
@@ -186,7 +123,7 @@ static int cat_rows(tl_pq_reader *r, const int *projection, int64_t limit)
 			tl_render_row(schema, projection, batch, row, &out);
 			tl_buf_append_byte(&out, '\n');
 		}
-		write_out(&out);
+		cli_write_out(&out);
 		printed += n;
 	}
 	tl_buf_free(&out);
@@ -229,9 +166,9 @@ static int cmd_cat(int argc, char **argv)
 	}
 	if (path == NULL)
 		return cli_usage_error(cmd, "a Parquet file is required");
-	column_list list = {NULL, NULL, 0};
-	if (columns != NULL && split_columns(cmd, columns, &list) < 0) {
-		column_list_free(&list);
+	cli_column_list list = {NULL, NULL, 0};
+	if (columns != NULL && cli_split_columns(cmd, columns, &list) < 0) {
+		cli_column_list_free(&list);
 		return CLI_EXIT_USAGE;
 	}
 
@@ -255,10 +192,10 @@ static int cmd_cat(int argc, char **argv)
 		status = cat_rows(f.reader, projection, limit);
 	}
 	free(projection);
-	column_list_free(&list);
+	cli_column_list_free(&list);
 	if (f.reader)
 		close_parquet(&f);
-	int flushed = finish_output();
+	int flushed = cli_finish_output();
 	return status != CLI_EXIT_OK ? status : flushed;
 }
 
@@ -745,12 +682,12 @@ static int cmd_schema(int argc, char **argv)
 		tl_buf out;
 		tl_buf_init(&out);
 		schema_json(path, f.reader, &out);
-		write_out(&out);
+		cli_write_out(&out);
 		tl_buf_free(&out);
 	} else
 		schema_text(path, f.reader, stdout);
 	close_parquet(&f);
-	return finish_output();
+	return cli_finish_output();
 }
 
 /* ================================================================ dispatch */

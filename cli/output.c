@@ -1,0 +1,59 @@
+/*
+ * output.c: what commands that print rows share: buffered writes to
+ * stdout with one error check at the end, and --columns lists.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "tierlake/buf.h"
+
+void cli_write_out(tl_buf *buf)
+{
+	if (buf->len)
+		fwrite(buf->data, 1, buf->len, stdout);
+	tl_buf_reset(buf);
+}
+
+int cli_finish_output(void)
+{
+	if (fflush(stdout) != 0 || ferror(stdout))
+		return cli_fail("writing output: %s", strerror(errno ? errno : EIO));
+	return CLI_EXIT_OK;
+}
+
+void cli_column_list_free(cli_column_list *list)
+{
+	free(list->text);
+	free(list->names);
+}
+
+/* Split by hand because strtok would skip empty names, which are mistakes worth naming. */
+int cli_split_columns(const char *cmd, const char *arg, cli_column_list *list)
+{
+	int n = 1;
+	for (const char *c = arg; *c; c++)
+		n += *c == ',';
+	list->text = tl_strdup(arg);
+	list->names = tl_malloc((size_t)n * sizeof(char *));
+	list->count = 0;
+	char *name = list->text;
+	for (int i = 0; i < n; i++) {
+		char *comma = strchr(name, ',');
+		if (comma)
+			*comma = '\0';
+		if (*name == '\0') {
+			cli_usage_error(cmd, "--columns has an empty column name in '%s'", arg);
+			return -1;
+		}
+		for (int k = 0; k < list->count; k++)
+			if (strcmp(list->names[k], name) == 0) {
+				cli_usage_error(cmd, "column \"%s\" appears twice in --columns", name);
+				return -1;
+			}
+		list->names[list->count++] = name;
+		name = comma ? comma + 1 : name + strlen(name);
+	}
+	return 0;
+}
