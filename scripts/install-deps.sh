@@ -11,6 +11,7 @@ debian_packages=(
   libbrotli-dev libcurl4-openssl-dev libpq-dev libmicrohttpd-dev
   postgresql-15 postgresql-server-dev-15
   python3-venv
+  openjdk-17-jre-headless maven
 )
 
 missing=()
@@ -38,4 +39,25 @@ if [ ! -f "$stamp" ] || ! cmp -s "$requirements" "$stamp"; then
   echo "install-deps: installing Python packages from scripts/requirements.txt"
   "$venv/bin/pip" install -q --disable-pip-version-check -r "$requirements"
   cp "$requirements" "$stamp"
+fi
+
+# The Iceberg runtime for Spark (pyspark comes from requirements.txt), which
+# the interop tests load from .venv/jars/ (tests/interop/spark_support.py).
+# Maven fetches it from Maven Central once; Spark 3.5 needs the _2.12 build.
+# 1.8.1, not 1.7.x, whose vectorized Parquet reader crashes the JVM on files
+# with several row groups.
+iceberg_runtime="org.apache.iceberg:iceberg-spark-runtime-3.5_2.12:1.8.1"
+jars="$venv/jars"
+runtime_jar="$jars/iceberg-spark-runtime-3.5_2.12-1.8.1.jar"
+if [ ! -s "$runtime_jar" ]; then
+  echo "install-deps: fetching $iceberg_runtime with Maven into .venv/jars"
+  mkdir -p "$jars"
+  mvn_log=$(mktemp)
+  if ! (cd "$jars" && mvn -q -B dependency:copy -Dartifact="$iceberg_runtime" -DoutputDirectory="$jars") >"$mvn_log" 2>&1; then
+    cat "$mvn_log" >&2
+    rm -f "$mvn_log"
+    echo "install-deps: Maven could not fetch $iceberg_runtime" >&2
+    exit 1
+  fi
+  rm -f "$mvn_log"
 fi
