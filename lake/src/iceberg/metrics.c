@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "tierlake/iceberg_expr.h"
 #include "tierlake/iceberg_table.h"
 
 #define TRUNCATE_LENGTH 16
@@ -177,42 +178,6 @@ static bool stat_to_value(const tl_ice_field *field, const tl_pq_column *col,
 		return true;
 	default:
 		return false;
-	}
-}
-
-/* Iceberg's order of two non-null, non-NaN values of one primitive type. */
-static int compare_values(const tl_ice_type *t, const tl_ice_value *a, const tl_ice_value *b)
-{
-	switch (t->id) {
-	case TL_ICE_BOOLEAN:
-		return (int)a->v.b - (int)b->v.b;
-	case TL_ICE_INT:
-	case TL_ICE_DATE:
-		return (a->v.i32 > b->v.i32) - (a->v.i32 < b->v.i32);
-	case TL_ICE_LONG:
-	case TL_ICE_TIME:
-	case TL_ICE_TIMESTAMP:
-	case TL_ICE_TIMESTAMPTZ:
-		return (a->v.i64 > b->v.i64) - (a->v.i64 < b->v.i64);
-	case TL_ICE_FLOAT:
-		/* -0.0 sorts below +0.0, as Java's Float.compare. */
-		if (a->v.f32 == b->v.f32)
-			return (int)!signbit(a->v.f32) - (int)!signbit(b->v.f32);
-		return a->v.f32 < b->v.f32 ? -1 : 1;
-	case TL_ICE_DOUBLE:
-		if (a->v.f64 == b->v.f64)
-			return (int)!signbit(a->v.f64) - (int)!signbit(b->v.f64);
-		return a->v.f64 < b->v.f64 ? -1 : 1;
-	case TL_ICE_DECIMAL:
-		return (a->v.dec > b->v.dec) - (a->v.dec < b->v.dec);
-	default: {
-		/* Strings (UTF-8 byte order is code point order), binaries, fixed, uuids: unsigned bytes. */
-		size_t n = a->len < b->len ? a->len : b->len;
-		int c = n ? memcmp(a->ptr, b->ptr, n) : 0;
-		if (c != 0)
-			return c < 0 ? -1 : 1;
-		return (a->len > b->len) - (a->len < b->len);
-	}
 	}
 }
 
@@ -383,9 +348,9 @@ static void add_chunk_bounds(field_metrics *m, const tl_pq_column *col, const tl
 		return;
 	}
 	const tl_ice_type *t = &m->field->type;
-	if (!m->has_bounds || compare_values(t, &lo, &m->lo) < 0)
+	if (!m->has_bounds || tl_ice_value_compare(t, &lo, &m->lo) < 0)
 		m->lo = lo;
-	if (!m->has_bounds || compare_values(t, &hi, &m->hi) > 0)
+	if (!m->has_bounds || tl_ice_value_compare(t, &hi, &m->hi) > 0)
 		m->hi = hi;
 	m->has_bounds = true;
 }
