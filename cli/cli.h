@@ -118,6 +118,20 @@ void cli_write_out(struct tl_buf *buf);
 /* Flushes stdout; a failed write is reported (CLI_EXIT_FAILURE). */
 int cli_finish_output(void);
 
+/*
+ * Prints up to `limit` rows as JSON Lines (tl_render_row: batch column i
+ * is schema column columns[i], or column i when columns is NULL), pulling
+ * batches from next(ctx, batch, err) until it returns 0. Stops early when
+ * stdout fails (a closed pipe): cli_finish_output reports that. Returns
+ * CLI_EXIT_OK or CLI_EXIT_FAILURE after printing next()'s error.
+ */
+struct tl_pq_schema;
+struct tl_pq_batch;
+struct tl_error;
+typedef int64_t (*cli_next_batch_fn)(void *ctx, struct tl_pq_batch *batch, struct tl_error *err);
+int cli_print_rows(const struct tl_pq_schema *schema, const int *columns, struct tl_pq_batch *batch,
+                   cli_next_batch_fn next, void *ctx, int64_t limit);
+
 /* The names of a --columns list, split at commas (they point into `text`). */
 typedef struct cli_column_list {
 	char *text;

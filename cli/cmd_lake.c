@@ -24,7 +24,6 @@
 #include "tierlake/iceberg_metadata.h"
 #include "tierlake/iceberg_scan.h"
 #include "tierlake/iceberg_table.h"
-#include "tierlake/render.h"
 
 /* What `info` prints about one snapshot's files. */
 typedef struct file_counts {
@@ -444,34 +443,16 @@ static int32_t *resolve_fields(const cli_column_list *list, const char *location
 	return ids;
 }
 
+/* cli_print_rows' source of batches. */
+static int64_t next_lake_batch(void *reader, tl_pq_batch *batch, tl_error *err)
+{
+	return tl_ice_reader_next(reader, batch, err);
+}
+
 static int cat_rows(tl_ice_reader *r, int64_t limit)
 {
-	const tl_pq_schema *schema = tl_ice_reader_schema(r);
 	tl_pq_batch *batch = tl_ice_reader_batch_new(r, limit < CLI_CAT_BATCH_ROWS ? limit : CLI_CAT_BATCH_ROWS);
-	tl_buf out;
-	tl_buf_init(&out);
-	tl_error err;
-	tl_error_clear(&err);
-	int status = CLI_EXIT_OK;
-	/* Stops early when stdout fails (a closed pipe): cli_finish_output reports it. */
-	for (int64_t printed = 0; printed < limit && !ferror(stdout);) {
-		int64_t n = tl_ice_reader_next(r, batch, &err);
-		if (n < 0) {
-			status = cli_fail("%s", err.message);
-			break;
-		}
-		if (n == 0)
-			break;
-		if (n > limit - printed)
-			n = limit - printed;
-		for (int64_t row = 0; row < n; row++) {
-			tl_render_row(schema, NULL, batch, row, &out);
-			tl_buf_append_byte(&out, '\n');
-		}
-		cli_write_out(&out);
-		printed += n;
-	}
-	tl_buf_free(&out);
+	int status = cli_print_rows(tl_ice_reader_schema(r), NULL, batch, next_lake_batch, r, limit);
 	tl_pq_batch_free(batch);
 	return status;
 }

@@ -96,37 +96,16 @@ static int *resolve_columns(const cli_column_list *list, const char *path, const
 	return idx;
 }
 
+/* cli_print_rows' source of batches. */
+static int64_t next_parquet_batch(void *reader, tl_pq_batch *batch, tl_error *err)
+{
+	return tl_pq_reader_next(reader, batch, err);
+}
+
 static int cat_rows(tl_pq_reader *r, const int *projection, int64_t limit)
 {
-	const tl_pq_schema *schema = tl_pq_reader_schema(r);
-	int64_t capacity = limit < CLI_CAT_BATCH_ROWS ? limit : CLI_CAT_BATCH_ROWS;
-	tl_pq_batch *batch = tl_pq_reader_batch_new(r, capacity);
-	tl_buf out;
-	tl_buf_init(&out);
-	tl_error err;
-	tl_error_clear(&err);
-	int status = CLI_EXIT_OK;
-
-	/* Stops early when stdout fails (a closed pipe with SIGPIPE ignored):
-	 * cli_finish_output reports it. */
-	for (int64_t printed = 0; printed < limit && !ferror(stdout);) {
-		int64_t n = tl_pq_reader_next(r, batch, &err);
-		if (n < 0) {
-			status = cli_fail("%s", err.message);
-			break;
-		}
-		if (n == 0)
-			break;
-		if (n > limit - printed)
-			n = limit - printed;
-		for (int64_t row = 0; row < n; row++) {
-			tl_render_row(schema, projection, batch, row, &out);
-			tl_buf_append_byte(&out, '\n');
-		}
-		cli_write_out(&out);
-		printed += n;
-	}
-	tl_buf_free(&out);
+	tl_pq_batch *batch = tl_pq_reader_batch_new(r, limit < CLI_CAT_BATCH_ROWS ? limit : CLI_CAT_BATCH_ROWS);
+	int status = cli_print_rows(tl_pq_reader_schema(r), projection, batch, next_parquet_batch, r, limit);
 	tl_pq_batch_free(batch);
 	return status;
 }

@@ -1,6 +1,7 @@
 /*
- * output.c: what commands that print rows share: buffered writes to
- * stdout with one error check at the end, and --columns lists.
+ * output.c: what commands that print rows share: the JSON Lines loop,
+ * buffered writes to stdout with one error check at the end, and
+ * --columns lists.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -8,6 +9,8 @@
 
 #include "cli.h"
 #include "tierlake/buf.h"
+#include "tierlake/parquet.h"
+#include "tierlake/render.h"
 
 void cli_write_out(tl_buf *buf)
 {
@@ -21,6 +24,35 @@ int cli_finish_output(void)
 	if (fflush(stdout) != 0 || ferror(stdout))
 		return cli_fail("writing output: %s", strerror(errno ? errno : EIO));
 	return CLI_EXIT_OK;
+}
+
+int cli_print_rows(const tl_pq_schema *schema, const int *columns, tl_pq_batch *batch, cli_next_batch_fn next,
+                   void *ctx, int64_t limit)
+{
+	tl_buf out;
+	tl_buf_init(&out);
+	tl_error err;
+	tl_error_clear(&err);
+	int status = CLI_EXIT_OK;
+	for (int64_t printed = 0; printed < limit && !ferror(stdout);) {
+		int64_t n = next(ctx, batch, &err);
+		if (n < 0) {
+			status = cli_fail("%s", err.message);
+			break;
+		}
+		if (n == 0)
+			break;
+		if (n > limit - printed)
+			n = limit - printed;
+		for (int64_t row = 0; row < n; row++) {
+			tl_render_row(schema, columns, batch, row, &out);
+			tl_buf_append_byte(&out, '\n');
+		}
+		cli_write_out(&out);
+		printed += n;
+	}
+	tl_buf_free(&out);
+	return status;
 }
 
 void cli_column_list_free(cli_column_list *list)
