@@ -13,6 +13,10 @@ CSTD    := -std=c11 -D_GNU_SOURCE
 WARN    := -Wall -Wextra -Werror -Wno-unused-parameter
 INCLUDE := -Ilake/include -Ilake/src
 LIBS    := -ljansson -lzstd -lsnappy -lz -llz4 -lbrotlidec -lm
+# The tierdb command and the test tools talk to Postgres through libpq.
+PG_CONFIG ?= pg_config
+PQ_CFLAGS := -I$(shell $(PG_CONFIG) --includedir 2>/dev/null || echo /usr/include/postgresql)
+PQ_LIBS   := -lpq
 
 RELEASE_CFLAGS := $(CSTD) $(WARN) $(INCLUDE) -O2 -g -fPIC
 ASAN_CFLAGS    := $(CSTD) $(WARN) $(INCLUDE) -O1 -g -fno-omit-frame-pointer \
@@ -40,9 +44,16 @@ VENV       := .venv
 PYTHON     := $(VENV)/bin/python
 FUZZ_SECONDS ?= 100
 
-.PHONY: all install check deps test-c test-fuzz test-interop bench demo clean format
+.PHONY: all install install-extension extension check deps test-c test-fuzz test-interop test-e2e bench demo clean format
 
-all: $(TIERDB) $(TOOLS)
+all: $(TIERDB) $(TOOLS) extension
+
+# The Postgres extension builds with PGXS in its own directory.
+extension:
+	@$(MAKE) --no-print-directory -C extension
+
+install-extension: extension
+	@$(MAKE) --no-print-directory -C extension install
 
 $(BUILD)/release/%.o: %.c $(LAKE_HDR)
 	@mkdir -p $(dir $@)
@@ -65,7 +76,7 @@ $(BUILD)/asan/liblake.a: $(ASAN_OBJ)
 $(TIERDB): $(CLI_SRC) $(CLI_HDR) $(BUILD)/release/liblake.a
 	@mkdir -p $(dir $@)
 	@echo "  LINK    $@"
-	@$(CC) $(RELEASE_CFLAGS) -Icli $(CLI_SRC) $(BUILD)/release/liblake.a $(LIBS) -o $@
+	@$(CC) $(RELEASE_CFLAGS) $(PQ_CFLAGS) -Icli $(CLI_SRC) $(BUILD)/release/liblake.a $(LIBS) $(PQ_LIBS) -o $@
 
 $(LAKE_TEST): $(TEST_SRC) lake/tests/test.h $(BUILD)/asan/liblake.a
 	@mkdir -p $(dir $@)
@@ -75,7 +86,7 @@ $(LAKE_TEST): $(TEST_SRC) lake/tests/test.h $(BUILD)/asan/liblake.a
 $(BUILD)/tools/%: tests/tools/%.c $(BUILD)/release/liblake.a
 	@mkdir -p $(dir $@)
 	@echo "  LINK    $@"
-	@$(CC) $(RELEASE_CFLAGS) $< $(BUILD)/release/liblake.a $(LIBS) -o $@
+	@$(CC) $(RELEASE_CFLAGS) $(PQ_CFLAGS) $< $(BUILD)/release/liblake.a $(LIBS) $(PQ_LIBS) -o $@
 
 $(BUILD)/bench/%: bench/%.c $(BUILD)/release/liblake.a
 	@mkdir -p $(dir $@)
@@ -89,7 +100,7 @@ $(BUILD)/fuzz/%: lake/tests/fuzz/%.c $(LAKE_SRC) $(LAKE_HDR)
 	@clang $(CSTD) $(INCLUDE) -O1 -g -fsanitize=fuzzer,address,undefined \
 		-fno-sanitize-recover=undefined $< $(LAKE_SRC) $(LIBS) -o $@
 
-install: $(TIERDB)
+install: $(TIERDB) install-extension
 	install -d $(DESTDIR)$(PREFIX)/bin
 	install -m 0755 $(TIERDB) $(DESTDIR)$(PREFIX)/bin/tierdb
 
@@ -99,7 +110,8 @@ deps:
 # The README's test command: every test, from a fresh machine.
 check: deps
 	@$(MAKE) --no-print-directory -j2 all $(LAKE_TEST) $(FUZZERS)
-	@$(MAKE) --no-print-directory test-c test-fuzz test-interop
+	@$(MAKE) --no-print-directory install-extension
+	@$(MAKE) --no-print-directory test-c test-fuzz test-interop test-e2e
 
 test-c: $(LAKE_TEST)
 	$(LAKE_TEST)
@@ -109,6 +121,11 @@ test-fuzz: $(FUZZERS)
 
 test-interop: $(TIERDB) $(TOOLS)
 	$(PYTHON) -m pytest -q tests/interop
+
+# End-to-end: a private Postgres cluster with the installed extension, the
+# tierdb command and a lake directory (tests/e2e/conftest.py starts them).
+test-e2e: $(TIERDB) $(TOOLS)
+	$(PYTHON) -m pytest -q tests/e2e
 
 bench: deps $(BENCHES) $(TIERDB)
 	@scripts/run-benchmarks.sh $(BENCHES)
@@ -121,3 +138,4 @@ format:
 
 clean:
 	rm -rf $(BUILD)
+	@$(MAKE) --no-print-directory -C extension clean
