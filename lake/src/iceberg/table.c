@@ -370,6 +370,7 @@ static char *metadata_location(const char *given, const char *local, tl_error *e
 static int check_no_table(const char *location, const char *metadata_dir, tl_error *err)
 {
 	tl_error ignored;
+	tl_error_clear(&ignored);
 	int64_t version;
 	char *name = newest_listed(location, metadata_dir, &version, &ignored);
 	if (name == NULL)
