@@ -53,6 +53,9 @@ typedef struct cli_command {
 /* Top-level commands, one per cli/cmd_*.c. */
 extern const cli_command cli_parquet_command;
 extern const cli_command cli_lake_command;
+extern const cli_command cli_register_command;
+extern const cli_command cli_unregister_command;
+extern const cli_command cli_status_command;
 
 /*
  * Runs the subcommand named by argv[1] from commands (n of them). `path`

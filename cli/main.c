@@ -11,6 +11,9 @@
 static const cli_command *const commands[] = {
 	&cli_parquet_command,
 	&cli_lake_command,
+	&cli_register_command,
+	&cli_unregister_command,
+	&cli_status_command,
 };
 
 static void describe_tierdb(FILE *out)

@@ -1,0 +1,121 @@
+/*
+ * cmd_status.c: `tierdb status`, what the tierdb.status view says about
+ * registered tables, as an aligned text table or as JSON.
+ *
+ * The view (extension SQL) is the one definition of status, shared with
+ * anyone who queries it directly; this command only selects from it and
+ * formats. JSON is produced by the server (json_agg of the view's rows), so
+ * numbers stay numbers and partition_states stays an object.
+ */
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "catalog.h"
+#include "cli.h"
+#include "pg.h"
+
+static void status_usage(FILE *out)
+{
+	fputs("Usage: tierdb status [--table SCHEMA.TABLE] [--json] [--dsn DSN]\n"
+	      "\n"
+	      "Shows each registered table's mode, cut-line T and lake snapshot S, mirror frontier,\n"
+	      "retention line, delta backlog, live read pins, staged loads, whether an initial\n"
+	      "copy is running, and how many partitions are in each state: the rows of the\n"
+	      "tierdb.status view. --json prints them as a JSON array of objects.\n",
+	      out);
+}
+
+/* Prints rows as columns padded to their widest value, NULL as an empty cell. */
+static void print_aligned(const PGresult *res)
+{
+	int ncols = PQnfields(res), nrows = PQntuples(res);
+	int *width = calloc((size_t)ncols, sizeof(int));
+	for (int j = 0; j < ncols; j++) {
+		width[j] = (int)strlen(PQfname(res, j));
+		for (int i = 0; i < nrows; i++)
+			if (PQgetlength(res, i, j) > width[j])
+				width[j] = PQgetlength(res, i, j);
+	}
+	for (int j = 0; j < ncols; j++)
+		printf("%-*s%s", j + 1 < ncols ? width[j] : 0, PQfname(res, j), j + 1 < ncols ? "  " : "\n");
+	for (int i = 0; i < nrows; i++)
+		for (int j = 0; j < ncols; j++)
+			printf("%-*s%s", j + 1 < ncols ? width[j] : 0, PQgetvalue(res, i, j), j + 1 < ncols ? "  " : "\n");
+	free(width);
+}
+
+static int show_status(PGconn *c, const tdb_table_name *name, bool json)
+{
+	tl_error err;
+	tl_error_clear(&err);
+	if (name != NULL) {
+		tdb_catalog_table t;
+		int found = tdb_catalog_load_table(c, name->schema, name->table, &t, &err);
+		if (found < 0)
+			return cli_fail("%s", err.message);
+		if (found == 0)
+			return cli_fail("%s.%s is not registered; 'tierdb status' lists the registered tables", name->schema,
+			                name->table);
+		tdb_catalog_table_free(&t);
+	}
+	const char *params[] = {name ? name->schema : NULL, name ? name->table : NULL};
+	const char *sql =
+		json ? "SELECT coalesce(json_agg(s ORDER BY s.schema_name, s.table_name), '[]')::text"
+		       " FROM tierdb.status s WHERE ($1::text IS NULL OR (s.schema_name = $1 AND s.table_name = $2))"
+		     : "SELECT s.schema_name || '.' || s.table_name AS \"table\", s.mode, s.cutline_t, s.cutline_s,"
+		       " s.mirror_frontier, s.retention_line, s.delta_backlog, s.read_pins, s.staged_loads, s.copying,"
+		       " s.partition_states, s.cutline_updated_at"
+		       " FROM tierdb.status s WHERE ($1::text IS NULL OR (s.schema_name = $1 AND s.table_name = $2))"
+		       " ORDER BY s.schema_name, s.table_name";
+	PGresult *res = tdb_pg_query(c, "reading tierdb.status", sql, 2, params, &err);
+	if (res == NULL)
+		return cli_fail("%s", err.message);
+	if (json)
+		printf("%s\n", PQgetvalue(res, 0, 0));
+	else if (PQntuples(res) == 0)
+		printf("no tables are registered; register one with 'tierdb register'\n");
+	else
+		print_aligned(res);
+	PQclear(res);
+	return cli_finish_output();
+}
+
+static int run_status(int argc, char **argv)
+{
+	static const char *cmd = "tierdb status";
+	enum { OPT_TABLE = 1, OPT_JSON, OPT_DSN };
+	static const cli_option options[] = {
+		{"table", true, OPT_TABLE}, {"json", false, OPT_JSON}, {"dsn", true, OPT_DSN}, {NULL, false, 0}};
+	const char *table = NULL, *dsn = NULL;
+	bool json = false;
+	cli_parser p;
+	cli_parser_init(&p, cmd, status_usage, options, argc, argv);
+	for (int opt; (opt = cli_next(&p)) != CLI_END;) {
+		switch (opt) {
+		case CLI_HELP: return cli_help(&p);
+		case CLI_ERROR: return CLI_EXIT_USAGE;
+		case CLI_POSITIONAL: return cli_usage_error(cmd, "unexpected argument '%s'", p.value);
+		case OPT_TABLE: table = p.value; break;
+		case OPT_JSON: json = true; break;
+		case OPT_DSN: dsn = p.value; break;
+		}
+	}
+	tl_error err;
+	tl_error_clear(&err);
+	tdb_table_name name;
+	if (table != NULL && tdb_table_name_parse(table, &name, &err) < 0)
+		return cli_usage_error(cmd, "--table: %s", err.message);
+	PGconn *c = tdb_pg_connect(dsn, &err);
+	int rc;
+	if (c == NULL || tdb_catalog_check(c, &err) < 0)
+		rc = cli_fail("%s", err.message);
+	else
+		rc = show_status(c, table ? &name : NULL, json);
+	PQfinish(c);
+	if (table != NULL)
+		tdb_table_name_free(&name);
+	return rc;
+}
+
+const cli_command cli_status_command = {"status", "show registered tables and their cut-lines", run_status};
