@@ -14,6 +14,7 @@ static const cli_command *const commands[] = {
 	&cli_register_command,
 	&cli_unregister_command,
 	&cli_status_command,
+	&cli_run_command,
 };
 
 static void describe_tierdb(FILE *out)

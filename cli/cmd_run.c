@@ -1,0 +1,139 @@
+/*
+ * cmd_run.c: `tierdb run [--once] [--dsn DSN]`, the daemon.
+ *
+ * The loop around daemon.c's cycle: connect, win the leader lock, run a
+ * cycle, sleep TIERDB_CYCLE_INTERVAL_SECONDS, repeat until SIGTERM or
+ * SIGINT. A lost connection is retried next cycle (the leader lock went
+ * with it, so leadership is contested again). `--once` runs one cycle and
+ * exits: 0 when it succeeded or another daemon leads, 1 when a step failed.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "cli.h"
+#include "daemon.h"
+#include "pg.h"
+
+static void usage(FILE *out)
+{
+	fputs("Usage: tierdb run [--once] [--dsn DSN]\n"
+	      "\n"
+	      "Runs the TierDB daemon: each cycle, for every registered tiered table, keeps empty\n"
+	      "partitions ahead of max(tier_key), moves whole partitions behind max(tier_key) - lag\n"
+	      "into the lake, and drops them from the heap once no reader needs them.\n"
+	      "Several daemons may run; one leads, the others wait.\n"
+	      "\n"
+	      "Options:\n"
+	      "  --once       run one cycle and exit (0 ok or not the leader, 1 a step failed)\n"
+	      "  --dsn DSN    connection string or URL (default TIERDB_PG_URL, else PG* variables)\n"
+	      "\n"
+	      "Environment:\n"
+	      "  TIERDB_CYCLE_INTERVAL_SECONDS  seconds between cycles (10)\n"
+	      "  TIERDB_TIERING_LAG             how far behind max(tier_key) tiering stays (0): a number\n"
+	      "                                 for integer keys, 90s/15m/12h/7d (or seconds) for\n"
+	      "                                 timestamps, days for dates\n"
+	      "  TIERDB_PREMAKE_PARTITIONS      empty partitions kept ahead of max(tier_key) (2)\n"
+	      "  TIERDB_WAREHOUSE               the lake's warehouse when the profile names none\n",
+	      out);
+}
+
+/* Connects (or keeps the connection) and leads. 1 ready, 0 not the leader, -1 no connection. */
+static int prepare(PGconn **conn, bool *leader, const char *dsn)
+{
+	tl_error err;
+	tl_error_clear(&err);
+	if (*conn == NULL) {
+		*conn = tdb_pg_connect(dsn, &err);
+		if (*conn != NULL && tdb_daemon_session_setup(*conn, &err) < 0) {
+			PQfinish(*conn);
+			*conn = NULL;
+		}
+		if (*conn == NULL) {
+			tdb_log(NULL, "%s", err.message);
+			return -1;
+		}
+		*leader = false;
+	}
+	if (*leader)
+		return 1;
+	int rc = tdb_daemon_try_lead(*conn, &err);
+	if (rc < 0) {
+		tdb_log(NULL, "%s", err.message);
+		PQfinish(*conn);
+		*conn = NULL;
+		return -1;
+	}
+	if (rc == 0) {
+		tdb_log(NULL, "another tierdb daemon leads; waiting");
+		return 0;
+	}
+	*leader = true;
+	tdb_log(NULL, "leading: this daemon moves data now");
+	return 1;
+}
+
+static int run_loop(const char *dsn, bool once, const tdb_daemon_config *cfg)
+{
+	PGconn *conn = NULL;
+	bool leader = false;
+	int status = CLI_EXIT_OK;
+	while (!tdb_daemon_stopping()) {
+		int ready = prepare(&conn, &leader, dsn);
+		if (ready > 0) {
+			int rc = tdb_daemon_cycle(conn, cfg);
+			if (rc < 0) {
+				/* Reconnect next cycle; the leader lock died with the session. */
+				PQfinish(conn);
+				conn = NULL;
+				leader = false;
+			}
+			if (rc != 0)
+				status = CLI_EXIT_FAILURE;
+		} else if (ready < 0) {
+			status = CLI_EXIT_FAILURE;
+		}
+		if (once)
+			break;
+		status = CLI_EXIT_OK;
+		tdb_daemon_sleep(cfg->interval_seconds);
+	}
+	if (tdb_daemon_stopping())
+		tdb_log(NULL, "stopping on request");
+	if (conn != NULL)
+		PQfinish(conn);
+	return status;
+}
+
+static int run_run(int argc, char **argv)
+{
+	enum { OPT_ONCE = 1, OPT_DSN };
+	static const cli_option options[] = {{"once", false, OPT_ONCE}, {"dsn", true, OPT_DSN}, {NULL, false, 0}};
+	cli_parser p;
+	cli_parser_init(&p, "tierdb run", usage, options, argc, argv);
+	bool once = false;
+	const char *dsn = NULL;
+	for (int opt; (opt = cli_next(&p)) != CLI_END;)
+		switch (opt) {
+		case CLI_HELP:
+			return cli_help(&p);
+		case CLI_ERROR:
+			return CLI_EXIT_USAGE;
+		case CLI_POSITIONAL:
+			return cli_usage_error(p.command, "unexpected argument '%s'", p.value);
+		case OPT_ONCE:
+			once = true;
+			break;
+		case OPT_DSN:
+			dsn = p.value;
+			break;
+		}
+	tdb_daemon_config cfg;
+	tl_error err;
+	tl_error_clear(&err);
+	if (tdb_daemon_config_from_env(&cfg, &err) < 0)
+		return cli_fail("%s", err.message);
+	tdb_daemon_install_signals();
+	return run_loop(dsn, once, &cfg);
+}
+
+const cli_command cli_run_command = {"run", "the daemon: premake and tier registered tables", run_run};

@@ -1,0 +1,356 @@
+/*
+ * daemon.c: the daemon's cycle over registered tables, leader election,
+ * settings, stopping and logging (see daemon.h).
+ *
+ * The cycle is deliberately plain: read the registered tables, then for
+ * each tiered table premake, tier and drop, in that order. Each step is
+ * its own unit of work that leaves the catalog consistent when it ends, so
+ * a stop request is honoured between steps and an error in one table's
+ * step costs that table one cycle of lag, never another table's progress.
+ */
+#include <errno.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "catalog.h"
+#include "daemon.h"
+#include "pg.h"
+#include "pgtypes.h"
+#include "tiering.h"
+
+/* ------------------------------------------------------------ settings */
+
+/* An integer setting from the environment in [min, max], or its default when unset or empty. */
+static int env_int(const char *name, int64_t dflt, int64_t min, int64_t max, int64_t *out, tl_error *err)
+{
+	const char *text = getenv(name);
+	if (text == NULL || *text == '\0') {
+		*out = dflt;
+		return 0;
+	}
+	char *end;
+	errno = 0;
+	long long v = strtoll(text, &end, 10);
+	if (errno != 0 || end == text || *end != '\0' || v < min || v > max)
+		return tl_error_set(err, TL_ERR_INVALID, "%s='%s' is not a whole number from %lld to %lld", name, text,
+		                    (long long)min, (long long)max);
+	*out = v;
+	return 0;
+}
+
+int tdb_daemon_config_from_env(tdb_daemon_config *cfg, tl_error *err)
+{
+	if (env_int("TIERDB_CYCLE_INTERVAL_SECONDS", 10, 1, 86400, &cfg->interval_seconds, err) < 0 ||
+	    env_int("TIERDB_PREMAKE_PARTITIONS", 2, 0, 1000, &cfg->premake_partitions, err) < 0)
+		return -1;
+	const char *lag = getenv("TIERDB_TIERING_LAG");
+	cfg->tiering_lag = (lag != NULL && *lag != '\0') ? lag : "0";
+	/*
+	 * The lag's unit depends on each table's key type, so it is converted per
+	 * table; checking it against both families now reports a typo at start
+	 * rather than once per table per cycle.
+	 */
+	int64_t ignored;
+	tl_error as_int, as_duration;
+	tl_error_clear(&as_int);
+	tl_error_clear(&as_duration);
+	if (tdb_key_parse_lag(TDB_KEY_BIGINT, cfg->tiering_lag, "TIERDB_TIERING_LAG", &ignored, &as_int) < 0 &&
+	    tdb_key_parse_lag(TDB_KEY_TIMESTAMPTZ, cfg->tiering_lag, "TIERDB_TIERING_LAG", &ignored, &as_duration) < 0) {
+		*err = as_duration;
+		return -1;
+	}
+	return 0;
+}
+
+/* ------------------------------------------------------------ session */
+
+int tdb_daemon_session_setup(PGconn *c, tl_error *err)
+{
+	/* The settings are libpq "options" text ("-c name=value ..."); apply each with set_config. */
+	char *options = tl_strdup(TDB_PG_SESSION_OPTIONS);
+	int rc = 0;
+	char *save = NULL;
+	for (char *tok = strtok_r(options, " ", &save); tok != NULL && rc == 0; tok = strtok_r(NULL, " ", &save)) {
+		if (strcmp(tok, "-c") == 0)
+			continue;
+		char *eq = strchr(tok, '=');
+		if (eq == NULL)
+			continue;
+		*eq = '\0';
+		const char *params[] = {tok, eq + 1};
+		rc = tdb_pg_exec(c, "pinning the session settings", "SELECT set_config($1, $2, false)", 2, params, err);
+	}
+	free(options);
+	return rc;
+}
+
+/* ------------------------------------------------------------ leader */
+
+int tdb_daemon_try_lead(PGconn *c, tl_error *err)
+{
+	PGresult *res = tdb_pg_query(c, "taking the tierdb leader lock",
+	                             "SELECT pg_try_advisory_lock(hashtextextended('tierdb_leader', 0))", 0, NULL, err);
+	if (res == NULL)
+		return -1;
+	int leader = strcmp(PQgetvalue(res, 0, 0), "t") == 0;
+	PQclear(res);
+	return leader;
+}
+
+/* ------------------------------------------------------------ stopping */
+
+static volatile sig_atomic_t stop_requested;
+
+static void request_stop(int sig)
+{
+	(void)sig;
+	stop_requested = 1;
+}
+
+void tdb_daemon_install_signals(void)
+{
+	struct sigaction sa;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = request_stop;
+	sigemptyset(&sa.sa_mask);
+	/* No SA_RESTART: a sleeping daemon wakes at once (libpq retries its own EINTRs). */
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGINT, &sa, NULL);
+}
+
+bool tdb_daemon_stopping(void)
+{
+	return stop_requested != 0;
+}
+
+void tdb_daemon_sleep(int64_t seconds)
+{
+	/* Whole seconds at a time, so a signal landing between checks costs at most one. */
+	for (int64_t i = 0; i < seconds && !stop_requested; i++) {
+		struct timespec one = {1, 0};
+		nanosleep(&one, NULL);
+	}
+}
+
+/* ------------------------------------------------------------ log */
+
+static void vlog(const char *table, const char *fmt, va_list ap)
+{
+	struct timespec now;
+	clock_gettime(CLOCK_REALTIME, &now);
+	struct tm tm;
+	gmtime_r(&now.tv_sec, &tm);
+	char stamp[32];
+	strftime(stamp, sizeof(stamp), "%Y-%m-%dT%H:%M:%S", &tm);
+	/* One fprintf per line keeps lines whole when several processes share stderr. */
+	char message[2048];
+	vsnprintf(message, sizeof(message), fmt, ap);
+	if (table != NULL)
+		fprintf(stderr, "%s.%03ldZ tierdb run: %s: %s\n", stamp, now.tv_nsec / 1000000, table, message);
+	else
+		fprintf(stderr, "%s.%03ldZ tierdb run: %s\n", stamp, now.tv_nsec / 1000000, message);
+}
+
+void tdb_log(const char *table, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vlog(table, fmt, ap);
+	va_end(ap);
+}
+
+/* Seconds between progress lines of one long operation. */
+#define PROGRESS_INTERVAL_SECONDS 5.0
+
+static double seconds_between(const struct timespec *a, const struct timespec *b)
+{
+	return (double)(b->tv_sec - a->tv_sec) + (double)(b->tv_nsec - a->tv_nsec) / 1e9;
+}
+
+void tdb_progress_start(tdb_progress *p, const char *table, const char *what)
+{
+	memset(p, 0, sizeof(*p));
+	p->table = table;
+	p->what = what;
+	clock_gettime(CLOCK_MONOTONIC, &p->start);
+	p->last_log = p->start;
+}
+
+static void log_progress(const tdb_progress *p, const char *state, const struct timespec *now)
+{
+	double elapsed = seconds_between(&p->start, now);
+	double rate_rows = elapsed > 0 ? (double)p->rows / elapsed : 0;
+	double rate_mb = elapsed > 0 ? (double)p->bytes / elapsed / 1e6 : 0;
+	tdb_log(p->table, "%s: %s %lld rows, %.1f MB in %.1fs (%.0f rows/s, %.1f MB/s)", p->what, state,
+	        (long long)p->rows, (double)p->bytes / 1e6, elapsed, rate_rows, rate_mb);
+}
+
+void tdb_progress_add(tdb_progress *p, int64_t rows, int64_t bytes)
+{
+	p->rows += rows;
+	p->bytes += bytes;
+	struct timespec now;
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	if (seconds_between(&p->last_log, &now) >= PROGRESS_INTERVAL_SECONDS) {
+		log_progress(p, "so far", &now);
+		p->last_log = now;
+	}
+}
+
+void tdb_progress_done(tdb_progress *p, const char *done)
+{
+	struct timespec now;
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	log_progress(p, done, &now);
+}
+
+/* ------------------------------------------------------------ the cycle */
+
+/* The table still exists under the oid it was registered with. 1 yes, 0 no, -1 error. */
+static int table_exists(PGconn *c, const tdb_catalog_table *t, tl_error *err)
+{
+	char oid[24];
+	snprintf(oid, sizeof(oid), "%lld", (long long)t->table_id);
+	const char *params[] = {oid, t->schema_name, t->table_name};
+	PGresult *res = tdb_pg_query(c, "checking that a registered table exists",
+	                             "SELECT 1 FROM pg_catalog.pg_class r JOIN pg_catalog.pg_namespace n"
+	                             " ON n.oid = r.relnamespace WHERE r.oid = $1::oid AND n.nspname = $2"
+	                             " AND r.relname = $3",
+	                             3, params, err);
+	if (res == NULL)
+		return -1;
+	int found = PQntuples(res) == 1;
+	PQclear(res);
+	return found;
+}
+
+typedef int (*table_step)(PGconn *c, const tdb_catalog_table *t, const tdb_daemon_config *cfg, tl_error *err);
+
+static int step_premake(PGconn *c, const tdb_catalog_table *t, const tdb_daemon_config *cfg, tl_error *err)
+{
+	return tdb_premake(c, t, cfg->premake_partitions, err);
+}
+
+static int step_tier(PGconn *c, const tdb_catalog_table *t, const tdb_daemon_config *cfg, tl_error *err)
+{
+	return tdb_tier(c, t, cfg->tiering_lag, err);
+}
+
+static int step_drop(PGconn *c, const tdb_catalog_table *t, const tdb_daemon_config *cfg, tl_error *err)
+{
+	return tdb_drop_tiered(c, t, err);
+}
+
+static const struct {
+	const char *name;
+	table_step run;
+} steps[] = {
+	{"premake", step_premake},
+	{"tiering", step_tier},
+	{"drop", step_drop},
+};
+
+/*
+ * Runs the steps for one table, reloading its catalog row before each (a
+ * step advances the cut-line the next one starts from). 0 ok, 1 a step
+ * failed (logged), -1 the connection is gone.
+ */
+static int cycle_table(PGconn *c, int64_t table_id, const tdb_daemon_config *cfg)
+{
+	int status = 0;
+	for (size_t i = 0; i < sizeof(steps) / sizeof(steps[0]) && !tdb_daemon_stopping(); i++) {
+		tl_error err;
+		tl_error_clear(&err);
+		tdb_catalog_table t;
+		memset(&t, 0, sizeof(t));
+		int rc = tdb_catalog_load_table_by_id(c, table_id, &t, &err);
+		if (rc == 0)
+			return status; /* unregistered meanwhile */
+		if (rc > 0) {
+			rc = table_exists(c, &t, &err);
+			if (rc == 0) {
+				tdb_log(tdb_table_label(&t),
+				        "the table registered with oid %lld no longer exists; run 'tierdb unregister --table %s'",
+				        (long long)t.table_id, tdb_table_label(&t));
+				tdb_catalog_table_free(&t);
+				return 1;
+			}
+			if (rc > 0)
+				rc = steps[i].run(c, &t, cfg, &err);
+		}
+		if (rc < 0) {
+			tdb_abort_transaction(c);
+			tdb_log(t.schema_name ? tdb_table_label(&t) : NULL, "%s failed: %s", steps[i].name, err.message);
+			status = 1;
+		}
+		tdb_catalog_table_free(&t);
+		/*
+		 * A failed step does not stop the next: each reads the state it
+		 * works from afresh, so a premake that cannot name a partition
+		 * must not keep old partitions from moving.
+		 */
+		if (PQstatus(c) != CONNECTION_OK)
+			return -1;
+	}
+	return status;
+}
+
+/*
+ * Deletes expired read pins: every check already ignores them (a reader
+ * past its expiry has no claim), so this only keeps the table small.
+ */
+static int sweep_pins(PGconn *c, tl_error *err)
+{
+	PGresult *res = tdb_pg_query(c, "sweeping expired read pins",
+	                             "WITH swept AS (DELETE FROM tierdb.read_pins WHERE expires_at <= now() RETURNING 1)"
+	                             " SELECT count(*) FROM swept",
+	                             0, NULL, err);
+	if (res == NULL)
+		return -1;
+	long long swept = strtoll(PQgetvalue(res, 0, 0), NULL, 10);
+	PQclear(res);
+	if (swept > 0)
+		tdb_log(NULL, "pins: swept %lld expired read pin%s", swept, swept == 1 ? "" : "s");
+	return 0;
+}
+
+int tdb_daemon_cycle(PGconn *c, const tdb_daemon_config *cfg)
+{
+	tl_error err;
+	tl_error_clear(&err);
+	tdb_catalog_table *tables = NULL;
+	int n = 0;
+	if (tdb_catalog_check(c, &err) < 0 || tdb_catalog_list_tables(c, &tables, &n, &err) < 0) {
+		tdb_abort_transaction(c);
+		tdb_log(NULL, "%s", err.message);
+		return -1;
+	}
+	/* Copy the ids: each table's row is reloaded per step, and the list may be stale by then. */
+	int64_t *ids = tl_calloc((size_t)n + 1, sizeof(int64_t));
+	int nids = 0;
+	for (int i = 0; i < n; i++)
+		if (strcmp(tables[i].mode, "tiered") == 0)
+			ids[nids++] = tables[i].table_id;
+	tdb_catalog_tables_free(tables, n);
+
+	int status = 0;
+	for (int i = 0; i < nids && !tdb_daemon_stopping(); i++) {
+		int rc = cycle_table(c, ids[i], cfg);
+		if (rc < 0) {
+			status = -1;
+			break;
+		}
+		if (rc > 0)
+			status = 1;
+	}
+	free(ids);
+	if (status >= 0 && !tdb_daemon_stopping() && sweep_pins(c, &err) < 0) {
+		tdb_log(NULL, "%s", err.message);
+		status = PQstatus(c) == CONNECTION_OK ? 1 : -1;
+	}
+	return status;
+}

@@ -1,0 +1,822 @@
+/*
+ * tiering.c: moving whole heap partitions into the lake, and dropping them
+ * once no reader needs them (SPEC §5, §8; ARCHITECTURE decisions 5 and 6).
+ *
+ * One run takes every partition that lies wholly behind max(tier_key) - lag,
+ * contiguous from the cut-line T upward (T may only advance across
+ * consecutive partitions, or rows in a gap would vanish from every read):
+ *
+ *   1. journal the run (op_log phase 'sealing');
+ *   2. seal the partitions: a trigger refuses every write to them. Creating
+ *      it takes a lock that waits out in-flight writers, so once the seal
+ *      commits no transaction can still add a row the copy would miss
+ *      (phase 'writing');
+ *   3. stream the partitions out in one snapshot with binary COPY, decode
+ *      into column batches and write Parquet data files;
+ *   4. commit them as one lake snapshot stamped with the op id, under the
+ *      table's lake advisory lock (phase 'committed');
+ *   5. advance (T, S, lake_props) and mark the partitions tiered in one
+ *      transaction (phase 'published').
+ *
+ * Until step 5 commits, readers see the rows in the heap only; from then on
+ * in the lake only: each row is in exactly one place at every instant.
+ * A run that fails before its lake commit is undone (files deleted, seal
+ * removed, phase 'aborted'); one that fails after it is left for recovery,
+ * which finds the commit by its op id.
+ *
+ * The drop comes later and separately: a tiered partition is dropped when
+ * no unexpired read pin still reads the heap below its upper bound, after
+ * in-database readers have been waited out on the table's reader key.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <jansson.h>
+
+#include "daemon.h"
+#include "pg.h"
+#include "pgcopy.h"
+#include "pgtypes.h"
+#include "tiering.h"
+#include "tierlake/iceberg_metadata.h"
+#include "tierlake/iceberg_table.h"
+#include "tierlake/iceberg_writer.h"
+#include "tierlake/io.h"
+
+/* Rows per decoded batch: the writer's unit of work; memory is one batch plus one row group per file. */
+#define TIERING_BATCH_ROWS 65536
+
+/* How long the drop waits for a lock before leaving the partition to the next cycle. */
+#define DROP_LOCK_TIMEOUT "10s"
+
+/* One tiering run of one table. */
+typedef struct tier_run {
+	PGconn *c;
+	const tdb_catalog_table *t;
+	const char *label;
+	const tdb_heap_partition *parts; /* the run: consecutive partitions from T */
+	int nparts;
+	int64_t new_t;              /* the upper bound of the last one */
+	char op_id[37];
+	tl_ice_table *lake;
+	tdb_pg_column *cols;
+	int ncols;
+	tl_ice_writer *writer;
+	int64_t rows;
+	int64_t bytes;
+	int64_t snapshot_id;
+} tier_run;
+
+static void int_text(int64_t v, char out[24])
+{
+	snprintf(out, 24, "%" PRId64, v);
+}
+
+/* ------------------------------------------------------------ choosing partitions */
+
+/*
+ * The run: consecutive plain partitions starting exactly at T, each ending
+ * at or before the cutoff. Sets *first and returns how many.
+ */
+static int choose_run(const tdb_catalog_table *t, const tdb_heap_partition *parts, int n, int64_t cutoff, int *first)
+{
+	int count = 0;
+	int64_t next = t->cutline_t;
+	*first = 0;
+	for (int i = 0; i < n; i++) {
+		if (parts[i].hi <= t->cutline_t)
+			continue; /* tiered already, waiting for its drop */
+		if (count == 0)
+			*first = i;
+		if (parts[i].lo != next || parts[i].is_partitioned || parts[i].hi > cutoff)
+			break;
+		count++;
+		next = parts[i].hi;
+	}
+	return count;
+}
+
+/* ------------------------------------------------------------ lake checks */
+
+static int64_t lake_current_snapshot(const tl_ice_table *lake)
+{
+	const tl_ice_snapshot *s = tl_ice_metadata_current_snapshot(lake->metadata);
+	return s ? s->snapshot_id : TL_ICE_NO_SNAPSHOT;
+}
+
+/*
+ * The lake must still be at the published snapshot S: a newer snapshot
+ * means an operation committed without publishing, and building on it
+ * would publish that operation's rows unseen.
+ */
+static int check_lake_at_s(const tier_run *r, tl_error *err)
+{
+	int64_t published = r->t->has_snapshot ? r->t->snapshot_id : TL_ICE_NO_SNAPSHOT;
+	int64_t current = lake_current_snapshot(r->lake);
+	if (current == published)
+		return 0;
+	return tl_error_set(err, TL_ERR_CONFLICT,
+	                    "the lake table %s is at snapshot %" PRId64 " but the cut-line publishes %" PRId64
+	                    "; an interrupted operation must be recovered before tiering continues",
+	                    r->lake->location, current, published);
+}
+
+/* The heap columns must be the lake schema's fields, in order, with the same types. */
+static int check_columns(const tier_run *r, tl_error *err)
+{
+	const tl_ice_schema *schema = tl_ice_metadata_current_schema(r->lake->metadata);
+	if (schema->nfields != r->ncols)
+		return tl_error_set(err, TL_ERR_UNSUPPORTED,
+		                    "%s has %d columns but its lake table %s has %d; changing a tiered table's "
+		                    "columns is not supported yet",
+		                    r->label, r->ncols, r->lake->location, schema->nfields);
+	for (int i = 0; i < r->ncols; i++) {
+		const tl_ice_field *f = &schema->fields[i];
+		const tl_ice_type *a = &f->type, *b = &r->cols[i].ice_type;
+		if (strcmp(f->name, r->cols[i].name) != 0 || a->id != b->id || a->precision != b->precision ||
+		    a->scale != b->scale)
+			return tl_error_set(err, TL_ERR_UNSUPPORTED,
+			                    "column %d of %s (%s) does not match field %s of its lake table %s; "
+			                    "changing a tiered table's columns is not supported yet",
+			                    i + 1, r->label, r->cols[i].name, f->name, r->lake->location);
+	}
+	return 0;
+}
+
+/* ------------------------------------------------------------ journal and seal */
+
+static char *run_details(const tier_run *r)
+{
+	json_t *names = json_array();
+	for (int i = 0; i < r->nparts; i++)
+		json_array_append_new(names, json_string(r->parts[i].partition_id));
+	json_t *details = json_pack("{s:o, s:I, s:I}", "partitions", names, "tier_key_lo",
+	                            (json_int_t)r->parts[0].lo, "tier_key_hi", (json_int_t)r->new_t);
+	char *text = json_dumps(details, JSON_COMPACT);
+	json_decref(details);
+	return text;
+}
+
+/* Appends a CREATE OR REPLACE TRIGGER for the guard on partition p. */
+static void append_guard_trigger(const tdb_heap_partition *p, const char *name, const char *events, const char *level,
+                                 tl_buf *sql)
+{
+	tl_buf_printf(sql, "CREATE OR REPLACE TRIGGER %s BEFORE %s ON ", name, events);
+	tdb_pg_quote_qualified(p->schema, p->name, sql);
+	tl_buf_printf(sql, " FOR EACH %s EXECUTE FUNCTION tierdb.sealed_partition_guard()", level);
+}
+
+/*
+ * Seals one partition. The statement trigger catches statements naming the
+ * partition (and TRUNCATE); the row trigger catches rows routed to it
+ * through the parent, which fire only the parent's statement triggers.
+ */
+static int seal_partition(const tier_run *r, const tdb_heap_partition *p, tl_error *err)
+{
+	char id[24], lo[24], hi[24];
+	int_text(r->t->table_id, id);
+	int_text(p->lo, lo);
+	int_text(p->hi, hi);
+	const char *params[] = {id, p->partition_id, lo, hi};
+	if (tdb_pg_exec(r->c, "recording a partition as sealing",
+	                "INSERT INTO tierdb.partitions (table_id, partition_id, tier_key_lo, tier_key_hi, state)"
+	                " VALUES ($1, $2, $3, $4, 'sealing')"
+	                " ON CONFLICT (table_id, partition_id) DO UPDATE SET state = 'sealing',"
+	                " tier_key_lo = EXCLUDED.tier_key_lo, tier_key_hi = EXCLUDED.tier_key_hi, updated_at = now()",
+	                4, params, err) < 0)
+		return -1;
+	tl_buf sql;
+	tl_buf_init(&sql);
+	append_guard_trigger(p, "tierdb_sealed", "INSERT OR UPDATE OR DELETE OR TRUNCATE", "STATEMENT", &sql);
+	int rc = tdb_pg_exec(r->c, "sealing a partition", tdb_buf_cstr(&sql), 0, NULL, err);
+	tl_buf_reset(&sql);
+	append_guard_trigger(p, "tierdb_sealed_rows", "INSERT OR UPDATE OR DELETE", "ROW", &sql);
+	if (rc == 0)
+		rc = tdb_pg_exec(r->c, "sealing a partition", tdb_buf_cstr(&sql), 0, NULL, err);
+	tl_buf_free(&sql);
+	return rc;
+}
+
+/* Seals every partition of the run and moves the journal to 'writing', in one transaction. */
+static int seal_run(const tier_run *r, tl_error *err)
+{
+	if (tdb_pg_exec(r->c, "starting the seal", "BEGIN", 0, NULL, err) < 0)
+		return -1;
+	for (int i = 0; i < r->nparts; i++)
+		if (seal_partition(r, &r->parts[i], err) < 0)
+			return -1;
+	if (tdb_oplog_set_phase(r->c, r->op_id, "writing", NULL, err) < 0 ||
+	    tdb_pg_exec(r->c, "committing the seal", "COMMIT", 0, NULL, err) < 0)
+		return -1;
+	return 0;
+}
+
+/* Undoes the seal of a run that never reached the lake; the journal says 'aborted'. */
+static int unseal_run(const tier_run *r, tl_error *err)
+{
+	tdb_abort_transaction(r->c);
+	if (tdb_pg_exec(r->c, "starting to undo the seal", "BEGIN", 0, NULL, err) < 0)
+		return -1;
+	char id[24];
+	int_text(r->t->table_id, id);
+	for (int i = 0; i < r->nparts; i++) {
+		const tdb_heap_partition *p = &r->parts[i];
+		int rc = 0;
+		for (int k = 0; k < 2 && rc == 0; k++) {
+			tl_buf sql;
+			tl_buf_init(&sql);
+			tl_buf_printf(&sql, "DROP TRIGGER IF EXISTS %s ON ", k == 0 ? "tierdb_sealed" : "tierdb_sealed_rows");
+			tdb_pg_quote_qualified(p->schema, p->name, &sql);
+			rc = tdb_pg_exec(r->c, "removing a partition's seal", tdb_buf_cstr(&sql), 0, NULL, err);
+			tl_buf_free(&sql);
+		}
+		const char *params[] = {id, p->partition_id};
+		if (rc < 0 || tdb_pg_exec(r->c, "recording a partition as hot again",
+		                          "UPDATE tierdb.partitions SET state = 'hot', updated_at = now()"
+		                          " WHERE table_id = $1 AND partition_id = $2",
+		                          2, params, err) < 0)
+			return -1;
+	}
+	if (tdb_oplog_set_phase(r->c, r->op_id, "aborted", NULL, err) < 0 ||
+	    tdb_pg_exec(r->c, "committing the undone seal", "COMMIT", 0, NULL, err) < 0)
+		return -1;
+	return 0;
+}
+
+/*
+ * Gives up a run that never reached the lake: unseals it and says so. If
+ * even that fails, the journal keeps the run's phase for recovery.
+ */
+static void abandon_run(const tier_run *r)
+{
+	tl_error undo;
+	tl_error_clear(&undo);
+	if (unseal_run(r, &undo) < 0)
+		tdb_log(r->label, "tiering: undoing the seal of operation %s failed, recovery will: %s", r->op_id,
+		        undo.message);
+	else
+		tdb_log(r->label, "tiering: operation %s aborted before its lake commit; seal removed, retrying next cycle",
+		        r->op_id);
+}
+
+/* ------------------------------------------------------------ streaming */
+
+/* Hands the batch to the writer and empties it. */
+static int flush_batch(tier_run *r, tl_pq_batch *batch, tl_error *err)
+{
+	if (batch->nrows == 0)
+		return 0;
+	if (tl_ice_writer_write(r->writer, batch, err) < 0)
+		return -1;
+	batch->nrows = 0;
+	tl_arena_reset(&batch->arena);
+	return 0;
+}
+
+/* Stops a COPY that failed on our side: cancel it on the server and read to its end. */
+static void abandon_copy(PGconn *c)
+{
+	PGcancel *cancel = PQgetCancel(c);
+	if (cancel != NULL) {
+		char ignored[256];
+		PQcancel(cancel, ignored, sizeof(ignored));
+		PQfreeCancel(cancel);
+	}
+	char *buf;
+	while (PQgetCopyData(c, &buf, 0) > 0)
+		PQfreemem(buf);
+	PGresult *res;
+	while ((res = PQgetResult(c)) != NULL)
+		PQclear(res);
+}
+
+/* The COPY's final result must be success. */
+static int finish_copy(PGconn *c, const tdb_heap_partition *p, tl_error *err)
+{
+	int rc = 0;
+	PGresult *res;
+	while ((res = PQgetResult(c)) != NULL) {
+		if (PQresultStatus(res) != PGRES_COMMAND_OK && rc == 0)
+			rc = tl_error_set(err, TL_ERR_IO, "copying %s.%s out: %s", p->schema, p->name,
+			                  PQresultErrorMessage(res));
+		PQclear(res);
+	}
+	return rc;
+}
+
+/* Reads the CopyData messages of one partition into the writer. */
+static int stream_messages(tier_run *r, const tdb_heap_partition *p, tdb_copy_decoder *d, tl_pq_batch *batch,
+                           tdb_progress *progress, tl_error *err)
+{
+	for (;;) {
+		char *buf;
+		int len = PQgetCopyData(r->c, &buf, 0);
+		if (len == -1)
+			return 0;
+		if (len < 0)
+			return tl_error_set(err, TL_ERR_IO, "copying %s.%s out: %s", p->schema, p->name,
+			                    PQerrorMessage(r->c));
+		int rows = tdb_copy_decoder_feed(d, buf, (size_t)len, batch, err);
+		PQfreemem(buf);
+		if (rows < 0) {
+			tl_error_prefix(err, "copying %s.%s out", p->schema, p->name);
+			return -1;
+		}
+		tdb_progress_add(progress, rows, len);
+		if (batch->nrows >= batch->capacity && flush_batch(r, batch, err) < 0)
+			return -1;
+	}
+}
+
+/* Streams one partition with binary COPY (inside the run's snapshot). */
+static int copy_partition(tier_run *r, const tdb_heap_partition *p, tl_pq_batch *batch, tl_error *err)
+{
+	tl_buf sql;
+	tl_buf_init(&sql);
+	tl_buf_append_str(&sql, "COPY (SELECT ");
+	tdb_pg_copy_select_list(r->cols, r->ncols, &sql);
+	tl_buf_append_str(&sql, " FROM ONLY ");
+	tdb_pg_quote_qualified(p->schema, p->name, &sql);
+	tl_buf_append_str(&sql, ") TO STDOUT (FORMAT binary)");
+	PGresult *res = PQexec(r->c, tdb_buf_cstr(&sql));
+	tl_buf_free(&sql);
+	if (PQresultStatus(res) != PGRES_COPY_OUT) {
+		tl_error_set(err, TL_ERR_IO, "copying %s.%s out: %s", p->schema, p->name, PQresultErrorMessage(res));
+		PQclear(res);
+		return -1;
+	}
+	PQclear(res);
+
+	tdb_copy_decoder *d = tdb_copy_decoder_new(r->cols, r->ncols, err);
+	if (d == NULL) {
+		abandon_copy(r->c);
+		return -1;
+	}
+	char what[200];
+	snprintf(what, sizeof(what), "tiering: copying %s", p->name);
+	tdb_progress progress;
+	tdb_progress_start(&progress, r->label, what);
+	int rc = stream_messages(r, p, d, batch, &progress, err);
+	if (rc < 0)
+		abandon_copy(r->c);
+	else
+		rc = finish_copy(r->c, p, err);
+	if (rc == 0 && tdb_copy_decoder_finish(d, err) < 0) {
+		tl_error_prefix(err, "copying %s.%s out", p->schema, p->name);
+		rc = -1;
+	}
+	tdb_copy_decoder_free(d);
+	if (rc == 0) {
+		tdb_progress_done(&progress, "copied");
+		r->rows += progress.rows;
+		r->bytes += progress.bytes;
+	}
+	return rc;
+}
+
+/* Writes every partition of the run into data files, all read in one snapshot. */
+static int write_run(tier_run *r, tl_error *err)
+{
+	r->writer = tl_ice_writer_open_data(r->lake, NULL, err);
+	if (r->writer == NULL)
+		return -1;
+	tl_pq_batch *batch = tl_pq_batch_new(tl_ice_writer_schema(r->writer), TIERING_BATCH_ROWS);
+	int rc = tdb_pg_exec(r->c, "starting the copy snapshot", "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", 0,
+	                     NULL, err);
+	for (int i = 0; rc == 0 && i < r->nparts; i++) {
+		if (tdb_daemon_stopping())
+			rc = tl_error_set(err, TL_ERR_INVALID, "stopped on request before %s was copied", r->parts[i].name);
+		else
+			rc = copy_partition(r, &r->parts[i], batch, err);
+	}
+	if (rc == 0)
+		rc = flush_batch(r, batch, err);
+	if (rc == 0)
+		rc = tdb_pg_exec(r->c, "ending the copy snapshot", "COMMIT", 0, NULL, err);
+	tl_pq_batch_free(batch);
+	if (rc == 0)
+		rc = tl_ice_writer_close(r->writer, err);
+	return rc;
+}
+
+/* ------------------------------------------------------------ lake commit */
+
+static int lake_lock(const tier_run *r, const char *fn, tl_error *err)
+{
+	char id[24];
+	int_text(r->t->table_id, id);
+	const char *params[] = {id};
+	char sql[160];
+	snprintf(sql, sizeof(sql), "SELECT %s(hashtextextended('tierdb_lake_' || $1::text, 0))", fn);
+	PGresult *res = tdb_pg_query(r->c, "taking the table's lake lock", sql, 1, params, err);
+	if (res == NULL)
+		return -1;
+	PQclear(res);
+	return 0;
+}
+
+/* The id of a snapshot of the table stamped with op_id, or TL_ICE_NO_SNAPSHOT. */
+static int64_t snapshot_of_op(const tl_ice_table *lake, const char *op_id)
+{
+	for (int i = 0; i < lake->metadata->nsnapshots; i++) {
+		const char *stamped = tl_ice_snapshot_summary(&lake->metadata->snapshots[i], "tierdb.op-id");
+		if (stamped != NULL && strcmp(stamped, op_id) == 0)
+			return lake->metadata->snapshots[i].snapshot_id;
+	}
+	return TL_ICE_NO_SNAPSHOT;
+}
+
+/*
+ * Commits the written files as one snapshot stamped with the op id. After
+ * a failure the table is reread: a commit that landed despite the error
+ * (its metadata file was written) is found by its op id. Returns 0
+ * committed, -1 with *landed false when nothing reached the lake.
+ */
+static int commit_run(tier_run *r, bool *landed, tl_error *err)
+{
+	*landed = false;
+	if (tl_ice_table_refresh(r->lake, err) < 0 || check_lake_at_s(r, err) < 0)
+		return -1;
+	tl_ice_commit *commit = tl_ice_commit_begin(r->lake, TL_ICE_OP_APPEND, err);
+	if (commit == NULL)
+		return -1;
+	int rc = 0;
+	for (int i = 0; rc == 0 && i < tl_ice_writer_nfiles(r->writer); i++)
+		rc = tl_ice_commit_add_file(commit, tl_ice_writer_file(r->writer, i), err);
+	tl_ice_commit_set_summary(commit, "tierdb.op-id", r->op_id);
+	if (rc == 0)
+		rc = tl_ice_commit_finish(commit, &r->snapshot_id, err);
+	tl_ice_commit_free(commit);
+	if (rc == 0) {
+		*landed = true;
+		return 0;
+	}
+	tl_error reread;
+	tl_error_clear(&reread);
+	if (tl_ice_table_refresh(r->lake, &reread) < 0) {
+		*landed = true; /* unknown: leave it to recovery rather than undo a commit that may exist */
+		return -1;
+	}
+	int64_t found = snapshot_of_op(r->lake, r->op_id);
+	if (found != TL_ICE_NO_SNAPSHOT) {
+		r->snapshot_id = found;
+		*landed = true;
+		return 0;
+	}
+	return -1;
+}
+
+/* Deletes the closed writer's files after a commit that did not land (they would be orphans). */
+static void remove_written_files(const tier_run *r)
+{
+	for (int i = 0; i < tl_ice_writer_nfiles(r->writer); i++) {
+		tl_error ignored;
+		tl_error_clear(&ignored);
+		char *path = tl_local_path(tl_ice_writer_file(r->writer, i)->file_path, &ignored);
+		if (path != NULL && unlink(path) != 0)
+			tdb_log(r->label, "tiering: could not remove the unused data file %s: %s", path, strerror(errno));
+		free(path);
+	}
+}
+
+/* The metadata file as the cut-line names it: <location>/metadata/<file>. */
+static char *metadata_location(const tl_ice_table *lake)
+{
+	const char *slash = strrchr(lake->metadata_file, '/');
+	tl_buf b;
+	tl_buf_init(&b);
+	tl_buf_printf(&b, "%s/metadata/%s", lake->location, slash ? slash + 1 : lake->metadata_file);
+	return tl_strdup(tdb_buf_cstr(&b));
+}
+
+/* Advances (T, S, lake_props), marks the partitions tiered and the journal published: one transaction. */
+static int publish_run(tier_run *r, tl_error *err)
+{
+	char id[24], new_t[24], snap[24], old_t[24], old_s[24];
+	int_text(r->t->table_id, id);
+	int_text(r->new_t, new_t);
+	int_text(r->snapshot_id, snap);
+	int_text(r->t->cutline_t, old_t);
+	int_text(r->t->snapshot_id, old_s);
+	char *location = metadata_location(r->lake);
+	const char *params[] = {id, new_t, snap, location, old_t, r->t->has_snapshot ? old_s : NULL};
+	if (tdb_pg_exec(r->c, "starting to publish", "BEGIN", 0, NULL, err) < 0) {
+		free(location);
+		return -1;
+	}
+	/* The guard on the old (T, S) refuses to publish over anyone else's advance. */
+	PGresult *res = tdb_pg_query(r->c, "advancing the cut-line",
+	                             "UPDATE tierdb.cutline SET tier_key_hi = $2, lake_snapshot_id = $3,"
+	                             " lake_props = lake_props || jsonb_build_object('metadata_location', $4::text,"
+	                             " 'snapshot_id', $3::bigint), updated_at = now()"
+	                             " WHERE table_id = $1 AND tier_key_hi = $5::bigint"
+	                             " AND lake_snapshot_id IS NOT DISTINCT FROM $6::bigint RETURNING table_id",
+	                             6, params, err);
+	free(location);
+	if (res == NULL)
+		return -1;
+	int updated = PQntuples(res);
+	PQclear(res);
+	if (updated != 1)
+		return tl_error_set(err, TL_ERR_CONFLICT,
+		                    "the cut-line of %s moved while tiering (expected T %s); operation %s is committed "
+		                    "to the lake as snapshot %s and awaits recovery",
+		                    r->label, old_t, r->op_id, snap);
+	for (int i = 0; i < r->nparts; i++) {
+		const char *pparams[] = {id, r->parts[i].partition_id};
+		if (tdb_pg_exec(r->c, "recording a partition as tiered",
+		                "UPDATE tierdb.partitions SET state = 'tiered', updated_at = now()"
+		                " WHERE table_id = $1 AND partition_id = $2",
+		                2, pparams, err) < 0)
+			return -1;
+	}
+	if (tdb_oplog_set_phase(r->c, r->op_id, "published", NULL, err) < 0 ||
+	    tdb_pg_exec(r->c, "committing the new cut-line", "COMMIT", 0, NULL, err) < 0)
+		return -1;
+	return 0;
+}
+
+/* Steps 4 and 5 under the lake lock. */
+static int commit_and_publish(tier_run *r, tl_error *err)
+{
+	if (lake_lock(r, "pg_advisory_lock", err) < 0)
+		return -1;
+	bool landed;
+	int rc = commit_run(r, &landed, err);
+	if (rc < 0 && !landed) {
+		remove_written_files(r);
+		abandon_run(r);
+	}
+	if (rc == 0)
+		rc = tdb_oplog_set_phase(r->c, r->op_id, "committed", &r->snapshot_id, err);
+	if (rc == 0)
+		rc = publish_run(r, err);
+	if (rc < 0)
+		tdb_abort_transaction(r->c);
+	tl_error ignored;
+	tl_error_clear(&ignored);
+	lake_lock(r, "pg_advisory_unlock", &ignored);
+	return rc;
+}
+
+/* ------------------------------------------------------------ a run */
+
+static int run_tiering(tier_run *r, tl_error *err)
+{
+	r->lake = tl_ice_table_open(r->t->lake_table_ref, err);
+	if (r->lake == NULL)
+		return -1;
+	if (check_lake_at_s(r, err) < 0 ||
+	    tdb_pg_table_columns(r->c, (uint32_t)r->t->table_id, &r->cols, &r->ncols, err) < 0 ||
+	    check_columns(r, err) < 0)
+		return -1;
+
+	char *details = run_details(r);
+	int rc = tdb_oplog_begin(r->c, r->t->table_id, "tiering", "sealing", details, r->op_id, err);
+	free(details);
+	if (rc < 0)
+		return -1;
+	if (seal_run(r, err) < 0) {
+		tdb_abort_transaction(r->c);
+		abandon_run(r);
+		return -1;
+	}
+	tdb_log(r->label, "tiering: operation %s sealed %d partition%s [%" PRId64 ", %" PRId64 ")", r->op_id,
+	        r->nparts, r->nparts == 1 ? "" : "s", r->parts[0].lo, r->new_t);
+
+	if (write_run(r, err) < 0) {
+		tdb_abort_transaction(r->c);
+		tl_ice_writer_free(r->writer); /* deletes the files of an unclosed writer */
+		r->writer = NULL;
+		abandon_run(r);
+		return -1;
+	}
+	if (commit_and_publish(r, err) < 0)
+		return -1;
+	int nfiles = tl_ice_writer_nfiles(r->writer);
+	int64_t lake_bytes = 0;
+	for (int i = 0; i < nfiles; i++)
+		lake_bytes += tl_ice_writer_file(r->writer, i)->file_size_in_bytes;
+	tdb_log(r->label,
+	        "tiering: operation %s moved %" PRId64 " rows (%.1f MB of COPY data) into %d Parquet file%s "
+	        "(%.1f MB) as snapshot %" PRId64 "; T %" PRId64 " -> %" PRId64,
+	        r->op_id, r->rows, (double)r->bytes / 1e6, nfiles, nfiles == 1 ? "" : "s", (double)lake_bytes / 1e6,
+	        r->snapshot_id, r->t->cutline_t, r->new_t);
+	return 0;
+}
+
+/* The cutoff max(tier_key) - lag; false when nothing can lie behind it. */
+static int tiering_cutoff(PGconn *c, const tdb_catalog_table *t, const char *lag_text, bool *any, int64_t *cutoff,
+                          tl_error *err)
+{
+	int64_t lag, max_key;
+	*any = false;
+	if (tdb_key_parse_lag(t->tier_key_type, lag_text, "TIERDB_TIERING_LAG", &lag, err) < 0 ||
+	    tdb_heap_max_key(c, t, any, &max_key, err) < 0)
+		return -1;
+	if (*any && __builtin_sub_overflow(max_key, lag, cutoff))
+		*any = false;
+	return 0;
+}
+
+int tdb_tier(PGconn *c, const tdb_catalog_table *t, const char *lag, tl_error *err)
+{
+	const char *label = tdb_table_label(t);
+	char *op_id = NULL, *phase = NULL;
+	int unfinished = tdb_oplog_unfinished(c, t->table_id, &op_id, &phase, err);
+	if (unfinished < 0)
+		return -1;
+	if (unfinished > 0) {
+		tl_error_set(err, TL_ERR_CONFLICT,
+		             "operation %s stopped in phase '%s'; tiering waits until it is recovered", op_id, phase);
+		free(op_id);
+		free(phase);
+		return -1;
+	}
+	bool any;
+	int64_t cutoff;
+	if (tiering_cutoff(c, t, lag, &any, &cutoff, err) < 0)
+		return -1;
+	if (!any) {
+		tdb_log(label, "tiering: the heap is empty; nothing to move");
+		return 0;
+	}
+	tdb_heap_partition *parts;
+	int n, first;
+	if (tdb_range_partitions(c, t, &parts, &n, err) < 0)
+		return -1;
+	int count = choose_run(t, parts, n, cutoff, &first);
+	if (count == 0) {
+		tdb_log(label, "tiering: no whole partition from T %" PRId64 " lies behind the cutoff %" PRId64,
+		        t->cutline_t, cutoff);
+		tdb_heap_partitions_free(parts, n);
+		return 0;
+	}
+	tier_run r;
+	memset(&r, 0, sizeof(r));
+	r.c = c;
+	r.t = t;
+	r.label = label;
+	r.parts = &parts[first];
+	r.nparts = count;
+	r.new_t = parts[first + count - 1].hi;
+	int rc = run_tiering(&r, err);
+	if (rc < 0 && r.op_id[0] != '\0')
+		tl_error_prefix(err, "operation %s", r.op_id);
+	tl_ice_writer_free(r.writer);
+	tl_ice_table_free(r.lake);
+	tdb_pg_columns_free(r.cols, r.ncols);
+	tdb_heap_partitions_free(parts, n);
+	return rc;
+}
+
+/* ------------------------------------------------------------ dropping */
+
+/* Unexpired read pins that still read the heap below `hi`. */
+static int pins_below(PGconn *c, const tdb_catalog_table *t, int64_t hi, int64_t *count, tl_error *err)
+{
+	char id[24], bound[24];
+	int_text(t->table_id, id);
+	int_text(hi, bound);
+	const char *params[] = {id, bound};
+	PGresult *res = tdb_pg_query(c, "reading the table's read pins",
+	                             "SELECT count(*) FROM tierdb.read_pins WHERE table_id = $1 AND expires_at > now()"
+	                             " AND (pinned_tier_key_hi IS NULL OR pinned_tier_key_hi < $2::bigint)",
+	                             2, params, err);
+	if (res == NULL)
+		return -1;
+	*count = strtoll(PQgetvalue(res, 0, 0), NULL, 10);
+	PQclear(res);
+	return 0;
+}
+
+/*
+ * Waits out in-database readers: they hold the table's reader key shared
+ * for their transaction while they read with the old cut-line; taking it
+ * exclusively (briefly, then releasing it) waits until every such reader
+ * has finished.
+ */
+static int wait_out_readers(PGconn *c, const tdb_catalog_table *t, tl_error *err)
+{
+	char id[24];
+	int_text(t->table_id, id);
+	const char *params[] = {id};
+	int rc = tdb_pg_exec(c, "waiting out readers", "BEGIN", 0, NULL, err);
+	if (rc == 0)
+		rc = tdb_pg_exec(c, "waiting out readers", "SET LOCAL lock_timeout = '" DROP_LOCK_TIMEOUT "'", 0, NULL, err);
+	if (rc == 0)
+		rc = tdb_pg_exec(c, "waiting out in-database readers",
+		                 "SELECT pg_advisory_xact_lock(hashtextextended('tierdb_reader_' || $1::text, 0))", 1,
+		                 params, err);
+	if (rc == 0)
+		rc = tdb_pg_exec(c, "waiting out readers", "COMMIT", 0, NULL, err);
+	if (rc < 0)
+		tdb_abort_transaction(c);
+	return rc;
+}
+
+static int drop_partition(PGconn *c, const tdb_catalog_table *t, const tdb_heap_partition *p, tl_error *err)
+{
+	char id[24];
+	int_text(t->table_id, id);
+	const char *params[] = {id, p->partition_id};
+	tl_buf sql;
+	tl_buf_init(&sql);
+	tl_buf_append_str(&sql, "DROP TABLE ");
+	tdb_pg_quote_qualified(p->schema, p->name, &sql);
+	int rc = tdb_pg_exec(c, "starting a drop", "BEGIN", 0, NULL, err);
+	if (rc == 0)
+		rc = tdb_pg_exec(c, "starting a drop", "SET LOCAL lock_timeout = '" DROP_LOCK_TIMEOUT "'", 0, NULL, err);
+	if (rc == 0)
+		rc = tdb_pg_exec(c, "dropping a tiered partition", tdb_buf_cstr(&sql), 0, NULL, err);
+	if (rc == 0)
+		rc = tdb_pg_exec(c, "recording a partition as dropped",
+		                 "UPDATE tierdb.partitions SET state = 'dropped', updated_at = now()"
+		                 " WHERE table_id = $1 AND partition_id = $2",
+		                 2, params, err);
+	if (rc == 0)
+		rc = tdb_pg_exec(c, "committing a drop", "COMMIT", 0, NULL, err);
+	if (rc < 0)
+		tdb_abort_transaction(c);
+	tl_buf_free(&sql);
+	return rc;
+}
+
+/* The attached partitions the catalog records as tiered, below T. */
+static int tiered_partitions(PGconn *c, const tdb_catalog_table *t, tdb_heap_partition **out, int *n, tl_error *err)
+{
+	tdb_heap_partition *parts;
+	int nparts;
+	if (tdb_range_partitions(c, t, &parts, &nparts, err) < 0)
+		return -1;
+	char id[24];
+	int_text(t->table_id, id);
+	const char *params[] = {id};
+	PGresult *res = tdb_pg_query(c, "reading the tiered partitions",
+	                             "SELECT partition_id FROM tierdb.partitions WHERE table_id = $1 AND state = 'tiered'",
+	                             1, params, err);
+	if (res == NULL) {
+		tdb_heap_partitions_free(parts, nparts);
+		return -1;
+	}
+	int kept = 0;
+	for (int i = 0; i < nparts; i++) {
+		bool tiered = false;
+		for (int j = 0; j < PQntuples(res) && !tiered; j++)
+			tiered = strcmp(PQgetvalue(res, j, 0), parts[i].partition_id) == 0;
+		/* Only rows below T may go: T covers every tiered partition once published. */
+		if (tiered && parts[i].hi <= t->cutline_t) {
+			parts[kept++] = parts[i];
+		} else {
+			tdb_heap_partition gone = parts[i];
+			free(gone.partition_id);
+			free(gone.schema);
+			free(gone.name);
+			free(gone.bound);
+		}
+	}
+	PQclear(res);
+	*out = parts;
+	*n = kept;
+	return 0;
+}
+
+int tdb_drop_tiered(PGconn *c, const tdb_catalog_table *t, tl_error *err)
+{
+	const char *label = tdb_table_label(t);
+	tdb_heap_partition *parts;
+	int n;
+	if (tiered_partitions(c, t, &parts, &n, err) < 0)
+		return -1;
+	int rc = 0;
+	bool waited = false;
+	for (int i = 0; rc == 0 && i < n && !tdb_daemon_stopping(); i++) {
+		int64_t pins;
+		rc = pins_below(c, t, parts[i].hi, &pins, err);
+		if (rc < 0)
+			break;
+		if (pins > 0) {
+			tdb_log(label,
+			        "drop: keeping %s for %" PRId64 " unexpired read pin%s below %" PRId64 "; retrying next cycle",
+			        parts[i].name, pins, pins == 1 ? "" : "s", parts[i].hi);
+			continue;
+		}
+		if (!waited) {
+			rc = wait_out_readers(c, t, err);
+			waited = true;
+		}
+		if (rc == 0)
+			rc = drop_partition(c, t, &parts[i], err);
+		if (rc == 0)
+			tdb_log(label, "drop: dropped tiered partition %s [%" PRId64 ", %" PRId64 ")", parts[i].name,
+			        parts[i].lo, parts[i].hi);
+	}
+	if (rc == 0)
+		rc = tdb_oplog_finish_drops(c, t->table_id, err);
+	tdb_heap_partitions_free(parts, n);
+	return rc;
+}
