@@ -127,7 +127,7 @@ test-interop: $(TIERDB) $(TOOLS)
 test-e2e: $(TIERDB) $(TOOLS)
 	$(PYTHON) -m pytest -q tests/e2e
 
-bench: deps $(BENCHES) $(TIERDB)
+bench: deps $(BENCHES) $(TIERDB) install-extension
 	@scripts/run-benchmarks.sh $(BENCHES)
 
 demo:

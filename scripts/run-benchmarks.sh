@@ -9,7 +9,10 @@
 # peak RSS is its own, checks that both files hold the same rows, and prints
 # the comparison table. For iceberg_plan it plans scans of a table of 1,000
 # snapshots and 10,000 data files with our planner and with pyiceberg
-# (bench/iceberg_plan_peer.py) and prints both times and the ratio. See
+# (bench/iceberg_plan_peer.py) and prints both times and the ratio. For
+# build/tierdb (run after the others when it sits beside build/bench, as in
+# `make bench`) it tiers BENCH_ROWS event rows with `tierdb run --once` and
+# with a psycopg + pyiceberg script (bench/tiering_peer.py). See
 # bench/README.md for how to read them.
 #
 # Environment:
@@ -83,11 +86,18 @@ run_iceberg_plan() {
   "$python" "$top/bench/iceberg_plan_peer.py" "$work/iceberg-plan" --bin "$bench" --repeat "$repeat"
 }
 
+run_tiering() {
+  # A private Postgres cluster in $work/tiering; one run (each side moves the rows once).
+  echo "run-benchmarks: tiering: $rows rows"
+  BENCH_ROWS=$rows "$python" "$top/bench/tiering_peer.py" --bin "$1" --dir "$work"
+}
+
 for bench in "$@"; do
   name=$(basename "$bench")
   case $name in
     parquet_bench) run_parquet "$bench" ;;
     iceberg_plan) run_iceberg_plan "$bench" ;;
+    tierdb) run_tiering "$bench"; tiered=1 ;;
     *)
       # A benchmark without a runner here prints its own comparison.
       echo "run-benchmarks: $name"
@@ -95,3 +105,8 @@ for bench in "$@"; do
       ;;
   esac
 done
+# `make bench` passes build/bench/*; the tiering benchmark drives build/tierdb beside them.
+tierdb_bin=$(dirname "$(dirname "$1")")/tierdb
+if [ -z "${tiered:-}" ] && [ "$(basename "$(dirname "$1")")" = bench ] && [ -x "$tierdb_bin" ]; then
+  run_tiering "$tierdb_bin"
+fi
