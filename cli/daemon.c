@@ -18,8 +18,11 @@
 
 #include "catalog.h"
 #include "daemon.h"
+#include "fault.h"
+#include "fold.h"
 #include "pg.h"
 #include "pgtypes.h"
+#include "recovery.h"
 #include "tiering.h"
 
 /* ------------------------------------------------------------ settings */
@@ -45,7 +48,8 @@ static int env_int(const char *name, int64_t dflt, int64_t min, int64_t max, int
 int tdb_daemon_config_from_env(tdb_daemon_config *cfg, tl_error *err)
 {
 	if (env_int("TIERDB_CYCLE_INTERVAL_SECONDS", 10, 1, 86400, &cfg->interval_seconds, err) < 0 ||
-	    env_int("TIERDB_PREMAKE_PARTITIONS", 2, 0, 1000, &cfg->premake_partitions, err) < 0)
+	    env_int("TIERDB_PREMAKE_PARTITIONS", 2, 0, 1000, &cfg->premake_partitions, err) < 0 ||
+	    tdb_fault_check_env(err) < 0)
 		return -1;
 	const char *lag = getenv("TIERDB_TIERING_LAG");
 	cfg->tiering_lag = (lag != NULL && *lag != '\0') ? lag : "0";
@@ -235,6 +239,11 @@ static int step_premake(PGconn *c, const tdb_catalog_table *t, const tdb_daemon_
 	return tdb_premake(c, t, cfg->premake_partitions, err);
 }
 
+static int step_recover(PGconn *c, const tdb_catalog_table *t, const tdb_daemon_config *cfg, tl_error *err)
+{
+	return tdb_recover_tiering(c, t, err) < 0 ? -1 : 0;
+}
+
 static int step_tier(PGconn *c, const tdb_catalog_table *t, const tdb_daemon_config *cfg, tl_error *err)
 {
 	return tdb_tier(c, t, cfg->tiering_lag, err);
@@ -245,12 +254,19 @@ static int step_drop(PGconn *c, const tdb_catalog_table *t, const tdb_daemon_con
 	return tdb_drop_tiered(c, t, err);
 }
 
+static int step_fold(PGconn *c, const tdb_catalog_table *t, const tdb_daemon_config *cfg, tl_error *err)
+{
+	return tdb_fold(c, t, err);
+}
+
 static const struct {
 	const char *name;
 	table_step run;
 } steps[] = {
 	{"premake", step_premake},
+	{"recovery", step_recover},
 	{"tiering", step_tier},
+	{"fold", step_fold},
 	{"drop", step_drop},
 };
 

@@ -38,9 +38,11 @@
 #include <jansson.h>
 
 #include "daemon.h"
+#include "fault.h"
 #include "pg.h"
 #include "pgcopy.h"
 #include "pgtypes.h"
+#include "recovery.h"
 #include "tiering.h"
 #include "tierlake/iceberg_metadata.h"
 #include "tierlake/iceberg_table.h"
@@ -272,6 +274,7 @@ static int flush_batch(tier_run *r, tl_pq_batch *batch, tl_error *err)
 		return 0;
 	if (tl_ice_writer_write(r->writer, batch, err) < 0)
 		return -1;
+	tdb_fault("tiering-mid-copy");
 	batch->nrows = 0;
 	tl_arena_reset(&batch->arena);
 	return 0;
@@ -552,7 +555,11 @@ static int commit_and_publish(tier_run *r, tl_error *err)
 		abandon_run(r);
 	}
 	if (rc == 0)
+		tdb_fault("tiering-after-commit");
+	if (rc == 0)
 		rc = tdb_oplog_set_phase(r->c, r->op_id, "committed", &r->snapshot_id, err);
+	if (rc == 0)
+		tdb_fault("tiering-after-commit-recorded");
 	if (rc == 0)
 		rc = publish_run(r, err);
 	if (rc < 0)
@@ -580,6 +587,7 @@ static int run_tiering(tier_run *r, tl_error *err)
 	free(details);
 	if (rc < 0)
 		return -1;
+	tdb_fault("tiering-before-seal");
 	if (seal_run(r, err) < 0) {
 		tdb_abort_transaction(r->c);
 		abandon_run(r);
@@ -587,6 +595,7 @@ static int run_tiering(tier_run *r, tl_error *err)
 	}
 	tdb_log(r->label, "tiering: operation %s sealed %d partition%s [%" PRId64 ", %" PRId64 ")", r->op_id,
 	        r->nparts, r->nparts == 1 ? "" : "s", r->parts[0].lo, r->new_t);
+	tdb_fault("tiering-after-seal");
 
 	if (write_run(r, err) < 0) {
 		tdb_abort_transaction(r->c);
@@ -595,8 +604,16 @@ static int run_tiering(tier_run *r, tl_error *err)
 		abandon_run(r);
 		return -1;
 	}
+	/* Journaled before the commit, so a rollback after a crash knows which files to delete. */
+	if (tdb_oplog_record_files(r->c, r->op_id, r->writer, err) < 0) {
+		remove_written_files(r);
+		abandon_run(r);
+		return -1;
+	}
+	tdb_fault("tiering-before-commit");
 	if (commit_and_publish(r, err) < 0)
 		return -1;
+	tdb_fault("tiering-after-publish");
 	int nfiles = tl_ice_writer_nfiles(r->writer);
 	int64_t lake_bytes = 0;
 	for (int i = 0; i < nfiles; i++)
@@ -626,17 +643,10 @@ static int tiering_cutoff(PGconn *c, const tdb_catalog_table *t, const char *lag
 int tdb_tier(PGconn *c, const tdb_catalog_table *t, const char *lag, tl_error *err)
 {
 	const char *label = tdb_table_label(t);
-	char *op_id = NULL, *phase = NULL;
-	int unfinished = tdb_oplog_unfinished(c, t->table_id, &op_id, &phase, err);
-	if (unfinished < 0)
-		return -1;
-	if (unfinished > 0) {
-		tl_error_set(err, TL_ERR_CONFLICT,
-		             "operation %s stopped in phase '%s'; tiering waits until it is recovered", op_id, phase);
-		free(op_id);
-		free(phase);
-		return -1;
-	}
+	/* An interrupted run holds sealed partitions; settle it first (recovery.h). */
+	int recovered = tdb_recover_tiering(c, t, err);
+	if (recovered != 0)
+		return recovered < 0 ? -1 : 0; /* `t` predates the recovery: tier next cycle */
 	bool any;
 	int64_t cutoff;
 	if (tiering_cutoff(c, t, lag, &any, &cutoff, err) < 0)
@@ -814,6 +824,8 @@ int tdb_drop_tiered(PGconn *c, const tdb_catalog_table *t, tl_error *err)
 		if (rc == 0)
 			tdb_log(label, "drop: dropped tiered partition %s [%" PRId64 ", %" PRId64 ")", parts[i].name,
 			        parts[i].lo, parts[i].hi);
+		if (rc == 0 && i + 1 < n)
+			tdb_fault("tiering-mid-drop");
 	}
 	if (rc == 0)
 		rc = tdb_oplog_finish_drops(c, t->table_id, err);

@@ -1,0 +1,71 @@
+/*
+ * fault.h: named fault points, so tests can kill the daemon at every
+ * journal phase boundary and prove that nothing is lost or duplicated
+ * (ARCHITECTURE decision 7).
+ *
+ * TIERDB_FAULT=<point> makes the daemon kill itself with SIGKILL the first
+ * time it reaches that point: no cleanup, no atexit handlers, no flushing,
+ * no ROLLBACK sent to the server, exactly like `kill -9` from outside. An
+ * unset or empty TIERDB_FAULT disables every point; an unknown name is
+ * refused when the daemon starts (tdb_fault_check_env), listing the known
+ * ones, so a typo in a test cannot silently test nothing.
+ *
+ * The points of a tiering run (tiering.c), in the order a run passes them,
+ * with the state a crash there leaves and what recovery (recovery.c) does:
+ *
+ *   tiering-before-seal       the operation is journaled (phase 'sealing')
+ *                             but its partitions are not sealed. Rolled back.
+ *   tiering-after-seal        the seal committed (partitions 'sealing', both
+ *                             seal triggers installed, op phase 'writing'),
+ *                             nothing written yet. Rolled back.
+ *   tiering-mid-copy          the first batch of rows was handed to the lake
+ *                             writer; data files are half written and not
+ *                             yet recorded in the journal. Rolled back (the
+ *                             unrecorded partial files stay as orphans for
+ *                             lake maintenance to remove).
+ *   tiering-before-commit     every data file written and recorded in
+ *                             op_log.details "files"; no lake commit. Rolled
+ *                             back, the recorded files deleted.
+ *   tiering-after-commit      the lake snapshot stamped with the op id
+ *                             landed, the journal still says 'writing', the
+ *                             cut-line is not published. Adopted.
+ *   tiering-after-commit-recorded
+ *                             as above with the journal at 'committed'.
+ *                             Adopted.
+ *   tiering-after-publish     (T, S, lake_props) advanced and the
+ *                             partitions 'tiered' (phase 'published'); no
+ *                             heap partition dropped. The drop step finishes.
+ *   tiering-mid-drop          the first of several tiered partitions
+ *                             dropped. The drop step finishes.
+ *
+ * The points of a fold (fold.c), settled by the fold step itself:
+ *
+ *   fold-before-commit        equality-delete and data files written and
+ *                             recorded in op_log.details "files"; no lake
+ *                             commit. Rolled back, the recorded files deleted.
+ *   fold-after-commit         the snapshot stamped with the op id landed, the
+ *                             journal still says 'writing', S not published.
+ *                             Adopted.
+ *   fold-after-commit-recorded
+ *                             as above with the journal at 'committed'.
+ *                             Adopted.
+ */
+#ifndef TIERDB_FAULT_H
+#define TIERDB_FAULT_H
+
+#include "tierlake/error.h"
+
+/*
+ * Checks TIERDB_FAULT: 0 when unset, empty or a known point; -1 with err
+ * naming the known points otherwise. The daemon calls it at startup.
+ */
+int tdb_fault_check_env(tl_error *err);
+
+/*
+ * Kills the process with SIGKILL if TIERDB_FAULT names `point` (a name
+ * listed above; anything else is a programming error and aborts). Logs
+ * one line first, so a test's stderr shows where the daemon died.
+ */
+void tdb_fault(const char *point);
+
+#endif
