@@ -994,3 +994,61 @@ TEST(iceberg_writer_equality_deletes)
 	CHECK_OK(rc, &err);
 	CHECK(ok);
 }
+
+TEST(iceberg_writer_deletes_with_extra_columns)
+{
+	tl_error err;
+	tl_error_clear(&err);
+	char dir[64];
+	tl_ice_table *t = new_table(DAY_SPEC, dir, &err);
+	CHECK_OK(t == NULL ? -1 : 0, &err);
+	static const int32_t id_ts[] = {1, 2}, ts_only[] = {2}, id_only[] = {1}, unknown[] = {1, 99}, id_twice[] = {1, 1};
+	/* The key must be among the columns; the partition source must be too; columns are fields, once each. */
+	tl_ice_writer *w = tl_ice_writer_open_deletes(t, ts_only, 1, id_only, 1, NULL, &err);
+	bool ok = w == NULL && err.code == TL_ERR_INVALID && strstr(err.message, "id 1 ") != NULL;
+	tl_error_clear(&err);
+	ok = ok && tl_ice_writer_open_deletes(t, id_only, 1, id_only, 1, NULL, &err) == NULL &&
+	     err.code == TL_ERR_INVALID && strstr(err.message, "\"ts\"") != NULL;
+	tl_error_clear(&err);
+	ok = ok && tl_ice_writer_open_deletes(t, unknown, 2, id_only, 1, NULL, &err) == NULL && err.code == TL_ERR_INVALID;
+	tl_error_clear(&err);
+	ok = ok && tl_ice_writer_open_deletes(t, id_twice, 2, id_only, 1, NULL, &err) == NULL &&
+	     err.code == TL_ERR_INVALID;
+	tl_error_clear(&err);
+	w = tl_ice_writer_open_deletes(t, id_ts, 2, id_only, 1, NULL, &err);
+	if (w == NULL)
+		drop_table(t, dir);
+	CHECK_OK(w == NULL ? -1 : 0, &err);
+	const tl_pq_schema *ps = tl_ice_writer_schema(w);
+	ok = ok && ps->ncolumns == 2 && ps->columns[0].field_id == 1 && ps->columns[0].required &&
+	     strcmp(ps->columns[1].name, "ts") == 0 && ps->columns[1].field_id == 2;
+	/* Two rows on day 2, one on day 4: one delete file per partition of the old rows. */
+	tl_pq_batch *b = tl_pq_batch_new(ps, 4);
+	b->nrows = 3;
+	static const int days[] = {2, 4, 2};
+	for (int r = 0; r < 3; r++) {
+		b->columns[0].v.i64[r] = 70 + r;
+		b->columns[1].v.i64[r] = (int64_t)(DAY0 + days[r]) * MICROS_PER_DAY + r;
+		b->columns[1].valid[r] = 1;
+	}
+	int rc = tl_ice_writer_write(w, b, &err);
+	if (rc == 0)
+		rc = tl_ice_writer_close(w, &err);
+	tl_pq_batch_free(b);
+	ok = ok && rc == 0 && tl_ice_writer_nfiles(w) == 2 && tl_ice_writer_rows(w) == 3;
+	int64_t on_day2 = 0, on_day4 = 0;
+	for (int i = 0; ok && i < tl_ice_writer_nfiles(w); i++) {
+		const tl_ice_data_file *f = tl_ice_writer_file(w, i);
+		ok = f->content == TL_ICE_CONTENT_EQUALITY_DELETES && f->n_equality_ids == 1 && f->equality_ids[0] == 1 &&
+		     f->value_counts.n == 2;
+		if (f->partition[0].v.i32 == DAY0 + 2 && strstr(f->file_path, "ts_day=2024-01-03/") != NULL)
+			on_day2 += f->record_count;
+		else if (f->partition[0].v.i32 == DAY0 + 4)
+			on_day4 += f->record_count;
+	}
+	ok = ok && on_day2 == 2 && on_day4 == 1;
+	tl_ice_writer_free(w);
+	drop_table(t, dir);
+	CHECK_OK(rc, &err);
+	CHECK(ok);
+}

@@ -55,6 +55,21 @@ tl_ice_writer *tl_ice_writer_open_equality_deletes(const tl_ice_table *t, const 
                                                    int nequality_ids, const tl_ice_writer_options *opts,
                                                    tl_error *err);
 
+/*
+ * A writer of equality-delete files whose rows hold the fields `columns`,
+ * in that order, and match on `equality_ids`, which must be among them.
+ * The other columns only travel with the delete (Iceberg allows that);
+ * the usual one is a partition source field that is not part of the key:
+ * a delete on a primary key (id) of a table partitioned by day(ts) carries
+ * ts with the old row's value, so that the delete lands in that row's
+ * partition while it still matches on id alone. Every partition source
+ * field must be among `columns`.
+ * tl_ice_writer_open_equality_deletes is this with columns = equality_ids.
+ */
+tl_ice_writer *tl_ice_writer_open_deletes(const tl_ice_table *t, const int32_t *columns, int ncolumns,
+                                          const int32_t *equality_ids, int nequality_ids,
+                                          const tl_ice_writer_options *opts, tl_error *err);
+
 /* The shape batches must have. */
 const tl_pq_schema *tl_ice_writer_schema(const tl_ice_writer *w);
 

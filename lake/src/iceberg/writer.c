@@ -164,7 +164,7 @@ static int resolve_sources(tl_ice_writer *w, const int32_t *ids, int nids, tl_er
 			if (w->content == TL_ICE_CONTENT_EQUALITY_DELETES)
 				return tl_error_set(err, TL_ERR_INVALID,
 				                    "equality deletes must include partition source field \"%s\" (id %d) "
-				                    "among the equality ids, since a delete is scoped to its partition",
+				                    "among their columns, since a delete is scoped to its partition",
 				                    src ? src->name : "?", (int)pf->source_id);
 			return tl_error_set(err, TL_ERR_UNSUPPORTED,
 			                    "partition field \"%s\": source field id %d is not a top-level column",
@@ -198,23 +198,42 @@ tl_ice_writer *tl_ice_writer_open_data(const tl_ice_table *t, const tl_ice_write
 	return w;
 }
 
-/* The Parquet shape of an equality-delete file: the equality fields, in order. */
-static int build_delete_schema(tl_ice_writer *w, const int32_t *ids, int nids, tl_error *err)
+/*
+ * The Parquet shape of an equality-delete file: the given columns, in
+ * order. They must include every equality id: a delete matches on those
+ * and may carry more columns (Iceberg allows it), such as a partition
+ * source that scopes the delete without being part of the key.
+ */
+static int build_delete_schema(tl_ice_writer *w, const int32_t *columns, int ncolumns, const int32_t *ids, int nids,
+                               tl_error *err)
 {
 	if (nids <= 0)
 		return tl_error_set(err, TL_ERR_INVALID, "equality deletes need at least one equality field id");
-	w->pq_schema = tl_pq_schema_new();
 	for (int i = 0; i < nids; i++) {
-		const tl_ice_field *f = NULL;
-		for (int k = 0; k < w->schema->nfields && f == NULL; k++)
-			if (w->schema->fields[k].id == ids[i])
-				f = &w->schema->fields[k];
-		if (f == NULL)
-			return tl_error_set(err, TL_ERR_INVALID,
-			                    "equality field id %d is not a top-level field of the table's schema", (int)ids[i]);
+		bool found = false;
+		for (int k = 0; k < ncolumns && !found; k++)
+			found = columns[k] == ids[i];
 		for (int k = 0; k < i; k++)
 			if (ids[k] == ids[i])
 				return tl_error_set(err, TL_ERR_INVALID, "equality field id %d is listed twice", (int)ids[i]);
+		if (!found)
+			return tl_error_set(err, TL_ERR_INVALID,
+			                    "equality field id %d is not among the delete file's columns", (int)ids[i]);
+	}
+	w->pq_schema = tl_pq_schema_new();
+	for (int i = 0; i < ncolumns; i++) {
+		const tl_ice_field *f = NULL;
+		for (int k = 0; k < w->schema->nfields && f == NULL; k++)
+			if (w->schema->fields[k].id == columns[i])
+				f = &w->schema->fields[k];
+		if (f == NULL)
+			return tl_error_set(err, TL_ERR_INVALID,
+			                    "delete column field id %d is not a top-level field of the table's schema",
+			                    (int)columns[i]);
+		for (int k = 0; k < i; k++)
+			if (columns[k] == columns[i])
+				return tl_error_set(err, TL_ERR_INVALID, "delete column field id %d is listed twice",
+				                    (int)columns[i]);
 		tl_pq_column col;
 		if (tl_ice_field_to_pq_column(f, &col, err) < 0)
 			return -1;
@@ -223,9 +242,9 @@ static int build_delete_schema(tl_ice_writer *w, const int32_t *ids, int nids, t
 	return tl_pq_schema_validate(w->pq_schema, err);
 }
 
-tl_ice_writer *tl_ice_writer_open_equality_deletes(const tl_ice_table *t, const int32_t *equality_ids,
-                                                   int nequality_ids, const tl_ice_writer_options *opts,
-                                                   tl_error *err)
+tl_ice_writer *tl_ice_writer_open_deletes(const tl_ice_table *t, const int32_t *columns, int ncolumns,
+                                          const int32_t *equality_ids, int nequality_ids,
+                                          const tl_ice_writer_options *opts, tl_error *err)
 {
 	tl_ice_writer *w = writer_new(t, opts, TL_ICE_CONTENT_EQUALITY_DELETES);
 	if (w->schema == NULL) {
@@ -233,8 +252,8 @@ tl_ice_writer *tl_ice_writer_open_equality_deletes(const tl_ice_table *t, const 
 		tl_ice_writer_free(w);
 		return NULL;
 	}
-	if (build_delete_schema(w, equality_ids, nequality_ids, err) < 0 ||
-	    resolve_sources(w, equality_ids, nequality_ids, err) < 0) {
+	if (build_delete_schema(w, columns, ncolumns, equality_ids, nequality_ids, err) < 0 ||
+	    resolve_sources(w, columns, ncolumns, err) < 0) {
 		tl_ice_writer_free(w);
 		return NULL;
 	}
@@ -242,6 +261,13 @@ tl_ice_writer *tl_ice_writer_open_equality_deletes(const tl_ice_table *t, const 
 	w->equality_ids = tl_arena_alloc(&w->arena, sizeof(int32_t) * (size_t)nequality_ids);
 	memcpy(w->equality_ids, equality_ids, sizeof(int32_t) * (size_t)nequality_ids);
 	return w;
+}
+
+tl_ice_writer *tl_ice_writer_open_equality_deletes(const tl_ice_table *t, const int32_t *equality_ids,
+                                                   int nequality_ids, const tl_ice_writer_options *opts,
+                                                   tl_error *err)
+{
+	return tl_ice_writer_open_deletes(t, equality_ids, nequality_ids, equality_ids, nequality_ids, opts, err);
 }
 
 /* ----------------------------------------------------------- partitions */

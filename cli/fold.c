@@ -1,0 +1,934 @@
+/*
+ * fold.c: folding the delta into the lake as one snapshot of equality
+ * deletes plus data files (SPEC §2, §5, §6 and §8; see fold.h).
+ *
+ * One fold of one table:
+ *
+ *   1. skip when the delta holds nothing behind T, or when an unexpired
+ *      read pin still reads lake@S ⊕ delta: once its delta rows are gone
+ *      that reader would see the old lake rows without their corrections;
+ *   2. capture the rows to fold in one statement (one snapshot) into a
+ *      session temporary table, with each row's typed key (the pk columns
+ *      parsed from the canonical pk text, plus the tier key at the lake
+ *      row's old location) as a JSON object;
+ *   3. journal the operation (op_log 'compaction', phase 'writing') and
+ *      stream the key rows and the upserted rows out with binary COPY into
+ *      equality-delete and data files;
+ *   4. under the table's lake advisory lock, recheck the pins and commit
+ *      every file as one row-delta snapshot stamped with the op id
+ *      (phase 'committed');
+ *   5. in one transaction: advance S and lake_props, and delete exactly the
+ *      folded (pk, version) pairs from the delta (phase 'published', then
+ *      'done'). A pk corrected again meanwhile has a newer version, so its
+ *      row stays for the next fold.
+ *
+ * Why equality deletes carry the tier key: a table is partitioned on it, and
+ * a delete file applies only to data files of its own partition, so each
+ * delete row holds the old row's tier key (old_tier_key, else tier_key) and
+ * lands where that row lives, while matching on the pk field ids alone. The
+ * replacement row of an upsert goes into a data file of the same snapshot,
+ * which the deletes do not touch (Iceberg applies equality deletes only to
+ * older data), so a correction that moves a row's tier key works too.
+ *
+ * Rows below the retention line R are never written (their delta rows are
+ * cleared with the rest): the lake expired that range on purpose.
+ *
+ * The journal's details hold what recovery needs: the S the fold builds on,
+ * the (pk, version) pairs it clears and, before the commit, its files. A
+ * fold a crash interrupted is settled at the start of the table's next fold
+ * step, on the lake's word: a snapshot stamped with its op id is adopted
+ * (published as above), none means its files are deleted and it is aborted.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <jansson.h>
+
+#include "daemon.h"
+#include "fault.h"
+#include "fold.h"
+#include "pg.h"
+#include "pgcopy.h"
+#include "pgtypes.h"
+#include "tiering.h"
+#include "tierlake/iceberg_metadata.h"
+#include "tierlake/iceberg_table.h"
+#include "tierlake/iceberg_writer.h"
+#include "tierlake/io.h"
+
+/* Rows per decoded batch (corrections are few; this bounds memory, not speed). */
+#define FOLD_BATCH_ROWS 8192
+
+/* The session temporary table holding the rows of the fold in progress. */
+#define FOLD_TABLE "pg_temp.tierdb_fold"
+
+/* One fold of one table. */
+typedef struct fold_run {
+	PGconn *c;
+	const tdb_catalog_table *t;
+	const char *label;
+	char op_id[37];
+	tl_ice_table *lake;
+	tdb_pg_column *cols; /* the table's columns, which are the lake schema's fields */
+	int ncols;
+	tdb_pg_column *key_cols; /* the delete files' columns: the pk columns, then the tier key (shallow copies) */
+	int nkey;
+	int32_t *key_ids;         /* their lake field ids; the first npk are the equality ids */
+	int npk;
+	tl_ice_writer *deletes;
+	tl_ice_writer *data;
+	bool closed[2];           /* per writer (deletes, data): closed, so its files stay until removed */
+	/* what the capture found */
+	int64_t rows;             /* delta rows folded (cleared on publish) */
+	int64_t delete_rows;      /* equality-delete rows to write */
+	int64_t data_rows;        /* upserted rows to write */
+	int64_t max_version;
+	char *pks;                /* the folded pairs as array literals, for the version guard */
+	char *versions;
+	bool has_base;            /* the S the fold started from (NULL before the first commit) */
+	int64_t base_snapshot;
+	int64_t snapshot_id;
+	bool committed;           /* the lake commit landed */
+} fold_run;
+
+static void int_text(int64_t v, char out[24])
+{
+	snprintf(out, 24, "%" PRId64, v);
+}
+
+/* ------------------------------------------------------------ preconditions */
+
+/* Delta rows of the table behind T (the only ones a fold may take). */
+static int delta_backlog(const fold_run *r, int64_t *count, tl_error *err)
+{
+	char id[24], t[24];
+	int_text(r->t->table_id, id);
+	int_text(r->t->cutline_t, t);
+	const char *params[] = {id, t};
+	PGresult *res = tdb_pg_query(r->c, "counting the delta rows to fold",
+	                             "SELECT count(*) FROM tierdb.delta WHERE table_id = $1 AND tier_key < $2::bigint",
+	                             2, params, err);
+	if (res == NULL)
+		return -1;
+	*count = strtoll(PQgetvalue(res, 0, 0), NULL, 10);
+	PQclear(res);
+	return 0;
+}
+
+/*
+ * Unexpired read pins of the table. Any of them blocks the fold: a pin
+ * holds the current S or an older one (snapshot ids are random, not
+ * ordered), and either way its reader merges the delta it would lose.
+ */
+static int live_pins(const fold_run *r, int64_t *count, tl_error *err)
+{
+	char id[24];
+	int_text(r->t->table_id, id);
+	const char *params[] = {id};
+	PGresult *res = tdb_pg_query(r->c, "reading the table's read pins",
+	                             "SELECT count(*) FROM tierdb.read_pins WHERE table_id = $1 AND expires_at > now()", 1,
+	                             params, err);
+	if (res == NULL)
+		return -1;
+	*count = strtoll(PQgetvalue(res, 0, 0), NULL, 10);
+	PQclear(res);
+	return 0;
+}
+
+static int64_t lake_current_snapshot(const tl_ice_table *lake)
+{
+	const tl_ice_snapshot *s = tl_ice_metadata_current_snapshot(lake->metadata);
+	return s ? s->snapshot_id : TL_ICE_NO_SNAPSHOT;
+}
+
+/* The lake must be at the published S: anything newer awaits recovery. */
+static int check_lake_at_s(const fold_run *r, tl_error *err)
+{
+	int64_t published = r->has_base ? r->base_snapshot : TL_ICE_NO_SNAPSHOT;
+	int64_t current = lake_current_snapshot(r->lake);
+	if (current == published)
+		return 0;
+	return tl_error_set(err, TL_ERR_CONFLICT,
+	                    "the lake table %s is at snapshot %" PRId64 " but the cut-line publishes %" PRId64
+	                    "; an interrupted operation must be recovered before the delta can fold",
+	                    r->lake->location, current, published);
+}
+
+/* ------------------------------------------------------------ key columns */
+
+static int column_index(const fold_run *r, const char *name)
+{
+	for (int i = 0; i < r->ncols; i++)
+		if (strcmp(r->cols[i].name, name) == 0)
+			return i;
+	return -1;
+}
+
+/*
+ * The upserted rows are written with the heap's columns, so they must be
+ * the lake schema's fields, in order, with the same types.
+ */
+static int check_columns(const fold_run *r, tl_error *err)
+{
+	const tl_ice_schema *schema = tl_ice_metadata_current_schema(r->lake->metadata);
+	bool same = schema->nfields == r->ncols;
+	for (int i = 0; same && i < r->ncols; i++) {
+		const tl_ice_type *a = &schema->fields[i].type, *b = &r->cols[i].ice_type;
+		same = strcmp(schema->fields[i].name, r->cols[i].name) == 0 && a->id == b->id &&
+		       a->precision == b->precision && a->scale == b->scale;
+	}
+	if (same)
+		return 0;
+	return tl_error_set(err, TL_ERR_UNSUPPORTED,
+	                    "the columns of %s no longer match the fields of its lake table %s; changing a tiered "
+	                    "table's columns is not supported yet, so its delta cannot fold",
+	                    r->label, r->lake->location);
+}
+
+/*
+ * The delete files' columns: the pk columns (the equality ids), then the
+ * tier key unless it is part of the pk. Each must be a field of the lake
+ * schema with the heap column's type.
+ */
+static int resolve_key_columns(fold_run *r, tl_error *err)
+{
+	const tl_ice_schema *schema = tl_ice_metadata_current_schema(r->lake->metadata);
+	if (check_columns(r, err) < 0)
+		return -1;
+	r->npk = r->t->npk;
+	int tier = column_index(r, r->t->tier_key_col);
+	bool tier_in_pk = false;
+	r->key_cols = tl_calloc((size_t)r->npk + 1, sizeof(tdb_pg_column));
+	r->key_ids = tl_calloc((size_t)r->npk + 1, sizeof(int32_t));
+	for (int i = 0; i <= r->npk; i++) {
+		int col = i < r->npk ? column_index(r, r->t->pk_cols[i]) : tier;
+		const char *name = i < r->npk ? r->t->pk_cols[i] : r->t->tier_key_col;
+		if (i == r->npk && tier_in_pk)
+			break;
+		if (col < 0)
+			return tl_error_set(err, TL_ERR_INVALID, "%s has no column \"%s\" (a registered key column)", r->label,
+			                    name);
+		if (i < r->npk && col == tier)
+			tier_in_pk = true;
+		const tl_ice_field *f = NULL;
+		for (int k = 0; k < schema->nfields && f == NULL; k++)
+			if (strcmp(schema->fields[k].name, name) == 0)
+				f = &schema->fields[k];
+		if (f == NULL || f->type.id != r->cols[col].ice_type.id)
+			return tl_error_set(err, TL_ERR_UNSUPPORTED,
+			                    "column \"%s\" of %s does not match a field of its lake table %s; changing a "
+			                    "tiered table's columns is not supported yet",
+			                    name, r->label, r->lake->location);
+		r->key_cols[r->nkey] = r->cols[col];
+		r->key_ids[r->nkey] = f->id;
+		r->nkey++;
+	}
+	return 0;
+}
+
+/* ------------------------------------------------------------ capture */
+
+/*
+ * Appends an SQL expression giving the canonical pk text `pk` as a text[]
+ * of its column values: one column's text is the value itself; composite
+ * keys join the parts with chr(31), each part's backslashes and chr(31)
+ * escaped with a backslash (SPEC §4). A part is a run of characters other
+ * than backslash and chr(31), or escaped pairs, ended by chr(31) or the end.
+ */
+static void append_pk_parts(int npk, tl_buf *sql)
+{
+	if (npk == 1) {
+		tl_buf_append_str(sql, "ARRAY[d.pk]");
+		return;
+	}
+	tl_buf_printf(sql,
+	              "(SELECT array_agg(regexp_replace(p.m[1], '\\\\(.)', '\\1', 'g') ORDER BY p.n)"
+	              " FROM regexp_matches(d.pk, '((?:[^\\\\' || chr(31) || ']|\\\\.)*)(' || chr(31) || '|$)', 'g')"
+	              " WITH ORDINALITY AS p(m, n) WHERE p.n <= %d)",
+	              npk);
+}
+
+/* Appends the text form of the canonical tier key value `expr` in the key's type. */
+static void append_key_text(tdb_key_type type, const char *expr, tl_buf *sql)
+{
+	/* Seconds and microseconds apart: interval * number goes through float8. */
+	switch (type) {
+	case TDB_KEY_BIGINT:
+		tl_buf_printf(sql, "(%s)::text", expr);
+		break;
+	case TDB_KEY_TIMESTAMPTZ:
+	case TDB_KEY_TIMESTAMP:
+		tl_buf_printf(sql,
+		              "(%s 'epoch' + ((%s) / 1000000) * interval '1 second'"
+		              " + ((%s) %% 1000000) * interval '1 microsecond')::text",
+		              type == TDB_KEY_TIMESTAMPTZ ? "timestamptz" : "timestamp", expr, expr);
+		break;
+	case TDB_KEY_DATE:
+		tl_buf_printf(sql, "(date 'epoch' + (%s)::int)::text", expr);
+		break;
+	}
+}
+
+/* The pk column names as a JSON array (a parameter; the server makes the text[] of it). */
+static char *pk_names_json(const fold_run *r)
+{
+	json_t *names = json_array();
+	for (int i = 0; i < r->npk; i++)
+		json_array_append_new(names, json_string(r->t->pk_cols[i]));
+	char *text = json_dumps(names, JSON_COMPACT);
+	json_decref(names);
+	return text;
+}
+
+/*
+ * Drops the session's work table if a fold left it. (A plain DROP TABLE IF
+ * EXISTS would print a notice while the session has no temporary schema.)
+ */
+static int drop_capture(PGconn *c, tl_error *err)
+{
+	PGresult *res = tdb_pg_query(c, "looking for the fold's work table",
+	                             "SELECT to_regclass('" FOLD_TABLE "') IS NOT NULL", 0, NULL, err);
+	if (res == NULL)
+		return -1;
+	bool exists = strcmp(PQgetvalue(res, 0, 0), "t") == 0;
+	PQclear(res);
+	if (!exists)
+		return 0;
+	return tdb_pg_exec(c, "dropping the fold's work table", "DROP TABLE " FOLD_TABLE, 0, NULL, err);
+}
+
+/*
+ * Captures the rows to fold, in one statement and so one snapshot, into
+ * the session's temporary table: every delta row behind T, its old lake
+ * location, its typed key as JSON (pk columns plus the tier key at that
+ * location), and whether a delete (location at or above R) and a data row
+ * (an upsert at or above R) are written for it.
+ */
+static int capture_rows(fold_run *r, tl_error *err)
+{
+	if (drop_capture(r->c, err) < 0 ||
+	    tdb_pg_exec(r->c, "creating the fold's work table",
+	                "CREATE TEMPORARY TABLE tierdb_fold (pk text NOT NULL, version bigint NOT NULL, op smallint,"
+	                " tier_key bigint, loc bigint, payload jsonb, key jsonb, del boolean, put boolean)",
+	                0, NULL, err) < 0)
+		return -1;
+	bool tier_in_pk = r->nkey == r->npk;
+	tl_buf sql;
+	tl_buf_init(&sql);
+	tl_buf_append_str(&sql, "INSERT INTO " FOLD_TABLE " SELECT d.pk, d.version, d.op, d.tier_key, l.loc, d.payload,"
+	                        " jsonb_object(ARRAY(SELECT jsonb_array_elements_text($3::jsonb)), ");
+	append_pk_parts(r->npk, &sql);
+	tl_buf_append_str(&sql, ")");
+	/* $4 is NULL when the tier key is part of the pk (and so already in the key). */
+	tl_buf_append_str(&sql, " || CASE WHEN $4::text IS NULL THEN '{}'::jsonb ELSE jsonb_build_object($4::text, ");
+	append_key_text(r->t->tier_key_type, "l.loc", &sql);
+	tl_buf_append_str(&sql, ") END");
+	tl_buf_append_str(&sql, ", ($5::bigint IS NULL OR l.loc >= $5::bigint),"
+	                        " d.op = 0 AND ($5::bigint IS NULL OR d.tier_key >= $5::bigint)"
+	                        " FROM tierdb.delta d, LATERAL (SELECT coalesce(d.old_tier_key, d.tier_key) AS loc) l"
+	                        " WHERE d.table_id = $1 AND d.tier_key < $2::bigint");
+	char id[24], t[24], rline[24];
+	int_text(r->t->table_id, id);
+	int_text(r->t->cutline_t, t);
+	int_text(r->t->retention_line, rline);
+	char *names = pk_names_json(r);
+	const char *params[] = {id, t, names, tier_in_pk ? NULL : r->t->tier_key_col,
+	                        r->t->has_retention_line ? rline : NULL};
+	int rc = tdb_pg_exec(r->c, "reading the delta rows to fold", tdb_buf_cstr(&sql), 5, params, err);
+	free(names);
+	tl_buf_free(&sql);
+	if (rc < 0)
+		return -1;
+
+	PGresult *res = tdb_pg_query(r->c, "summarising the delta rows to fold",
+	                             "SELECT count(*), coalesce(max(version), 0), count(*) FILTER (WHERE del),"
+	                             " count(*) FILTER (WHERE put), coalesce(array_agg(pk), '{}')::text,"
+	                             " coalesce(array_agg(version), '{}')::text FROM " FOLD_TABLE,
+	                             0, NULL, err);
+	if (res == NULL)
+		return -1;
+	r->rows = strtoll(PQgetvalue(res, 0, 0), NULL, 10);
+	r->max_version = strtoll(PQgetvalue(res, 0, 1), NULL, 10);
+	r->delete_rows = strtoll(PQgetvalue(res, 0, 2), NULL, 10);
+	r->data_rows = strtoll(PQgetvalue(res, 0, 3), NULL, 10);
+	r->pks = tl_strdup(PQgetvalue(res, 0, 4));
+	r->versions = tl_strdup(PQgetvalue(res, 0, 5));
+	PQclear(res);
+	return 0;
+}
+
+
+/* ------------------------------------------------------------ streaming */
+
+/* Stops a COPY that failed on our side: cancel it on the server and read to its end. */
+static void abandon_copy(PGconn *c)
+{
+	PGcancel *cancel = PQgetCancel(c);
+	if (cancel != NULL) {
+		char ignored[256];
+		PQcancel(cancel, ignored, sizeof(ignored));
+		PQfreeCancel(cancel);
+	}
+	char *buf;
+	while (PQgetCopyData(c, &buf, 0) > 0)
+		PQfreemem(buf);
+	PGresult *res;
+	while ((res = PQgetResult(c)) != NULL)
+		PQclear(res);
+}
+
+static int flush_batch(tl_ice_writer *w, tl_pq_batch *batch, tl_error *err)
+{
+	if (batch->nrows == 0)
+		return 0;
+	if (tl_ice_writer_write(w, batch, err) < 0)
+		return -1;
+	batch->nrows = 0;
+	tl_arena_reset(&batch->arena);
+	return 0;
+}
+
+/* Reads every CopyData message into the writer, then checks the COPY's result. */
+static int stream_copy(PGconn *c, tdb_copy_decoder *d, tl_ice_writer *w, tl_pq_batch *batch, tl_error *err)
+{
+	for (;;) {
+		char *buf;
+		int len = PQgetCopyData(c, &buf, 0);
+		if (len == -1)
+			break;
+		if (len < 0) {
+			tl_error_set(err, TL_ERR_IO, "%s", PQerrorMessage(c));
+			abandon_copy(c);
+			return -1;
+		}
+		int rows = tdb_copy_decoder_feed(d, buf, (size_t)len, batch, err);
+		PQfreemem(buf);
+		if (rows < 0 || (batch->nrows >= batch->capacity && flush_batch(w, batch, err) < 0)) {
+			abandon_copy(c);
+			return -1;
+		}
+	}
+	int rc = 0;
+	PGresult *res;
+	while ((res = PQgetResult(c)) != NULL) {
+		if (PQresultStatus(res) != PGRES_COMMAND_OK && rc == 0)
+			rc = tl_error_set(err, TL_ERR_IO, "%s", PQresultErrorMessage(res));
+		PQclear(res);
+	}
+	if (rc == 0)
+		rc = tdb_copy_decoder_finish(d, err);
+	if (rc == 0)
+		rc = flush_batch(w, batch, err);
+	return rc;
+}
+
+/*
+ * Streams `cols` of the rows jsonb_populate_record makes of the JSON column
+ * `json` of the captured rows where `filter` holds, ordered by `order` (so
+ * that rows arrive grouped by partition), into the writer, then closes it.
+ */
+static int copy_into(fold_run *r, const char *what, const tdb_pg_column *cols, int ncols, const char *json,
+                     const char *filter, const char *order, tl_ice_writer *w, bool *closed, tl_error *err)
+{
+	tl_buf sql;
+	tl_buf_init(&sql);
+	tl_buf_append_str(&sql, "COPY (SELECT ");
+	tdb_pg_copy_select_list(cols, ncols, &sql);
+	tl_buf_append_str(&sql, " FROM (SELECT k.* FROM " FOLD_TABLE " f, jsonb_populate_record(NULL::");
+	tdb_pg_quote_qualified(r->t->schema_name, r->t->table_name, &sql);
+	tl_buf_printf(&sql, ", f.%s) k WHERE f.%s ORDER BY f.%s) AS r) TO STDOUT (FORMAT binary)", json, filter, order);
+	PGresult *res = PQexec(r->c, tdb_buf_cstr(&sql));
+	tl_buf_free(&sql);
+	if (PQresultStatus(res) != PGRES_COPY_OUT) {
+		tl_error_set(err, TL_ERR_IO, "%s: %s", what, PQresultErrorMessage(res));
+		PQclear(res);
+		return -1;
+	}
+	PQclear(res);
+	tdb_copy_decoder *d = tdb_copy_decoder_new(cols, ncols, err);
+	if (d == NULL) {
+		abandon_copy(r->c);
+		return -1;
+	}
+	tl_pq_batch *batch = tl_pq_batch_new(tl_ice_writer_schema(w), FOLD_BATCH_ROWS);
+	int rc = stream_copy(r->c, d, w, batch, err);
+	tl_pq_batch_free(batch);
+	tdb_copy_decoder_free(d);
+	if (rc == 0)
+		rc = tl_ice_writer_close(w, err);
+	*closed = rc == 0;
+	if (rc < 0)
+		tl_error_prefix(err, "%s", what);
+	return rc;
+}
+
+/* Writes the equality-delete files and the data files of the captured rows. */
+static int write_files(fold_run *r, tl_error *err)
+{
+	r->deletes = tl_ice_writer_open_deletes(r->lake, r->key_ids, r->nkey, r->key_ids, r->npk, NULL, err);
+	if (r->deletes == NULL)
+		return -1;
+	r->data = tl_ice_writer_open_data(r->lake, NULL, err);
+	if (r->data == NULL)
+		return -1;
+	if (copy_into(r, "writing the fold's equality deletes", r->key_cols, r->nkey, "key", "del", "loc", r->deletes,
+	              &r->closed[0], err) < 0)
+		return -1;
+	return copy_into(r, "writing the fold's upserted rows", r->cols, r->ncols, "payload", "put", "tier_key", r->data,
+	                 &r->closed[1], err);
+}
+
+/*
+ * Deletes the files of the closed writers (after a commit that did not
+ * land); an unclosed writer deletes its own when freed.
+ */
+static void remove_files(const fold_run *r)
+{
+	const tl_ice_writer *writers[] = {r->deletes, r->data};
+	for (int k = 0; k < 2; k++) {
+		for (int i = 0; r->closed[k] && i < tl_ice_writer_nfiles(writers[k]); i++) {
+			tl_error ignored;
+			tl_error_clear(&ignored);
+			char *path = tl_local_path(tl_ice_writer_file(writers[k], i)->file_path, &ignored);
+			if (path != NULL && unlink(path) != 0)
+				tdb_log(r->label, "fold: could not remove the unused file %s: %s", path, strerror(errno));
+			free(path);
+		}
+	}
+}
+
+/*
+ * Journals the written files ("files" in the details) before the commit,
+ * so that recovery can delete exactly them if the commit never lands.
+ */
+static int record_files(const fold_run *r, tl_error *err)
+{
+	json_t *files = json_array();
+	const tl_ice_writer *writers[] = {r->deletes, r->data};
+	for (int k = 0; k < 2; k++)
+		for (int i = 0; i < tl_ice_writer_nfiles(writers[k]); i++)
+			json_array_append_new(files, json_string(tl_ice_writer_file(writers[k], i)->file_path));
+	char *text = json_dumps(files, JSON_COMPACT);
+	json_decref(files);
+	const char *params[] = {r->op_id, text};
+	int rc = tdb_pg_exec(r->c, "journaling the fold's files",
+	                     "UPDATE tierdb.op_log SET details = details || jsonb_build_object('files', $2::jsonb),"
+	                     " updated_at = now() WHERE op_id = $1::uuid",
+	                     2, params, err);
+	free(text);
+	return rc;
+}
+
+/* ------------------------------------------------------------ commit and publish */
+
+static int lake_lock(const fold_run *r, const char *fn, tl_error *err)
+{
+	char id[24];
+	int_text(r->t->table_id, id);
+	const char *params[] = {id};
+	char sql[160];
+	snprintf(sql, sizeof(sql), "SELECT %s(hashtextextended('tierdb_lake_' || $1::text, 0))", fn);
+	PGresult *res = tdb_pg_query(r->c, "taking the table's lake lock", sql, 1, params, err);
+	if (res == NULL)
+		return -1;
+	PQclear(res);
+	return 0;
+}
+
+static int64_t snapshot_of_op(const tl_ice_table *lake, const char *op_id)
+{
+	for (int i = 0; i < lake->metadata->nsnapshots; i++) {
+		const char *stamped = tl_ice_snapshot_summary(&lake->metadata->snapshots[i], "tierdb.op-id");
+		if (stamped != NULL && strcmp(stamped, op_id) == 0)
+			return lake->metadata->snapshots[i].snapshot_id;
+	}
+	return TL_ICE_NO_SNAPSHOT;
+}
+
+static int add_files(tl_ice_commit *commit, const tl_ice_writer *w, tl_error *err)
+{
+	for (int i = 0; i < tl_ice_writer_nfiles(w); i++)
+		if (tl_ice_commit_add_file(commit, tl_ice_writer_file(w, i), err) < 0)
+			return -1;
+	return 0;
+}
+
+/*
+ * Commits every file as one row-delta snapshot stamped with the op id. A
+ * failed commit that landed anyway is found by its op id after a reread;
+ * r->committed says whether the lake holds the snapshot (or may: when the
+ * reread fails too, the files are left for recovery).
+ */
+static int commit_files(fold_run *r, tl_error *err)
+{
+	if (tl_ice_table_refresh(r->lake, err) < 0 || check_lake_at_s(r, err) < 0)
+		return -1;
+	tl_ice_commit *commit = tl_ice_commit_begin(r->lake, TL_ICE_OP_ROW_DELTA, err);
+	if (commit == NULL)
+		return -1;
+	int rc = add_files(commit, r->deletes, err);
+	if (rc == 0)
+		rc = add_files(commit, r->data, err);
+	tl_ice_commit_set_summary(commit, "tierdb.op-id", r->op_id);
+	if (rc == 0)
+		rc = tl_ice_commit_finish(commit, &r->snapshot_id, err);
+	tl_ice_commit_free(commit);
+	if (rc == 0) {
+		r->committed = true;
+		return 0;
+	}
+	tl_error reread;
+	tl_error_clear(&reread);
+	if (tl_ice_table_refresh(r->lake, &reread) < 0) {
+		r->committed = true; /* unknown: never delete files a landed commit may serve */
+		return -1;
+	}
+	int64_t found = snapshot_of_op(r->lake, r->op_id);
+	if (found == TL_ICE_NO_SNAPSHOT)
+		return -1;
+	r->snapshot_id = found;
+	r->committed = true;
+	return 0;
+}
+
+/* The metadata file as the cut-line names it: <location>/metadata/<file>. */
+static char *metadata_location(const tl_ice_table *lake)
+{
+	const char *slash = strrchr(lake->metadata_file, '/');
+	tl_buf b;
+	tl_buf_init(&b);
+	tl_buf_printf(&b, "%s/metadata/%s", lake->location, slash ? slash + 1 : lake->metadata_file);
+	char *location = tl_strdup(tdb_buf_cstr(&b));
+	tl_buf_free(&b);
+	return location;
+}
+
+/*
+ * One transaction: S and lake_props advance (guarded on the old S) when
+ * files were committed, and the folded (pk, version) pairs leave the
+ * delta. The version guard keeps a row corrected again since the capture.
+ */
+static int publish(fold_run *r, tl_error *err)
+{
+	char id[24], snap[24], old_s[24];
+	int_text(r->t->table_id, id);
+	int_text(r->snapshot_id, snap);
+	int_text(r->base_snapshot, old_s);
+	if (tdb_pg_exec(r->c, "starting to publish the fold", "BEGIN", 0, NULL, err) < 0)
+		return -1;
+	if (r->committed) {
+		char *location = metadata_location(r->lake);
+		const char *params[] = {id, snap, location, r->has_base ? old_s : NULL};
+		PGresult *res = tdb_pg_query(r->c, "advancing the pinned snapshot",
+		                             "UPDATE tierdb.cutline SET lake_snapshot_id = $2,"
+		                             " lake_props = lake_props || jsonb_build_object('metadata_location', $3::text,"
+		                             " 'snapshot_id', $2::bigint), updated_at = now()"
+		                             " WHERE table_id = $1 AND lake_snapshot_id IS NOT DISTINCT FROM $4::bigint"
+		                             " RETURNING table_id",
+		                             4, params, err);
+		free(location);
+		if (res == NULL)
+			return -1;
+		int updated = PQntuples(res);
+		PQclear(res);
+		if (updated != 1)
+			return tl_error_set(err, TL_ERR_CONFLICT,
+			                    "the pinned snapshot of %s moved while folding; operation %s is committed to the "
+			                    "lake as snapshot %s and awaits recovery",
+			                    r->label, r->op_id, snap);
+	}
+	const char *params[] = {id, r->pks, r->versions};
+	if (tdb_pg_exec(r->c, "clearing the folded delta rows",
+	                "DELETE FROM tierdb.delta WHERE table_id = $1"
+	                " AND (pk, version) IN (SELECT * FROM unnest($2::text[], $3::bigint[]))",
+	                3, params, err) < 0 ||
+	    tdb_oplog_set_phase(r->c, r->op_id, "published", NULL, err) < 0 ||
+	    tdb_pg_exec(r->c, "committing the fold", "COMMIT", 0, NULL, err) < 0)
+		return -1;
+	return tdb_oplog_set_phase(r->c, r->op_id, "done", NULL, err);
+}
+
+/* Steps 4 and 5 under the lake lock; a fold that never reached the lake is undone. */
+static int commit_and_publish(fold_run *r, bool *blocked, tl_error *err)
+{
+	*blocked = false;
+	if (lake_lock(r, "pg_advisory_lock", err) < 0)
+		return -1;
+	int64_t pins = 0;
+	int rc = live_pins(r, &pins, err);
+	if (rc == 0 && pins > 0) {
+		/* A reader pinned the view while the files were written. */
+		*blocked = true;
+		rc = -1;
+		tl_error_set(err, TL_ERR_CONFLICT, "%" PRId64 " read pin%s arrived during the fold", pins,
+		             pins == 1 ? "" : "s");
+	}
+	bool any_files = tl_ice_writer_nfiles(r->deletes) + tl_ice_writer_nfiles(r->data) > 0;
+	if (rc == 0 && any_files) {
+		tdb_fault("fold-before-commit");
+		rc = commit_files(r, err);
+	}
+	if (rc == 0 && r->committed) {
+		tdb_fault("fold-after-commit");
+		rc = tdb_oplog_set_phase(r->c, r->op_id, "committed", &r->snapshot_id, err);
+		tdb_fault("fold-after-commit-recorded");
+	}
+	if (rc == 0)
+		rc = publish(r, err);
+	if (rc < 0)
+		tdb_abort_transaction(r->c);
+	tl_error ignored;
+	tl_error_clear(&ignored);
+	lake_lock(r, "pg_advisory_unlock", &ignored);
+	return rc;
+}
+
+/* ------------------------------------------------------------ recovery */
+
+/*
+ * Settles one fold a crash interrupted, under the lake lock. A snapshot
+ * stamped with its op id means the commit landed: the fold is adopted
+ * (published as it would have been, once no pin needs the old view).
+ * None means nothing reached readers: its journaled files are deleted and
+ * it is marked aborted, unless the journal says 'committed', where the
+ * lake and the journal disagree and an operator must look.
+ * 1 settled, 0 left for a later cycle, -1 error.
+ */
+static int recover_fold(fold_run *r, const char *phase, json_t *details, tl_error *err)
+{
+	json_t *base = json_object_get(details, "base_snapshot");
+	const char *pks = json_string_value(json_object_get(details, "pks"));
+	const char *versions = json_string_value(json_object_get(details, "versions"));
+	if (pks == NULL || versions == NULL)
+		return tl_error_set(err, TL_ERR_CORRUPT, "the journal of fold %s lacks its (pk, version) pairs", r->op_id);
+	r->has_base = json_is_integer(base);
+	r->base_snapshot = r->has_base ? json_integer_value(base) : 0;
+	r->pks = tl_strdup(pks);
+	r->versions = tl_strdup(versions);
+	r->lake = tl_ice_table_open(r->t->lake_table_ref, err);
+	if (r->lake == NULL)
+		return -1;
+	int64_t found = snapshot_of_op(r->lake, r->op_id);
+	if (found == TL_ICE_NO_SNAPSHOT) {
+		if (strcmp(phase, "committed") == 0)
+			return tl_error_set(err, TL_ERR_CONFLICT,
+			                    "fold %s is journaled as committed but the lake table %s has no snapshot stamped "
+			                    "with it; an operator must check the table",
+			                    r->op_id, r->lake->location);
+		size_t i;
+		json_t *file;
+		json_array_foreach(json_object_get(details, "files"), i, file)
+		{
+			tl_error ignored;
+			tl_error_clear(&ignored);
+			char *path = tl_local_path(json_string_value(file), &ignored);
+			if (path != NULL && unlink(path) != 0 && errno != ENOENT)
+				tdb_log(r->label, "fold: could not remove the unused file %s: %s", path, strerror(errno));
+			free(path);
+		}
+		if (tdb_oplog_set_phase(r->c, r->op_id, "aborted", NULL, err) < 0)
+			return -1;
+		tdb_log(r->label, "fold: interrupted operation %s never reached the lake; rolled back", r->op_id);
+		return 1;
+	}
+	if (lake_current_snapshot(r->lake) != found)
+		return tl_error_set(err, TL_ERR_CONFLICT,
+		                    "fold %s committed snapshot %" PRId64 " but the lake table %s has moved on to %" PRId64
+		                    "; an operator must check the table",
+		                    r->op_id, found, r->lake->location, lake_current_snapshot(r->lake));
+	int64_t pins;
+	if (live_pins(r, &pins, err) < 0)
+		return -1;
+	if (pins > 0) {
+		tdb_log(r->label, "fold: adopting interrupted operation %s waits for %" PRId64 " unexpired read pin%s",
+		        r->op_id, pins, pins == 1 ? "" : "s");
+		return 0;
+	}
+	r->committed = true;
+	r->snapshot_id = found;
+	if (tdb_oplog_set_phase(r->c, r->op_id, "committed", &r->snapshot_id, err) < 0 || publish(r, err) < 0) {
+		tdb_abort_transaction(r->c);
+		return -1;
+	}
+	tdb_log(r->label, "fold: adopted interrupted operation %s (snapshot %" PRId64 ")", r->op_id, found);
+	return 1;
+}
+
+/* Settles the table's interrupted folds; returns how many, or -1. */
+static int recover_folds(PGconn *c, const tdb_catalog_table *t, tl_error *err)
+{
+	char id[24];
+	int_text(t->table_id, id);
+	const char *params[] = {id};
+	PGresult *res = tdb_pg_query(c, "reading interrupted folds",
+	                             "SELECT op_id, phase, details::text FROM tierdb.op_log WHERE table_id = $1"
+	                             " AND op_kind = 'compaction' AND details->>'kind' = 'fold'"
+	                             " AND phase NOT IN ('published', 'done', 'aborted') ORDER BY updated_at, op_id",
+	                             1, params, err);
+	if (res == NULL)
+		return -1;
+	int settled = 0;
+	for (int i = 0; i < PQntuples(res) && settled >= 0; i++) {
+		fold_run r;
+		memset(&r, 0, sizeof(r));
+		r.c = c;
+		r.t = t;
+		r.label = tdb_table_label(t);
+		snprintf(r.op_id, sizeof(r.op_id), "%s", PQgetvalue(res, i, 0));
+		json_t *details = json_loads(PQgetvalue(res, i, 2), 0, NULL);
+		int rc = -1;
+		if (details == NULL)
+			tl_error_set(err, TL_ERR_CORRUPT, "the journal of fold %s is not JSON", r.op_id);
+		else if (lake_lock(&r, "pg_advisory_lock", err) == 0) {
+			rc = recover_fold(&r, PQgetvalue(res, i, 1), details, err);
+			tl_error ignored;
+			tl_error_clear(&ignored);
+			lake_lock(&r, "pg_advisory_unlock", &ignored);
+		}
+		json_decref(details);
+		tl_ice_table_free(r.lake);
+		free(r.pks);
+		free(r.versions);
+		if (rc < 0) {
+			tl_error_prefix(err, "recovering operation %s", r.op_id);
+			settled = -1;
+		} else {
+			settled += rc;
+		}
+	}
+	PQclear(res);
+	return settled;
+}
+
+/* ------------------------------------------------------------ a fold */
+
+/*
+ * The journal's details: what the fold takes, and what recovery needs to
+ * adopt or undo it after a crash: the S it builds on and the (pk, version)
+ * pairs it clears (as Postgres array literals; the delta is sized for
+ * corrections, so they stay small).
+ */
+static char *fold_details(const fold_run *r)
+{
+	json_t *details = json_pack("{s:s, s:I, s:I, s:I, s:I, s:s, s:s}", "kind", "fold", "rows", (json_int_t)r->rows,
+	                            "max_version", (json_int_t)r->max_version, "deletes", (json_int_t)r->delete_rows,
+	                            "upserts", (json_int_t)r->data_rows, "pks", r->pks, "versions", r->versions);
+	json_object_set_new(details, "base_snapshot", r->has_base ? json_integer(r->base_snapshot) : json_null());
+	char *text = json_dumps(details, JSON_COMPACT);
+	json_decref(details);
+	return text;
+}
+
+/* Marks an operation that never reached the lake aborted, deleting what it wrote. */
+static void abort_fold(fold_run *r)
+{
+	remove_files(r);
+	tl_ice_writer_free(r->deletes); /* an unclosed writer deletes its files; a closed one keeps them */
+	tl_ice_writer_free(r->data);
+	r->deletes = r->data = NULL;
+	r->closed[0] = r->closed[1] = false;
+	tl_error ignored;
+	tl_error_clear(&ignored);
+	tdb_abort_transaction(r->c);
+	if (tdb_oplog_set_phase(r->c, r->op_id, "aborted", NULL, &ignored) < 0)
+		tdb_log(r->label, "fold: could not mark operation %s aborted: %s", r->op_id, ignored.message);
+}
+
+static int run_fold(fold_run *r, tl_error *err)
+{
+	r->lake = tl_ice_table_open(r->t->lake_table_ref, err);
+	if (r->lake == NULL || check_lake_at_s(r, err) < 0 ||
+	    tdb_pg_table_columns(r->c, (uint32_t)r->t->table_id, &r->cols, &r->ncols, err) < 0 ||
+	    resolve_key_columns(r, err) < 0 || capture_rows(r, err) < 0)
+		return -1;
+	if (r->rows == 0)
+		return 0;
+	char *details = fold_details(r);
+	int rc = tdb_oplog_begin(r->c, r->t->table_id, "compaction", "writing", details, r->op_id, err);
+	free(details);
+	if (rc < 0)
+		return -1;
+	if (write_files(r, err) < 0 || record_files(r, err) < 0) {
+		abort_fold(r);
+		return -1;
+	}
+	bool blocked;
+	if (commit_and_publish(r, &blocked, err) < 0) {
+		if (!r->committed)
+			abort_fold(r);
+		if (blocked) {
+			tdb_log(r->label, "fold: operation %s aborted: %s; retrying next cycle", r->op_id, err->message);
+			tl_error_clear(err);
+			return 0;
+		}
+		return -1;
+	}
+	if (r->committed)
+		tdb_log(r->label,
+		        "fold: operation %s folded %" PRId64 " delta row%s (%" PRId64 " equality deletes, %" PRId64
+		        " upserted rows, up to version %" PRId64 ") as snapshot %" PRId64,
+		        r->op_id, r->rows, r->rows == 1 ? "" : "s", r->delete_rows, r->data_rows, r->max_version,
+		        r->snapshot_id);
+	else
+		tdb_log(r->label, "fold: operation %s cleared %" PRId64 " delta row%s below the retention line", r->op_id,
+		        r->rows, r->rows == 1 ? "" : "s");
+	return 0;
+}
+
+int tdb_fold(PGconn *c, const tdb_catalog_table *t, tl_error *err)
+{
+	fold_run r;
+	memset(&r, 0, sizeof(r));
+	r.c = c;
+	r.t = t;
+	r.label = tdb_table_label(t);
+	r.has_base = t->has_snapshot;
+	r.base_snapshot = t->snapshot_id;
+
+	int settled = recover_folds(c, t, err);
+	if (settled != 0)
+		return settled < 0 ? -1 : 0; /* the catalog row is stale now: fold next cycle */
+	char *op_id = NULL, *phase = NULL;
+	int unfinished = tdb_oplog_unfinished(c, t->table_id, &op_id, &phase, err);
+	if (unfinished < 0)
+		return -1;
+	if (unfinished > 0) {
+		tl_error_set(err, TL_ERR_CONFLICT, "operation %s stopped in phase '%s'; the fold waits until it is recovered",
+		             op_id, phase);
+		free(op_id);
+		free(phase);
+		return -1;
+	}
+	int64_t backlog, pins;
+	if (delta_backlog(&r, &backlog, err) < 0)
+		return -1;
+	if (backlog == 0)
+		return 0;
+	if (live_pins(&r, &pins, err) < 0)
+		return -1;
+	if (pins > 0) {
+		tdb_log(r.label, "fold: %" PRId64 " delta row%s wait for %" PRId64 " unexpired read pin%s; retrying next cycle",
+		        backlog, backlog == 1 ? "" : "s", pins, pins == 1 ? "" : "s");
+		return 0;
+	}
+	int rc = run_fold(&r, err);
+	if (rc < 0 && r.op_id[0] != '\0')
+		tl_error_prefix(err, "operation %s", r.op_id);
+	tl_error ignored;
+	tl_error_clear(&ignored);
+	tdb_abort_transaction(c);
+	drop_capture(c, &ignored);
+	tl_ice_writer_free(r.deletes);
+	tl_ice_writer_free(r.data);
+	tl_ice_table_free(r.lake);
+	free(r.key_cols);
+	free(r.key_ids);
+	tdb_pg_columns_free(r.cols, r.ncols);
+	free(r.pks);
+	free(r.versions);
+	return rc;
+}
