@@ -51,6 +51,7 @@
 #include "daemon.h"
 #include "fault.h"
 #include "fold.h"
+#include "lakestep.h"
 #include "pg.h"
 #include "pgcopy.h"
 #include "pgtypes.h"
@@ -95,19 +96,14 @@ typedef struct fold_run {
 	bool committed;           /* the lake commit landed */
 } fold_run;
 
-static void int_text(int64_t v, char out[24])
-{
-	snprintf(out, 24, "%" PRId64, v);
-}
-
 /* ------------------------------------------------------------ preconditions */
 
 /* Delta rows of the table behind T (the only ones a fold may take). */
 static int delta_backlog(const fold_run *r, int64_t *count, tl_error *err)
 {
 	char id[24], t[24];
-	int_text(r->t->table_id, id);
-	int_text(r->t->cutline_t, t);
+	tdb_int_text(r->t->table_id, id);
+	tdb_int_text(r->t->cutline_t, t);
 	const char *params[] = {id, t};
 	PGresult *res = tdb_pg_query(r->c, "counting the delta rows to fold",
 	                             "SELECT count(*) FROM tierdb.delta WHERE table_id = $1 AND tier_key < $2::bigint",
@@ -127,7 +123,7 @@ static int delta_backlog(const fold_run *r, int64_t *count, tl_error *err)
 static int live_pins(const fold_run *r, int64_t *count, tl_error *err)
 {
 	char id[24];
-	int_text(r->t->table_id, id);
+	tdb_int_text(r->t->table_id, id);
 	const char *params[] = {id};
 	PGresult *res = tdb_pg_query(r->c, "reading the table's read pins",
 	                             "SELECT count(*) FROM tierdb.read_pins WHERE table_id = $1 AND expires_at > now()", 1,
@@ -139,23 +135,10 @@ static int live_pins(const fold_run *r, int64_t *count, tl_error *err)
 	return 0;
 }
 
-static int64_t lake_current_snapshot(const tl_ice_table *lake)
-{
-	const tl_ice_snapshot *s = tl_ice_metadata_current_snapshot(lake->metadata);
-	return s ? s->snapshot_id : TL_ICE_NO_SNAPSHOT;
-}
-
 /* The lake must be at the published S: anything newer awaits recovery. */
 static int check_lake_at_s(const fold_run *r, tl_error *err)
 {
-	int64_t published = r->has_base ? r->base_snapshot : TL_ICE_NO_SNAPSHOT;
-	int64_t current = lake_current_snapshot(r->lake);
-	if (current == published)
-		return 0;
-	return tl_error_set(err, TL_ERR_CONFLICT,
-	                    "the lake table %s is at snapshot %" PRId64 " but the cut-line publishes %" PRId64
-	                    "; an interrupted operation must be recovered before the delta can fold",
-	                    r->lake->location, current, published);
+	return tdb_lake_check_published(r->lake, r->has_base ? r->base_snapshot : TL_ICE_NO_SNAPSHOT, "the fold", err);
 }
 
 /* ------------------------------------------------------------ key columns */
@@ -332,9 +315,9 @@ static int capture_rows(fold_run *r, tl_error *err)
 	                        " FROM tierdb.delta d, LATERAL (SELECT coalesce(d.old_tier_key, d.tier_key) AS loc) l"
 	                        " WHERE d.table_id = $1 AND d.tier_key < $2::bigint");
 	char id[24], t[24], rline[24];
-	int_text(r->t->table_id, id);
-	int_text(r->t->cutline_t, t);
-	int_text(r->t->retention_line, rline);
+	tdb_int_text(r->t->table_id, id);
+	tdb_int_text(r->t->cutline_t, t);
+	tdb_int_text(r->t->retention_line, rline);
 	char *names = pk_names_json(r);
 	const char *params[] = {id, t, names, tier_in_pk ? NULL : r->t->tier_key_col,
 	                        r->t->has_retention_line ? rline : NULL};
@@ -488,65 +471,10 @@ static int write_files(fold_run *r, tl_error *err)
  */
 static void remove_files(const fold_run *r)
 {
-	const tl_ice_writer *writers[] = {r->deletes, r->data};
-	for (int k = 0; k < 2; k++) {
-		for (int i = 0; r->closed[k] && i < tl_ice_writer_nfiles(writers[k]); i++) {
-			tl_error ignored;
-			tl_error_clear(&ignored);
-			char *path = tl_local_path(tl_ice_writer_file(writers[k], i)->file_path, &ignored);
-			if (path != NULL && unlink(path) != 0)
-				tdb_log(r->label, "fold: could not remove the unused file %s: %s", path, strerror(errno));
-			free(path);
-		}
-	}
-}
-
-/*
- * Journals the written files ("files" in the details) before the commit,
- * so that recovery can delete exactly them if the commit never lands.
- */
-static int record_files(const fold_run *r, tl_error *err)
-{
-	json_t *files = json_array();
-	const tl_ice_writer *writers[] = {r->deletes, r->data};
-	for (int k = 0; k < 2; k++)
-		for (int i = 0; i < tl_ice_writer_nfiles(writers[k]); i++)
-			json_array_append_new(files, json_string(tl_ice_writer_file(writers[k], i)->file_path));
-	char *text = json_dumps(files, JSON_COMPACT);
-	json_decref(files);
-	const char *params[] = {r->op_id, text};
-	int rc = tdb_pg_exec(r->c, "journaling the fold's files",
-	                     "UPDATE tierdb.op_log SET details = details || jsonb_build_object('files', $2::jsonb),"
-	                     " updated_at = now() WHERE op_id = $1::uuid",
-	                     2, params, err);
-	free(text);
-	return rc;
-}
-
-/* ------------------------------------------------------------ commit and publish */
-
-static int lake_lock(const fold_run *r, const char *fn, tl_error *err)
-{
-	char id[24];
-	int_text(r->t->table_id, id);
-	const char *params[] = {id};
-	char sql[160];
-	snprintf(sql, sizeof(sql), "SELECT %s(hashtextextended('tierdb_lake_' || $1::text, 0))", fn);
-	PGresult *res = tdb_pg_query(r->c, "taking the table's lake lock", sql, 1, params, err);
-	if (res == NULL)
-		return -1;
-	PQclear(res);
-	return 0;
-}
-
-static int64_t snapshot_of_op(const tl_ice_table *lake, const char *op_id)
-{
-	for (int i = 0; i < lake->metadata->nsnapshots; i++) {
-		const char *stamped = tl_ice_snapshot_summary(&lake->metadata->snapshots[i], "tierdb.op-id");
-		if (stamped != NULL && strcmp(stamped, op_id) == 0)
-			return lake->metadata->snapshots[i].snapshot_id;
-	}
-	return TL_ICE_NO_SNAPSHOT;
+	if (r->closed[0])
+		tdb_lake_remove_files(r->deletes, r->label, "fold");
+	if (r->closed[1])
+		tdb_lake_remove_files(r->data, r->label, "fold");
 }
 
 static int add_files(tl_ice_commit *commit, const tl_ice_writer *w, tl_error *err)
@@ -587,24 +515,12 @@ static int commit_files(fold_run *r, tl_error *err)
 		r->committed = true; /* unknown: never delete files a landed commit may serve */
 		return -1;
 	}
-	int64_t found = snapshot_of_op(r->lake, r->op_id);
-	if (found == TL_ICE_NO_SNAPSHOT)
+	const tl_ice_snapshot *found = tdb_lake_snapshot_of_op(r->lake, r->op_id);
+	if (found == NULL)
 		return -1;
-	r->snapshot_id = found;
+	r->snapshot_id = found->snapshot_id;
 	r->committed = true;
 	return 0;
-}
-
-/* The metadata file as the cut-line names it: <location>/metadata/<file>. */
-static char *metadata_location(const tl_ice_table *lake)
-{
-	const char *slash = strrchr(lake->metadata_file, '/');
-	tl_buf b;
-	tl_buf_init(&b);
-	tl_buf_printf(&b, "%s/metadata/%s", lake->location, slash ? slash + 1 : lake->metadata_file);
-	char *location = tl_strdup(tdb_buf_cstr(&b));
-	tl_buf_free(&b);
-	return location;
 }
 
 /*
@@ -614,32 +530,21 @@ static char *metadata_location(const tl_ice_table *lake)
  */
 static int publish(fold_run *r, tl_error *err)
 {
-	char id[24], snap[24], old_s[24];
-	int_text(r->t->table_id, id);
-	int_text(r->snapshot_id, snap);
-	int_text(r->base_snapshot, old_s);
+	char id[24];
+	tdb_int_text(r->t->table_id, id);
 	if (tdb_pg_exec(r->c, "starting to publish the fold", "BEGIN", 0, NULL, err) < 0)
 		return -1;
 	if (r->committed) {
-		char *location = metadata_location(r->lake);
-		const char *params[] = {id, snap, location, r->has_base ? old_s : NULL};
-		PGresult *res = tdb_pg_query(r->c, "advancing the pinned snapshot",
-		                             "UPDATE tierdb.cutline SET lake_snapshot_id = $2,"
-		                             " lake_props = lake_props || jsonb_build_object('metadata_location', $3::text,"
-		                             " 'snapshot_id', $2::bigint), updated_at = now()"
-		                             " WHERE table_id = $1 AND lake_snapshot_id IS NOT DISTINCT FROM $4::bigint"
-		                             " RETURNING table_id",
-		                             4, params, err);
-		free(location);
-		if (res == NULL)
+		bool published;
+		if (tdb_cutline_publish(r->c, r->t->table_id, false, 0, 0,
+		                        r->has_base ? r->base_snapshot : TL_ICE_NO_SNAPSHOT, r->snapshot_id, r->lake,
+		                        &published, err) < 0)
 			return -1;
-		int updated = PQntuples(res);
-		PQclear(res);
-		if (updated != 1)
+		if (!published)
 			return tl_error_set(err, TL_ERR_CONFLICT,
 			                    "the pinned snapshot of %s moved while folding; operation %s is committed to the "
-			                    "lake as snapshot %s and awaits recovery",
-			                    r->label, r->op_id, snap);
+			                    "lake as snapshot %" PRId64 " and awaits recovery",
+			                    r->label, r->op_id, r->snapshot_id);
 	}
 	const char *params[] = {id, r->pks, r->versions};
 	if (tdb_pg_exec(r->c, "clearing the folded delta rows",
@@ -656,7 +561,7 @@ static int publish(fold_run *r, tl_error *err)
 static int commit_and_publish(fold_run *r, bool *blocked, tl_error *err)
 {
 	*blocked = false;
-	if (lake_lock(r, "pg_advisory_lock", err) < 0)
+	if (tdb_lake_lock(r->c, r->t->table_id, true, err) < 0)
 		return -1;
 	int64_t pins = 0;
 	int rc = live_pins(r, &pins, err);
@@ -683,7 +588,7 @@ static int commit_and_publish(fold_run *r, bool *blocked, tl_error *err)
 		tdb_abort_transaction(r->c);
 	tl_error ignored;
 	tl_error_clear(&ignored);
-	lake_lock(r, "pg_advisory_unlock", &ignored);
+	tdb_lake_lock(r->c, r->t->table_id, false, &ignored);
 	return rc;
 }
 
@@ -712,34 +617,26 @@ static int recover_fold(fold_run *r, const char *phase, json_t *details, tl_erro
 	r->lake = tl_ice_table_open(r->t->lake_table_ref, err);
 	if (r->lake == NULL)
 		return -1;
-	int64_t found = snapshot_of_op(r->lake, r->op_id);
-	if (found == TL_ICE_NO_SNAPSHOT) {
+	const tl_ice_snapshot *snap = tdb_lake_snapshot_of_op(r->lake, r->op_id);
+	int64_t found = snap != NULL ? snap->snapshot_id : TL_ICE_NO_SNAPSHOT;
+	if (snap == NULL) {
 		if (strcmp(phase, "committed") == 0)
 			return tl_error_set(err, TL_ERR_CONFLICT,
 			                    "fold %s is journaled as committed but the lake table %s has no snapshot stamped "
 			                    "with it; an operator must check the table",
 			                    r->op_id, r->lake->location);
-		size_t i;
-		json_t *file;
-		json_array_foreach(json_object_get(details, "files"), i, file)
-		{
-			tl_error ignored;
-			tl_error_clear(&ignored);
-			char *path = tl_local_path(json_string_value(file), &ignored);
-			if (path != NULL && unlink(path) != 0 && errno != ENOENT)
-				tdb_log(r->label, "fold: could not remove the unused file %s: %s", path, strerror(errno));
-			free(path);
-		}
+		int deleted, missing;
+		tdb_lake_remove_recorded(json_object_get(details, "files"), r->label, r->op_id, &deleted, &missing);
 		if (tdb_oplog_set_phase(r->c, r->op_id, "aborted", NULL, err) < 0)
 			return -1;
 		tdb_log(r->label, "fold: interrupted operation %s never reached the lake; rolled back", r->op_id);
 		return 1;
 	}
-	if (lake_current_snapshot(r->lake) != found)
+	if (tdb_lake_current_snapshot(r->lake) != found)
 		return tl_error_set(err, TL_ERR_CONFLICT,
 		                    "fold %s committed snapshot %" PRId64 " but the lake table %s has moved on to %" PRId64
 		                    "; an operator must check the table",
-		                    r->op_id, found, r->lake->location, lake_current_snapshot(r->lake));
+		                    r->op_id, found, r->lake->location, tdb_lake_current_snapshot(r->lake));
 	int64_t pins;
 	if (live_pins(r, &pins, err) < 0)
 		return -1;
@@ -762,7 +659,7 @@ static int recover_fold(fold_run *r, const char *phase, json_t *details, tl_erro
 static int recover_folds(PGconn *c, const tdb_catalog_table *t, tl_error *err)
 {
 	char id[24];
-	int_text(t->table_id, id);
+	tdb_int_text(t->table_id, id);
 	const char *params[] = {id};
 	PGresult *res = tdb_pg_query(c, "reading interrupted folds",
 	                             "SELECT op_id, phase, details::text FROM tierdb.op_log WHERE table_id = $1"
@@ -783,11 +680,11 @@ static int recover_folds(PGconn *c, const tdb_catalog_table *t, tl_error *err)
 		int rc = -1;
 		if (details == NULL)
 			tl_error_set(err, TL_ERR_CORRUPT, "the journal of fold %s is not JSON", r.op_id);
-		else if (lake_lock(&r, "pg_advisory_lock", err) == 0) {
+		else if (tdb_lake_lock(c, t->table_id, true, err) == 0) {
 			rc = recover_fold(&r, PQgetvalue(res, i, 1), details, err);
 			tl_error ignored;
 			tl_error_clear(&ignored);
-			lake_lock(&r, "pg_advisory_unlock", &ignored);
+			tdb_lake_lock(c, t->table_id, false, &ignored);
 		}
 		json_decref(details);
 		tl_ice_table_free(r.lake);
@@ -852,7 +749,7 @@ static int run_fold(fold_run *r, tl_error *err)
 	free(details);
 	if (rc < 0)
 		return -1;
-	if (write_files(r, err) < 0 || record_files(r, err) < 0) {
+	if (write_files(r, err) < 0 || tdb_oplog_record_files(r->c, r->op_id, (const tl_ice_writer *const[]){r->deletes, r->data}, 2, err) < 0) {
 		abort_fold(r);
 		return -1;
 	}

@@ -25,6 +25,7 @@
 
 #include "daemon.h"
 #include "pg.h"
+#include "lakestep.h"
 #include "recovery.h"
 #include "tiering.h"
 #include "tierlake/iceberg_metadata.h"
@@ -48,42 +49,13 @@ typedef struct recovery {
 	tl_ice_table *lake;
 } recovery;
 
-static void int_text(int64_t v, char out[24])
-{
-	snprintf(out, 24, "%" PRId64, v);
-}
-
-/* ------------------------------------------------------------ recording files */
-
-int tdb_oplog_record_files(PGconn *c, const char *op_id, const tl_ice_writer *w, tl_error *err)
-{
-	json_t *files = json_array();
-	for (int i = 0; i < tl_ice_writer_nfiles(w); i++)
-		json_array_append_new(files, json_string(tl_ice_writer_file(w, i)->file_path));
-	char *text = json_dumps(files, JSON_COMPACT);
-	json_decref(files);
-	const char *params[] = {op_id, text};
-	PGresult *res = tdb_pg_query(c, "journaling the operation's data files",
-	                             "UPDATE tierdb.op_log SET details = details || jsonb_build_object('files', $2::jsonb),"
-	                             " updated_at = now() WHERE op_id = $1::uuid RETURNING op_id",
-	                             2, params, err);
-	free(text);
-	if (res == NULL)
-		return -1;
-	int found = PQntuples(res);
-	PQclear(res);
-	if (found != 1)
-		return tl_error_set(err, TL_ERR_NOT_FOUND, "operation %s is missing from tierdb.op_log", op_id);
-	return 0;
-}
-
 /* ------------------------------------------------------------ reading the journal */
 
 /* The table's tiering operations that stopped before publishing, oldest first. */
 static PGresult *interrupted_ops(PGconn *c, const tdb_catalog_table *t, tl_error *err)
 {
 	char id[24];
-	int_text(t->table_id, id);
+	tdb_int_text(t->table_id, id);
 	const char *params[] = {id};
 	return tdb_pg_query(c, "reading interrupted tiering operations",
 	                    "SELECT op_id, phase, details::text FROM tierdb.op_log WHERE table_id = $1"
@@ -110,29 +82,7 @@ static int parse_details(interrupted_op *op, tl_error *err)
 	return 0;
 }
 
-/* The snapshot stamped with the op id, or NULL when the operation's commit never landed. */
-static const tl_ice_snapshot *snapshot_of_op(const tl_ice_table *lake, const char *op_id)
-{
-	for (int i = 0; i < lake->metadata->nsnapshots; i++) {
-		const char *stamped = tl_ice_snapshot_summary(&lake->metadata->snapshots[i], "tierdb.op-id");
-		if (stamped != NULL && strcmp(stamped, op_id) == 0)
-			return &lake->metadata->snapshots[i];
-	}
-	return NULL;
-}
-
 /* ------------------------------------------------------------ adopting */
-
-/* The metadata file as the cut-line names it: <location>/metadata/<file>. */
-static char *metadata_location(const tl_ice_table *lake)
-{
-	const char *slash = strrchr(lake->metadata_file, '/');
-	tl_buf b;
-	tl_buf_init(&b);
-	tl_buf_printf(&b, "%s/metadata/%s", lake->location, slash ? slash + 1 : lake->metadata_file);
-	tdb_buf_cstr(&b);
-	return (char *)b.data;
-}
 
 /*
  * Advances the cut-line to the operation's snapshot. The guard is the state
@@ -142,34 +92,16 @@ static char *metadata_location(const tl_ice_table *lake)
  */
 static int advance_cutline(const recovery *rc, const interrupted_op *op, const tl_ice_snapshot *snap, tl_error *err)
 {
-	char id[24], new_t[24], snap_id[24], old_t[24], old_s[24];
-	int_text(rc->t->table_id, id);
-	int_text(op->tier_key_hi, new_t);
-	int_text(snap->snapshot_id, snap_id);
-	int_text(op->tier_key_lo, old_t);
-	int_text(snap->parent_id, old_s);
-	char *location = metadata_location(rc->lake);
-	const char *params[] = {id, new_t, snap_id, location, old_t,
-	                        snap->parent_id == TL_ICE_NO_SNAPSHOT ? NULL : old_s};
-	PGresult *res = tdb_pg_query(rc->c, "advancing the cut-line to an adopted snapshot",
-	                             "UPDATE tierdb.cutline SET tier_key_hi = $2, lake_snapshot_id = $3,"
-	                             " lake_props = lake_props || jsonb_build_object('metadata_location', $4::text,"
-	                             " 'snapshot_id', $3::bigint), updated_at = now()"
-	                             " WHERE table_id = $1 AND tier_key_hi = $5::bigint"
-	                             " AND lake_snapshot_id IS NOT DISTINCT FROM $6::bigint RETURNING table_id",
-	                             6, params, err);
-	free(location);
-	if (res == NULL)
+	bool published;
+	if (tdb_cutline_publish(rc->c, rc->t->table_id, true, op->tier_key_lo, op->tier_key_hi, snap->parent_id,
+	                        snap->snapshot_id, rc->lake, &published, err) < 0)
 		return -1;
-	int updated = PQntuples(res);
-	PQclear(res);
-	if (updated != 1)
+	if (!published)
 		return tl_error_set(err, TL_ERR_CONFLICT,
-		                    "operation %s committed lake snapshot %" PRId64 " over snapshot %s with T %s, but the "
-		                    "cut-line of %s has moved since; it cannot be adopted without hiding or repeating "
-		                    "rows: compare tierdb.cutline with the lake table %s and settle it by hand",
-		                    op->op_id, snap->snapshot_id,
-		                    snap->parent_id == TL_ICE_NO_SNAPSHOT ? "(none)" : old_s, old_t, rc->label,
+		                    "operation %s committed lake snapshot %" PRId64 " over snapshot %" PRId64 " with T %" PRId64
+		                    ", but the cut-line of %s has moved since; it cannot be adopted without hiding or "
+		                    "repeating rows: compare tierdb.cutline with the lake table %s and settle it by hand",
+		                    op->op_id, snap->snapshot_id, snap->parent_id, op->tier_key_lo, rc->label,
 		                    rc->lake->location);
 	return 0;
 }
@@ -178,7 +110,7 @@ static int advance_cutline(const recovery *rc, const interrupted_op *op, const t
 static int adopt(const recovery *rc, const interrupted_op *op, const tl_ice_snapshot *snap, tl_error *err)
 {
 	char id[24];
-	int_text(rc->t->table_id, id);
+	tdb_int_text(rc->t->table_id, id);
 	const char *params[] = {id, op->details_text};
 	int64_t snapshot_id = snap->snapshot_id;
 	if (tdb_pg_exec(rc->c, "starting to adopt an operation", "BEGIN", 0, NULL, err) < 0 ||
@@ -199,38 +131,6 @@ static int adopt(const recovery *rc, const interrupted_op *op, const tl_ice_snap
 }
 
 /* ------------------------------------------------------------ rolling back */
-
-/*
- * Deletes the data files the operation recorded; missing ones were deleted
- * by an earlier pass. Files that cannot be deleted are logged and left:
- * no snapshot references them, so they are orphans, never wrong rows.
- */
-static void delete_recorded_files(const recovery *rc, const interrupted_op *op, int *deleted, int *missing)
-{
-	*deleted = *missing = 0;
-	json_t *files = json_object_get(op->details, "files");
-	size_t i;
-	json_t *file;
-	json_array_foreach(files, i, file)
-	{
-		if (!json_is_string(file))
-			continue;
-		tl_error why;
-		tl_error_clear(&why);
-		char *path = tl_local_path(json_string_value(file), &why);
-		if (path == NULL)
-			tdb_log(rc->label, "recovery: cannot remove %s of operation %s: %s", json_string_value(file),
-			        op->op_id, why.message);
-		else if (unlink(path) == 0)
-			(*deleted)++;
-		else if (errno == ENOENT)
-			(*missing)++;
-		else
-			tdb_log(rc->label, "recovery: cannot remove %s of operation %s: %s", path, op->op_id,
-			        strerror(errno));
-		free(path);
-	}
-}
 
 /* "schema"."name" of a partition that still exists, or false. */
 static int resolve_partition(PGconn *c, const char *partition_id, tl_buf *qualified, bool *exists, tl_error *err)
@@ -286,7 +186,7 @@ static int unseal_and_abort(const recovery *rc, const interrupted_op *op, tl_err
 			return -1;
 	}
 	char id[24];
-	int_text(rc->t->table_id, id);
+	tdb_int_text(rc->t->table_id, id);
 	const char *params[] = {id, op->details_text};
 	/* Only partitions this operation moved to 'sealing': a state set by anyone else stays. */
 	if (tdb_pg_exec(rc->c, "recording rolled-back partitions as hot",
@@ -310,7 +210,7 @@ static int roll_back(const recovery *rc, const interrupted_op *op, tl_error *err
 		                    "rolled back: inspect tierdb.op_log and the lake table and settle it by hand",
 		                    op->op_id, rc->lake->location);
 	int deleted, missing;
-	delete_recorded_files(rc, op, &deleted, &missing);
+	tdb_lake_remove_recorded(json_object_get(op->details, "files"), rc->label, op->op_id, &deleted, &missing);
 	if (unseal_and_abort(rc, op, err) < 0)
 		return -1;
 	size_t nparts = json_array_size(json_object_get(op->details, "partitions"));
@@ -329,27 +229,13 @@ static int settle(const recovery *rc, interrupted_op *op, tl_error *err)
 {
 	if (parse_details(op, err) < 0)
 		return -1;
-	const tl_ice_snapshot *snap = snapshot_of_op(rc->lake, op->op_id);
+	const tl_ice_snapshot *snap = tdb_lake_snapshot_of_op(rc->lake, op->op_id);
 	int status = snap != NULL ? adopt(rc, op, snap, err) : roll_back(rc, op, err);
 	if (status < 0) {
 		tdb_abort_transaction(rc->c);
 		tl_error_prefix(err, "recovering operation %s", op->op_id);
 	}
 	return status;
-}
-
-static int lake_lock(PGconn *c, const tdb_catalog_table *t, const char *fn, tl_error *err)
-{
-	char id[24];
-	int_text(t->table_id, id);
-	const char *params[] = {id};
-	char sql[160];
-	snprintf(sql, sizeof(sql), "SELECT %s(hashtextextended('tierdb_lake_' || $1::text, 0))", fn);
-	PGresult *res = tdb_pg_query(c, "taking the table's lake lock", sql, 1, params, err);
-	if (res == NULL)
-		return -1;
-	PQclear(res);
-	return 0;
 }
 
 /* Settles every row of `ops` with the lake opened under the lock; returns how many. */
@@ -386,7 +272,7 @@ int tdb_recover_tiering(PGconn *c, const tdb_catalog_table *t, tl_error *err)
 		return 0;
 	}
 	/* Every lake commit holds this lock: the lake cannot change while the decision is made. */
-	if (lake_lock(c, t, "pg_advisory_lock", err) < 0) {
+	if (tdb_lake_lock(c, t->table_id, true, err) < 0) {
 		PQclear(ops);
 		return -1;
 	}
@@ -396,6 +282,6 @@ int tdb_recover_tiering(PGconn *c, const tdb_catalog_table *t, tl_error *err)
 	PQclear(ops);
 	tl_error ignored;
 	tl_error_clear(&ignored);
-	lake_lock(c, t, "pg_advisory_unlock", &ignored);
+	tdb_lake_lock(c, t->table_id, false, &ignored);
 	return settled;
 }

@@ -29,12 +29,6 @@
 #include "tierlake/error.h"
 #include "tierlake/iceberg_writer.h"
 
-/*
- * Records the data files of a closed writer in the operation's details
- * ("files": their paths as the manifests name them), before the lake
- * commit: a rollback deletes exactly these.
- */
-int tdb_oplog_record_files(PGconn *c, const char *op_id, const tl_ice_writer *w, tl_error *err);
 
 /*
  * Adopts or rolls back every tiering operation of the table whose phase is

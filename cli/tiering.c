@@ -39,6 +39,7 @@
 
 #include "daemon.h"
 #include "fault.h"
+#include "lakestep.h"
 #include "pg.h"
 #include "pgcopy.h"
 #include "pgtypes.h"
@@ -73,11 +74,6 @@ typedef struct tier_run {
 	int64_t snapshot_id;
 } tier_run;
 
-static void int_text(int64_t v, char out[24])
-{
-	snprintf(out, 24, "%" PRId64, v);
-}
-
 /* ------------------------------------------------------------ choosing partitions */
 
 /*
@@ -102,14 +98,6 @@ static int choose_run(const tdb_catalog_table *t, const tdb_heap_partition *part
 	return count;
 }
 
-/* ------------------------------------------------------------ lake checks */
-
-static int64_t lake_current_snapshot(const tl_ice_table *lake)
-{
-	const tl_ice_snapshot *s = tl_ice_metadata_current_snapshot(lake->metadata);
-	return s ? s->snapshot_id : TL_ICE_NO_SNAPSHOT;
-}
-
 /*
  * The lake must still be at the published snapshot S: a newer snapshot
  * means an operation committed without publishing, and building on it
@@ -117,14 +105,8 @@ static int64_t lake_current_snapshot(const tl_ice_table *lake)
  */
 static int check_lake_at_s(const tier_run *r, tl_error *err)
 {
-	int64_t published = r->t->has_snapshot ? r->t->snapshot_id : TL_ICE_NO_SNAPSHOT;
-	int64_t current = lake_current_snapshot(r->lake);
-	if (current == published)
-		return 0;
-	return tl_error_set(err, TL_ERR_CONFLICT,
-	                    "the lake table %s is at snapshot %" PRId64 " but the cut-line publishes %" PRId64
-	                    "; an interrupted operation must be recovered before tiering continues",
-	                    r->lake->location, current, published);
+	return tdb_lake_check_published(r->lake, r->t->has_snapshot ? r->t->snapshot_id : TL_ICE_NO_SNAPSHOT,
+	                                "tiering", err);
 }
 
 /* The heap columns must be the lake schema's fields, in order, with the same types. */
@@ -180,9 +162,9 @@ static void append_guard_trigger(const tdb_heap_partition *p, const char *name, 
 static int seal_partition(const tier_run *r, const tdb_heap_partition *p, tl_error *err)
 {
 	char id[24], lo[24], hi[24];
-	int_text(r->t->table_id, id);
-	int_text(p->lo, lo);
-	int_text(p->hi, hi);
+	tdb_int_text(r->t->table_id, id);
+	tdb_int_text(p->lo, lo);
+	tdb_int_text(p->hi, hi);
 	const char *params[] = {id, p->partition_id, lo, hi};
 	if (tdb_pg_exec(r->c, "recording a partition as sealing",
 	                "INSERT INTO tierdb.partitions (table_id, partition_id, tier_key_lo, tier_key_hi, state)"
@@ -224,7 +206,7 @@ static int unseal_run(const tier_run *r, tl_error *err)
 	if (tdb_pg_exec(r->c, "starting to undo the seal", "BEGIN", 0, NULL, err) < 0)
 		return -1;
 	char id[24];
-	int_text(r->t->table_id, id);
+	tdb_int_text(r->t->table_id, id);
 	for (int i = 0; i < r->nparts; i++) {
 		const tdb_heap_partition *p = &r->parts[i];
 		int rc = 0;
@@ -406,33 +388,6 @@ static int write_run(tier_run *r, tl_error *err)
 	return rc;
 }
 
-/* ------------------------------------------------------------ lake commit */
-
-static int lake_lock(const tier_run *r, const char *fn, tl_error *err)
-{
-	char id[24];
-	int_text(r->t->table_id, id);
-	const char *params[] = {id};
-	char sql[160];
-	snprintf(sql, sizeof(sql), "SELECT %s(hashtextextended('tierdb_lake_' || $1::text, 0))", fn);
-	PGresult *res = tdb_pg_query(r->c, "taking the table's lake lock", sql, 1, params, err);
-	if (res == NULL)
-		return -1;
-	PQclear(res);
-	return 0;
-}
-
-/* The id of a snapshot of the table stamped with op_id, or TL_ICE_NO_SNAPSHOT. */
-static int64_t snapshot_of_op(const tl_ice_table *lake, const char *op_id)
-{
-	for (int i = 0; i < lake->metadata->nsnapshots; i++) {
-		const char *stamped = tl_ice_snapshot_summary(&lake->metadata->snapshots[i], "tierdb.op-id");
-		if (stamped != NULL && strcmp(stamped, op_id) == 0)
-			return lake->metadata->snapshots[i].snapshot_id;
-	}
-	return TL_ICE_NO_SNAPSHOT;
-}
-
 /*
  * Commits the written files as one snapshot stamped with the op id. After
  * a failure the table is reread: a commit that landed despite the error
@@ -464,71 +419,33 @@ static int commit_run(tier_run *r, bool *landed, tl_error *err)
 		*landed = true; /* unknown: leave it to recovery rather than undo a commit that may exist */
 		return -1;
 	}
-	int64_t found = snapshot_of_op(r->lake, r->op_id);
-	if (found != TL_ICE_NO_SNAPSHOT) {
-		r->snapshot_id = found;
+	const tl_ice_snapshot *found = tdb_lake_snapshot_of_op(r->lake, r->op_id);
+	if (found != NULL) {
+		r->snapshot_id = found->snapshot_id;
 		*landed = true;
 		return 0;
 	}
 	return -1;
 }
 
-/* Deletes the closed writer's files after a commit that did not land (they would be orphans). */
-static void remove_written_files(const tier_run *r)
-{
-	for (int i = 0; i < tl_ice_writer_nfiles(r->writer); i++) {
-		tl_error ignored;
-		tl_error_clear(&ignored);
-		char *path = tl_local_path(tl_ice_writer_file(r->writer, i)->file_path, &ignored);
-		if (path != NULL && unlink(path) != 0)
-			tdb_log(r->label, "tiering: could not remove the unused data file %s: %s", path, strerror(errno));
-		free(path);
-	}
-}
-
-/* The metadata file as the cut-line names it: <location>/metadata/<file>. */
-static char *metadata_location(const tl_ice_table *lake)
-{
-	const char *slash = strrchr(lake->metadata_file, '/');
-	tl_buf b;
-	tl_buf_init(&b);
-	tl_buf_printf(&b, "%s/metadata/%s", lake->location, slash ? slash + 1 : lake->metadata_file);
-	return tl_strdup(tdb_buf_cstr(&b));
-}
-
 /* Advances (T, S, lake_props), marks the partitions tiered and the journal published: one transaction. */
 static int publish_run(tier_run *r, tl_error *err)
 {
-	char id[24], new_t[24], snap[24], old_t[24], old_s[24];
-	int_text(r->t->table_id, id);
-	int_text(r->new_t, new_t);
-	int_text(r->snapshot_id, snap);
-	int_text(r->t->cutline_t, old_t);
-	int_text(r->t->snapshot_id, old_s);
-	char *location = metadata_location(r->lake);
-	const char *params[] = {id, new_t, snap, location, old_t, r->t->has_snapshot ? old_s : NULL};
-	if (tdb_pg_exec(r->c, "starting to publish", "BEGIN", 0, NULL, err) < 0) {
-		free(location);
+	char id[24];
+	tdb_int_text(r->t->table_id, id);
+	if (tdb_pg_exec(r->c, "starting to publish", "BEGIN", 0, NULL, err) < 0)
 		return -1;
-	}
 	/* The guard on the old (T, S) refuses to publish over anyone else's advance. */
-	PGresult *res = tdb_pg_query(r->c, "advancing the cut-line",
-	                             "UPDATE tierdb.cutline SET tier_key_hi = $2, lake_snapshot_id = $3,"
-	                             " lake_props = lake_props || jsonb_build_object('metadata_location', $4::text,"
-	                             " 'snapshot_id', $3::bigint), updated_at = now()"
-	                             " WHERE table_id = $1 AND tier_key_hi = $5::bigint"
-	                             " AND lake_snapshot_id IS NOT DISTINCT FROM $6::bigint RETURNING table_id",
-	                             6, params, err);
-	free(location);
-	if (res == NULL)
+	bool published;
+	if (tdb_cutline_publish(r->c, r->t->table_id, true, r->t->cutline_t, r->new_t,
+	                        r->t->has_snapshot ? r->t->snapshot_id : TL_ICE_NO_SNAPSHOT, r->snapshot_id, r->lake,
+	                        &published, err) < 0)
 		return -1;
-	int updated = PQntuples(res);
-	PQclear(res);
-	if (updated != 1)
+	if (!published)
 		return tl_error_set(err, TL_ERR_CONFLICT,
-		                    "the cut-line of %s moved while tiering (expected T %s); operation %s is committed "
-		                    "to the lake as snapshot %s and awaits recovery",
-		                    r->label, old_t, r->op_id, snap);
+		                    "the cut-line of %s moved while tiering (expected T %" PRId64 "); operation %s is "
+		                    "committed to the lake as snapshot %" PRId64 " and awaits recovery",
+		                    r->label, r->t->cutline_t, r->op_id, r->snapshot_id);
 	for (int i = 0; i < r->nparts; i++) {
 		const char *pparams[] = {id, r->parts[i].partition_id};
 		if (tdb_pg_exec(r->c, "recording a partition as tiered",
@@ -546,12 +463,12 @@ static int publish_run(tier_run *r, tl_error *err)
 /* Steps 4 and 5 under the lake lock. */
 static int commit_and_publish(tier_run *r, tl_error *err)
 {
-	if (lake_lock(r, "pg_advisory_lock", err) < 0)
+	if (tdb_lake_lock(r->c, r->t->table_id, true, err) < 0)
 		return -1;
 	bool landed;
 	int rc = commit_run(r, &landed, err);
 	if (rc < 0 && !landed) {
-		remove_written_files(r);
+		tdb_lake_remove_files(r->writer, r->label, "tiering");
 		abandon_run(r);
 	}
 	if (rc == 0)
@@ -566,7 +483,7 @@ static int commit_and_publish(tier_run *r, tl_error *err)
 		tdb_abort_transaction(r->c);
 	tl_error ignored;
 	tl_error_clear(&ignored);
-	lake_lock(r, "pg_advisory_unlock", &ignored);
+	tdb_lake_lock(r->c, r->t->table_id, false, &ignored);
 	return rc;
 }
 
@@ -605,8 +522,8 @@ static int run_tiering(tier_run *r, tl_error *err)
 		return -1;
 	}
 	/* Journaled before the commit, so a rollback after a crash knows which files to delete. */
-	if (tdb_oplog_record_files(r->c, r->op_id, r->writer, err) < 0) {
-		remove_written_files(r);
+	if (tdb_oplog_record_files(r->c, r->op_id, (const tl_ice_writer *const[]){r->writer}, 1, err) < 0) {
+		tdb_lake_remove_files(r->writer, r->label, "tiering");
 		abandon_run(r);
 		return -1;
 	}
@@ -690,8 +607,8 @@ int tdb_tier(PGconn *c, const tdb_catalog_table *t, const char *lag, tl_error *e
 static int pins_below(PGconn *c, const tdb_catalog_table *t, int64_t hi, int64_t *count, tl_error *err)
 {
 	char id[24], bound[24];
-	int_text(t->table_id, id);
-	int_text(hi, bound);
+	tdb_int_text(t->table_id, id);
+	tdb_int_text(hi, bound);
 	const char *params[] = {id, bound};
 	PGresult *res = tdb_pg_query(c, "reading the table's read pins",
 	                             "SELECT count(*) FROM tierdb.read_pins WHERE table_id = $1 AND expires_at > now()"
@@ -713,7 +630,7 @@ static int pins_below(PGconn *c, const tdb_catalog_table *t, int64_t hi, int64_t
 static int wait_out_readers(PGconn *c, const tdb_catalog_table *t, tl_error *err)
 {
 	char id[24];
-	int_text(t->table_id, id);
+	tdb_int_text(t->table_id, id);
 	const char *params[] = {id};
 	int rc = tdb_pg_exec(c, "waiting out readers", "BEGIN", 0, NULL, err);
 	if (rc == 0)
@@ -732,7 +649,7 @@ static int wait_out_readers(PGconn *c, const tdb_catalog_table *t, tl_error *err
 static int drop_partition(PGconn *c, const tdb_catalog_table *t, const tdb_heap_partition *p, tl_error *err)
 {
 	char id[24];
-	int_text(t->table_id, id);
+	tdb_int_text(t->table_id, id);
 	const char *params[] = {id, p->partition_id};
 	tl_buf sql;
 	tl_buf_init(&sql);
@@ -764,7 +681,7 @@ static int tiered_partitions(PGconn *c, const tdb_catalog_table *t, tdb_heap_par
 	if (tdb_range_partitions(c, t, &parts, &nparts, err) < 0)
 		return -1;
 	char id[24];
-	int_text(t->table_id, id);
+	tdb_int_text(t->table_id, id);
 	const char *params[] = {id};
 	PGresult *res = tdb_pg_query(c, "reading the tiered partitions",
 	                             "SELECT partition_id FROM tierdb.partitions WHERE table_id = $1 AND state = 'tiered'",

@@ -1,0 +1,163 @@
+/*
+ * lakestep.c: helpers shared by the daemon steps that write the lake; see
+ * lakestep.h.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "daemon.h"
+#include "lakestep.h"
+#include "pg.h"
+
+void tdb_int_text(int64_t v, char out[24])
+{
+	snprintf(out, 24, "%" PRId64, v);
+}
+
+int tdb_lake_lock(PGconn *c, int64_t table_id, bool lock, tl_error *err)
+{
+	char id[24];
+	tdb_int_text(table_id, id);
+	const char *params[] = {id};
+	const char *sql = lock ? "SELECT pg_advisory_lock(hashtextextended('tierdb_lake_' || $1::text, 0))"
+	                       : "SELECT pg_advisory_unlock(hashtextextended('tierdb_lake_' || $1::text, 0))";
+	PGresult *res = tdb_pg_query(c, lock ? "taking the table's lake lock" : "releasing the table's lake lock", sql,
+	                             1, params, err);
+	if (res == NULL)
+		return -1;
+	PQclear(res);
+	return 0;
+}
+
+const tl_ice_snapshot *tdb_lake_snapshot_of_op(const tl_ice_table *lake, const char *op_id)
+{
+	for (int i = 0; i < lake->metadata->nsnapshots; i++) {
+		const char *stamped = tl_ice_snapshot_summary(&lake->metadata->snapshots[i], "tierdb.op-id");
+		if (stamped != NULL && strcmp(stamped, op_id) == 0)
+			return &lake->metadata->snapshots[i];
+	}
+	return NULL;
+}
+
+int64_t tdb_lake_current_snapshot(const tl_ice_table *lake)
+{
+	const tl_ice_snapshot *s = tl_ice_metadata_current_snapshot(lake->metadata);
+	return s ? s->snapshot_id : TL_ICE_NO_SNAPSHOT;
+}
+
+int tdb_lake_check_published(const tl_ice_table *lake, int64_t published, const char *step, tl_error *err)
+{
+	int64_t current = tdb_lake_current_snapshot(lake);
+	if (current == published)
+		return 0;
+	return tl_error_set(err, TL_ERR_CONFLICT,
+	                    "the lake table %s is at snapshot %" PRId64 " but the cut-line publishes %" PRId64
+	                    "; an interrupted operation must be recovered before %s continues",
+	                    lake->location, current, published, step);
+}
+
+char *tdb_lake_metadata_location(const tl_ice_table *lake)
+{
+	const char *slash = strrchr(lake->metadata_file, '/');
+	tl_buf b;
+	tl_buf_init(&b);
+	tl_buf_printf(&b, "%s/metadata/%s%c", lake->location, slash ? slash + 1 : lake->metadata_file, '\0');
+	return (char *)b.data;
+}
+
+int tdb_cutline_publish(PGconn *c, int64_t table_id, bool move_t, int64_t old_t, int64_t new_t, int64_t old_s,
+                        int64_t new_s, const tl_ice_table *lake, bool *published, tl_error *err)
+{
+	char id[24], old_t_text[24], new_t_text[24], old_s_text[24], new_s_text[24];
+	tdb_int_text(table_id, id);
+	tdb_int_text(old_t, old_t_text);
+	tdb_int_text(new_t, new_t_text);
+	tdb_int_text(old_s, old_s_text);
+	tdb_int_text(new_s, new_s_text);
+	char *location = tdb_lake_metadata_location(lake);
+	const char *params[] = {id,
+	                        move_t ? new_t_text : NULL,
+	                        new_s_text,
+	                        location,
+	                        move_t ? old_t_text : NULL,
+	                        old_s == TL_ICE_NO_SNAPSHOT ? NULL : old_s_text};
+	PGresult *res = tdb_pg_query(c, "advancing the cut-line",
+	                             "UPDATE tierdb.cutline SET tier_key_hi = coalesce($2::bigint, tier_key_hi),"
+	                             " lake_snapshot_id = $3,"
+	                             " lake_props = lake_props || jsonb_build_object('metadata_location', $4::text,"
+	                             " 'snapshot_id', $3::bigint), updated_at = now()"
+	                             " WHERE table_id = $1 AND ($5::bigint IS NULL OR tier_key_hi = $5::bigint)"
+	                             " AND lake_snapshot_id IS NOT DISTINCT FROM $6::bigint RETURNING table_id",
+	                             6, params, err);
+	free(location);
+	if (res == NULL)
+		return -1;
+	*published = PQntuples(res) == 1;
+	PQclear(res);
+	return 0;
+}
+
+void tdb_lake_remove_files(const tl_ice_writer *w, const char *label, const char *step)
+{
+	for (int i = 0; i < tl_ice_writer_nfiles(w); i++) {
+		tl_error ignored;
+		tl_error_clear(&ignored);
+		char *path = tl_local_path(tl_ice_writer_file(w, i)->file_path, &ignored);
+		if (path != NULL && unlink(path) != 0 && errno != ENOENT)
+			tdb_log(label, "%s: could not remove the unused file %s: %s", step, path, strerror(errno));
+		free(path);
+	}
+}
+
+int tdb_oplog_record_files(PGconn *c, const char *op_id, const tl_ice_writer *const *writers, int nwriters,
+                           tl_error *err)
+{
+	json_t *files = json_array();
+	for (int k = 0; k < nwriters; k++)
+		for (int i = 0; i < tl_ice_writer_nfiles(writers[k]); i++)
+			json_array_append_new(files, json_string(tl_ice_writer_file(writers[k], i)->file_path));
+	char *text = json_dumps(files, JSON_COMPACT);
+	json_decref(files);
+	const char *params[] = {op_id, text};
+	PGresult *res = tdb_pg_query(c, "journaling the operation's files",
+	                             "UPDATE tierdb.op_log SET details = details || jsonb_build_object('files', $2::jsonb),"
+	                             " updated_at = now() WHERE op_id = $1::uuid RETURNING op_id",
+	                             2, params, err);
+	free(text);
+	if (res == NULL)
+		return -1;
+	int found = PQntuples(res);
+	PQclear(res);
+	if (found != 1)
+		return tl_error_set(err, TL_ERR_NOT_FOUND, "operation %s is missing from tierdb.op_log", op_id);
+	return 0;
+}
+
+void tdb_lake_remove_recorded(const json_t *files, const char *label, const char *op_id, int *deleted, int *missing)
+{
+	*deleted = *missing = 0;
+	size_t i;
+	json_t *file;
+	json_array_foreach(files, i, file)
+	{
+		if (!json_is_string(file))
+			continue;
+		tl_error why;
+		tl_error_clear(&why);
+		char *path = tl_local_path(json_string_value(file), &why);
+		if (path == NULL)
+			tdb_log(label, "recovery: cannot remove %s of operation %s: %s", json_string_value(file), op_id,
+			        why.message);
+		else if (unlink(path) == 0)
+			(*deleted)++;
+		else if (errno == ENOENT)
+			(*missing)++;
+		else
+			tdb_log(label, "recovery: cannot remove %s of operation %s: %s", path, op_id, strerror(errno));
+		free(path);
+	}
+}

@@ -1,0 +1,77 @@
+/*
+ * lakestep.h: what the daemon's lake-writing steps (tiering, fold,
+ * recovery) share: the table's lake lock, finding a commit by its op id,
+ * the metadata location the cut-line publishes, and cleaning up files a
+ * commit never took.
+ */
+#ifndef TIERDB_LAKESTEP_H
+#define TIERDB_LAKESTEP_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <jansson.h>
+#include <libpq-fe.h>
+
+#include "tierlake/iceberg_table.h"
+#include "tierlake/iceberg_writer.h"
+
+/* An integer as text, for query parameters. */
+void tdb_int_text(int64_t v, char out[24]);
+
+/*
+ * Takes (lock = true) or releases the session advisory lock every lake
+ * commit of the table holds (SPEC §5:
+ * hashtextextended('tierdb_lake_' || table_id, 0)).
+ */
+int tdb_lake_lock(PGconn *c, int64_t table_id, bool lock, tl_error *err);
+
+/* The snapshot whose summary carries tierdb.op-id = op_id, or NULL. */
+const tl_ice_snapshot *tdb_lake_snapshot_of_op(const tl_ice_table *lake, const char *op_id);
+
+/* The current snapshot's id, or TL_ICE_NO_SNAPSHOT. */
+int64_t tdb_lake_current_snapshot(const tl_ice_table *lake);
+
+/*
+ * TL_ERR_CONFLICT unless the lake's current snapshot is the one the
+ * cut-line publishes (TL_ICE_NO_SNAPSHOT for none): a newer snapshot means
+ * an operation committed without publishing, and building on it would
+ * publish that operation's rows unseen. `step` names what waits
+ * ("tiering", "the fold").
+ */
+int tdb_lake_check_published(const tl_ice_table *lake, int64_t published, const char *step, tl_error *err);
+
+/* The metadata file as the cut-line names it: <location>/metadata/<file> (free() it). */
+char *tdb_lake_metadata_location(const tl_ice_table *lake);
+
+/*
+ * Publishes a lake snapshot in the cut-line: lake_snapshot_id = new_s and
+ * lake_props' metadata_location and snapshot_id, and, when move_t, T from
+ * old_t to new_t. Guarded on the old state (T = old_t when move_t, S =
+ * old_s, TL_ICE_NO_SNAPSHOT for none) so nobody's advance is published
+ * over; *published says whether the guard held. Runs in the caller's
+ * transaction.
+ */
+int tdb_cutline_publish(PGconn *c, int64_t table_id, bool move_t, int64_t old_t, int64_t new_t, int64_t old_s,
+                        int64_t new_s, const tl_ice_table *lake, bool *published, tl_error *err);
+
+/* Deletes the files of a closed writer whose commit never landed, logging any that would not go. */
+void tdb_lake_remove_files(const tl_ice_writer *w, const char *label, const char *step);
+
+/*
+ * Journals the files of closed writers in the operation's op_log details
+ * ("files"), before the commit, so recovery can delete exactly them if the
+ * commit never lands.
+ */
+int tdb_oplog_record_files(PGconn *c, const char *op_id, const tl_ice_writer *const *writers, int nwriters,
+                           tl_error *err);
+
+/*
+ * Deletes the files an interrupted operation recorded (a JSON array of
+ * paths); missing ones count in *missing (an earlier pass deleted them).
+ * Files that cannot be deleted are logged and left: no snapshot references
+ * them, so they are orphans, never wrong rows.
+ */
+void tdb_lake_remove_recorded(const json_t *files, const char *label, const char *op_id, int *deleted, int *missing);
+
+#endif
