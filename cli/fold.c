@@ -347,68 +347,6 @@ static int capture_rows(fold_run *r, tl_error *err)
 
 /* ------------------------------------------------------------ streaming */
 
-/* Stops a COPY that failed on our side: cancel it on the server and read to its end. */
-static void abandon_copy(PGconn *c)
-{
-	PGcancel *cancel = PQgetCancel(c);
-	if (cancel != NULL) {
-		char ignored[256];
-		PQcancel(cancel, ignored, sizeof(ignored));
-		PQfreeCancel(cancel);
-	}
-	char *buf;
-	while (PQgetCopyData(c, &buf, 0) > 0)
-		PQfreemem(buf);
-	PGresult *res;
-	while ((res = PQgetResult(c)) != NULL)
-		PQclear(res);
-}
-
-static int flush_batch(tl_ice_writer *w, tl_pq_batch *batch, tl_error *err)
-{
-	if (batch->nrows == 0)
-		return 0;
-	if (tl_ice_writer_write(w, batch, err) < 0)
-		return -1;
-	batch->nrows = 0;
-	tl_arena_reset(&batch->arena);
-	return 0;
-}
-
-/* Reads every CopyData message into the writer, then checks the COPY's result. */
-static int stream_copy(PGconn *c, tdb_copy_decoder *d, tl_ice_writer *w, tl_pq_batch *batch, tl_error *err)
-{
-	for (;;) {
-		char *buf;
-		int len = PQgetCopyData(c, &buf, 0);
-		if (len == -1)
-			break;
-		if (len < 0) {
-			tl_error_set(err, TL_ERR_IO, "%s", PQerrorMessage(c));
-			abandon_copy(c);
-			return -1;
-		}
-		int rows = tdb_copy_decoder_feed(d, buf, (size_t)len, batch, err);
-		PQfreemem(buf);
-		if (rows < 0 || (batch->nrows >= batch->capacity && flush_batch(w, batch, err) < 0)) {
-			abandon_copy(c);
-			return -1;
-		}
-	}
-	int rc = 0;
-	PGresult *res;
-	while ((res = PQgetResult(c)) != NULL) {
-		if (PQresultStatus(res) != PGRES_COMMAND_OK && rc == 0)
-			rc = tl_error_set(err, TL_ERR_IO, "%s", PQresultErrorMessage(res));
-		PQclear(res);
-	}
-	if (rc == 0)
-		rc = tdb_copy_decoder_finish(d, err);
-	if (rc == 0)
-		rc = flush_batch(w, batch, err);
-	return rc;
-}
-
 /*
  * Streams `cols` of the rows jsonb_populate_record makes of the JSON column
  * `json` of the captured rows where `filter` holds, ordered by `order` (so
@@ -424,28 +362,16 @@ static int copy_into(fold_run *r, const char *what, const tdb_pg_column *cols, i
 	tl_buf_append_str(&sql, " FROM (SELECT k.* FROM " FOLD_TABLE " f, jsonb_populate_record(NULL::");
 	tdb_pg_quote_qualified(r->t->schema_name, r->t->table_name, &sql);
 	tl_buf_printf(&sql, ", f.%s) k WHERE f.%s ORDER BY f.%s) AS r) TO STDOUT (FORMAT binary)", json, filter, order);
-	PGresult *res = PQexec(r->c, tdb_buf_cstr(&sql));
-	tl_buf_free(&sql);
-	if (PQresultStatus(res) != PGRES_COPY_OUT) {
-		tl_error_set(err, TL_ERR_IO, "%s: %s", what, PQresultErrorMessage(res));
-		PQclear(res);
-		return -1;
-	}
-	PQclear(res);
-	tdb_copy_decoder *d = tdb_copy_decoder_new(cols, ncols, err);
-	if (d == NULL) {
-		abandon_copy(r->c);
-		return -1;
-	}
 	tl_pq_batch *batch = tl_pq_batch_new(tl_ice_writer_schema(w), FOLD_BATCH_ROWS);
-	int rc = stream_copy(r->c, d, w, batch, err);
+	int rc = tdb_copy_into_writer(r->c, tdb_buf_cstr(&sql), what, cols, ncols, w, batch, NULL, NULL, err);
+	tl_buf_free(&sql);
 	tl_pq_batch_free(batch);
-	tdb_copy_decoder_free(d);
-	if (rc == 0)
+	if (rc == 0) {
 		rc = tl_ice_writer_close(w, err);
+		if (rc < 0)
+			tl_error_prefix(err, "%s", what);
+	}
 	*closed = rc == 0;
-	if (rc < 0)
-		tl_error_prefix(err, "%s", what);
 	return rc;
 }
 

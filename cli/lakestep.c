@@ -12,6 +12,100 @@
 #include "daemon.h"
 #include "lakestep.h"
 #include "pg.h"
+#include "pgcopy.h"
+
+/* Stops a COPY that failed on our side: cancel it on the server and read to its end. */
+static void abandon_copy(PGconn *c)
+{
+	PGcancel *cancel = PQgetCancel(c);
+	if (cancel != NULL) {
+		char ignored[256];
+		PQcancel(cancel, ignored, sizeof(ignored));
+		PQfreeCancel(cancel);
+	}
+	char *buf;
+	while (PQgetCopyData(c, &buf, 0) > 0)
+		PQfreemem(buf);
+	PGresult *res;
+	while ((res = PQgetResult(c)) != NULL)
+		PQclear(res);
+}
+
+/* Hands the batch to the writer and empties it. */
+static int flush_batch(tl_ice_writer *w, tl_pq_batch *batch, void (*after_flush)(void), tl_error *err)
+{
+	if (batch->nrows == 0)
+		return 0;
+	if (tl_ice_writer_write(w, batch, err) < 0)
+		return -1;
+	if (after_flush != NULL)
+		after_flush();
+	batch->nrows = 0;
+	tl_arena_reset(&batch->arena);
+	return 0;
+}
+
+/* Reads every CopyData message through the decoder into the writer. */
+static int stream_messages(PGconn *c, tdb_copy_decoder *d, tl_ice_writer *w, tl_pq_batch *batch,
+                           tdb_progress *progress, void (*after_flush)(void), tl_error *err)
+{
+	for (;;) {
+		char *buf;
+		int len = PQgetCopyData(c, &buf, 0);
+		if (len == -1)
+			return 0;
+		if (len < 0)
+			return tl_error_set(err, TL_ERR_IO, "%s", PQerrorMessage(c));
+		int rows = tdb_copy_decoder_feed(d, buf, (size_t)len, batch, err);
+		PQfreemem(buf);
+		if (rows < 0)
+			return -1;
+		if (progress != NULL)
+			tdb_progress_add(progress, rows, len);
+		if (batch->nrows >= batch->capacity && flush_batch(w, batch, after_flush, err) < 0)
+			return -1;
+	}
+}
+
+/* The COPY's final result must be success. */
+static int finish_copy(PGconn *c, tl_error *err)
+{
+	int rc = 0;
+	PGresult *res;
+	while ((res = PQgetResult(c)) != NULL) {
+		if (PQresultStatus(res) != PGRES_COMMAND_OK && rc == 0)
+			rc = tl_error_set(err, TL_ERR_IO, "%s", PQresultErrorMessage(res));
+		PQclear(res);
+	}
+	return rc;
+}
+
+int tdb_copy_into_writer(PGconn *c, const char *copy_sql, const char *what, const tdb_pg_column *cols, int ncols,
+                         tl_ice_writer *w, tl_pq_batch *batch, tdb_progress *progress, void (*after_flush)(void),
+                         tl_error *err)
+{
+	PGresult *res = PQexec(c, copy_sql);
+	if (PQresultStatus(res) != PGRES_COPY_OUT) {
+		tl_error_set(err, TL_ERR_IO, "%s: %s", what, PQresultErrorMessage(res));
+		PQclear(res);
+		return -1;
+	}
+	PQclear(res);
+	tdb_copy_decoder *d = tdb_copy_decoder_new(cols, ncols, err);
+	int rc = d != NULL ? stream_messages(c, d, w, batch, progress, after_flush, err) : -1;
+	if (rc < 0)
+		abandon_copy(c);
+	else
+		rc = finish_copy(c, err);
+	if (rc == 0)
+		rc = tdb_copy_decoder_finish(d, err);
+	if (rc == 0)
+		rc = flush_batch(w, batch, after_flush, err);
+	tdb_copy_decoder_free(d);
+	if (rc < 0)
+		tl_error_prefix(err, "%s", what);
+	return rc;
+}
 
 void tdb_int_text(int64_t v, char out[24])
 {

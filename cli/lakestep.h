@@ -13,8 +13,22 @@
 #include <jansson.h>
 #include <libpq-fe.h>
 
+#include "daemon.h"
+#include "pgtypes.h"
 #include "tierlake/iceberg_table.h"
 #include "tierlake/iceberg_writer.h"
+
+/*
+ * Runs `copy_sql`, a COPY ... TO STDOUT (FORMAT binary) of `cols`, and
+ * writes its rows into `w` through `batch` (shaped like the writer's
+ * schema), handing over each full batch and the last one. `progress`
+ * (may be NULL) counts rows and bytes; `after_flush` (may be NULL) runs
+ * after each batch the writer took (fault points hang there). On failure
+ * the COPY is cancelled and drained, and the error starts with `what`.
+ */
+int tdb_copy_into_writer(PGconn *c, const char *copy_sql, const char *what, const tdb_pg_column *cols, int ncols,
+                         tl_ice_writer *w, tl_pq_batch *batch, tdb_progress *progress, void (*after_flush)(void),
+                         tl_error *err);
 
 /* An integer as text, for query parameters. */
 void tdb_int_text(int64_t v, char out[24]);

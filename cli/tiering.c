@@ -249,72 +249,10 @@ static void abandon_run(const tier_run *r)
 
 /* ------------------------------------------------------------ streaming */
 
-/* Hands the batch to the writer and empties it. */
-static int flush_batch(tier_run *r, tl_pq_batch *batch, tl_error *err)
+/* The copy's fault point: after the writer took a batch. */
+static void copy_flushed(void)
 {
-	if (batch->nrows == 0)
-		return 0;
-	if (tl_ice_writer_write(r->writer, batch, err) < 0)
-		return -1;
 	tdb_fault("tiering-mid-copy");
-	batch->nrows = 0;
-	tl_arena_reset(&batch->arena);
-	return 0;
-}
-
-/* Stops a COPY that failed on our side: cancel it on the server and read to its end. */
-static void abandon_copy(PGconn *c)
-{
-	PGcancel *cancel = PQgetCancel(c);
-	if (cancel != NULL) {
-		char ignored[256];
-		PQcancel(cancel, ignored, sizeof(ignored));
-		PQfreeCancel(cancel);
-	}
-	char *buf;
-	while (PQgetCopyData(c, &buf, 0) > 0)
-		PQfreemem(buf);
-	PGresult *res;
-	while ((res = PQgetResult(c)) != NULL)
-		PQclear(res);
-}
-
-/* The COPY's final result must be success. */
-static int finish_copy(PGconn *c, const tdb_heap_partition *p, tl_error *err)
-{
-	int rc = 0;
-	PGresult *res;
-	while ((res = PQgetResult(c)) != NULL) {
-		if (PQresultStatus(res) != PGRES_COMMAND_OK && rc == 0)
-			rc = tl_error_set(err, TL_ERR_IO, "copying %s.%s out: %s", p->schema, p->name,
-			                  PQresultErrorMessage(res));
-		PQclear(res);
-	}
-	return rc;
-}
-
-/* Reads the CopyData messages of one partition into the writer. */
-static int stream_messages(tier_run *r, const tdb_heap_partition *p, tdb_copy_decoder *d, tl_pq_batch *batch,
-                           tdb_progress *progress, tl_error *err)
-{
-	for (;;) {
-		char *buf;
-		int len = PQgetCopyData(r->c, &buf, 0);
-		if (len == -1)
-			return 0;
-		if (len < 0)
-			return tl_error_set(err, TL_ERR_IO, "copying %s.%s out: %s", p->schema, p->name,
-			                    PQerrorMessage(r->c));
-		int rows = tdb_copy_decoder_feed(d, buf, (size_t)len, batch, err);
-		PQfreemem(buf);
-		if (rows < 0) {
-			tl_error_prefix(err, "copying %s.%s out", p->schema, p->name);
-			return -1;
-		}
-		tdb_progress_add(progress, rows, len);
-		if (batch->nrows >= batch->capacity && flush_batch(r, batch, err) < 0)
-			return -1;
-	}
 }
 
 /* Streams one partition with binary COPY (inside the run's snapshot). */
@@ -327,34 +265,18 @@ static int copy_partition(tier_run *r, const tdb_heap_partition *p, tl_pq_batch 
 	tl_buf_append_str(&sql, " FROM ONLY ");
 	tdb_pg_quote_qualified(p->schema, p->name, &sql);
 	tl_buf_append_str(&sql, ") TO STDOUT (FORMAT binary)");
-	PGresult *res = PQexec(r->c, tdb_buf_cstr(&sql));
-	tl_buf_free(&sql);
-	if (PQresultStatus(res) != PGRES_COPY_OUT) {
-		tl_error_set(err, TL_ERR_IO, "copying %s.%s out: %s", p->schema, p->name, PQresultErrorMessage(res));
-		PQclear(res);
-		return -1;
-	}
-	PQclear(res);
-
-	tdb_copy_decoder *d = tdb_copy_decoder_new(r->cols, r->ncols, err);
-	if (d == NULL) {
-		abandon_copy(r->c);
-		return -1;
-	}
 	char what[200];
 	snprintf(what, sizeof(what), "tiering: copying %s", p->name);
 	tdb_progress progress;
 	tdb_progress_start(&progress, r->label, what);
-	int rc = stream_messages(r, p, d, batch, &progress, err);
-	if (rc < 0)
-		abandon_copy(r->c);
-	else
-		rc = finish_copy(r->c, p, err);
-	if (rc == 0 && tdb_copy_decoder_finish(d, err) < 0) {
-		tl_error_prefix(err, "copying %s.%s out", p->schema, p->name);
-		rc = -1;
-	}
-	tdb_copy_decoder_free(d);
+	snprintf(what, sizeof(what), "copying %s.%s out", p->schema, p->name);
+	int rc = tdb_copy_into_writer(r->c, tdb_buf_cstr(&sql), what, r->cols, r->ncols, r->writer, batch, &progress,
+	                              copy_flushed, err);
+	tl_buf_free(&sql);
+	/* One heap partition feeds one or a few lake partitions: finishing their
+	 * files here bounds the writer's memory by a row group. */
+	if (rc == 0)
+		rc = tl_ice_writer_finish_open_files(r->writer, err);
 	if (rc == 0) {
 		tdb_progress_done(&progress, "copied");
 		r->rows += progress.rows;
@@ -378,8 +300,6 @@ static int write_run(tier_run *r, tl_error *err)
 		else
 			rc = copy_partition(r, &r->parts[i], batch, err);
 	}
-	if (rc == 0)
-		rc = flush_batch(r, batch, err);
 	if (rc == 0)
 		rc = tdb_pg_exec(r->c, "ending the copy snapshot", "COMMIT", 0, NULL, err);
 	tl_pq_batch_free(batch);

@@ -1052,3 +1052,40 @@ TEST(iceberg_writer_deletes_with_extra_columns)
 	CHECK_OK(rc, &err);
 	CHECK(ok);
 }
+
+TEST(iceberg_writer_finish_open_files_starts_new_files)
+{
+	tl_error err;
+	tl_error_clear(&err);
+	char dir[64];
+	tl_ice_table *t = new_table(DAY_SPEC, dir, &err);
+	CHECK_OK(t == NULL ? -1 : 0, &err);
+	tl_ice_writer *w = tl_ice_writer_open_data(t, NULL, &err);
+	CHECK(w != NULL);
+	tl_pq_batch *b = tl_pq_batch_new(tl_ice_writer_schema(w), 16);
+	for (int r = 0; r < 4; r++)   /* days 0 and 1 */
+		put_row(b, r, r, r % 2, NAMES[r]);
+	int rc = tl_ice_writer_write(w, b, &err);
+	if (rc == 0)
+		rc = tl_ice_writer_finish_open_files(w, &err);
+	/* Both files are finished and listed before close. */
+	bool ok = rc == 0 && tl_ice_writer_nfiles(w) == 2 && parquet_files_under(dir) == 2;
+	b->nrows = 0;
+	put_row(b, 0, 10, 1, NULL);   /* day 1 again: a new file, the finished one stays as it is */
+	if (rc == 0)
+		rc = tl_ice_writer_write(w, b, &err);
+	if (rc == 0)
+		rc = tl_ice_writer_close(w, &err);
+	tl_pq_batch_free(b);
+	ok = ok && rc == 0 && tl_ice_writer_nfiles(w) == 3 && tl_ice_writer_rows(w) == 5 &&
+	     tl_ice_writer_file(w, 0)->record_count + tl_ice_writer_file(w, 1)->record_count == 4 &&
+	     tl_ice_writer_file(w, 2)->record_count == 1 && tl_ice_writer_file(w, 2)->partition[0].v.i32 == DAY0 + 1;
+	/* A closed writer refuses it. */
+	tl_error late;
+	tl_error_clear(&late);
+	ok = ok && tl_ice_writer_finish_open_files(w, &late) < 0 && late.code == TL_ERR_INVALID;
+	tl_ice_writer_free(w);
+	drop_table(t, dir);
+	CHECK_OK(rc, &err);
+	CHECK(ok);
+}

@@ -76,6 +76,14 @@ const tl_pq_schema *tl_ice_writer_schema(const tl_ice_writer *w);
 /* Routes and writes the batch's rows. A null in a required column is an error. */
 int tl_ice_writer_write(tl_ice_writer *w, const tl_pq_batch *batch, tl_error *err);
 
+/*
+ * Finishes every open file now (they are listed below); later rows open
+ * new files. A caller that feeds rows partition by partition (the daemon
+ * copies one heap partition at a time) calls it between partitions, so
+ * memory stays at one open row group instead of one per partition seen.
+ */
+int tl_ice_writer_finish_open_files(tl_ice_writer *w, tl_error *err);
+
 /* Closes every open file; then the files are complete and listed below. */
 int tl_ice_writer_close(tl_ice_writer *w, tl_error *err);
 

@@ -793,10 +793,10 @@ int tl_ice_writer_write(tl_ice_writer *w, const tl_pq_batch *batch, tl_error *er
 	return 0;
 }
 
-int tl_ice_writer_close(tl_ice_writer *w, tl_error *err)
+int tl_ice_writer_finish_open_files(tl_ice_writer *w, tl_error *err)
 {
 	if (w->closed)
-		return 0;
+		return tl_error_set(err, TL_ERR_INVALID, "the Iceberg writer is closed");
 	if (w->failed)
 		return tl_error_set(err, TL_ERR_INVALID, "the Iceberg writer is unusable after an earlier failed write");
 	for (int i = 0; i < w->npartitions; i++) {
@@ -805,6 +805,15 @@ int tl_ice_writer_close(tl_ice_writer *w, tl_error *err)
 			return -1;
 		}
 	}
+	return 0;
+}
+
+int tl_ice_writer_close(tl_ice_writer *w, tl_error *err)
+{
+	if (w->closed)
+		return 0;
+	if (tl_ice_writer_finish_open_files(w, err) < 0)
+		return -1;
 	w->closed = true;
 	return 0;
 }
