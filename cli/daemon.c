@@ -3,7 +3,8 @@
  * settings, stopping and logging (see daemon.h).
  *
  * The cycle is deliberately plain: read the registered tables, then for
- * each tiered table premake, tier and drop, in that order. Each step is
+ * each tiered table premake, recover interrupted work, tier, fold and
+ * drop, in that order (steps[] below). Each step is
  * its own unit of work that leaves the catalog consistent when it ends, so
  * a stop request is honoured between steps and an error in one table's
  * step costs that table one cycle of lag, never another table's progress.

@@ -4,9 +4,11 @@
  * A cycle (daemon.c) runs these for each registered tiered table, in order:
  *
  *   premake      keep empty heap partitions ahead of max(tier_key) (premake.c)
+ *   recovery     adopt or roll back operations a killed daemon left (recovery.c)
  *   tiering      seal whole partitions behind max(tier_key) - lag, stream them
  *                into one lake snapshot, advance (T, S, lake_props) in one
  *                transaction (tiering.c)
+ *   fold         fold delta corrections into one row-delta snapshot (fold.c)
  *   drop         drop tiered heap partitions once no reader needs them (tiering.c)
  *
  * The heap's partitions are read from the system catalogs every time
