@@ -1,5 +1,7 @@
 /*
- * tierdb--0.1.sql: the TierDB catalog, version 1 (SPEC §4).
+ * 10-catalog.sql: the TierDB catalog, version 1 (SPEC §4); the first part of
+ * the install script tierdb--0.1.sql, which extension/Makefile assembles from
+ * the parts in sql/0.1/.
  *
  * The catalog is the only channel between the daemon, the extension's
  * readers and writers, and external clients such as Spark: every table,
