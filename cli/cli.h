@@ -57,6 +57,7 @@ extern const cli_command cli_register_command;
 extern const cli_command cli_unregister_command;
 extern const cli_command cli_status_command;
 extern const cli_command cli_run_command;
+extern const cli_command cli_verify_command;
 
 /*
  * Runs the subcommand named by argv[1] from commands (n of them). `path`

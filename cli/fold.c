@@ -363,7 +363,7 @@ static int copy_into(fold_run *r, const char *what, const tdb_pg_column *cols, i
 	tdb_pg_quote_qualified(r->t->schema_name, r->t->table_name, &sql);
 	tl_buf_printf(&sql, ", f.%s) k WHERE f.%s ORDER BY f.%s) AS r) TO STDOUT (FORMAT binary)", json, filter, order);
 	tl_pq_batch *batch = tl_pq_batch_new(tl_ice_writer_schema(w), FOLD_BATCH_ROWS);
-	int rc = tdb_copy_into_writer(r->c, tdb_buf_cstr(&sql), what, cols, ncols, w, batch, NULL, NULL, err);
+	int rc = tdb_copy_into_writer(r->c, tdb_buf_cstr(&sql), what, cols, ncols, w, batch, NULL, NULL, NULL, err);
 	tl_buf_free(&sql);
 	tl_pq_batch_free(batch);
 	if (rc == 0) {
@@ -675,7 +675,7 @@ static int run_fold(fold_run *r, tl_error *err)
 	free(details);
 	if (rc < 0)
 		return -1;
-	if (write_files(r, err) < 0 || tdb_oplog_record_files(r->c, r->op_id, (const tl_ice_writer *const[]){r->deletes, r->data}, 2, err) < 0) {
+	if (write_files(r, err) < 0 || tdb_oplog_record_files(r->c, r->op_id, (const tl_ice_writer *const[]){r->deletes, r->data}, 2, NULL, err) < 0) {
 		abort_fold(r);
 		return -1;
 	}

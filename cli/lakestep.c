@@ -31,23 +31,21 @@ static void abandon_copy(PGconn *c)
 		PQclear(res);
 }
 
-/* Hands the batch to the writer and empties it. */
-static int flush_batch(tl_ice_writer *w, tl_pq_batch *batch, void (*after_flush)(void), tl_error *err)
+/* Hands a full batch to the sink and empties it. */
+static int flush_batch(tl_pq_batch *batch, tdb_batch_sink sink, void *arg, tl_error *err)
 {
 	if (batch->nrows == 0)
 		return 0;
-	if (tl_ice_writer_write(w, batch, err) < 0)
+	if (sink(arg, batch, err) < 0)
 		return -1;
-	if (after_flush != NULL)
-		after_flush();
 	batch->nrows = 0;
 	tl_arena_reset(&batch->arena);
 	return 0;
 }
 
-/* Reads every CopyData message through the decoder into the writer. */
-static int stream_messages(PGconn *c, tdb_copy_decoder *d, tl_ice_writer *w, tl_pq_batch *batch,
-                           tdb_progress *progress, void (*after_flush)(void), tl_error *err)
+/* Reads every CopyData message through the decoder into the sink. */
+static int stream_messages(PGconn *c, tdb_copy_decoder *d, tl_pq_batch *batch, tdb_progress *progress,
+                           tdb_batch_sink sink, void *arg, tl_error *err)
 {
 	for (;;) {
 		char *buf;
@@ -62,7 +60,7 @@ static int stream_messages(PGconn *c, tdb_copy_decoder *d, tl_ice_writer *w, tl_
 			return -1;
 		if (progress != NULL)
 			tdb_progress_add(progress, rows, len);
-		if (batch->nrows >= batch->capacity && flush_batch(w, batch, after_flush, err) < 0)
+		if (batch->nrows >= batch->capacity && flush_batch(batch, sink, arg, err) < 0)
 			return -1;
 	}
 }
@@ -80,9 +78,8 @@ static int finish_copy(PGconn *c, tl_error *err)
 	return rc;
 }
 
-int tdb_copy_into_writer(PGconn *c, const char *copy_sql, const char *what, const tdb_pg_column *cols, int ncols,
-                         tl_ice_writer *w, tl_pq_batch *batch, tdb_progress *progress, void (*after_flush)(void),
-                         tl_error *err)
+int tdb_copy_batches(PGconn *c, const char *copy_sql, const char *what, const tdb_pg_column *cols, int ncols,
+                     tl_pq_batch *batch, tdb_progress *progress, tdb_batch_sink sink, void *arg, tl_error *err)
 {
 	PGresult *res = PQexec(c, copy_sql);
 	if (PQresultStatus(res) != PGRES_COPY_OUT) {
@@ -92,7 +89,7 @@ int tdb_copy_into_writer(PGconn *c, const char *copy_sql, const char *what, cons
 	}
 	PQclear(res);
 	tdb_copy_decoder *d = tdb_copy_decoder_new(cols, ncols, err);
-	int rc = d != NULL ? stream_messages(c, d, w, batch, progress, after_flush, err) : -1;
+	int rc = d != NULL ? stream_messages(c, d, batch, progress, sink, arg, err) : -1;
 	if (rc < 0)
 		abandon_copy(c);
 	else
@@ -100,11 +97,38 @@ int tdb_copy_into_writer(PGconn *c, const char *copy_sql, const char *what, cons
 	if (rc == 0)
 		rc = tdb_copy_decoder_finish(d, err);
 	if (rc == 0)
-		rc = flush_batch(w, batch, after_flush, err);
+		rc = flush_batch(batch, sink, arg, err);
 	tdb_copy_decoder_free(d);
 	if (rc < 0)
 		tl_error_prefix(err, "%s", what);
 	return rc;
+}
+
+/* tdb_copy_into_writer's sink: the writer takes the batch, the digest counts it. */
+typedef struct writer_sink {
+	tl_ice_writer *w;
+	tdb_digest *digest;
+	void (*after_flush)(void);
+} writer_sink;
+
+static int write_batch(void *arg, tl_pq_batch *batch, tl_error *err)
+{
+	writer_sink *s = arg;
+	if (s->digest != NULL)
+		tdb_digest_add_batch(s->digest, tl_ice_writer_schema(s->w), batch);
+	if (tl_ice_writer_write(s->w, batch, err) < 0)
+		return -1;
+	if (s->after_flush != NULL)
+		s->after_flush();
+	return 0;
+}
+
+int tdb_copy_into_writer(PGconn *c, const char *copy_sql, const char *what, const tdb_pg_column *cols, int ncols,
+                         tl_ice_writer *w, tl_pq_batch *batch, tdb_progress *progress, tdb_digest *digest,
+                         void (*after_flush)(void), tl_error *err)
+{
+	writer_sink sink = {w, digest, after_flush};
+	return tdb_copy_batches(c, copy_sql, what, cols, ncols, batch, progress, write_batch, &sink, err);
 }
 
 void tdb_int_text(int64_t v, char out[24])
@@ -208,17 +232,19 @@ void tdb_lake_remove_files(const tl_ice_writer *w, const char *label, const char
 }
 
 int tdb_oplog_record_files(PGconn *c, const char *op_id, const tl_ice_writer *const *writers, int nwriters,
-                           tl_error *err)
+                           const json_t *extra, tl_error *err)
 {
+	json_t *patch = extra != NULL ? json_deep_copy(extra) : json_object();
 	json_t *files = json_array();
 	for (int k = 0; k < nwriters; k++)
 		for (int i = 0; i < tl_ice_writer_nfiles(writers[k]); i++)
 			json_array_append_new(files, json_string(tl_ice_writer_file(writers[k], i)->file_path));
-	char *text = json_dumps(files, JSON_COMPACT);
-	json_decref(files);
+	json_object_set_new(patch, "files", files);
+	char *text = json_dumps(patch, JSON_COMPACT);
+	json_decref(patch);
 	const char *params[] = {op_id, text};
 	PGresult *res = tdb_pg_query(c, "journaling the operation's files",
-	                             "UPDATE tierdb.op_log SET details = details || jsonb_build_object('files', $2::jsonb),"
+	                             "UPDATE tierdb.op_log SET details = details || $2::jsonb,"
 	                             " updated_at = now() WHERE op_id = $1::uuid RETURNING op_id",
 	                             2, params, err);
 	free(text);

@@ -14,21 +14,34 @@
 #include <libpq-fe.h>
 
 #include "daemon.h"
+#include "digest.h"
 #include "pgtypes.h"
 #include "tierlake/iceberg_table.h"
 #include "tierlake/iceberg_writer.h"
 
+/* Receives each full batch of a COPY; returns 0, or -1 with err set. */
+typedef int (*tdb_batch_sink)(void *arg, tl_pq_batch *batch, tl_error *err);
+
 /*
- * Runs `copy_sql`, a COPY ... TO STDOUT (FORMAT binary) of `cols`, and
- * writes its rows into `w` through `batch` (shaped like the writer's
- * schema), handing over each full batch and the last one. `progress`
- * (may be NULL) counts rows and bytes; `after_flush` (may be NULL) runs
- * after each batch the writer took (fault points hang there). On failure
- * the COPY is cancelled and drained, and the error starts with `what`.
+ * Runs `copy_sql`, a COPY ... TO STDOUT (FORMAT binary) of `cols`, decoding
+ * its rows into `batch` (shaped like tl_ice_field_to_pq_column of each
+ * column) and handing each full batch and the last one to `sink`, which
+ * must be done with the rows when it returns: the batch is then emptied.
+ * `progress` (may be NULL) counts rows and bytes. On failure the COPY is
+ * cancelled and drained, and the error starts with `what`.
+ */
+int tdb_copy_batches(PGconn *c, const char *copy_sql, const char *what, const tdb_pg_column *cols, int ncols,
+                     tl_pq_batch *batch, tdb_progress *progress, tdb_batch_sink sink, void *arg, tl_error *err);
+
+/*
+ * tdb_copy_batches into the writer `w` (`batch` shaped like its schema).
+ * `digest` (may be NULL) adds every row written (digest.h); `after_flush`
+ * (may be NULL) runs after each batch the writer took (fault points hang
+ * there).
  */
 int tdb_copy_into_writer(PGconn *c, const char *copy_sql, const char *what, const tdb_pg_column *cols, int ncols,
-                         tl_ice_writer *w, tl_pq_batch *batch, tdb_progress *progress, void (*after_flush)(void),
-                         tl_error *err);
+                         tl_ice_writer *w, tl_pq_batch *batch, tdb_progress *progress, tdb_digest *digest,
+                         void (*after_flush)(void), tl_error *err);
 
 /* An integer as text, for query parameters. */
 void tdb_int_text(int64_t v, char out[24]);
@@ -75,10 +88,11 @@ void tdb_lake_remove_files(const tl_ice_writer *w, const char *label, const char
 /*
  * Journals the files of closed writers in the operation's op_log details
  * ("files"), before the commit, so recovery can delete exactly them if the
- * commit never lands.
+ * commit never lands. The members of `extra` (a JSON object, may be NULL)
+ * are merged into the details in the same statement.
  */
 int tdb_oplog_record_files(PGconn *c, const char *op_id, const tl_ice_writer *const *writers, int nwriters,
-                           tl_error *err);
+                           const json_t *extra, tl_error *err);
 
 /*
  * Deletes the files an interrupted operation recorded (a JSON array of

@@ -15,6 +15,7 @@ static const cli_command *const commands[] = {
 	&cli_unregister_command,
 	&cli_status_command,
 	&cli_run_command,
+	&cli_verify_command,
 };
 
 static void describe_tierdb(FILE *out)

@@ -72,6 +72,7 @@ typedef struct tier_run {
 	int64_t rows;
 	int64_t bytes;
 	int64_t snapshot_id;
+	json_t *digests; /* partition_id -> the digest of the rows copied (digest.h), for `tierdb verify` */
 } tier_run;
 
 /* ------------------------------------------------------------ choosing partitions */
@@ -270,8 +271,9 @@ static int copy_partition(tier_run *r, const tdb_heap_partition *p, tl_pq_batch 
 	tdb_progress progress;
 	tdb_progress_start(&progress, r->label, what);
 	snprintf(what, sizeof(what), "copying %s.%s out", p->schema, p->name);
+	tdb_digest digest = {0};
 	int rc = tdb_copy_into_writer(r->c, tdb_buf_cstr(&sql), what, r->cols, r->ncols, r->writer, batch, &progress,
-	                              copy_flushed, err);
+	                              &digest, copy_flushed, err);
 	tl_buf_free(&sql);
 	/* One heap partition feeds one or a few lake partitions: finishing their
 	 * files here bounds the writer's memory by a row group. */
@@ -279,6 +281,7 @@ static int copy_partition(tier_run *r, const tdb_heap_partition *p, tl_pq_batch 
 		rc = tl_ice_writer_finish_open_files(r->writer, err);
 	if (rc == 0) {
 		tdb_progress_done(&progress, "copied");
+		json_object_set_new(r->digests, p->partition_id, tdb_digest_to_json(&digest));
 		r->rows += progress.rows;
 		r->bytes += progress.bytes;
 	}
@@ -441,8 +444,12 @@ static int run_tiering(tier_run *r, tl_error *err)
 		abandon_run(r);
 		return -1;
 	}
-	/* Journaled before the commit, so a rollback after a crash knows which files to delete. */
-	if (tdb_oplog_record_files(r->c, r->op_id, (const tl_ice_writer *const[]){r->writer}, 1, err) < 0) {
+	/* Journaled before the commit, so a rollback after a crash knows which files to delete;
+	 * the digests let `tierdb verify` check the lake against the rows once the heap is gone. */
+	json_t *extra = json_pack("{s:O}", "digests", r->digests);
+	int recorded = tdb_oplog_record_files(r->c, r->op_id, (const tl_ice_writer *const[]){r->writer}, 1, extra, err);
+	json_decref(extra);
+	if (recorded < 0) {
 		tdb_lake_remove_files(r->writer, r->label, "tiering");
 		abandon_run(r);
 		return -1;
@@ -511,9 +518,11 @@ int tdb_tier(PGconn *c, const tdb_catalog_table *t, const char *lag, tl_error *e
 	r.parts = &parts[first];
 	r.nparts = count;
 	r.new_t = parts[first + count - 1].hi;
+	r.digests = json_object();
 	int rc = run_tiering(&r, err);
 	if (rc < 0 && r.op_id[0] != '\0')
 		tl_error_prefix(err, "operation %s", r.op_id);
+	json_decref(r.digests);
 	tl_ice_writer_free(r.writer);
 	tl_ice_table_free(r.lake);
 	tdb_pg_columns_free(r.cols, r.ncols);

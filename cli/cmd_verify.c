@@ -1,0 +1,624 @@
+/*
+ * cmd_verify.c: `tierdb verify --table s.t`, an audit of a tiered table's
+ * two halves against each other and against the invariants of SPEC §5.
+ *
+ * Checks, each printed as one line (ok, FAIL, or note when it cannot be
+ * decided), in this order:
+ *
+ *   lake      the lake's current snapshot is the published S (a newer one
+ *             is fine only while a journaled operation awaits recovery);
+ *   partition for every tiered partition: the rows the lake holds for its
+ *             range at the snapshot that tiered it equal, by count and by
+ *             an order-independent checksum (digest.h), the heap partition
+ *             if it is still attached and the digest the daemon journaled
+ *             when it copied the partition out;
+ *   lake@S    every row of the lake at S lies below T, and no key appears
+ *             twice (each row is in exactly one place);
+ *   heap      no row below T outside the tiered partitions awaiting drop;
+ *   delta     every delta row targets a cold row (tier key below T).
+ *
+ * Why the snapshot that tiered a partition and not S: folds legitimately
+ * change cold rows after tiering, so the lake at S no longer matches the
+ * heap's rows; at the tiering snapshot nothing but that operation had
+ * written rows in the partition's range (T lay below it until then).
+ *
+ * Exit status: 0 when every check passed, 1 on any FAIL or error (SPEC §8).
+ */
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "catalog.h"
+#include "cli.h"
+#include "digest.h"
+#include "lakestep.h"
+#include "pg.h"
+#include "pgtypes.h"
+#include "tiering.h"
+#include "tierlake/iceberg_expr.h"
+#include "tierlake/iceberg_scan.h"
+#include "tierlake/iceberg_table.h"
+
+/* Rows per batch when reading either side. */
+#define VERIFY_BATCH_ROWS 65536
+
+typedef struct verify_run {
+	PGconn *c;
+	tdb_catalog_table t;
+	const char *label;
+	tl_ice_table *lake;
+	tdb_pg_column *cols;
+	int ncols;
+	tl_pq_schema *pq_schema;  /* the heap rows' batch shape: the lake schema's Parquet columns */
+	int key_index;            /* the tier key's position among the columns */
+	int passed, failed, undecided;
+} verify_run;
+
+static void verify_usage(FILE *out)
+{
+	fputs("Usage: tierdb verify --table SCHEMA.TABLE [--dsn DSN]\n"
+	      "\n"
+	      "Audits a tiered table. For every tiered partition, the rows the lake received for\n"
+	      "its range are compared (count and checksum) with the heap partition while it is\n"
+	      "still attached, and with the digest the daemon journaled when it copied the\n"
+	      "partition out. Then: the lake at the published snapshot S holds only rows below\n"
+	      "the cut-line T, each key once; the heap holds no rows below T outside tiered\n"
+	      "partitions awaiting their drop; every delta row lies below T; the lake is at S.\n"
+	      "\n"
+	      "Prints one line per check and exits 1 if any check fails.\n",
+	      out);
+}
+
+/* ------------------------------------------------------------ reporting */
+
+typedef enum { CHECK_OK, CHECK_FAIL, CHECK_NOTE } check_result;
+
+static void report(verify_run *v, check_result result, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+static void report(verify_run *v, check_result result, const char *fmt, ...)
+{
+	static const char *const tags[] = {"ok  ", "FAIL", "note"};
+	printf("  %s  ", tags[result]);
+	va_list ap;
+	va_start(ap, fmt);
+	vprintf(fmt, ap);
+	va_end(ap);
+	putchar('\n');
+	fflush(stdout);
+	if (result == CHECK_OK)
+		v->passed++;
+	else if (result == CHECK_FAIL)
+		v->failed++;
+	else
+		v->undecided++;
+}
+
+/* The canonical tier-key value v in the key's own type, as the server renders it. */
+static const char *key_text(verify_run *v, int64_t value, tl_buf *out)
+{
+	tl_error ignored;
+	tl_error_clear(&ignored);
+	tl_buf_reset(out);
+	if (tdb_key_literal(v->c, v->t.tier_key_type, value, out, &ignored) < 0) {
+		tl_buf_reset(out);
+		tl_buf_printf(out, "%" PRId64, value);
+	}
+	return tdb_buf_cstr(out);
+}
+
+/* ------------------------------------------------------------ reading the lake */
+
+/* The tier key's value in row `row` of a batch, as a canonical bigint. */
+static int64_t batch_key(const verify_run *v, const tl_pq_batch *batch, int index, int64_t row)
+{
+	const tl_vector *vec = &batch->columns[index];
+	if (v->pq_schema->columns[v->key_index].physical == TL_PQ_INT32)
+		return vec->v.i32[row];
+	return vec->v.i64[row];
+}
+
+/* A literal of the tier key's Iceberg type; false when it does not fit (an int column). */
+static bool key_value(const verify_run *v, int64_t canonical, tl_ice_value *out)
+{
+	memset(out, 0, sizeof(*out));
+	if (v->pq_schema->columns[v->key_index].physical != TL_PQ_INT32) {
+		out->v.i64 = canonical;
+		return true;
+	}
+	if (canonical < INT32_MIN || canonical > INT32_MAX)
+		return false;
+	out->v.i32 = (int32_t)canonical;
+	return true;
+}
+
+/* lo <= key < hi, for pruning files and row groups (rows are still checked one by one). */
+static const tl_ice_expr *range_filter(const verify_run *v, int64_t lo, int64_t hi, tl_arena *arena)
+{
+	int32_t field_id = tl_ice_metadata_current_schema(v->lake->metadata)->fields[v->key_index].id;
+	const tl_ice_expr *filter = tl_ice_expr_const(arena, true);
+	tl_ice_value *bound = tl_arena_alloc(arena, 2 * sizeof(tl_ice_value));
+	if (key_value(v, lo, &bound[0]))
+		filter = tl_ice_expr_and(arena, filter, tl_ice_expr_predicate(arena, TL_ICE_EXPR_GE, field_id, &bound[0], 1));
+	if (key_value(v, hi, &bound[1]))
+		filter = tl_ice_expr_and(arena, filter, tl_ice_expr_predicate(arena, TL_ICE_EXPR_LT, field_id, &bound[1], 1));
+	return filter;
+}
+
+/* Called for each row a lake scan yields. */
+typedef void (*lake_row_fn)(void *arg, const tl_pq_schema *schema, const tl_pq_batch *batch, int64_t row);
+
+/*
+ * Reads the lake at `snapshot` (all columns, or those of `field_ids`)
+ * with Iceberg deletes applied, passing each row to `fn`. `filter` only
+ * prunes; callers check rows themselves.
+ */
+static int scan_lake(verify_run *v, int64_t snapshot, const tl_ice_expr *filter, const int32_t *field_ids, int nfields,
+                     lake_row_fn fn, void *arg, tl_error *err)
+{
+	tl_ice_scan *scan = tl_ice_scan_plan(v->lake->metadata, snapshot, filter, err);
+	if (scan == NULL)
+		return -1;
+	tl_ice_reader *reader = tl_ice_reader_open(scan, field_ids, nfields, err);
+	int rc = reader != NULL ? 0 : -1;
+	tl_pq_batch *batch = reader != NULL ? tl_ice_reader_batch_new(reader, VERIFY_BATCH_ROWS) : NULL;
+	while (rc == 0) {
+		int64_t n = tl_ice_reader_next(reader, batch, err);
+		if (n <= 0) {
+			rc = (int)n;
+			break;
+		}
+		for (int64_t row = 0; row < batch->nrows; row++)
+			fn(arg, tl_ice_reader_schema(reader), batch, row);
+	}
+	tl_pq_batch_free(batch);
+	tl_ice_reader_free(reader);
+	tl_ice_scan_free(scan);
+	return rc < 0 ? -1 : 0;
+}
+
+/* ------------------------------------------------------------ the lake is at S */
+
+static int check_snapshot(verify_run *v, tl_error *err)
+{
+	int64_t current = tdb_lake_current_snapshot(v->lake);
+	int64_t published = v->t.has_snapshot ? v->t.snapshot_id : TL_ICE_NO_SNAPSHOT;
+	if (current == published) {
+		if (v->t.has_snapshot)
+			report(v, CHECK_OK, "lake: the current snapshot is the published S %" PRId64, published);
+		else
+			report(v, CHECK_OK, "lake: no snapshot yet, and none published");
+		return 0;
+	}
+	char *op_id, *phase;
+	int pending = tdb_oplog_unfinished(v->c, v->t.table_id, &op_id, &phase, err);
+	if (pending < 0)
+		return -1;
+	if (pending == 1) {
+		report(v, CHECK_NOTE,
+		       "lake: the current snapshot %" PRId64 " is ahead of S while operation %s (phase %s) awaits "
+		       "recovery; the daemon's next cycle settles it",
+		       current, op_id, phase);
+		free(op_id);
+		free(phase);
+	} else {
+		report(v, CHECK_FAIL,
+		       "lake: the current snapshot %" PRId64 " is not the published S %" PRId64
+		       " and no journaled operation explains it; something outside TierDB committed to %s",
+		       current, published, v->lake->location);
+	}
+	return 0;
+}
+
+/* ------------------------------------------------------------ tiered partitions */
+
+typedef struct range_digest {
+	const verify_run *v;
+	int key_index;
+	int64_t lo, hi;
+	tdb_digest digest;
+} range_digest;
+
+static void add_if_in_range(void *arg, const tl_pq_schema *schema, const tl_pq_batch *batch, int64_t row)
+{
+	range_digest *d = arg;
+	int64_t key = batch_key(d->v, batch, d->key_index, row);
+	if (key >= d->lo && key < d->hi)
+		tdb_digest_add_row(&d->digest, schema, batch, row);
+}
+
+/* The digest of the lake's rows in [lo, hi) at `snapshot`. */
+static int lake_range_digest(verify_run *v, int64_t snapshot, int64_t lo, int64_t hi, tdb_digest *out, tl_error *err)
+{
+	tl_arena arena;
+	tl_arena_init(&arena, 4096);
+	range_digest d = {v, v->key_index, lo, hi, {0, 0}};
+	int rc = scan_lake(v, snapshot, range_filter(v, lo, hi, &arena), NULL, 0, add_if_in_range, &d, err);
+	tl_arena_free(&arena);
+	*out = d.digest;
+	return rc;
+}
+
+static int add_heap_batch(void *arg, tl_pq_batch *batch, tl_error *err)
+{
+	verify_run *v = ((void **)arg)[0];
+	tdb_digest_add_batch(((void **)arg)[1], v->pq_schema, batch);
+	return 0;
+}
+
+/* The digest of an attached heap partition's rows, read as the daemon reads them (binary COPY). */
+static int heap_partition_digest(verify_run *v, const char *partition_id, tdb_digest *out, tl_error *err)
+{
+	tl_buf sql;
+	tl_buf_init(&sql);
+	tl_buf_append_str(&sql, "COPY (SELECT ");
+	tdb_pg_copy_select_list(v->cols, v->ncols, &sql);
+	tl_buf_printf(&sql, " FROM ONLY %s) TO STDOUT (FORMAT binary)", partition_id);
+	char what[300];
+	snprintf(what, sizeof(what), "reading heap partition %s", partition_id);
+	tl_pq_batch *batch = tl_pq_batch_new(v->pq_schema, VERIFY_BATCH_ROWS);
+	memset(out, 0, sizeof(*out));
+	void *arg[] = {v, out};
+	int rc = tdb_copy_batches(v->c, tdb_buf_cstr(&sql), what, v->cols, v->ncols, batch, NULL, add_heap_batch, arg, err);
+	tl_pq_batch_free(batch);
+	tl_buf_free(&sql);
+	return rc;
+}
+
+static bool digests_equal(const tdb_digest *a, const tdb_digest *b)
+{
+	return a->rows == b->rows && a->sum == b->sum;
+}
+
+/* One tiered partition: the lake at its tiering snapshot against the heap and the journal. */
+static int check_partition(verify_run *v, PGresult *res, int i, tl_error *err)
+{
+	const char *partition_id = PQgetvalue(res, i, 0);
+	int64_t lo = strtoll(PQgetvalue(res, i, 1), NULL, 10), hi = strtoll(PQgetvalue(res, i, 2), NULL, 10);
+	bool attached = strcmp(PQgetvalue(res, i, 3), "t") == 0;
+	tl_buf lo_text, hi_text;
+	tl_buf_init(&lo_text);
+	tl_buf_init(&hi_text);
+	char range[256];
+	snprintf(range, sizeof(range), "%s [%s, %s)", partition_id, key_text(v, lo, &lo_text), key_text(v, hi, &hi_text));
+	tl_buf_free(&lo_text);
+	tl_buf_free(&hi_text);
+
+	if (PQgetisnull(res, i, 4) || PQgetisnull(res, i, 5)) {
+		report(v, CHECK_NOTE, "%s: no published tiering operation in tierdb.op_log names it; not checked", range);
+		return 0;
+	}
+	const char *op_id = PQgetvalue(res, i, 4);
+	int64_t snapshot = strtoll(PQgetvalue(res, i, 5), NULL, 10);
+	if (tl_ice_metadata_snapshot(v->lake->metadata, snapshot) == NULL) {
+		report(v, CHECK_NOTE, "%s: snapshot %" PRId64 " that tiered it (operation %s) has expired; not checked",
+		       range, snapshot, op_id);
+		return 0;
+	}
+	tdb_digest lake;
+	if (lake_range_digest(v, snapshot, lo, hi, &lake, err) < 0)
+		return -1;
+
+	tdb_digest journaled;
+	bool has_journal = false;
+	if (!PQgetisnull(res, i, 6)) {
+		json_t *j = json_loads(PQgetvalue(res, i, 6), 0, NULL);
+		has_journal = j != NULL && tdb_digest_from_json(j, &journaled) == 0;
+		json_decref(j);
+	}
+	tdb_digest heap;
+	if (attached && heap_partition_digest(v, partition_id, &heap, err) < 0)
+		return -1;
+
+	char against[200] = "";
+	bool equal = true;
+	if (attached) {
+		equal = digests_equal(&lake, &heap);
+		snprintf(against, sizeof(against), "heap %" PRId64 " rows, checksum %016" PRIx64, heap.rows, heap.sum);
+	}
+	if (has_journal) {
+		equal = equal && digests_equal(&lake, &journaled);
+		size_t used = strlen(against);
+		snprintf(against + used, sizeof(against) - used, "%sjournaled %" PRId64 " rows, checksum %016" PRIx64,
+		         used > 0 ? "; " : "", journaled.rows, journaled.sum);
+	}
+	if (!attached && !has_journal) {
+		report(v, CHECK_NOTE,
+		       "%s: lake %" PRId64 " rows at snapshot %" PRId64 "; the heap partition is dropped and its "
+		       "operation %s journaled no digest, so there is nothing to compare with",
+		       range, lake.rows, snapshot, op_id);
+		return 0;
+	}
+	report(v, equal ? CHECK_OK : CHECK_FAIL,
+	       "%s: lake %" PRId64 " rows, checksum %016" PRIx64 " at snapshot %" PRId64 " (operation %s); %s", range,
+	       lake.rows, lake.sum, snapshot, op_id, against);
+	return 0;
+}
+
+static int check_partitions(verify_run *v, tl_error *err)
+{
+	char id[24];
+	tdb_int_text(v->t.table_id, id);
+	const char *params[] = {id};
+	/* For each tiered partition: whether it is still attached, and the tiering operation that moved it. */
+	PGresult *res = tdb_pg_query(
+		v->c, "reading the tiered partitions",
+		"SELECT p.partition_id, p.tier_key_lo, p.tier_key_hi,"
+		" EXISTS (SELECT 1 FROM pg_inherits i WHERE i.inhparent = $1::bigint::oid"
+		"         AND i.inhrelid = to_regclass(p.partition_id)),"
+		" o.op_id, o.lake_snapshot_id, o.details -> 'digests' -> p.partition_id"
+		" FROM tierdb.partitions p"
+		" LEFT JOIN LATERAL (SELECT op_id, lake_snapshot_id, details FROM tierdb.op_log o"
+		"   WHERE o.table_id = p.table_id AND o.op_kind = 'tiering' AND o.phase IN ('published', 'done')"
+		"   AND o.details -> 'partitions' ? p.partition_id ORDER BY o.updated_at DESC LIMIT 1) o ON true"
+		" WHERE p.table_id = $1 AND p.state IN ('tiered', 'dropped') ORDER BY p.tier_key_lo",
+		1, params, err);
+	if (res == NULL)
+		return -1;
+	int rc = 0;
+	if (PQntuples(res) == 0)
+		report(v, CHECK_OK, "partitions: none tiered yet");
+	for (int i = 0; rc == 0 && i < PQntuples(res); i++)
+		rc = check_partition(v, res, i, err);
+	PQclear(res);
+	return rc;
+}
+
+/* ------------------------------------------------------------ the lake at S */
+
+typedef struct key_census {
+	const verify_run *v;
+	int key_index;       /* of the tier key among the columns read */
+	int npk;
+	int64_t rows, above_t;
+	uint64_t *hashes;    /* one per row: the hash of its key columns */
+	size_t nhashes, cap;
+	tl_pq_schema pk_schema; /* the key columns' shape, to hash them alone */
+} key_census;
+
+static void census_row(void *arg, const tl_pq_schema *schema, const tl_pq_batch *batch, int64_t row)
+{
+	key_census *k = arg;
+	k->rows++;
+	if (batch_key(k->v, batch, k->key_index, row) >= k->v->t.cutline_t)
+		k->above_t++;
+	if (k->nhashes == k->cap) {
+		k->cap = k->cap ? 2 * k->cap : 65536;
+		k->hashes = realloc(k->hashes, k->cap * sizeof(uint64_t));
+		if (k->hashes == NULL) {
+			fprintf(stderr, "tierdb verify: out of memory\n");
+			exit(CLI_EXIT_FAILURE);
+		}
+	}
+	/* The key columns come first in the projection, so the batch's first npk columns hash alone. */
+	k->hashes[k->nhashes++] = tdb_digest_row_hash(&k->pk_schema, batch, row);
+}
+
+static int compare_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+/*
+ * Reads the key columns and the tier key of the lake at S: every row must
+ * lie below T, and no key may appear twice. Keys are compared by a 64-bit
+ * hash: two different keys colliding is far less likely than a bug.
+ */
+static int check_lake_at_s(verify_run *v, tl_error *err)
+{
+	if (!v->t.has_snapshot) {
+		report(v, CHECK_OK, "lake@S: empty (no snapshot published yet)");
+		return 0;
+	}
+	const tl_ice_schema *schema = tl_ice_metadata_current_schema(v->lake->metadata);
+	int32_t *ids = calloc((size_t)v->t.npk + 1, sizeof(int32_t));
+	int nids = 0, key_index = -1;
+	for (int i = 0; i < v->t.npk; i++) {
+		const tl_ice_field *f = tl_ice_schema_find_name(schema, v->t.pk_cols[i]);
+		if (f == NULL) {
+			free(ids);
+			return tl_error_set(err, TL_ERR_NOT_FOUND, "key column %s is not a field of the lake table %s",
+			                    v->t.pk_cols[i], v->lake->location);
+		}
+		ids[nids++] = f->id;
+		if (strcmp(v->t.pk_cols[i], v->t.tier_key_col) == 0)
+			key_index = i;
+	}
+	if (key_index < 0) {
+		key_index = nids;
+		ids[nids++] = schema->fields[v->key_index].id;
+	}
+	key_census k = {.v = v, .key_index = key_index, .npk = v->t.npk};
+	k.pk_schema.ncolumns = v->t.npk;
+	k.pk_schema.columns = calloc((size_t)v->t.npk, sizeof(tl_pq_column));
+	int rc = 0;
+	for (int i = 0; rc == 0 && i < v->t.npk; i++)
+		rc = tl_ice_field_to_pq_column(tl_ice_schema_find_id(schema, ids[i]), &k.pk_schema.columns[i], err);
+	if (rc == 0)
+		rc = scan_lake(v, v->t.snapshot_id, NULL, ids, nids, census_row, &k, err);
+	if (rc == 0) {
+		if (k.nhashes > 0)
+			qsort(k.hashes, k.nhashes, sizeof(uint64_t), compare_u64);
+		int64_t repeated = 0;
+		for (size_t i = 1; i < k.nhashes; i++)
+			repeated += k.hashes[i] == k.hashes[i - 1];
+		tl_buf t_text;
+		tl_buf_init(&t_text);
+		key_text(v, v->t.cutline_t, &t_text);
+		bool ok = k.above_t == 0 && repeated == 0;
+		report(v, ok ? CHECK_OK : CHECK_FAIL,
+		       "lake@S: %" PRId64 " rows at snapshot %" PRId64 "; %" PRId64 " at or above T %s; %" PRId64
+		       " key%s appearing more than once",
+		       k.rows, v->t.snapshot_id, k.above_t, tdb_buf_cstr(&t_text), repeated, repeated == 1 ? "" : "s");
+		tl_buf_free(&t_text);
+	}
+	free(k.hashes);
+	free(k.pk_schema.columns);
+	free(ids);
+	return rc;
+}
+
+/* ------------------------------------------------------------ heap and delta */
+
+static int check_heap_below_t(verify_run *v, tl_error *err)
+{
+	tl_buf t_text, sql;
+	tl_buf_init(&t_text);
+	tl_buf_init(&sql);
+	key_text(v, v->t.cutline_t, &t_text);
+	/* Tiered partitions awaiting their drop are sealed copies of lake rows; anything else below T is lost to reads. */
+	char *col = PQescapeIdentifier(v->c, v->t.tier_key_col, strlen(v->t.tier_key_col));
+	tl_buf_append_str(&sql, "SELECT count(*) FROM ");
+	tdb_pg_quote_qualified(v->t.schema_name, v->t.table_name, &sql);
+	tl_buf_printf(&sql,
+	              " WHERE %s < %s AND tableoid NOT IN (SELECT to_regclass(partition_id) FROM tierdb.partitions"
+	              " WHERE table_id = %" PRId64 " AND state = 'tiered' AND to_regclass(partition_id) IS NOT NULL)",
+	              col, tdb_buf_cstr(&t_text), v->t.table_id);
+	PQfreemem(col);
+	PGresult *res = tdb_pg_query(v->c, "counting heap rows below T", tdb_buf_cstr(&sql), 0, NULL, err);
+	tl_buf_free(&sql);
+	if (res == NULL) {
+		tl_buf_free(&t_text);
+		return -1;
+	}
+	int64_t below = strtoll(PQgetvalue(res, 0, 0), NULL, 10);
+	PQclear(res);
+	report(v, below == 0 ? CHECK_OK : CHECK_FAIL,
+	       "heap: %" PRId64 " rows below T %s outside tiered partitions%s", below, tdb_buf_cstr(&t_text),
+	       below == 0 ? "" : "; reads do not see them (they belong in the lake)");
+	tl_buf_free(&t_text);
+	return 0;
+}
+
+static int check_delta(verify_run *v, tl_error *err)
+{
+	char id[24], t[24];
+	tdb_int_text(v->t.table_id, id);
+	tdb_int_text(v->t.cutline_t, t);
+	const char *params[] = {id, t};
+	PGresult *res = tdb_pg_query(v->c, "reading the delta",
+	                             "SELECT count(*), count(*) FILTER (WHERE tier_key >= $2::bigint"
+	                             " OR coalesce(old_tier_key, tier_key) >= $2::bigint)"
+	                             " FROM tierdb.delta WHERE table_id = $1",
+	                             2, params, err);
+	if (res == NULL)
+		return -1;
+	int64_t rows = strtoll(PQgetvalue(res, 0, 0), NULL, 10), hot = strtoll(PQgetvalue(res, 0, 1), NULL, 10);
+	PQclear(res);
+	report(v, hot == 0 ? CHECK_OK : CHECK_FAIL, "delta: %" PRId64 " row%s, %" PRId64 " at or above T", rows,
+	       rows == 1 ? "" : "s", hot);
+	return 0;
+}
+
+/* ------------------------------------------------------------ the command */
+
+static int prepare(verify_run *v, tl_error *err)
+{
+	v->lake = tl_ice_table_open(v->t.lake_table_ref, err);
+	if (v->lake == NULL)
+		return -1;
+	const tl_ice_schema *schema = tl_ice_metadata_current_schema(v->lake->metadata);
+	if (tdb_pg_table_columns(v->c, (uint32_t)v->t.table_id, &v->cols, &v->ncols, err) < 0)
+		return -1;
+	if (v->ncols != schema->nfields)
+		return tl_error_set(err, TL_ERR_UNSUPPORTED, "%s has %d columns but its lake table %s has %d fields",
+		                    v->label, v->ncols, v->lake->location, schema->nfields);
+	v->key_index = -1;
+	for (int i = 0; i < v->ncols; i++) {
+		if (strcmp(v->cols[i].name, schema->fields[i].name) != 0)
+			return tl_error_set(err, TL_ERR_UNSUPPORTED,
+			                    "column %d of %s (%s) does not match field %s of its lake table %s", i + 1,
+			                    v->label, v->cols[i].name, schema->fields[i].name, v->lake->location);
+		if (strcmp(v->cols[i].name, v->t.tier_key_col) == 0)
+			v->key_index = i;
+	}
+	if (v->key_index < 0)
+		return tl_error_set(err, TL_ERR_NOT_FOUND, "the tier key %s is not a column of %s", v->t.tier_key_col,
+		                    v->label);
+	v->pq_schema = tl_ice_schema_to_pq_schema(schema, err);
+	return v->pq_schema != NULL ? 0 : -1;
+}
+
+static int verify_table(verify_run *v, tl_error *err)
+{
+	if (strcmp(v->t.mode, "tiered") != 0)
+		return tl_error_set(err, TL_ERR_UNSUPPORTED, "%s is registered in %s mode; verify audits tiered tables",
+		                    v->label, v->t.mode);
+	if (prepare(v, err) < 0)
+		return -1;
+	tl_buf t_text;
+	tl_buf_init(&t_text);
+	char s_text[24] = "none";
+	if (v->t.has_snapshot)
+		tdb_int_text(v->t.snapshot_id, s_text);
+	printf("verify %s: T %s, S %s, lake %s\n", v->label, key_text(v, v->t.cutline_t, &t_text), s_text,
+	       v->lake->location);
+	tl_buf_free(&t_text);
+	if (check_snapshot(v, err) < 0 || check_partitions(v, err) < 0 || check_lake_at_s(v, err) < 0 ||
+	    check_heap_below_t(v, err) < 0 || check_delta(v, err) < 0)
+		return -1;
+	return 0;
+}
+
+static int run_verify(int argc, char **argv)
+{
+	static const char *cmd = "tierdb verify";
+	enum { OPT_TABLE = 1, OPT_DSN };
+	static const cli_option options[] = {{"table", true, OPT_TABLE}, {"dsn", true, OPT_DSN}, {NULL, false, 0}};
+	const char *table = NULL, *dsn = NULL;
+	cli_parser p;
+	cli_parser_init(&p, cmd, verify_usage, options, argc, argv);
+	for (int opt; (opt = cli_next(&p)) != CLI_END;) {
+		switch (opt) {
+		case CLI_HELP: return cli_help(&p);
+		case CLI_ERROR: return CLI_EXIT_USAGE;
+		case CLI_POSITIONAL: return cli_usage_error(cmd, "unexpected argument '%s'", p.value);
+		case OPT_TABLE: table = p.value; break;
+		case OPT_DSN: dsn = p.value; break;
+		}
+	}
+	if (table == NULL)
+		return cli_usage_error(cmd, "--table is required");
+	tl_error err;
+	tl_error_clear(&err);
+	tdb_table_name name;
+	if (tdb_table_name_parse(table, &name, &err) < 0)
+		return cli_usage_error(cmd, "--table: %s", err.message);
+	verify_run v;
+	memset(&v, 0, sizeof(v));
+	v.c = tdb_pg_connect(dsn, &err);
+	int rc = CLI_EXIT_FAILURE;
+	int found = -1;
+	if (v.c != NULL && tdb_catalog_check(v.c, &err) == 0)
+		found = tdb_catalog_load_table(v.c, name.schema, name.table, &v.t, &err);
+	if (found == 0)
+		cli_fail("%s.%s is not registered; 'tierdb status' lists the registered tables", name.schema, name.table);
+	else if (found < 0)
+		cli_fail("%s", err.message);
+	else {
+		v.label = tdb_table_label(&v.t);
+		if (verify_table(&v, &err) < 0)
+			cli_fail("%s", err.message);
+		else if (v.failed > 0)
+			printf("verify %s: %d check%s FAILED, %d passed, %d undecided\n", v.label, v.failed,
+			       v.failed == 1 ? "" : "s", v.passed, v.undecided);
+		else {
+			printf("verify %s: ok, %d checks passed, %d undecided\n", v.label, v.passed, v.undecided);
+			rc = cli_finish_output();
+		}
+		tdb_catalog_table_free(&v.t);
+	}
+	tl_pq_schema_free(v.pq_schema);
+	tdb_pg_columns_free(v.cols, v.ncols);
+	tl_ice_table_free(v.lake);
+	PQfinish(v.c);
+	tdb_table_name_free(&name);
+	return rc;
+}
+
+const cli_command cli_verify_command = {"verify", "audit a tiered table's heap against its lake", run_verify};
