@@ -378,10 +378,12 @@ static int copy_into(fold_run *r, const char *what, const tdb_pg_column *cols, i
 /* Writes the equality-delete files and the data files of the captured rows. */
 static int write_files(fold_run *r, tl_error *err)
 {
-	r->deletes = tl_ice_writer_open_deletes(r->lake, r->key_ids, r->nkey, r->key_ids, r->npk, NULL, err);
+	tl_ice_writer_options opts;
+	tdb_lake_writer_options(r->op_id, &opts);
+	r->deletes = tl_ice_writer_open_deletes(r->lake, r->key_ids, r->nkey, r->key_ids, r->npk, &opts, err);
 	if (r->deletes == NULL)
 		return -1;
-	r->data = tl_ice_writer_open_data(r->lake, NULL, err);
+	r->data = tl_ice_writer_open_data(r->lake, &opts, err);
 	if (r->data == NULL)
 		return -1;
 	if (copy_into(r, "writing the fold's equality deletes", r->key_cols, r->nkey, "key", "del", "loc", r->deletes,
@@ -552,7 +554,7 @@ static int recover_fold(fold_run *r, const char *phase, json_t *details, tl_erro
 			                    "with it; an operator must check the table",
 			                    r->op_id, r->lake->location);
 		int deleted, missing;
-		tdb_lake_remove_recorded(json_object_get(details, "files"), r->label, r->op_id, &deleted, &missing);
+		tdb_lake_remove_op_files(r->lake, json_object_get(details, "files"), r->label, r->op_id, &deleted, &missing);
 		if (tdb_oplog_set_phase(r->c, r->op_id, "aborted", NULL, err) < 0)
 			return -1;
 		tdb_log(r->label, "fold: interrupted operation %s never reached the lake; rolled back", r->op_id);

@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <dirent.h>
+#include <sys/stat.h>
 
 #include "daemon.h"
 #include "lakestep.h"
@@ -257,7 +259,60 @@ int tdb_oplog_record_files(PGconn *c, const char *op_id, const tl_ice_writer *co
 	return 0;
 }
 
-void tdb_lake_remove_recorded(const json_t *files, const char *label, const char *op_id, int *deleted, int *missing)
+void tdb_lake_writer_options(const char *op_id, tl_ice_writer_options *opts)
+{
+	tl_ice_writer_options_init(opts);
+	opts->file_prefix = op_id;
+}
+
+/* "<a><sep><b>", malloc'd. */
+static char *join(const char *a, const char *sep, const char *b)
+{
+	size_t n = strlen(a) + strlen(sep) + strlen(b) + 1;
+	char *out = malloc(n);
+	if (out == NULL) {
+		fprintf(stderr, "tierdb: out of memory\n");
+		abort();
+	}
+	snprintf(out, n, "%s%s%s", a, sep, b);
+	return out;
+}
+
+/* Deletes one file, counting it; logs what cannot be deleted. */
+static void remove_file(const char *path, const char *label, const char *op_id, int *deleted, int *missing)
+{
+	if (unlink(path) == 0)
+		(*deleted)++;
+	else if (errno == ENOENT)
+		(*missing)++;
+	else
+		tdb_log(label, "recovery: cannot remove %s of operation %s: %s", path, op_id, strerror(errno));
+}
+
+/* Deletes the files under `dir` (recursively) whose names start with `prefix`. */
+static void remove_prefixed(const char *dir, const char *prefix, const char *label, const char *op_id, int *deleted)
+{
+	DIR *d = opendir(dir);
+	if (d == NULL)
+		return; /* no data directory yet: nothing was written */
+	int ignored = 0;
+	struct dirent *e;
+	while ((e = readdir(d)) != NULL) {
+		if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+			continue;
+		char *path = join(dir, "/", e->d_name);
+		struct stat st;
+		if (lstat(path, &st) == 0 && S_ISDIR(st.st_mode))
+			remove_prefixed(path, prefix, label, op_id, deleted);
+		else if (strncmp(e->d_name, prefix, strlen(prefix)) == 0)
+			remove_file(path, label, op_id, deleted, &ignored);
+		free(path);
+	}
+	closedir(d);
+}
+
+void tdb_lake_remove_op_files(const tl_ice_table *lake, const json_t *files, const char *label, const char *op_id,
+                              int *deleted, int *missing)
 {
 	*deleted = *missing = 0;
 	size_t i;
@@ -272,12 +327,19 @@ void tdb_lake_remove_recorded(const json_t *files, const char *label, const char
 		if (path == NULL)
 			tdb_log(label, "recovery: cannot remove %s of operation %s: %s", json_string_value(file), op_id,
 			        why.message);
-		else if (unlink(path) == 0)
-			(*deleted)++;
-		else if (errno == ENOENT)
-			(*missing)++;
 		else
-			tdb_log(label, "recovery: cannot remove %s of operation %s: %s", path, op_id, strerror(errno));
+			remove_file(path, label, op_id, deleted, missing);
 		free(path);
 	}
+	tl_error why;
+	tl_error_clear(&why);
+	char *root = tl_local_path(lake->location, &why);
+	if (root == NULL)
+		return;
+	char *data = join(root, "/", "data");
+	char *prefix = join(op_id, "-", "");
+	remove_prefixed(data, prefix, label, op_id, deleted);
+	free(prefix);
+	free(data);
+	free(root);
 }

@@ -95,11 +95,22 @@ int tdb_oplog_record_files(PGconn *c, const char *op_id, const tl_ice_writer *co
                            const json_t *extra, tl_error *err);
 
 /*
- * Deletes the files an interrupted operation recorded (a JSON array of
- * paths); missing ones count in *missing (an earlier pass deleted them).
- * Files that cannot be deleted are logged and left: no snapshot references
- * them, so they are orphans, never wrong rows.
+ * Writer options for an operation's files: the defaults, with names
+ * starting "<op_id>-" so that undoing the operation finds every file it
+ * wrote, including those a crash left before they were journaled.
  */
-void tdb_lake_remove_recorded(const json_t *files, const char *label, const char *op_id, int *deleted, int *missing);
+void tdb_lake_writer_options(const char *op_id, tl_ice_writer_options *opts);
+
+/*
+ * Deletes the files of an interrupted operation that never reached the
+ * lake: those it recorded (`files`, a JSON array of paths, may be NULL;
+ * missing ones count in *missing, an earlier pass deleted them) and any
+ * other file under the table's data/ directory named for its op id (written
+ * before a crash let it record them). Files that cannot be deleted are
+ * logged and left: no snapshot references them, so they are orphans, never
+ * wrong rows.
+ */
+void tdb_lake_remove_op_files(const tl_ice_table *lake, const json_t *files, const char *label, const char *op_id,
+                              int *deleted, int *missing);
 
 #endif

@@ -210,13 +210,14 @@ static int roll_back(const recovery *rc, const interrupted_op *op, tl_error *err
 		                    "rolled back: inspect tierdb.op_log and the lake table and settle it by hand",
 		                    op->op_id, rc->lake->location);
 	int deleted, missing;
-	tdb_lake_remove_recorded(json_object_get(op->details, "files"), rc->label, op->op_id, &deleted, &missing);
+	tdb_lake_remove_op_files(rc->lake, json_object_get(op->details, "files"), rc->label, op->op_id, &deleted,
+	                         &missing);
 	if (unseal_and_abort(rc, op, err) < 0)
 		return -1;
 	size_t nparts = json_array_size(json_object_get(op->details, "partitions"));
 	tdb_log(rc->label,
 	        "recovery: operation %s stopped in phase '%s' before any lake commit (no snapshot carries its op "
-	        "id); rolled it back: %d recorded data file%s deleted (%d already gone), seal removed from %zu "
+	        "id); rolled it back: %d data file%s deleted (%d already gone), seal removed from %zu "
 	        "partition%s [%" PRId64 ", %" PRId64 "), phase 'aborted'; tiering moves those rows again",
 	        op->op_id, op->phase, deleted, deleted == 1 ? "" : "s", missing, nparts, nparts == 1 ? "" : "s",
 	        op->tier_key_lo, op->tier_key_hi);

@@ -291,7 +291,9 @@ static int copy_partition(tier_run *r, const tdb_heap_partition *p, tl_pq_batch 
 /* Writes every partition of the run into data files, all read in one snapshot. */
 static int write_run(tier_run *r, tl_error *err)
 {
-	r->writer = tl_ice_writer_open_data(r->lake, NULL, err);
+	tl_ice_writer_options opts;
+	tdb_lake_writer_options(r->op_id, &opts);
+	r->writer = tl_ice_writer_open_data(r->lake, &opts, err);
 	if (r->writer == NULL)
 		return -1;
 	tl_pq_batch *batch = tl_pq_batch_new(tl_ice_writer_schema(r->writer), TIERING_BATCH_ROWS);

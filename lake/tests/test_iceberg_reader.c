@@ -802,7 +802,7 @@ TEST(ice_reader_reads_a_committed_table)
 
 	tl_buf path;
 	tl_buf_init(&path);
-	CHECK_OK(tl_ice_table_new_data_path(t, NULL, &path, &err), &err);
+	CHECK_OK(tl_ice_table_new_data_path(t, NULL, NULL, &path, &err), &err);
 	tl_buf_append_byte(&path, 0);
 	const char *data = (const char *)path.data;
 	CHECK_OK(write_people(data, 10, 6, &err), &err);

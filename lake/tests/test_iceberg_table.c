@@ -379,8 +379,8 @@ TEST(iceberg_table_new_data_path)
 	tl_buf a, b;
 	tl_buf_init(&a);
 	tl_buf_init(&b);
-	CHECK_OK(tl_ice_table_new_data_path(t, NULL, &a, &err), &err);
-	CHECK_OK(tl_ice_table_new_data_path(t, "", &b, &err), &err);
+	CHECK_OK(tl_ice_table_new_data_path(t, NULL, NULL, &a, &err), &err);
+	CHECK_OK(tl_ice_table_new_data_path(t, "", "", &b, &err), &err);
 	tl_buf_append_byte(&a, '\0');
 	tl_buf_append_byte(&b, '\0');
 	snprintf(prefix, sizeof(prefix), "%s/data/", dir);
@@ -391,10 +391,11 @@ TEST(iceberg_table_new_data_path)
 	CHECK(strcmp(pa, (const char *)b.data) != 0);
 
 	tl_buf_reset(&a);
-	CHECK_OK(tl_ice_table_new_data_path(t, "id_trunc=10", &a, &err), &err);
+	CHECK_OK(tl_ice_table_new_data_path(t, "id_trunc=10", "op-7", &a, &err), &err);
 	tl_buf_append_byte(&a, '\0');
-	snprintf(prefix, sizeof(prefix), "%s/data/id_trunc=10/", dir);
+	snprintf(prefix, sizeof(prefix), "%s/data/id_trunc=10/op-7-", dir);
 	CHECK(strncmp((const char *)a.data, prefix, strlen(prefix)) == 0);
+	CHECK_INT(strlen((const char *)a.data), strlen(prefix) + 36 + 8);
 	CHECK(ends_with((const char *)a.data, ".parquet"));
 	tl_buf_free(&a);
 	tl_buf_free(&b);

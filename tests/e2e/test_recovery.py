@@ -234,10 +234,10 @@ def test_kill_at_fault_point_then_restart(db, tierdb, point, phase, outcome):
         metadata = json.loads(Path(cut["props"]["metadata_location"]).read_text())
         (snap,) = [s for s in metadata["snapshots"] if s["snapshot-id"] == cut["S"]]
         assert snap["summary"]["tierdb.op-id"] == op["op_id"]
-    # Only the half-written files of an interrupted copy, never journaled,
-    # may outlive a crash (as orphans no snapshot references).
-    if point != "tiering-mid-copy":
-        assert orphans == set(), orphans
+    # No file outlives a crash unreferenced: even the files of a copy killed
+    # before it journaled them carry the op id in their names, and rolling
+    # the operation back deletes them.
+    assert orphans == set(), orphans
 
 
 def test_unknown_fault_point_is_refused_at_startup(db, tierdb):
@@ -307,6 +307,7 @@ def test_random_kill_9_during_long_tiering_runs(db, tierdb, tierdb_bin, lake):
     assert interrupted, "no kill landed inside an operation:\n" + daemon_log
     # max(k) = last_id - 1; T lands on the last whole partition at or below max(k) - 20000.
     expected_t = (last_id - 1 - 20000) // width * width
-    ops, _ = check_exactly_once(db, tierdb, last_id, expected_t)
+    ops, orphans = check_exactly_once(db, tierdb, last_id, expected_t)
     assert len(ops) >= 2, daemon_log
+    assert orphans == set(), daemon_log
     print("kills left operations in phases", interrupted)

@@ -53,12 +53,15 @@ void tl_ice_table_free(tl_ice_table *t);
 
 /*
  * A new, unique path for a data or delete file:
- * <location>/data/<partition_path>/<uuid>.parquet (partition_path may be
- * NULL or "" for none; see tl_ice_partition_path). Appends it to `out`
- * without a terminating NUL.
+ * <location>/data/<partition_path>/[<name_prefix>-]<uuid>.parquet
+ * (partition_path may be NULL or "" for none, see tl_ice_partition_path;
+ * name_prefix NULL or "" for none). Appends it to `out` without a
+ * terminating NUL. A prefix such as the writing operation's id (Java
+ * Iceberg names files by operation id too) lets whoever undoes a failed
+ * operation find every file it wrote, even ones no journal listed.
  */
-int tl_ice_table_new_data_path(const tl_ice_table *t, const char *partition_path, tl_buf *out,
-                               tl_error *err);
+int tl_ice_table_new_data_path(const tl_ice_table *t, const char *partition_path, const char *name_prefix,
+                               tl_buf *out, tl_error *err);
 
 /*
  * The metrics a manifest keeps for a Parquet file read with `r`, mapped to

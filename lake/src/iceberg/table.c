@@ -431,7 +431,8 @@ done:
 	return t;
 }
 
-int tl_ice_table_new_data_path(const tl_ice_table *t, const char *partition_path, tl_buf *out, tl_error *err)
+int tl_ice_table_new_data_path(const tl_ice_table *t, const char *partition_path, const char *name_prefix,
+                               tl_buf *out, tl_error *err)
 {
 	char uuid[37];
 	if (tl_ice_uuid_v4(uuid, err) < 0)
@@ -442,6 +443,8 @@ int tl_ice_table_new_data_path(const tl_ice_table *t, const char *partition_path
 		tl_buf_append_str(out, partition_path);
 		tl_buf_append_byte(out, '/');
 	}
+	if (name_prefix != NULL && name_prefix[0] != '\0')
+		tl_buf_printf(out, "%s-", name_prefix);
 	tl_buf_printf(out, "%s.parquet", uuid);
 	return 0;
 }

@@ -80,6 +80,7 @@ void tl_ice_writer_options_init(tl_ice_writer_options *opts)
 {
 	tl_pq_writer_options_init(&opts->parquet);
 	opts->target_file_bytes = TL_ICE_WRITER_TARGET_FILE_BYTES;
+	opts->file_prefix = NULL;
 }
 
 const tl_pq_schema *tl_ice_writer_schema(const tl_ice_writer *w)
@@ -464,7 +465,7 @@ static open_file *create_file(tl_ice_writer *w, const partition *p, tl_error *er
 	open_file *f = tl_calloc(1, sizeof(*f));
 	tl_buf path;
 	tl_buf_init(&path);
-	if (tl_ice_table_new_data_path(w->table, p->path, &path, err) < 0)
+	if (tl_ice_table_new_data_path(w->table, p->path, w->opts.file_prefix, &path, err) < 0)
 		goto fail;
 	tl_buf_append_byte(&path, 0);
 	f->file_path = tl_strdup((const char *)path.data);
