@@ -33,6 +33,7 @@ static void usage(FILE *out)
 	      "                                 for integer keys, 90s/15m/12h/7d (or seconds) for\n"
 	      "                                 timestamps, days for dates\n"
 	      "  TIERDB_PREMAKE_PARTITIONS      empty partitions kept ahead of max(tier_key) (2)\n"
+	      "  TIERDB_COMPACTION_BATCH        the most delta rows one fold snapshot takes (1000)\n"
 	      "  TIERDB_WAREHOUSE               the lake's warehouse when the profile names none\n",
 	      out);
 }

@@ -50,6 +50,7 @@ int tdb_daemon_config_from_env(tdb_daemon_config *cfg, tl_error *err)
 {
 	if (env_int("TIERDB_CYCLE_INTERVAL_SECONDS", 10, 1, 86400, &cfg->interval_seconds, err) < 0 ||
 	    env_int("TIERDB_PREMAKE_PARTITIONS", 2, 0, 1000, &cfg->premake_partitions, err) < 0 ||
+	    env_int("TIERDB_COMPACTION_BATCH", 1000, 1, 100000000, &cfg->compaction_batch, err) < 0 ||
 	    tdb_fault_check_env(err) < 0)
 		return -1;
 	const char *lag = getenv("TIERDB_TIERING_LAG");
@@ -255,9 +256,24 @@ static int step_drop(PGconn *c, const tdb_catalog_table *t, const tdb_daemon_con
 	return tdb_drop_tiered(c, t, err);
 }
 
+/*
+ * Folds in batches of at most TIERDB_COMPACTION_BATCH delta rows until
+ * the backlog behind T is drained (or a fold cannot run): each batch is one
+ * snapshot, published before the next starts from the new S.
+ */
 static int step_fold(PGconn *c, const tdb_catalog_table *t, const tdb_daemon_config *cfg, tl_error *err)
 {
-	return tdb_fold(c, t, err);
+	bool more;
+	int rc = tdb_fold(c, t, cfg->compaction_batch, &more, err);
+	while (rc == 0 && more && !tdb_daemon_stopping()) {
+		tdb_catalog_table fresh;
+		int found = tdb_catalog_load_table_by_id(c, t->table_id, &fresh, err);
+		if (found <= 0)
+			return found;
+		rc = tdb_fold(c, &fresh, cfg->compaction_batch, &more, err);
+		tdb_catalog_table_free(&fresh);
+	}
+	return rc;
 }
 
 static const struct {

@@ -27,6 +27,7 @@ typedef struct tdb_daemon_config {
 	int64_t interval_seconds;   /* TIERDB_CYCLE_INTERVAL_SECONDS (10) */
 	int64_t premake_partitions; /* TIERDB_PREMAKE_PARTITIONS (2) */
 	const char *tiering_lag;    /* TIERDB_TIERING_LAG as given ("0"): units depend on each table's key */
+	int64_t compaction_batch;   /* TIERDB_COMPACTION_BATCH (1000): the most delta rows one fold takes */
 } tdb_daemon_config;
 
 /* Reads the settings from the environment; a malformed one is an error naming it. */

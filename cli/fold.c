@@ -88,12 +88,14 @@ typedef struct fold_run {
 	int64_t delete_rows;      /* equality-delete rows to write */
 	int64_t data_rows;        /* upserted rows to write */
 	int64_t max_version;
+	int64_t batch;            /* the most delta rows this fold takes (TIERDB_COMPACTION_BATCH) */
 	char *pks;                /* the folded pairs as array literals, for the version guard */
 	char *versions;
 	bool has_base;            /* the S the fold started from (NULL before the first commit) */
 	int64_t base_snapshot;
 	int64_t snapshot_id;
 	bool committed;           /* the lake commit landed */
+	bool published;           /* S advanced and the folded rows cleared */
 } fold_run;
 
 /* ------------------------------------------------------------ preconditions */
@@ -313,15 +315,16 @@ static int capture_rows(fold_run *r, tl_error *err)
 	tl_buf_append_str(&sql, ", ($5::bigint IS NULL OR l.loc >= $5::bigint),"
 	                        " d.op = 0 AND ($5::bigint IS NULL OR d.tier_key >= $5::bigint)"
 	                        " FROM tierdb.delta d, LATERAL (SELECT coalesce(d.old_tier_key, d.tier_key) AS loc) l"
-	                        " WHERE d.table_id = $1 AND d.tier_key < $2::bigint");
-	char id[24], t[24], rline[24];
+	                        " WHERE d.table_id = $1 AND d.tier_key < $2::bigint ORDER BY d.version LIMIT $6");
+	char id[24], t[24], rline[24], batch[24];
 	tdb_int_text(r->t->table_id, id);
 	tdb_int_text(r->t->cutline_t, t);
 	tdb_int_text(r->t->retention_line, rline);
+	tdb_int_text(r->batch, batch);
 	char *names = pk_names_json(r);
 	const char *params[] = {id, t, names, tier_in_pk ? NULL : r->t->tier_key_col,
-	                        r->t->has_retention_line ? rline : NULL};
-	int rc = tdb_pg_exec(r->c, "reading the delta rows to fold", tdb_buf_cstr(&sql), 5, params, err);
+	                        r->t->has_retention_line ? rline : NULL, batch};
+	int rc = tdb_pg_exec(r->c, "reading the delta rows to fold", tdb_buf_cstr(&sql), 6, params, err);
 	free(names);
 	tl_buf_free(&sql);
 	if (rc < 0)
@@ -692,6 +695,7 @@ static int run_fold(fold_run *r, tl_error *err)
 		}
 		return -1;
 	}
+	r->published = true;
 	if (r->committed)
 		tdb_log(r->label,
 		        "fold: operation %s folded %" PRId64 " delta row%s (%" PRId64 " equality deletes, %" PRId64
@@ -704,12 +708,14 @@ static int run_fold(fold_run *r, tl_error *err)
 	return 0;
 }
 
-int tdb_fold(PGconn *c, const tdb_catalog_table *t, tl_error *err)
+int tdb_fold(PGconn *c, const tdb_catalog_table *t, int64_t batch, bool *more, tl_error *err)
 {
+	*more = false;
 	fold_run r;
 	memset(&r, 0, sizeof(r));
 	r.c = c;
 	r.t = t;
+	r.batch = batch;
 	r.label = tdb_table_label(t);
 	r.has_base = t->has_snapshot;
 	r.base_snapshot = t->snapshot_id;
@@ -743,6 +749,7 @@ int tdb_fold(PGconn *c, const tdb_catalog_table *t, tl_error *err)
 	int rc = run_fold(&r, err);
 	if (rc < 0 && r.op_id[0] != '\0')
 		tl_error_prefix(err, "operation %s", r.op_id);
+	*more = rc == 0 && r.published && backlog > r.rows;
 	tl_error ignored;
 	tl_error_clear(&ignored);
 	tdb_abort_transaction(c);

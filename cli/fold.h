@@ -11,17 +11,24 @@
 #ifndef TIERDB_FOLD_H
 #define TIERDB_FOLD_H
 
+#include <stdbool.h>
+#include <stdint.h>
+
 #include <libpq-fe.h>
 
 #include "catalog.h"
 #include "tierlake/error.h"
 
 /*
- * Folds the table's delta rows behind T into one lake snapshot and
- * publishes it. Does nothing (and logs why) when the delta is empty or an
- * unexpired read pin still reads the current view; that pin's reader
- * would miss the corrections once their delta rows are gone.
+ * Folds up to `batch` of the table's delta rows behind T (oldest versions
+ * first) into one lake snapshot and publishes it; *more is set when a full
+ * batch was folded and more rows may wait (the caller reloads `t`, whose S
+ * is then stale, and folds again). Does nothing (and logs why) when the
+ * delta is empty or an unexpired read pin still reads the current view;
+ * that pin's reader would miss the corrections once their delta rows are
+ * gone. The batch bounds a fold's work and its journal entry, which lists
+ * every folded (pk, version) pair.
  */
-int tdb_fold(PGconn *c, const tdb_catalog_table *t, tl_error *err);
+int tdb_fold(PGconn *c, const tdb_catalog_table *t, int64_t batch, bool *more, tl_error *err);
 
 #endif

@@ -470,3 +470,36 @@ def test_a_fold_killed_at_each_fault_point_recovers(tiered_events, tierdb, point
     del expected[10]
     expected[20] = {**lake_before[20], "ts": "2024-01-05T12:00:00.000000Z"}
     assert canonical_rows(lake_rows(tierdb, after["ref"], after["S"])) == canonical_rows(expected.values())
+
+
+def test_a_large_backlog_folds_in_batches(tiered_events, tierdb):
+    """TIERDB_COMPACTION_BATCH bounds each fold: 7 corrections with a batch
+    of 3 become three snapshots in one cycle, oldest versions first, and
+    the lake ends as if folded at once."""
+    db = tiered_events
+    before = cutline(db, "events")
+    tid = before["table_id"]
+    lake_before = lake_events(db, tierdb)
+    ids = sorted(lake_before)[:7]
+    for i in ids:
+        upsert(db, tid, f"SELECT {i}::bigint AS id, timestamptz '{lake_before[i]['ts']}' AS ts,"
+                        " 'batched'::text AS v, NULL::numeric(12,2) AS amount")
+    proc = run_once(tierdb, LAG, TIERDB_COMPACTION_BATCH="3")
+    folds = [line for line in proc.stderr.splitlines() if "fold: operation" in line]
+    assert len(folds) == 3, proc.stderr
+    assert [f.split(" folded ")[1].split(" delta")[0] for f in folds] == ["3", "3", "1"], proc.stderr
+    assert delta_rows(db, tid) == []
+    ops = fold_ops(db)
+    assert [phase for _, phase, _, _ in ops] == ["done"] * 3
+    # Oldest versions first: each fold's versions are all below the next fold's.
+    versions = [json.loads(d)["max_version"] for _, _, _, d in ops]
+    assert versions == sorted(versions)
+    got = {r["id"]: r for r in lake_rows(tierdb, before["ref"], cutline(db, "events")["S"])}
+    assert {i for i in ids if got[i]["v"] == "batched"} == set(ids)
+    assert set(got) == set(lake_before)
+
+
+def test_a_bad_compaction_batch_is_refused(tiered_events, tierdb):
+    proc = tierdb(["run", "--once"], env={"TIERDB_COMPACTION_BATCH": "0"})
+    assert proc.returncode != 0
+    assert "TIERDB_COMPACTION_BATCH='0'" in proc.stderr
