@@ -91,6 +91,9 @@ TIERDB_TIERING_LAG=2d build/tierdb run --once 2>&1 | sed 's/^/  /'
 say "tierdb status"
 build/tierdb status
 
+say "tierdb verify: the lake holds exactly the rows each partition had (counts and checksums)"
+build/tierdb verify --table public.events
+
 say "The heap now holds only the recent partitions"
 psql -c "SELECT tableoid::regclass AS partition, count(*) FROM events GROUP BY 1 ORDER BY 1"
 
