@@ -91,6 +91,7 @@ typedef struct fold_run {
 	int64_t batch;            /* the most delta rows this fold takes (TIERDB_COMPACTION_BATCH) */
 	char *pks;                /* the folded pairs as array literals, for the version guard */
 	char *versions;
+	char *locations;          /* where each folded pk's lake row lives after the fold (NULL: none) */
 	bool has_base;            /* the S the fold started from (NULL before the first commit) */
 	int64_t base_snapshot;
 	int64_t snapshot_id;
@@ -333,7 +334,8 @@ static int capture_rows(fold_run *r, tl_error *err)
 	PGresult *res = tdb_pg_query(r->c, "summarising the delta rows to fold",
 	                             "SELECT count(*), coalesce(max(version), 0), count(*) FILTER (WHERE del),"
 	                             " count(*) FILTER (WHERE put), coalesce(array_agg(pk), '{}')::text,"
-	                             " coalesce(array_agg(version), '{}')::text FROM " FOLD_TABLE,
+	                             " coalesce(array_agg(version), '{}')::text,"
+	                             " coalesce(array_agg(CASE WHEN put THEN tier_key END), '{}')::text FROM " FOLD_TABLE,
 	                             0, NULL, err);
 	if (res == NULL)
 		return -1;
@@ -343,6 +345,7 @@ static int capture_rows(fold_run *r, tl_error *err)
 	r->data_rows = strtoll(PQgetvalue(res, 0, 3), NULL, 10);
 	r->pks = tl_strdup(PQgetvalue(res, 0, 4));
 	r->versions = tl_strdup(PQgetvalue(res, 0, 5));
+	r->locations = tl_strdup(PQgetvalue(res, 0, 6));
 	PQclear(res);
 	return 0;
 }
@@ -477,8 +480,19 @@ static int publish(fold_run *r, tl_error *err)
 			                    "lake as snapshot %" PRId64 " and awaits recovery",
 			                    r->label, r->op_id, r->snapshot_id);
 	}
-	const char *params[] = {id, r->pks, r->versions};
-	if (tdb_pg_exec(r->c, "clearing the folded delta rows",
+	/*
+	 * A pk corrected again while the fold ran keeps its newer delta row,
+	 * whose old_tier_key named where the lake row lived before the fold; the
+	 * fold has moved that row (or removed it), so the newer row must point
+	 * at the new place, or the next fold's delete misses it.
+	 */
+	const char *params[] = {id, r->pks, r->versions, r->locations};
+	if (tdb_pg_exec(r->c, "repointing delta rows corrected during the fold",
+	                "UPDATE tierdb.delta d SET old_tier_key = f.loc"
+	                " FROM unnest($2::text[], $3::bigint[], $4::bigint[]) f(pk, version, loc)"
+	                " WHERE d.table_id = $1 AND d.pk = f.pk AND d.version <> f.version",
+	                4, params, err) < 0 ||
+	    tdb_pg_exec(r->c, "clearing the folded delta rows",
 	                "DELETE FROM tierdb.delta WHERE table_id = $1"
 	                " AND (pk, version) IN (SELECT * FROM unnest($2::text[], $3::bigint[]))",
 	                3, params, err) < 0 ||
@@ -539,12 +553,19 @@ static int recover_fold(fold_run *r, const char *phase, json_t *details, tl_erro
 	json_t *base = json_object_get(details, "base_snapshot");
 	const char *pks = json_string_value(json_object_get(details, "pks"));
 	const char *versions = json_string_value(json_object_get(details, "versions"));
+	const char *locations = json_string_value(json_object_get(details, "locations"));
 	if (pks == NULL || versions == NULL)
 		return tl_error_set(err, TL_ERR_CORRUPT, "the journal of fold %s lacks its (pk, version) pairs", r->op_id);
+	if (locations == NULL)
+		return tl_error_set(err, TL_ERR_CORRUPT,
+		                    "the journal of fold %s lacks the lake locations of its rows (written by an older "
+		                    "tierdb); settle it by hand",
+		                    r->op_id);
 	r->has_base = json_is_integer(base);
 	r->base_snapshot = r->has_base ? json_integer_value(base) : 0;
 	r->pks = tl_strdup(pks);
 	r->versions = tl_strdup(versions);
+	r->locations = tl_strdup(locations);
 	r->lake = tl_ice_table_open(r->t->lake_table_ref, err);
 	if (r->lake == NULL)
 		return -1;
@@ -621,6 +642,7 @@ static int recover_folds(PGconn *c, const tdb_catalog_table *t, tl_error *err)
 		tl_ice_table_free(r.lake);
 		free(r.pks);
 		free(r.versions);
+		free(r.locations);
 		if (rc < 0) {
 			tl_error_prefix(err, "recovering operation %s", r.op_id);
 			settled = -1;
@@ -636,9 +658,9 @@ static int recover_folds(PGconn *c, const tdb_catalog_table *t, tl_error *err)
 
 /*
  * The journal's details: what the fold takes, and what recovery needs to
- * adopt or undo it after a crash: the S it builds on and the (pk, version)
- * pairs it clears (as Postgres array literals; the delta is sized for
- * corrections, so they stay small).
+ * adopt or undo it after a crash: the S it builds on, the (pk, version)
+ * pairs it clears and where each pk's lake row lives afterwards (as
+ * Postgres array literals, at most TIERDB_COMPACTION_BATCH long).
  */
 static char *fold_details(const fold_run *r)
 {
@@ -646,6 +668,7 @@ static char *fold_details(const fold_run *r)
 	                            "max_version", (json_int_t)r->max_version, "deletes", (json_int_t)r->delete_rows,
 	                            "upserts", (json_int_t)r->data_rows, "pks", r->pks, "versions", r->versions);
 	json_object_set_new(details, "base_snapshot", r->has_base ? json_integer(r->base_snapshot) : json_null());
+	json_object_set_new(details, "locations", json_string(r->locations));
 	char *text = json_dumps(details, JSON_COMPACT);
 	json_decref(details);
 	return text;
@@ -762,5 +785,6 @@ int tdb_fold(PGconn *c, const tdb_catalog_table *t, int64_t batch, bool *more, t
 	tdb_pg_columns_free(r.cols, r.ncols);
 	free(r.pks);
 	free(r.versions);
+	free(r.locations);
 	return rc;
 }
