@@ -108,6 +108,8 @@ tl_pq_batch *tl_ice_reader_batch_new(const tl_ice_reader *r, int64_t capacity);
  */
 int64_t tl_ice_reader_next(tl_ice_reader *r, tl_pq_batch *batch, tl_error *err);
 const tl_ice_reader_stats *tl_ice_reader_stats_get(const tl_ice_reader *r);
+/* The data file the last batch came from (NULL before the first and at the end), for messages. */
+const char *tl_ice_reader_current_file(const tl_ice_reader *r);
 void tl_ice_reader_free(tl_ice_reader *r);
 
 #endif

@@ -170,6 +170,11 @@ const tl_ice_reader_stats *tl_ice_reader_stats_get(const tl_ice_reader *r)
 	return &r->stats;
 }
 
+const char *tl_ice_reader_current_file(const tl_ice_reader *r)
+{
+	return r->task != NULL ? r->task->file.file_path : NULL;
+}
+
 /* ------------------------------------------------------- opening a task */
 
 /* Index of the field with this id among fields[0..n), or -1. */
