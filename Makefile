@@ -48,8 +48,9 @@ FUZZ_SECONDS ?= 100
 
 all: $(TIERDB) $(TOOLS) extension
 
-# The Postgres extension builds with PGXS in its own directory.
-extension:
+# The Postgres extension builds with PGXS in its own directory and links
+# the lake library's PIC release objects (RELEASE_CFLAGS has -fPIC).
+extension: $(BUILD)/release/liblake.a
 	@$(MAKE) --no-print-directory -C extension
 
 install-extension: extension

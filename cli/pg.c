@@ -159,6 +159,20 @@ PGconn *tdb_pg_connect(const char *dsn, tl_error *err)
 		PQfinish(c);
 		return NULL;
 	}
+	/*
+	 * The command works on the heap as it is: with transparent reads (the
+	 * extension preloaded) a query on a tiered table would read the lake too.
+	 */
+	PGresult *res = PQexec(c, "SELECT pg_catalog.set_config('tierdb.transparent_reads', 'off', false)");
+	bool ok = PQresultStatus(res) == PGRES_TUPLES_OK;
+	if (!ok)
+		set_pq_error(err, "cannot turn off transparent reads for the tierdb command's session: ",
+		             PQresultErrorMessage(res));
+	PQclear(res);
+	if (!ok) {
+		PQfinish(c);
+		return NULL;
+	}
 	return c;
 }
 

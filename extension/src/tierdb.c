@@ -9,9 +9,11 @@
  *
  * What the library does so far is the embedded worker (worker.c): with
  * tierdb.embedded_worker = on the server runs and supervises the TierDB
- * daemon itself.  The other SPEC §7 settings (transparent reads and writes,
- * mirrored reads, explain) belong to hooks that do not exist yet and are not
- * defined here, so setting them has no effect and is reported.
+ * daemon itself; the privilege bridge of routed writes (routing.c); and
+ * tierdb.explain, which makes tierdb_upsert() and tierdb_delete() narrate
+ * their routing.  The other SPEC §7 settings (transparent reads and writes,
+ * mirrored reads) belong to hooks that do not exist yet and are not defined
+ * here, so setting them has no effect and is reported.
  *
  *-------------------------------------------------------------------------
  */
@@ -21,11 +23,18 @@
 #include "miscadmin.h"
 #include "utils/guc.h"
 
+#include "transparent.h"
 #include "worker.h"
 
 PG_MODULE_MAGIC;
 
 void		_PG_init(void);
+
+/*
+ * tierdb.explain: read by the routing functions in SQL (current_setting),
+ * so the variable is only the GUC's storage.
+ */
+static bool explain_routing = false;
 
 void
 _PG_init(void)
@@ -35,6 +44,15 @@ _PG_init(void)
 	 * plain LOAD), so SHOW and pg_settings describe them everywhere.
 	 */
 	tierdb_worker_define_gucs();
+	transparent_reads_init(process_shared_preload_libraries_in_progress);
+	DefineCustomBoolVariable("tierdb.explain",
+							 "Makes tierdb_upsert() and tierdb_delete() report each route they take, and why, as a NOTICE.",
+							 NULL,
+							 &explain_routing,
+							 false,
+							 PGC_USERSET,
+							 0,
+							 NULL, NULL, NULL);
 
 	/*
 	 * Claim the prefix: a misspelt tierdb.* setting, or one this version

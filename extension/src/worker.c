@@ -241,14 +241,21 @@ tierdb_worker_define_gucs(void)
 	configured_database = configured_value("tierdb.worker_database");
 	configured_env = configured_value("tierdb.worker_env");
 
-	DefineCustomBoolVariable("tierdb.embedded_worker",
-							 "Runs the TierDB daemon (tierdb run) as a child of the server.",
-							 "Takes effect only with tierdb in shared_preload_libraries.",
-							 &embedded_worker,
-							 false,
-							 PGC_POSTMASTER,
-							 0,
-							 NULL, NULL, NULL);
+	/*
+	 * guc.c refuses (FATAL) to define a PGC_POSTMASTER setting except while
+	 * the postmaster preloads the library.  A backend that loads it later
+	 * (CREATE EXTENSION, or a call of one of its C functions) runs no
+	 * worker, so the setting is left out there.
+	 */
+	if (process_shared_preload_libraries_in_progress)
+		DefineCustomBoolVariable("tierdb.embedded_worker",
+								 "Runs the TierDB daemon (tierdb run) as a child of the server.",
+								 "Takes effect only with tierdb in shared_preload_libraries.",
+								 &embedded_worker,
+								 false,
+								 PGC_POSTMASTER,
+								 0,
+								 NULL, NULL, NULL);
 
 	/*
 	 * The command runs as the server's OS user, so it and its environment

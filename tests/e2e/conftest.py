@@ -71,7 +71,11 @@ def pg(e2e_root):
     failures = []
     for _ in range(3):
         port = free_port()
-        proc = _run_cluster_script("start", directory, port)
+        # The library is preloaded, as in production, with transparent reads off
+        # by default: most tests look at the heap and the lake separately;
+        # test_transparent_reads.py turns them on for its databases.
+        proc = _run_cluster_script("start", directory, port, "-c", "shared_preload_libraries=tierdb",
+                                   "-c", "tierdb.transparent_reads=off")
         if proc.returncode == 0:
             break
         failures.append(f"port {port}:\n{proc.stderr}")

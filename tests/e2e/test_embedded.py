@@ -384,10 +384,10 @@ def test_worker_off_starts_nothing(embedded):
 
 
 def test_unimplemented_settings_are_reported(embedded):
-    embedded.start("shared_preload_libraries=tierdb", "tierdb.explain=on")
+    embedded.start("shared_preload_libraries=tierdb", "tierdb.mirrored_reads=hybrid")
     log = embedded.log()
-    assert 'invalid configuration parameter name "tierdb.explain", removing it' in log
-    assert embedded.cluster.query("SELECT current_setting('tierdb.explain', true) IS NULL") == [("t",)]
+    assert 'invalid configuration parameter name "tierdb.mirrored_reads", removing it' in log
+    assert embedded.cluster.query("SELECT current_setting('tierdb.mirrored_reads', true) IS NULL") == [("t",)]
 
 
 def test_unrunnable_command_is_reported(embedded):

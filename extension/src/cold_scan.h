@@ -1,0 +1,30 @@
+/*-------------------------------------------------------------------------
+ *
+ * cold_scan.h
+ *		The cold branch of an in-database read: lake@S ⊕ delta (SPEC §5
+ *		steps 3 and 4) for a registered tiered table, as the custom scan
+ *		"TierDB Cold Scan" and as the function tierdb.cold_rows().
+ *
+ * A transparent read (transparent.c) turns a table reference into
+ *
+ *		SELECT ... FROM table WHERE tier_key >= (SELECT tierdb.seam_t_...(table))
+ *		UNION ALL
+ *		SELECT ... FROM tierdb.cold_rows(NULL::table)
+ *
+ * and the planner hook here replaces the function scan of cold_rows with
+ * a custom scan: the lake read through the lake library at the statement's
+ * pinned snapshot (lake_scan.c), pruned by the query's conditions on the
+ * table's columns, with the delta merged newest-wins, and not opened at all
+ * when the conditions keep the query at or above T.  Called any other way
+ * (without shared_preload_libraries), cold_rows returns the same rows as a
+ * plain set-returning function.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef TIERDB_COLD_SCAN_H
+#define TIERDB_COLD_SCAN_H
+
+/* Installs the planner hook and registers the custom scan; from _PG_init while preloading. */
+extern void cold_scan_init(void);
+
+#endif							/* TIERDB_COLD_SCAN_H */

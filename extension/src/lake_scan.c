@@ -1,0 +1,635 @@
+/*-------------------------------------------------------------------------
+ *
+ * lake_scan.c
+ *		The cold scan: a registered table's Iceberg rows read in the backend
+ *		through the lake library (see lake_scan.h), and tierdb.lake_scan(),
+ *		the SQL function that exposes it.
+ *
+ * The lake library allocates with malloc and opens files with open(2),
+ * outside Postgres' memory contexts and virtual file descriptors, and it
+ * never throws.  So every lake object a scan acquires is stored in the
+ * scan the moment the call that made it returns, and one memory context
+ * callback frees whatever is there when the scan's context goes away: at
+ * lake_scan_close, or when an ERROR or a cancel aborts the query and its
+ * memory.  Lake errors are turned into ereport(ERROR) only after the lake
+ * call returned, so no longjmp ever crosses lake code.  The open files are
+ * reported to fd.c (AcquireExternalFD) so that Postgres keeps room for them.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/heapam.h"
+#include "access/htup_details.h"
+#include "access/skey.h"
+#include "access/stratnum.h"
+#include "access/table.h"
+#include "access/tableam.h"
+#include "catalog/namespace.h"
+#include "catalog/objectaddress.h"
+#include "catalog/pg_class.h"
+#include "executor/tuptable.h"
+#include "fmgr.h"
+#include "funcapi.h"
+#include "lib/stringinfo.h"
+#include "miscadmin.h"
+#include "parser/parse_relation.h"
+#include "storage/fd.h"
+#include "utils/acl.h"
+#include "utils/builtins.h"
+#include "utils/fmgroids.h"
+#include "utils/lsyscache.h"
+#include "utils/memutils.h"
+#include "utils/rel.h"
+#include "utils/snapmgr.h"
+#include "utils/tuplestore.h"
+
+#include "lake_scan.h"
+#include "lake_values.h"
+
+/* Rows per batch: large enough to amortise the reader's per-call work. */
+#define LAKE_SCAN_BATCH_ROWS 4096
+
+/*
+ * Files a reader holds open at once: the data file, and a delete file
+ * while it loads the deletes that apply to that data file.
+ */
+#define LAKE_SCAN_OPEN_FILES 2
+
+/* Snapshot ids listed in an "unknown snapshot" message, newest last. */
+#define LAKE_SCAN_LISTED_SNAPSHOTS 10
+
+/* One attribute of the output tuple. */
+typedef struct LakeColumn
+{
+	const tl_ice_field *field;	/* NULL: the attribute reads as NULL */
+	int			batch_index;	/* its column in the reader's batches */
+	LakeValueConverter conv;
+} LakeColumn;
+
+struct LakeScan
+{
+	MemoryContext cxt;			/* holds the scan; its reset releases the lake objects */
+	MemoryContext row_cxt;		/* the current row's values */
+	MemoryContextCallback release;
+
+	char	   *location;
+	int64		snapshot_id;	/* as asked; TL_ICE_NO_SNAPSHOT for the current one */
+	int64		plan_snapshot;	/* the snapshot found; TL_ICE_NO_SNAPSHOT for none */
+	TupleDesc	tupdesc;
+	LakeColumn *columns;		/* one per attribute of tupdesc */
+	int			nfields;
+	int32	   *field_ids;		/* the projection, in batch column order */
+
+	/* Lake objects, freed by release_lake_objects. */
+	tl_ice_table *table;
+	tl_ice_scan *plan;
+	tl_ice_reader *reader;
+	tl_pq_batch *batch;
+	int			external_fds;	/* reported to fd.c */
+
+	const tl_ice_schema *schema;	/* the snapshot's, inside table->metadata */
+	const tl_ice_expr *filter;	/* the caller's, until planned */
+	const char *current_file;	/* the file the batch came from */
+	int64		next_row;		/* in batch */
+	bool		done;
+	int			converting;		/* attribute being converted, for the error context */
+	LakeScanStats stats;
+	tl_ice_reader_stats read_before;	/* readers of earlier rescans */
+};
+
+/* ------------------------------------------------------------ lake errors */
+
+static int
+lake_errcode(tl_error_code code)
+{
+	switch (code)
+	{
+		case TL_ERR_CORRUPT:
+			return ERRCODE_DATA_CORRUPTED;
+		case TL_ERR_NOT_FOUND:
+			return ERRCODE_UNDEFINED_FILE;
+		case TL_ERR_IO:
+			return ERRCODE_IO_ERROR;
+		case TL_ERR_UNSUPPORTED:
+			return ERRCODE_FEATURE_NOT_SUPPORTED;
+		case TL_ERR_NOMEM:
+			return ERRCODE_OUT_OF_MEMORY;
+		default:
+			return ERRCODE_INTERNAL_ERROR;
+	}
+}
+
+static const char *
+lake_errhint(tl_error_code code)
+{
+	switch (code)
+	{
+		case TL_ERR_CORRUPT:
+			return "The file is damaged or is not valid Iceberg or Parquet: restore it from a copy, "
+				"or read a snapshot that does not use it.";
+		case TL_ERR_NOT_FOUND:
+		case TL_ERR_IO:
+			return "Check that the file exists and that the operating system user of the "
+				"PostgreSQL server can read it.";
+		case TL_ERR_UNSUPPORTED:
+			return "The lake table uses a feature this version of TierDB cannot read.";
+		default:
+			return "This is a bug in TierDB; please report it with the message.";
+	}
+}
+
+/* An ERROR for a lake call that failed with err; `what` says what the scan was doing. */
+static void
+pg_attribute_noreturn()
+report_lake_error(const LakeScan *scan, const char *what, const tl_error *err)
+{
+	ereport(ERROR,
+			(errcode(lake_errcode(err->code)),
+			 errmsg("%s", err->message),
+			 errdetail("TierDB was %s of the lake table at %s (%s).", what, scan->location,
+					   tl_error_code_name(err->code)),
+			 errhint("%s", lake_errhint(err->code))));
+}
+
+/* ------------------------------------------------------------ lake objects */
+
+/* Frees the reader and its batch (a rescan makes new ones). */
+static void
+release_reader(LakeScan *scan)
+{
+	tl_pq_batch_free(scan->batch);
+	scan->batch = NULL;
+	tl_ice_reader_free(scan->reader);
+	scan->reader = NULL;
+	scan->current_file = NULL;
+}
+
+/* The memory context callback: runs at close, and when an abort deletes the scan's context. */
+static void
+release_lake_objects(void *arg)
+{
+	LakeScan   *scan = (LakeScan *) arg;
+
+	release_reader(scan);
+	tl_ice_scan_free(scan->plan);
+	scan->plan = NULL;
+	tl_ice_table_free(scan->table);
+	scan->table = NULL;
+	for (; scan->external_fds > 0; scan->external_fds--)
+		ReleaseExternalFD();
+}
+
+/* ------------------------------------------------------------ opening */
+
+static const tl_ice_schema *
+snapshot_schema(const LakeScan *scan, const tl_ice_snapshot *snap)
+{
+	const tl_ice_table_metadata *md = scan->table->metadata;
+	const tl_ice_schema *schema;
+
+	if (snap != NULL && snap->schema_id >= 0)
+		schema = tl_ice_metadata_schema(md, snap->schema_id);
+	else
+		schema = tl_ice_metadata_current_schema(md);
+	if (schema == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_CORRUPTED),
+				 errmsg("lake table metadata %s names schema %d for snapshot " INT64_FORMAT
+						", but has no such schema",
+						scan->table->metadata_file, snap ? snap->schema_id : md->current_schema_id,
+						snap ? (int64) snap->snapshot_id : (int64) 0),
+				 errhint("%s", lake_errhint(TL_ERR_CORRUPT))));
+	return schema;
+}
+
+/* "1, 2, 3" for the last few snapshots of the table. */
+static char *
+snapshot_list(const tl_ice_table_metadata *md)
+{
+	StringInfoData buf;
+	int			first = Max(0, md->nsnapshots - LAKE_SCAN_LISTED_SNAPSHOTS);
+
+	initStringInfo(&buf);
+	if (first > 0)
+		appendStringInfo(&buf, "%d older ones and ", first);
+	for (int i = first; i < md->nsnapshots; i++)
+		appendStringInfo(&buf, "%s" INT64_FORMAT, i > first ? ", " : "",
+						 (int64) md->snapshots[i].snapshot_id);
+	return buf.data;
+}
+
+static const tl_ice_snapshot *
+find_snapshot(const LakeScan *scan)
+{
+	const tl_ice_table_metadata *md = scan->table->metadata;
+	const tl_ice_snapshot *snap;
+
+	if (scan->snapshot_id == TL_ICE_NO_SNAPSHOT)
+		return tl_ice_metadata_current_snapshot(md);
+	snap = tl_ice_metadata_snapshot(md, scan->snapshot_id);
+	if (snap == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("snapshot " INT64_FORMAT " does not exist in the lake table at %s",
+						scan->snapshot_id, scan->location),
+				 md->nsnapshots == 0
+				 ? errdetail("The table has no snapshots yet.")
+				 : errdetail("The table's snapshots are: %s; the current one is " INT64_FORMAT ".",
+							 snapshot_list(md), (int64) md->current_snapshot_id),
+				 errhint("The snapshot may have expired. Reads use the snapshot in "
+						 "tierdb.cutline.lake_snapshot_id.")));
+	return snap;
+}
+
+/* The top-level field named `name`, or NULL (nested paths do not count). */
+static const tl_ice_field *
+top_level_field(const tl_ice_schema *schema, const char *name)
+{
+	for (int i = 0; i < schema->nfields; i++)
+		if (strcmp(schema->fields[i].name, name) == 0)
+			return &schema->fields[i];
+	return NULL;
+}
+
+/* Maps the needed attributes to lake fields and prepares their converters. */
+static void
+map_columns(LakeScan *scan, const Bitmapset *attrs)
+{
+	TupleDesc	desc = scan->tupdesc;
+
+	scan->columns = palloc0(sizeof(LakeColumn) * Max(desc->natts, 1));
+	scan->field_ids = palloc(sizeof(int32) * Max(desc->natts, 1));
+	for (int i = 0; i < desc->natts; i++)
+	{
+		Form_pg_attribute att = TupleDescAttr(desc, i);
+		LakeColumn *col = &scan->columns[i];
+		tl_pq_column pqcol;
+		tl_error	err;
+
+		col->batch_index = -1;
+		if (att->attisdropped || (attrs != NULL && !bms_is_member(att->attnum, attrs)))
+			continue;
+		col->field = top_level_field(scan->schema, NameStr(att->attname));
+		if (col->field == NULL)
+			continue;
+		tl_error_clear(&err);
+		if (tl_ice_field_to_pq_column(col->field, &pqcol, &err) < 0)
+			report_lake_error(scan, "mapping the columns", &err);
+		lake_value_converter_init(&col->conv, att, col->field, &pqcol, &scan->current_file, scan->cxt);
+		col->batch_index = scan->nfields;
+		scan->field_ids[scan->nfields++] = col->field->id;
+	}
+}
+
+LakeScan *
+lake_scan_open(const char *location, int64 snapshot_id, TupleDesc tupdesc, const Bitmapset *attrs)
+{
+	MemoryContext cxt = AllocSetContextCreate(CurrentMemoryContext, "tierdb lake scan",
+											  ALLOCSET_DEFAULT_SIZES);
+	MemoryContext old = MemoryContextSwitchTo(cxt);
+	LakeScan   *scan = palloc0(sizeof(LakeScan));
+	const tl_ice_snapshot *snap;
+	tl_error	err;
+
+	scan->cxt = cxt;
+	scan->release.func = release_lake_objects;
+	scan->release.arg = scan;
+	MemoryContextRegisterResetCallback(cxt, &scan->release);
+	scan->row_cxt = AllocSetContextCreate(cxt, "tierdb lake scan row", ALLOCSET_DEFAULT_SIZES);
+	scan->location = pstrdup(location);
+	scan->snapshot_id = snapshot_id;
+	scan->tupdesc = CreateTupleDescCopy(tupdesc);
+
+	tl_error_clear(&err);
+	scan->table = tl_ice_table_open(location, &err);
+	if (scan->table == NULL)
+		report_lake_error(scan, "opening the metadata", &err);
+	snap = find_snapshot(scan);
+	scan->plan_snapshot = snap ? snap->snapshot_id : TL_ICE_NO_SNAPSHOT;
+	scan->stats.snapshot_id = snap ? snap->snapshot_id : 0;
+	scan->schema = snapshot_schema(scan, snap);
+	map_columns(scan, attrs);
+
+	MemoryContextSwitchTo(old);
+	return scan;
+}
+
+const tl_ice_field *
+lake_scan_attr_field(const LakeScan *scan, AttrNumber attno)
+{
+	if (attno < 1 || attno > scan->tupdesc->natts)
+		return NULL;
+	return scan->columns[attno - 1].field;
+}
+
+void
+lake_scan_set_filter(LakeScan *scan, const tl_ice_expr *filter)
+{
+	if (scan->plan != NULL)
+		elog(ERROR, "lake scan filter set after the scan was planned");
+	scan->filter = filter;
+}
+
+/* ------------------------------------------------------------ planning and reading */
+
+void
+lake_scan_plan(LakeScan *scan)
+{
+	const tl_ice_scan_stats *ps;
+	tl_error	err;
+
+	if (scan->plan != NULL)
+		return;
+	tl_error_clear(&err);
+	scan->plan = tl_ice_scan_plan(scan->table->metadata, scan->plan_snapshot, scan->filter, &err);
+	scan->filter = NULL;		/* copied by the plan; the caller may free it */
+	if (scan->plan == NULL)
+		report_lake_error(scan, "planning a scan", &err);
+	ps = tl_ice_scan_stats_get(scan->plan);
+	scan->stats.manifests = ps->manifests;
+	scan->stats.manifests_skipped = ps->manifests_skipped;
+	scan->stats.data_files = ps->data_files;
+	scan->stats.data_files_skipped = ps->data_files_skipped;
+	scan->stats.delete_files = ps->delete_files;
+	scan->stats.planned_records = ps->records;
+}
+
+static void
+reserve_external_fds(LakeScan *scan)
+{
+	while (scan->external_fds < LAKE_SCAN_OPEN_FILES)
+	{
+		if (!AcquireExternalFD())
+			ereport(ERROR,
+					(errcode(ERRCODE_INSUFFICIENT_RESOURCES),
+					 errmsg("too many open files to read the lake table at %s", scan->location),
+					 errhint("Close other scans in this session, or raise max_files_per_process.")));
+		scan->external_fds++;
+	}
+}
+
+static void
+start_reader(LakeScan *scan)
+{
+	tl_error	err;
+
+	lake_scan_plan(scan);
+	reserve_external_fds(scan);
+	tl_error_clear(&err);
+	scan->reader = tl_ice_reader_open(scan->plan, scan->field_ids, scan->nfields, &err);
+	if (scan->reader == NULL)
+		report_lake_error(scan, "starting to read", &err);
+	scan->batch = tl_ice_reader_batch_new(scan->reader, LAKE_SCAN_BATCH_ROWS);
+}
+
+/* Reads the next batch; false at the end of the scan. */
+static bool
+fetch_batch(LakeScan *scan)
+{
+	int64		n;
+	tl_error	err;
+
+	if (scan->done)
+		return false;
+	if (scan->reader == NULL)
+		start_reader(scan);
+	/* The one place a long scan waits: let a cancel or a timeout in. */
+	CHECK_FOR_INTERRUPTS();
+	tl_error_clear(&err);
+	n = tl_ice_reader_next(scan->reader, scan->batch, &err);
+	if (n < 0)
+		report_lake_error(scan, "reading the rows", &err);
+	scan->next_row = 0;
+	scan->current_file = tl_ice_reader_current_file(scan->reader);
+	if (n == 0)
+		scan->done = true;
+	return n > 0;
+}
+
+static void
+conversion_error_context(void *arg)
+{
+	const LakeScan *scan = (const LakeScan *) arg;
+	Form_pg_attribute att = TupleDescAttr(scan->tupdesc, scan->converting);
+
+	errcontext("reading column \"%s\" from lake data file %s", NameStr(att->attname),
+			   scan->current_file ? scan->current_file : "(none)");
+}
+
+/* Converts row scan->next_row of the batch into the slot's arrays. */
+static void
+fill_row(LakeScan *scan, Datum *values, bool *isnull)
+{
+	ErrorContextCallback errcallback;
+
+	errcallback.callback = conversion_error_context;
+	errcallback.arg = scan;
+	errcallback.previous = error_context_stack;
+	error_context_stack = &errcallback;
+	for (int i = 0; i < scan->tupdesc->natts; i++)
+	{
+		LakeColumn *col = &scan->columns[i];
+
+		scan->converting = i;
+		if (col->batch_index < 0)
+		{
+			values[i] = (Datum) 0;
+			isnull[i] = true;
+			continue;
+		}
+		values[i] = lake_value_to_datum(&col->conv, &scan->batch->columns[col->batch_index],
+										scan->next_row, &isnull[i]);
+	}
+	error_context_stack = errcallback.previous;
+}
+
+bool
+lake_scan_next(LakeScan *scan, TupleTableSlot *slot)
+{
+	MemoryContext old;
+
+	Assert(slot->tts_tupleDescriptor->natts == scan->tupdesc->natts);
+	ExecClearTuple(slot);
+	if ((scan->batch == NULL || scan->next_row >= scan->batch->nrows) && !fetch_batch(scan))
+		return false;
+	MemoryContextReset(scan->row_cxt);
+	old = MemoryContextSwitchTo(scan->row_cxt);
+	fill_row(scan, slot->tts_values, slot->tts_isnull);
+	MemoryContextSwitchTo(old);
+	scan->next_row++;
+	scan->stats.rows_returned++;
+	ExecStoreVirtualTuple(slot);
+	return true;
+}
+
+static void
+add_reader_stats(tl_ice_reader_stats *sum, const tl_ice_reader_stats *more)
+{
+	sum->files_read += more->files_read;
+	sum->row_groups_read += more->row_groups_read;
+	sum->row_groups_skipped += more->row_groups_skipped;
+	sum->rows_deleted += more->rows_deleted;
+}
+
+void
+lake_scan_rescan(LakeScan *scan)
+{
+	if (scan->reader != NULL)
+		add_reader_stats(&scan->read_before, tl_ice_reader_stats_get(scan->reader));
+	release_reader(scan);
+	MemoryContextReset(scan->row_cxt);
+	scan->next_row = 0;
+	scan->done = false;
+}
+
+void
+lake_scan_stats(const LakeScan *scan, LakeScanStats *stats)
+{
+	tl_ice_reader_stats read = scan->read_before;
+
+	if (scan->reader != NULL)
+		add_reader_stats(&read, tl_ice_reader_stats_get(scan->reader));
+	*stats = scan->stats;
+	stats->files_read = read.files_read;
+	stats->row_groups_read = read.row_groups_read;
+	stats->row_groups_skipped = read.row_groups_skipped;
+	stats->rows_deleted = read.rows_deleted;
+}
+
+void
+lake_scan_close(LakeScan *scan)
+{
+	/* The context's callback frees the lake objects; the scan goes with it. */
+	MemoryContextDelete(scan->cxt);
+}
+
+/* ------------------------------------------------------------ tierdb.lake_scan() */
+
+/*
+ * The table whose row type `rowtype` is, checked to be a table the caller
+ * may read; ERROR otherwise.
+ */
+static Oid
+readable_table_of_rowtype(Oid rowtype)
+{
+	Oid			relid = OidIsValid(rowtype) ? get_typ_typrelid(rowtype) : InvalidOid;
+	char		relkind = OidIsValid(relid) ? get_rel_relkind(relid) : '\0';
+	AclResult	acl;
+
+	if (relkind != RELKIND_RELATION && relkind != RELKIND_PARTITIONED_TABLE)
+		ereport(ERROR,
+				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
+				 errmsg("%s is not the row type of a table",
+						OidIsValid(rowtype) ? format_type_be(rowtype) : "unknown"),
+				 errhint("Pass a null of the registered table's row type, as in "
+						 "tierdb.lake_scan(NULL::schema.table, snapshot_id).")));
+	acl = pg_class_aclcheck(relid, GetUserId(), ACL_SELECT);
+	if (acl != ACLCHECK_OK)
+		aclcheck_error(acl, get_relkind_objtype(relkind), get_rel_name(relid));
+	return relid;
+}
+
+/*
+ * tierdb.tables.lake_table_ref of the table, read directly rather than
+ * through SQL: a reader with SELECT on its table needs no privilege on the
+ * catalog, and the location can come from nowhere else (a caller-supplied
+ * path would let anyone read any file the server can).
+ */
+static char *
+registered_lake_location(Oid relid)
+{
+	Oid			nsp = get_namespace_oid("tierdb", false);
+	Oid			catalog = get_relname_relid("tables", nsp);
+	Relation	rel;
+	TableScanDesc tscan;
+	ScanKeyData key;
+	HeapTuple	tuple;
+	char	   *location = NULL;
+
+	if (!OidIsValid(catalog))
+		elog(ERROR, "the TierDB catalog table tierdb.tables is missing");
+	rel = table_open(catalog, AccessShareLock);
+	ScanKeyInit(&key, attnameAttNum(rel, "table_id", false), BTEqualStrategyNumber, F_INT8EQ,
+				Int64GetDatum((int64) relid));
+	tscan = table_beginscan(rel, GetActiveSnapshot(), 1, &key);
+	tuple = heap_getnext(tscan, ForwardScanDirection);
+	if (tuple != NULL)
+	{
+		bool		isnull;
+		Datum		ref = heap_getattr(tuple, attnameAttNum(rel, "lake_table_ref", false),
+									   RelationGetDescr(rel), &isnull);
+
+		if (!isnull)
+			location = TextDatumGetCString(ref);
+	}
+	table_endscan(tscan);
+	table_close(rel, AccessShareLock);
+	if (location == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("table \"%s\" is not registered with TierDB", get_rel_name(relid)),
+				 errhint("Register it with tierdb register --table %s.%s.",
+						 get_namespace_name(get_rel_namespace(relid)), get_rel_name(relid))));
+	return location;
+}
+
+/* What the scan read and pruned, at DEBUG1 (until EXPLAIN shows it). */
+static void
+log_scan_stats(const LakeScan *scan)
+{
+	LakeScanStats st;
+
+	lake_scan_stats(scan, &st);
+	ereport(DEBUG1,
+			(errmsg_internal("tierdb lake scan of %s at snapshot " INT64_FORMAT ": "
+							 "manifests " INT64_FORMAT " (" INT64_FORMAT " skipped), "
+							 "data files " INT64_FORMAT " (" INT64_FORMAT " skipped, " INT64_FORMAT " read), "
+							 "delete files " INT64_FORMAT ", "
+							 "row groups " INT64_FORMAT " read (" INT64_FORMAT " skipped), "
+							 "rows " INT64_FORMAT " returned (" INT64_FORMAT " deleted)",
+							 scan->location, st.snapshot_id, st.manifests, st.manifests_skipped,
+							 st.data_files, st.data_files_skipped, st.files_read, st.delete_files,
+							 st.row_groups_read, st.row_groups_skipped,
+							 st.rows_returned, st.rows_deleted)));
+}
+
+PG_FUNCTION_INFO_V1(tierdb_lake_scan);
+
+/*
+ * tierdb.lake_scan(rowtype anyelement, snapshot_id bigint) RETURNS SETOF anyelement
+ *
+ * The lake rows of the registered table whose row type `rowtype` is, at
+ * that snapshot, with Iceberg deletes applied.  A null snapshot (a table
+ * that has none yet) gives no rows.
+ */
+Datum
+tierdb_lake_scan(PG_FUNCTION_ARGS)
+{
+	Oid			relid = readable_table_of_rowtype(get_fn_expr_argtype(fcinfo->flinfo, 0));
+	char	   *location = registered_lake_location(relid);
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	int64		snapshot_id;
+	LakeScan   *scan;
+	TupleTableSlot *slot;
+
+	InitMaterializedSRF(fcinfo, 0);
+	if (PG_ARGISNULL(1))
+		return (Datum) 0;
+	snapshot_id = PG_GETARG_INT64(1);
+	if (snapshot_id < 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("snapshot id " INT64_FORMAT " is not valid", snapshot_id),
+				 errhint("Pass a snapshot of the table's lake, such as tierdb.cutline.lake_snapshot_id, "
+						 "or NULL for none.")));
+
+	scan = lake_scan_open(location, snapshot_id, rsinfo->setDesc, NULL);
+	slot = MakeSingleTupleTableSlot(rsinfo->setDesc, &TTSOpsVirtual);
+	while (lake_scan_next(scan, slot))
+		tuplestore_puttupleslot(rsinfo->setResult, slot);
+	ExecDropSingleTupleTableSlot(slot);
+	log_scan_stats(scan);
+	lake_scan_close(scan);
+	return (Datum) 0;
+}

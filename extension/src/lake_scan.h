@@ -1,0 +1,111 @@
+/*-------------------------------------------------------------------------
+ *
+ * lake_scan.h
+ *		Reading a registered table's Iceberg lake rows inside the backend,
+ *		as tuples of the table's row type.
+ *
+ * The cold branch of every in-database read (SPEC §5 step 3, §7) is one
+ * LakeScan: the lake table at a pinned snapshot, only the columns a query
+ * needs, an optional filter that prunes manifests, data files and row
+ * groups, and Iceberg's position and equality deletes applied (the
+ * tierdb.delta merge is not: it is SQL the read protocol adds on top).
+ * Rows come out one at a time as virtual tuples in the caller's slot.
+ *
+ * Usage (tierdb.lake_scan(), and later the planner's CustomScan):
+ *
+ *		scan = lake_scan_open(location, snapshot_id, tupdesc, attrs);
+ *		field = lake_scan_attr_field(scan, attno);	-- to build a filter
+ *		lake_scan_set_filter(scan, filter);			-- optional
+ *		while (lake_scan_next(scan, slot))
+ *			...
+ *		lake_scan_stats(scan, &stats);				-- for EXPLAIN
+ *		lake_scan_close(scan);
+ *
+ * Lifetimes: a scan lives in its own memory context, a child of the
+ * context current at lake_scan_open.  The lake library's objects (table,
+ * plan, reader, batch: malloc'd memory and open files) are released by a
+ * callback on that context, so an ERROR or a query cancel anywhere, which
+ * deletes the parent context while aborting, releases them too;
+ * lake_scan_close is only the early, orderly way to do the same.  Lake
+ * calls never throw: their errors become ereport(ERROR) after they return.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef TIERDB_LAKE_SCAN_H
+#define TIERDB_LAKE_SCAN_H
+
+#include "postgres.h"
+
+#include "access/tupdesc.h"
+#include "executor/tuptable.h"
+#include "nodes/bitmapset.h"
+
+#include "tierlake_pg.h"
+
+/* What a scan read and what pruning spared it, for EXPLAIN. */
+typedef struct LakeScanStats
+{
+	int64		snapshot_id;		/* the snapshot scanned */
+	/* planning: manifests and data files the filter ruled out */
+	int64		manifests;
+	int64		manifests_skipped;
+	int64		data_files;
+	int64		data_files_skipped;
+	int64		delete_files;
+	int64		planned_records;	/* record counts of the files to read */
+	/* reading (summed over rescans) */
+	int64		files_read;
+	int64		row_groups_read;
+	int64		row_groups_skipped;
+	int64		rows_deleted;		/* by Iceberg deletes */
+	int64		rows_returned;
+} LakeScanStats;
+
+typedef struct LakeScan LakeScan;
+
+/*
+ * Opens the lake table at `location` (tierdb.tables.lake_table_ref) for a
+ * scan at snapshot_id (TL_ICE_NO_SNAPSHOT: the current one) producing
+ * tuples of tupdesc.  `attrs` holds the attribute numbers (1-based) the
+ * caller needs, NULL for all; the others, dropped columns and columns the
+ * lake schema at that snapshot lacks read as NULL.  Attributes map to lake
+ * fields by name.  An unknown snapshot is an ERROR naming the snapshots
+ * the table has.  Nothing but the table metadata is read yet.
+ */
+extern LakeScan *lake_scan_open(const char *location, int64 snapshot_id,
+								TupleDesc tupdesc, const Bitmapset *attrs);
+
+/* The lake field attribute attno reads, or NULL when it reads as NULL. */
+extern const tl_ice_field *lake_scan_attr_field(const LakeScan *scan, AttrNumber attno);
+
+/*
+ * Restricts the files and row groups read to those that may hold rows
+ * matching filter (field ids of the snapshot's schema).  Rows are not
+ * filtered: the caller still evaluates its quals.  Call before the first
+ * lake_scan_next; the filter is copied, so the caller may free it after.
+ */
+extern void lake_scan_set_filter(LakeScan *scan, const tl_ice_expr *filter);
+
+/*
+ * Plans the scan (manifests read, files chosen) if not done yet; the first
+ * lake_scan_next does it too.  For callers that need the plan's figures,
+ * such as an EXPLAIN without ANALYZE.
+ */
+extern void lake_scan_plan(LakeScan *scan);
+
+/*
+ * Stores the next row in slot as a virtual tuple and returns true, or
+ * clears slot and returns false at the end.  The values stay valid until
+ * the next call.  Checks for interrupts between batches.
+ */
+extern bool lake_scan_next(LakeScan *scan, TupleTableSlot *slot);
+
+/* Starts over from the first row of the same plan. */
+extern void lake_scan_rescan(LakeScan *scan);
+
+extern void lake_scan_stats(const LakeScan *scan, LakeScanStats *stats);
+
+/* Releases everything the scan holds, and the scan itself. */
+extern void lake_scan_close(LakeScan *scan);
+
+#endif							/* TIERDB_LAKE_SCAN_H */

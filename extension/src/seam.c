@@ -1,0 +1,390 @@
+/*-------------------------------------------------------------------------
+ *
+ * seam.c
+ *		Registered tables and statement pins for in-database reads; see
+ *		seam.h for the protocol and why it is safe.
+ *
+ * Both catalog tables are read directly (heap scans with a scan key), not
+ * through SPI: this runs inside the planner and the executor of the
+ * user's own query, where a nested SPI query would be both slower and
+ * subject to the catalog's privileges, which the reader need not hold.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/heapam.h"
+#include "access/htup_details.h"
+#include "access/skey.h"
+#include "access/stratnum.h"
+#include "access/table.h"
+#include "access/tableam.h"
+#include "access/xact.h"
+#include "catalog/namespace.h"
+#include "catalog/pg_collation.h"
+#include "catalog/pg_type.h"
+#include "datatype/timestamp.h"
+#include "fmgr.h"
+#include "lib/stringinfo.h"
+#include "storage/proc.h"
+#include "utils/array.h"
+#include "parser/parse_relation.h"
+#include "utils/builtins.h"
+#include "utils/date.h"
+#include "utils/fmgroids.h"
+#include "utils/fmgrprotos.h"
+#include "utils/lsyscache.h"
+#include "utils/memutils.h"
+#include "utils/rel.h"
+#include "utils/snapmgr.h"
+
+#include "seam.h"
+
+/* Days between 1970-01-01 and Postgres' epoch 2000-01-01. */
+#define UNIX_TO_PG_DAYS (POSTGRES_EPOCH_JDATE - UNIX_EPOCH_JDATE)
+
+/* One statement's (or transaction's) pin of one table. */
+typedef struct PinEntry
+{
+	Oid			relid;
+	TransactionId xmin;			/* the reading snapshot's bounds: under READ */
+	TransactionId xmax;			/* COMMITTED a new statement has new ones */
+	uint32		xcnt;
+	SeamPin		pin;
+} PinEntry;
+
+/* Pins of the current transaction, in TopTransactionContext; reset at its end. */
+static List *pins = NIL;
+
+/* ------------------------------------------------------------ catalog access */
+
+/* The relation tierdb.<name>, or InvalidOid when the extension is not installed here. */
+static Oid
+catalog_relid(const char *name)
+{
+	Oid			nsp = get_namespace_oid("tierdb", true);
+
+	return OidIsValid(nsp) ? get_relname_relid(name, nsp) : InvalidOid;
+}
+
+/* The text value of column `name` of a catalog tuple, or NULL. */
+static char *
+text_column(Relation rel, HeapTuple tuple, const char *name)
+{
+	bool		isnull;
+	Datum		d = heap_getattr(tuple, attnameAttNum(rel, name, false), RelationGetDescr(rel), &isnull);
+
+	return isnull ? NULL : TextDatumGetCString(d);
+}
+
+/*
+ * The first row of catalog table tierdb.<name> whose table_id is relid,
+ * copied, or NULL; *rel_out receives the open relation (closed by the
+ * caller), NULL when the catalog table does not exist.
+ */
+static HeapTuple
+catalog_row(const char *name, Oid relid, Snapshot snapshot, Relation *rel_out)
+{
+	Oid			catalog = catalog_relid(name);
+	Relation	rel;
+	TableScanDesc scan;
+	ScanKeyData key;
+	HeapTuple	tuple;
+
+	*rel_out = NULL;
+	if (!OidIsValid(catalog))
+		return NULL;
+	rel = table_open(catalog, AccessShareLock);
+	ScanKeyInit(&key, attnameAttNum(rel, "table_id", false), BTEqualStrategyNumber, F_INT8EQ,
+				Int64GetDatum((int64) relid));
+	scan = table_beginscan(rel, snapshot, 1, &key);
+	tuple = heap_getnext(scan, ForwardScanDirection);
+	if (tuple != NULL)
+		tuple = heap_copytuple(tuple);
+	table_endscan(scan);
+	*rel_out = rel;
+	return tuple;
+}
+
+static SeamKeyKind
+parse_key_kind(const char *name)
+{
+	if (strcmp(name, "bigint") == 0)
+		return SEAM_KEY_BIGINT;
+	if (strcmp(name, "timestamptz") == 0)
+		return SEAM_KEY_TIMESTAMPTZ;
+	if (strcmp(name, "timestamp") == 0)
+		return SEAM_KEY_TIMESTAMP;
+	if (strcmp(name, "date") == 0)
+		return SEAM_KEY_DATE;
+	ereport(ERROR,
+			(errcode(ERRCODE_DATA_CORRUPTED),
+			 errmsg("tierdb.tables names an unknown tier key type \"%s\"", name)));
+}
+
+/* The attribute number of a column the registration names; ERROR if the table lost it. */
+static AttrNumber
+registered_column(Oid relid, const char *column)
+{
+	AttrNumber	attno = get_attnum(relid, column);
+
+	if (attno == InvalidAttrNumber)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_COLUMN),
+				 errmsg("column \"%s\" of table \"%s\", registered with TierDB, does not exist",
+						column, get_rel_name(relid)),
+				 errhint("Re-register the table, or set tierdb.transparent_reads = off to read its heap.")));
+	return attno;
+}
+
+SeamTable *
+seam_lookup_table(Oid relid)
+{
+	Relation	rel;
+	HeapTuple	tuple = catalog_row("tables", relid, GetLatestSnapshot(), &rel);
+	SeamTable  *t = NULL;
+
+	if (tuple != NULL)
+	{
+		char	   *mode = text_column(rel, tuple, "mode");
+
+		if (mode != NULL && strcmp(mode, "tiered") == 0)
+		{
+			bool		isnull;
+			Datum		pk = heap_getattr(tuple, attnameAttNum(rel, "primary_key_cols", false),
+										  RelationGetDescr(rel), &isnull);
+			Datum	   *parts;
+			int			nparts;
+
+			t = palloc0(sizeof(SeamTable));
+			t->relid = relid;
+			t->table_id = (int64) relid;
+			t->lake_location = text_column(rel, tuple, "lake_table_ref");
+			t->tier_key_attno = registered_column(relid, text_column(rel, tuple, "tier_key_col"));
+			t->key_kind = parse_key_kind(text_column(rel, tuple, "tier_key_type"));
+			if (isnull)
+				ereport(ERROR,
+						(errcode(ERRCODE_DATA_CORRUPTED),
+						 errmsg("tierdb.tables has no primary_key_cols for table \"%s\"", get_rel_name(relid))));
+			deconstruct_array(DatumGetArrayTypeP(pk), TEXTOID, -1, false, TYPALIGN_INT, &parts, NULL, &nparts);
+			t->npk = nparts;
+			t->pk_attnos = palloc(sizeof(AttrNumber) * nparts);
+			for (int i = 0; i < nparts; i++)
+				t->pk_attnos[i] = registered_column(relid, TextDatumGetCString(parts[i]));
+		}
+		heap_freetuple(tuple);
+	}
+	if (rel != NULL)
+		table_close(rel, AccessShareLock);
+	return t;
+}
+
+/* ------------------------------------------------------------ pins */
+
+/* The snapshot this read's rows come from. */
+static Snapshot
+reading_snapshot(void)
+{
+	return ActiveSnapshotSet() ? GetActiveSnapshot() : GetTransactionSnapshot();
+}
+
+static PinEntry *
+find_pin(Oid relid, Snapshot snap)
+{
+	ListCell   *lc;
+
+	foreach(lc, pins)
+	{
+		PinEntry   *e = lfirst(lc);
+
+		if (e->relid == relid &&
+			(IsolationUsesXactSnapshot() ||
+			 (e->xmin == snap->xmin && e->xmax == snap->xmax && e->xcnt == snap->xcnt)))
+			return e;
+	}
+	return NULL;
+}
+
+/* Takes the table's reader key shared until the transaction ends. */
+static void
+lock_reader_key(int64 table_id)
+{
+	char		key[64];
+	Datum		hash;
+
+	snprintf(key, sizeof(key), "tierdb_reader_" INT64_FORMAT, table_id);
+	/* As SQL computes it, with the database default collation (deterministic: the bytes). */
+	hash = DirectFunctionCall2Coll(hashtextextended, DEFAULT_COLLATION_OID, CStringGetTextDatum(key), Int64GetDatum(0));
+	DirectFunctionCall1(pg_advisory_xact_lock_shared_int8, hash);
+}
+
+/* Reads the cut-line with a snapshot taken after the lock (seam.h says why). */
+static SeamPin
+read_cutline(const SeamTable *table)
+{
+	Relation	rel;
+	Snapshot	latest = RegisterSnapshot(GetLatestSnapshot());
+	HeapTuple	tuple = catalog_row("cutline", table->relid, latest, &rel);
+	SeamPin		pin = {0};
+	bool		isnull;
+	Datum		d;
+
+	UnregisterSnapshot(latest);
+	if (tuple == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_CORRUPTED),
+				 errmsg("table \"%s\" is registered with TierDB but has no tierdb.cutline row",
+						get_rel_name(table->relid)),
+				 errhint("Re-register the table with tierdb register.")));
+	d = heap_getattr(tuple, attnameAttNum(rel, "tier_key_hi", false), RelationGetDescr(rel), &isnull);
+	if (isnull)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_CORRUPTED),
+				 errmsg("the TierDB cut-line of table \"%s\" has no tier_key_hi", get_rel_name(table->relid))));
+	pin.tier_key_hi = DatumGetInt64(d);
+	d = heap_getattr(tuple, attnameAttNum(rel, "lake_snapshot_id", false), RelationGetDescr(rel), &isnull);
+	pin.has_snapshot = !isnull;
+	pin.snapshot_id = isnull ? 0 : DatumGetInt64(d);
+	heap_freetuple(tuple);
+	table_close(rel, AccessShareLock);
+	return pin;
+}
+
+SeamPin
+seam_pin(const SeamTable *table)
+{
+	Snapshot	snap = reading_snapshot();
+	PinEntry   *e = find_pin(table->relid, snap);
+	MemoryContext old;
+
+	if (e != NULL)
+		return e->pin;
+	lock_reader_key(table->table_id);
+	old = MemoryContextSwitchTo(TopTransactionContext);
+	e = palloc(sizeof(PinEntry));
+	e->relid = table->relid;
+	e->xmin = snap->xmin;
+	e->xmax = snap->xmax;
+	e->xcnt = snap->xcnt;
+	e->pin = read_cutline(table);
+	pins = lappend(pins, e);
+	MemoryContextSwitchTo(old);
+	return e->pin;
+}
+
+static void
+forget_pins(XactEvent event, void *arg)
+{
+	switch (event)
+	{
+		case XACT_EVENT_COMMIT:
+		case XACT_EVENT_PARALLEL_COMMIT:
+		case XACT_EVENT_ABORT:
+		case XACT_EVENT_PARALLEL_ABORT:
+		case XACT_EVENT_PREPARE:
+			pins = NIL;			/* the list lived in TopTransactionContext */
+			break;
+		default:
+			break;
+	}
+}
+
+void
+seam_init(void)
+{
+	RegisterXactCallback(forget_pins, NULL);
+}
+
+/* ------------------------------------------------------------ tier-key values */
+
+Datum
+seam_key_datum(SeamKeyKind kind, int64 canonical)
+{
+	switch (kind)
+	{
+		case SEAM_KEY_BIGINT:
+			return Int64GetDatum(canonical);
+		case SEAM_KEY_TIMESTAMPTZ:
+		case SEAM_KEY_TIMESTAMP:
+			return Int64GetDatum(canonical - (int64) UNIX_TO_PG_DAYS * USECS_PER_DAY);
+		case SEAM_KEY_DATE:
+			return DateADTGetDatum((DateADT) (canonical - UNIX_TO_PG_DAYS));
+	}
+	return (Datum) 0;
+}
+
+int64
+seam_key_canonical(SeamKeyKind kind, Oid typid, Datum value)
+{
+	switch (kind)
+	{
+		case SEAM_KEY_BIGINT:
+			if (typid == INT2OID)
+				return DatumGetInt16(value);
+			if (typid == INT4OID)
+				return DatumGetInt32(value);
+			return DatumGetInt64(value);
+		case SEAM_KEY_TIMESTAMPTZ:
+		case SEAM_KEY_TIMESTAMP:
+			return DatumGetInt64(value) + (int64) UNIX_TO_PG_DAYS * USECS_PER_DAY;
+		case SEAM_KEY_DATE:
+			return (int64) DatumGetDateADT(value) + UNIX_TO_PG_DAYS;
+	}
+	return 0;
+}
+
+/* ------------------------------------------------------------ SQL: the heap branch's bound */
+
+/*
+ * tierdb.seam_t_<type>(regclass): T of the statement's pin, in the tier
+ * key's type, for the heap branch of a transparent read (transparent.c):
+ * tier_key >= (SELECT tierdb.seam_t_timestamptz('public.events')). One
+ * function per family so the comparison uses the key's own operator and
+ * run-time partition pruning applies.
+ */
+static Datum
+pinned_t(Oid relid, SeamKeyKind expected)
+{
+	SeamTable  *table = seam_lookup_table(relid);
+	SeamPin		pin;
+
+	if (table == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("table \"%s\" is not registered with TierDB in tiered mode", get_rel_name(relid))));
+	if (table->key_kind != expected)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATATYPE_MISMATCH),
+				 errmsg("the tier key of table \"%s\" is not of this function's type", get_rel_name(relid))));
+	pin = seam_pin(table);
+	return seam_key_datum(expected, pin.tier_key_hi);
+}
+
+PG_FUNCTION_INFO_V1(tierdb_seam_t_bigint);
+PG_FUNCTION_INFO_V1(tierdb_seam_t_timestamptz);
+PG_FUNCTION_INFO_V1(tierdb_seam_t_timestamp);
+PG_FUNCTION_INFO_V1(tierdb_seam_t_date);
+
+Datum
+tierdb_seam_t_bigint(PG_FUNCTION_ARGS)
+{
+	return pinned_t(PG_GETARG_OID(0), SEAM_KEY_BIGINT);
+}
+
+Datum
+tierdb_seam_t_timestamptz(PG_FUNCTION_ARGS)
+{
+	return pinned_t(PG_GETARG_OID(0), SEAM_KEY_TIMESTAMPTZ);
+}
+
+Datum
+tierdb_seam_t_timestamp(PG_FUNCTION_ARGS)
+{
+	return pinned_t(PG_GETARG_OID(0), SEAM_KEY_TIMESTAMP);
+}
+
+Datum
+tierdb_seam_t_date(PG_FUNCTION_ARGS)
+{
+	return pinned_t(PG_GETARG_OID(0), SEAM_KEY_DATE);
+}

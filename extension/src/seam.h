@@ -1,0 +1,89 @@
+/*-------------------------------------------------------------------------
+ *
+ * seam.h
+ *		A registered table's seam as an in-database read sees it: what
+ *		tierdb.tables says about the table, and the pinned cut-line
+ *		(T, S) a statement reads with (SPEC §5, ARCHITECTURE decision 6).
+ *
+ * An in-database read pins without writing: it takes the table's reader
+ * key, pg_advisory_xact_lock_shared(hashtextextended('tierdb_reader_' ||
+ * table_id, 0)), and only then reads the cut-line, with a snapshot newer
+ * than the lock.  The daemon publishes a new cut-line before it drops heap
+ * partitions, and drops only after taking that key exclusively, so every
+ * partition at or above the T a reader pinned stays until the reader's
+ * transaction ends.  Nothing is written, so read-only transactions and
+ * standbys can pin.
+ *
+ * Why the cut-line is read with the newest snapshot rather than the
+ * statement's: a statement snapshot taken before the lock could show a T
+ * whose partitions the daemon dropped in between.  Reading it newer is
+ * safe for the delta, which the statement reads with its own (older)
+ * snapshot: delta rows a fold already put into S are merged over S again,
+ * and the merge is idempotent (the same row image replaces itself, a
+ * tombstone removes a row that is gone).
+ *
+ * A pin holds for one statement under READ COMMITTED (the next statement
+ * pins afresh, as its snapshot is new too) and for the whole transaction
+ * under REPEATABLE READ and SERIALIZABLE; both branches of a statement,
+ * the heap bound and the cold scan, use the same pin.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef TIERDB_SEAM_H
+#define TIERDB_SEAM_H
+
+#include "postgres.h"
+
+#include "access/attnum.h"
+
+/* The tier key's canonical family (tables.tier_key_type, SPEC §2). */
+typedef enum SeamKeyKind
+{
+	SEAM_KEY_BIGINT,			/* int2, int4, int8: the value itself */
+	SEAM_KEY_TIMESTAMPTZ,		/* microseconds since 1970-01-01 00:00:00+00 */
+	SEAM_KEY_TIMESTAMP,			/* microseconds since 1970-01-01 00:00:00 */
+	SEAM_KEY_DATE				/* days since 1970-01-01 */
+} SeamKeyKind;
+
+/* A table registered in tiered mode. */
+typedef struct SeamTable
+{
+	Oid			relid;
+	int64		table_id;
+	char	   *lake_location;	/* tierdb.tables.lake_table_ref */
+	AttrNumber	tier_key_attno;
+	SeamKeyKind key_kind;
+	int			npk;
+	AttrNumber *pk_attnos;		/* the merge key's columns (tables.primary_key_cols) */
+} SeamTable;
+
+/* The pinned cut-line. */
+typedef struct SeamPin
+{
+	int64		tier_key_hi;	/* T, canonical */
+	bool		has_snapshot;	/* S is NULL until the first lake commit */
+	int64		snapshot_id;	/* S */
+} SeamPin;
+
+/*
+ * The tiered registration of relid, palloc'd in the current memory
+ * context, or NULL: not registered, registered in another mode, or the
+ * extension not installed in this database.  Reads tierdb.tables with the
+ * current catalog snapshot, bypassing its privileges: whether a table is
+ * tiered is not a secret, and its rows stay guarded by its own ACL.
+ */
+extern SeamTable *seam_lookup_table(Oid relid);
+
+/* The statement's pin of the table, taken on first use (see above). */
+extern SeamPin seam_pin(const SeamTable *table);
+
+/* Forgets pins: at transaction end, and at each statement under READ COMMITTED. */
+extern void seam_init(void);
+
+/* A canonical tier-key value as a Datum of the key column's type family. */
+extern Datum seam_key_datum(SeamKeyKind kind, int64 canonical);
+
+/* The canonical value of a Datum of the tier key's type (typid: the column's). */
+extern int64 seam_key_canonical(SeamKeyKind kind, Oid typid, Datum value);
+
+#endif							/* TIERDB_SEAM_H */

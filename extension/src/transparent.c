@@ -1,0 +1,291 @@
+/*-------------------------------------------------------------------------
+ *
+ * transparent.c
+ *		Transparent reads: before planning, every reference a query makes
+ *		to a registered tiered table is replaced by the seam union
+ *
+ *			SELECT <columns> FROM table
+ *			 WHERE tier_key >= (SELECT tierdb.seam_t_<type>(table))
+ *			UNION ALL
+ *			SELECT <columns> FROM tierdb.cold_rows(NULL::table)
+ *
+ * The planner then treats it as any UNION ALL subquery: the query's
+ * conditions are pushed into both arms, the heap arm's partitions below T
+ * are pruned at run time (the bound is an initplan parameter) and the cold
+ * arm becomes the custom scan of cold_scan.c.  Both arms read with the
+ * statement's pin (seam.c), so together they hold every row exactly once.
+ *
+ * Kept as they are, with plain heap semantics:
+ *	- the target of INSERT, UPDATE, DELETE and MERGE, and a table locked by
+ *	  SELECT ... FOR UPDATE/SHARE (rows in the lake cannot be locked);
+ *	- ONLY references (a partitioned table's own rows are none);
+ *	- everything when tierdb.transparent_reads is off.
+ *
+ * Permissions: the heap arm's table reference takes over the original
+ * reference's required privileges and checked columns, so the executor
+ * checks the user's table exactly as before (also when the heap arm is
+ * pruned); the cold scan checks SELECT on the table itself too.  Row-level
+ * security quals stay on the replaced reference and so filter both arms.
+ *
+ * A query reading the table's system columns (ctid, tableoid, ...) is
+ * refused: lake rows have none.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/table.h"
+#include "catalog/namespace.h"
+#include "catalog/pg_class.h"
+#include "lib/stringinfo.h"
+#include "miscadmin.h"
+#include "nodes/nodeFuncs.h"
+#include "optimizer/planner.h"
+#include "parser/analyze.h"
+#include "parser/parsetree.h"
+#include "tcop/tcopprot.h"
+#include "utils/builtins.h"
+#include "utils/guc.h"
+#include "utils/lsyscache.h"
+#include "utils/rel.h"
+
+#include "cold_scan.h"
+#include "seam.h"
+#include "transparent.h"
+
+static bool transparent_reads = true;
+static planner_hook_type prev_planner_hook = NULL;
+
+/* ------------------------------------------------------------ what to replace */
+
+/* Whether the query locks range table entry rti (FOR UPDATE/SHARE). */
+static bool
+locked_for_update(Query *q, Index rti)
+{
+	ListCell   *lc;
+
+	foreach(lc, q->rowMarks)
+		if (((RowMarkClause *) lfirst(lc))->rti == rti)
+			return true;
+	return false;
+}
+
+typedef struct SystemColumnSearch
+{
+	Index		rti;
+	int			levels_up;
+} SystemColumnSearch;
+
+static bool
+system_column_walker(Node *node, SystemColumnSearch *search)
+{
+	if (node == NULL)
+		return false;
+	if (IsA(node, Var))
+	{
+		Var		   *var = (Var *) node;
+
+		return var->varno == (int) search->rti && var->varlevelsup == search->levels_up && var->varattno < 0;
+	}
+	if (IsA(node, Query))
+	{
+		bool		found;
+
+		search->levels_up++;
+		found = query_tree_walker((Query *) node, system_column_walker, search, 0);
+		search->levels_up--;
+		return found;
+	}
+	return expression_tree_walker(node, system_column_walker, search);
+}
+
+/* ------------------------------------------------------------ the seam union */
+
+static const char *
+bound_function(SeamKeyKind kind)
+{
+	switch (kind)
+	{
+		case SEAM_KEY_BIGINT:
+			return "seam_t_bigint";
+		case SEAM_KEY_TIMESTAMPTZ:
+			return "seam_t_timestamptz";
+		case SEAM_KEY_TIMESTAMP:
+			return "seam_t_timestamp";
+		case SEAM_KEY_DATE:
+			return "seam_t_date";
+	}
+	return NULL;
+}
+
+/*
+ * The select list of one arm: every attribute in order, so the union's
+ * column n is the table's attribute n and the query's Vars stay valid; a
+ * dropped attribute is a null (as in a row constructor of the row type).
+ */
+static void
+append_columns(StringInfo sql, TupleDesc desc, const char *alias)
+{
+	for (int i = 0; i < desc->natts; i++)
+	{
+		Form_pg_attribute att = TupleDescAttr(desc, i);
+
+		if (i > 0)
+			appendStringInfoString(sql, ", ");
+		if (att->attisdropped)
+			appendStringInfoString(sql, "NULL::pg_catalog.int4");
+		else
+			appendStringInfo(sql, "%s.%s", alias, quote_identifier(NameStr(att->attname)));
+	}
+}
+
+/* The seam union for the table, parsed and analysed. */
+static Query *
+seam_union(const SeamTable *t, RangeTblEntry *rte)
+{
+	Relation	rel = table_open(rte->relid, NoLock); /* locked by the parser already */
+	TupleDesc	desc = RelationGetDescr(rel);
+	char	   *table = quote_qualified_identifier(get_namespace_name(RelationGetNamespace(rel)),
+												   RelationGetRelationName(rel));
+	StringInfoData sql;
+	RawStmt    *raw;
+	Query	   *query;
+
+	initStringInfo(&sql);
+	appendStringInfoString(&sql, "SELECT ");
+	append_columns(&sql, desc, "h");
+	appendStringInfo(&sql, " FROM %s h WHERE h.%s >= (SELECT tierdb.%s(%u::pg_catalog.oid))", table,
+					 quote_identifier(NameStr(TupleDescAttr(desc, t->tier_key_attno - 1)->attname)),
+					 bound_function(t->key_kind), rte->relid);
+	appendStringInfoString(&sql, " UNION ALL SELECT ");
+	append_columns(&sql, desc, "c");
+	appendStringInfo(&sql, " FROM tierdb.cold_rows(NULL::%s) c", table);
+	table_close(rel, NoLock);
+
+	raw = linitial_node(RawStmt, pg_parse_query(sql.data));
+	query = parse_analyze_fixedparams(raw, sql.data, NULL, 0, NULL);
+	return query;
+}
+
+/*
+ * The heap arm's reference to the table takes over the original
+ * reference's lock mode, privileges and checked columns.
+ */
+static void
+inherit_permissions(Query *seam, const RangeTblEntry *original)
+{
+	RangeTblEntry *heap_arm = rt_fetch(1, seam->rtable);
+	RangeTblEntry *heap_rel;
+
+	Assert(heap_arm->rtekind == RTE_SUBQUERY);
+	heap_rel = rt_fetch(1, heap_arm->subquery->rtable);
+	Assert(heap_rel->rtekind == RTE_RELATION && heap_rel->relid == original->relid);
+	heap_rel->rellockmode = original->rellockmode;
+	heap_rel->requiredPerms = original->requiredPerms;
+	heap_rel->checkAsUser = original->checkAsUser;
+	heap_rel->selectedCols = bms_copy(original->selectedCols);
+}
+
+/* Turns the relation reference into the seam union subquery, in place. */
+static void
+replace_reference(RangeTblEntry *rte, const SeamTable *t)
+{
+	Query	   *seam = seam_union(t, rte);
+
+	inherit_permissions(seam, rte);
+	rte->rtekind = RTE_SUBQUERY;
+	rte->subquery = seam;
+	rte->security_barrier = rte->securityQuals != NIL;
+	rte->relid = InvalidOid;
+	rte->relkind = 0;
+	rte->rellockmode = NoLock;
+	rte->tablesample = NULL;
+	rte->inh = false;
+	rte->requiredPerms = 0;
+	rte->checkAsUser = InvalidOid;
+	rte->selectedCols = NULL;
+	rte->insertedCols = NULL;
+	rte->updatedCols = NULL;
+	rte->extraUpdatedCols = NULL;
+}
+
+static void rewrite_query(Query *q);
+
+static bool
+rewrite_walker(Node *node, void *context)
+{
+	if (node == NULL)
+		return false;
+	if (IsA(node, Query))
+	{
+		rewrite_query((Query *) node);
+		return false;
+	}
+	return expression_tree_walker(node, rewrite_walker, context);
+}
+
+/*
+ * Replaces the query's references to tiered tables, after those of its
+ * subqueries, CTEs and sublinks, so the unions it adds are not visited.
+ */
+static void
+rewrite_query(Query *q)
+{
+	Index		rti = 0;
+	ListCell   *lc;
+
+	query_tree_walker(q, rewrite_walker, NULL, 0);
+	foreach(lc, q->rtable)
+	{
+		RangeTblEntry *rte = lfirst(lc);
+		SeamTable  *t;
+
+		rti++;
+		if (rte->rtekind != RTE_RELATION || rte->relkind != RELKIND_PARTITIONED_TABLE || !rte->inh ||
+			rti == (Index) q->resultRelation || locked_for_update(q, rti))
+			continue;
+		t = seam_lookup_table(rte->relid);
+		if (t == NULL)
+			continue;
+		{
+			SystemColumnSearch search = {rti, 0};
+
+			if (query_tree_walker(q, system_column_walker, &search, 0))
+				ereport(ERROR,
+						(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+						 errmsg("cannot read system columns of \"%s\": its older rows are in the lake",
+								get_rel_name(rte->relid)),
+						 errhint("SET tierdb.transparent_reads = off to read the heap's rows only.")));
+		}
+		replace_reference(rte, t);
+	}
+}
+
+static PlannedStmt *
+tierdb_planner(Query *parse, const char *query_string, int cursorOptions, ParamListInfo boundParams)
+{
+	if (transparent_reads && OidIsValid(get_namespace_oid("tierdb", true)))
+		rewrite_query(parse);
+	if (prev_planner_hook)
+		return prev_planner_hook(parse, query_string, cursorOptions, boundParams);
+	return standard_planner(parse, query_string, cursorOptions, boundParams);
+}
+
+void
+transparent_reads_init(bool preloading)
+{
+	DefineCustomBoolVariable("tierdb.transparent_reads",
+							 "Makes queries on registered tiered tables read their lake rows too.",
+							 "Off: queries read the heap partitions only, as on a plain partitioned table.",
+							 &transparent_reads,
+							 true,
+							 PGC_USERSET,
+							 0,
+							 NULL, NULL, NULL);
+	if (!preloading)
+		return;
+	prev_planner_hook = planner_hook;
+	planner_hook = tierdb_planner;
+	cold_scan_init();
+	seam_init();
+}

@@ -1,0 +1,305 @@
+"""Transparent reads (extension/src/transparent.c, cold_scan.c, seam.c):
+with the library preloaded, plain SQL on a registered tiered table reads
+heap >= T unioned with lake@S merged with the delta.
+
+The main check is differential: every query runs on the tiered table and
+on `plain`, an untiered copy holding the same rows, and must return the
+same result; the copy is corrected alongside whenever a test writes a
+delta row.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import threading
+from pathlib import Path
+
+import pytest
+
+from test_tiering import SESSION, cutline, make_events, run_once
+
+# Queries over `{t}`: each runs on events and on plain.
+QUERIES = [
+    "SELECT count(*), sum(id), sum(amount), count(v), min(ts), max(ts) FROM {t}",
+    "SELECT date_trunc('day', ts) AS d, count(*), sum(amount) FROM {t} GROUP BY 1 ORDER BY 1",
+    "SELECT * FROM {t} WHERE id IN (1, 2, 1500, 2999, 3000) ORDER BY id",
+    "SELECT id, v FROM {t} WHERE ts < '2024-01-03' AND id % 7 = 0 ORDER BY id",
+    "SELECT id FROM {t} WHERE ts >= '2024-01-05' AND ts < '2024-01-09' AND amount > 20 ORDER BY id",
+    "SELECT count(*) FROM {t} WHERE v IS NULL",
+    "SELECT count(*) FROM {t} WHERE v = 'v1234'",
+    "SELECT count(*) FROM {t} a JOIN {t} b ON a.id = b.id + 1 WHERE a.ts < '2024-01-04'",
+    "WITH w AS (SELECT id, ts FROM {t} WHERE id < 100) SELECT count(*), max(ts) FROM w",
+    "SELECT count(*) FROM generate_series(1, 3000) g WHERE EXISTS (SELECT 1 FROM {t} WHERE id = g)",
+    "SELECT (SELECT max(amount) FROM {t} WHERE ts < '2024-01-02'), (SELECT min(amount) FROM {t})",
+    "SELECT id FROM {t} ORDER BY ts DESC, id LIMIT 5",
+    "SELECT row_to_json(x)::text FROM {t} x WHERE id = 42",
+    "SELECT count(*) FROM (SELECT * FROM {t} UNION ALL SELECT * FROM {t}) u",
+]
+
+
+def same(db, sql, **fmt):
+    got = db.query(SESSION + sql.format(t="events", **fmt))
+    want = db.query(SESSION + sql.format(t="plain", **fmt))
+    assert got == want, f"{sql}\n  events: {got[:5]}\n  plain:  {want[:5]}"
+    return got
+
+
+@pytest.fixture
+def tiered(db, tierdb):
+    """events (10 daily partitions, 3000 rows) with 2024-01-01..07 tiered, and `plain`, a copy."""
+    make_events(db)
+    db.psql(f'ALTER DATABASE "{db.name}" SET tierdb.transparent_reads = on')
+    db.psql("CREATE TABLE plain AS SELECT * FROM events")
+    proc = tierdb(["register", "--table", "public.events", "--pk", "id", "--tier-key", "ts"])
+    assert proc.returncode == 0, proc.stderr
+    run_once(tierdb, "2d")
+    return db
+
+
+def heap_count(db):
+    return int(db.query("SET tierdb.transparent_reads = off; SELECT count(*) FROM events")[0][0])
+
+
+def test_queries_read_both_tiers(tiered):
+    db = tiered
+    assert heap_count(db) == 900  # 3 hot days of 300 rows
+    for sql in QUERIES:
+        same(db, sql)
+    assert same(db, "SELECT count(*) FROM {t}") == [("3000",)]
+
+
+def test_prepared_statements_and_cursors(tiered):
+    db = tiered
+    # Six executions: the last ones run a cached generic plan, whose T comes from the pin at run time.
+    rows = db.query(
+        SESSION + "PREPARE q(timestamptz) AS SELECT count(*), sum(id) FROM events WHERE ts < $1;\n"
+        + "".join(f"EXECUTE q('2024-01-0{d}');\n" for d in range(2, 8))
+    )
+    want = db.query(SESSION + "".join(
+        f"SELECT count(*), sum(id) FROM plain WHERE ts < '2024-01-0{d}';\n" for d in range(2, 8)))
+    assert rows == want
+    got = db.query(
+        "BEGIN; DECLARE c CURSOR FOR SELECT id FROM events ORDER BY id;"
+        " FETCH 2 FROM c; FETCH 2 FROM c; MOVE 2990 IN c; FETCH 10 FROM c; COMMIT;"
+    )
+    # (psql separates the rows of consecutive statements by a newline, not the record separator)
+    ids = [int(x) for r in got for x in r[0].split("\n")]
+    assert ids == [1, 2, 3, 4] + [2995, 2996, 2997, 2998, 2999, 3000]
+
+
+def test_corrections_in_the_delta_are_read_at_once_and_after_the_fold(tiered, tierdb):
+    db = tiered
+    tid = cutline(db, "events")["table_id"]
+    db.psql(
+        SESSION
+        # 5: corrected; 10: deleted; 20: moved to another cold day; 100000: new cold row
+        + "UPDATE plain SET v = 'corrected' WHERE id = 5;\n"
+        "DELETE FROM plain WHERE id = 10;\n"
+        "UPDATE plain SET ts = '2024-01-05 12:00:00+00' WHERE id = 20;\n"
+        "INSERT INTO plain VALUES (100000, '2024-01-03 01:02:03.456789+00', 'new', 1.50);\n"
+        f"INSERT INTO tierdb.delta (table_id, pk, op, tier_key, old_tier_key, version, payload)"
+        f" SELECT {tid}, id::text, 0, (extract(epoch FROM ts) * 1000000)::bigint,"
+        "  CASE WHEN id = 20 THEN (SELECT (extract(epoch FROM ts) * 1000000)::bigint FROM events WHERE id = 20) END,"
+        "  nextval('tierdb.delta_version'), to_jsonb(p) FROM plain p WHERE id IN (5, 20, 100000);\n"
+        f"INSERT INTO tierdb.delta (table_id, pk, op, tier_key, version)"
+        f" VALUES ({tid}, '10', 1, 1704067200000000 + 2880000000, nextval('tierdb.delta_version'));\n"
+    )
+    for sql in QUERIES:
+        same(db, sql)
+    plan = "\n".join(r[0] for r in db.query("EXPLAIN (ANALYZE, COSTS OFF) SELECT * FROM events"))
+    assert "Delta Rows: 4" in plan and "Rows Replaced by Delta: 3" in plan, plan
+    proc = run_once(tierdb, "2d")
+    assert "fold: operation" in proc.stderr
+    assert db.query(f"SELECT count(*) FROM tierdb.delta WHERE table_id = {tid}") == [("0",)]
+    for sql in QUERIES:
+        same(db, sql)
+
+
+def test_a_query_at_or_above_t_never_opens_the_lake(tiered):
+    db = tiered
+    c = cutline(db, "events")
+    plan = "\n".join(r[0] for r in db.query(
+        "EXPLAIN (ANALYZE, COSTS OFF) SELECT * FROM events WHERE ts >= '2024-01-08'"))
+    assert "Lake: not read" in plan, plan
+    # Take the lake away: reads that stay above T still work; others say which file is missing.
+    data = Path(c["ref"]) / "data"
+    shutil.move(data, str(data) + ".away")
+    try:
+        same(db, "SELECT count(*), sum(amount) FROM {t} WHERE ts >= '2024-01-08 00:00:00+00'")
+        same(db, "SELECT count(*) FROM {t} WHERE ts > '2024-01-09' AND id > 5")
+        error = db.error(SESSION + "SELECT count(*) FROM events WHERE ts >= '2024-01-07'")
+        assert ".parquet" in error, error
+    finally:
+        shutil.move(str(data) + ".away", data)
+
+
+def test_conditions_prune_lake_files(tiered):
+    db = tiered
+    plan = "\n".join(r[0] for r in db.query(
+        "EXPLAIN (ANALYZE, COSTS OFF) SELECT * FROM events WHERE ts < '2024-01-02' AND id < 10"))
+    assert "Lake Files: 1" in plan and "Lake Files Pruned: 6" in plan, plan
+    same(db, "SELECT * FROM {t} WHERE ts < '2024-01-02' AND id < 10 ORDER BY id")
+    # The row estimate comes from the lake's record count (2100 rows in 7 days).
+    (line,) = [r[0] for r in db.query("EXPLAIN SELECT * FROM events") if "TierDB Cold Scan" in r[0]]
+    assert "rows=2100 " in line, line
+
+
+def test_heap_semantics_where_rows_are_written_or_locked(tiered):
+    db = tiered
+    # FOR UPDATE locks heap rows only: the cold rows are not returned.
+    rows = db.query("BEGIN; SELECT count(*) FROM (SELECT id FROM events FOR UPDATE) x; COMMIT;")
+    assert rows == [("900",)]
+    # DML targets the heap: deleting "everything" leaves the cold rows.
+    db.psql("BEGIN; DELETE FROM events; SELECT 1; ROLLBACK;")
+    assert db.query("SELECT count(*) FROM events WHERE id < 3") == [("2",)]
+    db.psql("DELETE FROM events WHERE id = 3000")
+    assert db.query("SELECT count(*) FROM events") == [("2999",)]
+    # ONLY a partitioned parent holds no rows.
+    assert db.query("SELECT count(*) FROM ONLY events") == [("0",)]
+
+
+def test_transparent_reads_off_reads_the_heap(tiered):
+    db = tiered
+    assert db.query("SET tierdb.transparent_reads = off; SELECT count(*) FROM events") == [("900",)]
+    plan = "\n".join(r[0] for r in db.query("EXPLAIN SELECT count(*) FROM events"))
+    assert "TierDB Cold Scan" in plan
+
+
+def test_system_columns_are_refused_with_a_hint(tiered):
+    error = tiered.error("SELECT tableoid::regclass, count(*) FROM events GROUP BY 1")
+    assert "cannot read system columns" in error and "transparent_reads = off" in error, error
+
+
+def test_privileges_still_apply(tiered):
+    db = tiered
+    db.psql("CREATE ROLE reader LOGIN; CREATE ROLE outsider LOGIN; GRANT SELECT ON events TO reader;")
+    try:
+        got = db.query("SET ROLE reader; SELECT count(*) FROM events")
+        assert got == [("3000",)]
+        error = db.error("SET ROLE outsider; SELECT count(*) FROM events")
+        assert "permission denied for table events" in error, error
+        error = db.error("SET ROLE outsider; SELECT count(*) FROM tierdb.cold_rows(NULL::events)")
+        assert "permission denied for table events" in error, error
+    finally:
+        db.psql("DROP OWNED BY reader, outsider; DROP ROLE reader; DROP ROLE outsider;")
+
+
+def test_row_level_security_filters_both_tiers(tiered):
+    db = tiered
+    db.psql("CREATE ROLE evens LOGIN; GRANT SELECT ON events, plain TO evens;"
+            " ALTER TABLE events ENABLE ROW LEVEL SECURITY; ALTER TABLE plain ENABLE ROW LEVEL SECURITY;"
+            " CREATE POLICY p ON events FOR SELECT TO evens USING (id % 2 = 0);"
+            " CREATE POLICY p ON plain FOR SELECT TO evens USING (id % 2 = 0);")
+    try:
+        got = db.query("SET ROLE evens; SELECT count(*), sum(id) FROM events")
+        want = db.query("SET ROLE evens; SELECT count(*), sum(id) FROM plain")
+        assert got == want == [("1500", str(sum(range(2, 3001, 2))))]
+    finally:
+        db.psql("DROP OWNED BY evens; DROP ROLE evens;")
+
+
+def test_a_timestamptz_key_matches_whatever_the_session_time_zone(db, tierdb):
+    """The delta's key text is the daemon's rendering (ISO, UTC); a reader in
+    another time zone and date style must still match it to the lake row."""
+    make_events(db)
+    db.psql(f'ALTER DATABASE "{db.name}" SET tierdb.transparent_reads = on')
+    assert tierdb(["register", "--table", "public.events", "--pk", "id,ts", "--tier-key", "ts"]).returncode == 0
+    run_once(tierdb, "2d")
+    tid = cutline(db, "events")["table_id"]
+    # The daemon's rendering of row 7's key: "7<US>2024-01-01 00:28:48.000007+00".
+    db.psql(
+        SESSION + "INSERT INTO tierdb.delta (table_id, pk, op, tier_key, version)"
+        f" SELECT {tid}, id || chr(31) || ts::text, 1, (extract(epoch FROM ts) * 1000000)::bigint,"
+        "  nextval('tierdb.delta_version') FROM tierdb.cold_rows(NULL::events) WHERE id = 7"
+    )
+    assert db.query(f"SELECT replace(pk, chr(31), '|') FROM tierdb.delta WHERE table_id = {tid}") == [("7|2024-01-01 00:28:48.000007+00",)]
+    for settings in ["SET TimeZone = 'America/New_York'; SET DateStyle = 'SQL, DMY';",
+                     "SET TimeZone = 'Asia/Kolkata'; SET DateStyle = 'German';", SESSION]:
+        assert db.query(settings + "SELECT count(*) FROM events WHERE id IN (7, 8)") == [("1",)], settings
+
+
+def test_cold_rows_called_directly_returns_the_same_rows(tiered):
+    db = tiered
+    got = db.query(SESSION + "SELECT count(*), sum(id), sum(amount) FROM tierdb.cold_rows(NULL::events)")
+    want = db.query(SESSION + "SELECT count(*), sum(id), sum(amount) FROM plain WHERE ts < '2024-01-08'")
+    assert got == want
+
+
+def test_an_integer_key_with_a_composite_pk(db, tierdb):
+    db.psql(
+        f'ALTER DATABASE "{db.name}" SET tierdb.transparent_reads = on;\n'
+        "CREATE TABLE m (site int NOT NULL, seq int NOT NULL, tag text, PRIMARY KEY (site, seq))"
+        " PARTITION BY RANGE (seq);\n"
+        "DO $$ BEGIN FOR i IN 0..9 LOOP EXECUTE format("
+        "'CREATE TABLE m_%s PARTITION OF m FOR VALUES FROM (%s) TO (%s)', i, i * 1000, (i + 1) * 1000);"
+        " END LOOP; END $$;\n"
+        "INSERT INTO m SELECT s, g, 'x' || g FROM generate_series(0, 9999) g, generate_series(1, 2) s;\n"
+        "CREATE TABLE m_plain AS SELECT * FROM m;\n"
+    )
+    assert tierdb(["register", "--table", "public.m", "--pk", "site,seq", "--tier-key", "seq"]).returncode == 0
+    run_once(tierdb, "3000")
+    tid = cutline(db, "m")["table_id"]
+    assert int(db.query("SET tierdb.transparent_reads = off; SELECT min(seq) FROM m")[0][0]) >= 6000
+    # A correction of one site's row only: the composite key must match exactly.
+    db.psql(
+        "UPDATE m_plain SET tag = 'fixed' WHERE site = 2 AND seq = 17;\n"
+        f"INSERT INTO tierdb.delta (table_id, pk, op, tier_key, version, payload)"
+        f" SELECT {tid}, '2' || chr(31) || '17', 0, 17, nextval('tierdb.delta_version'), to_jsonb(p)"
+        " FROM m_plain p WHERE site = 2 AND seq = 17;\n"
+    )
+    for sql in ["SELECT count(*), sum(seq), count(DISTINCT tag) FROM {t}",
+                "SELECT * FROM {t} WHERE seq BETWEEN 15 AND 19 ORDER BY site, seq",
+                "SELECT site, count(*) FROM {t} WHERE seq < 2500 GROUP BY site ORDER BY site"]:
+        got = db.query(sql.format(t="m"))
+        want = db.query(sql.format(t="m_plain"))
+        assert got == want, sql
+
+
+def test_reads_stay_exact_while_the_daemon_tiers_and_folds(tiered, tierdb_bin, lake):
+    """A reader loop checks the whole table, per statement and inside
+    REPEATABLE READ transactions, while the daemon moves the remaining
+    partitions and folds no-op corrections (same row images) meanwhile."""
+    db = tiered
+    summary = "SELECT count(*) || ' ' || sum(id) || ' ' || sum(amount) FROM {t}"
+    (want,) = db.query(summary.format(t="plain"))[0]
+    tid = cutline(db, "events")["table_id"]
+    failures, stop = [], threading.Event()
+
+    def read_loop():
+        while not stop.is_set():
+            (got,) = db.query(summary.format(t="events"))[0]
+            if got != want:
+                failures.append(("statement", got))
+            out = db.psql(
+                "BEGIN ISOLATION LEVEL REPEATABLE READ;\n" + summary.format(t="events") + ";\n"
+                "SELECT pg_sleep(0.05)::text || 'slept';\n" + summary.format(t="events") + ";\nCOMMIT;")
+            lines = [line for line in out.splitlines() if line.strip() and "slept" not in line]
+            if [line for line in lines if line[0].isdigit()] != [want, want]:
+                failures.append(("repeatable read", out))
+
+    reader = threading.Thread(target=read_loop)
+    reader.start()
+    try:
+        import subprocess
+        from pg_cluster import clean_env
+        env = {**clean_env(), **db.env, "TIERDB_WAREHOUSE": str(lake)}
+        for lag in ["36h", "24h", "12h", "1h"]:
+            # No-op corrections of a few cold rows, folded in the same cycle.
+            db.psql(
+                f"INSERT INTO tierdb.delta (table_id, pk, op, tier_key, version, payload)"
+                f" SELECT {tid}, id::text, 0, (extract(epoch FROM ts) * 1000000)::bigint,"
+                "  nextval('tierdb.delta_version'), to_jsonb(p) FROM plain p"
+                f" WHERE ts < (SELECT to_timestamp(tier_key_hi / 1e6) FROM tierdb.cutline WHERE table_id = {tid})"
+                "  AND id % 97 = 0"
+                " ON CONFLICT (table_id, pk) DO UPDATE SET version = EXCLUDED.version"
+            )
+            proc = subprocess.run([str(tierdb_bin), "run", "--once"], env={**env, "TIERDB_TIERING_LAG": lag},
+                                  capture_output=True, text=True, timeout=120)
+            assert proc.returncode == 0, proc.stderr
+    finally:
+        stop.set()
+        reader.join()
+    assert failures == [], failures[:3]
+    assert heap_count(db) < 900
+    assert db.query(f"SELECT count(*) FROM tierdb.delta WHERE table_id = {tid}") == [("0",)]
