@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # The demo of what TierDB does today: its own Parquet writer and reader,
 # checked against DuckDB and pyarrow on a million event rows; then a
-# private Postgres cluster with the tierdb extension, a partitioned events
-# table registered for tiering, and the daemon moving its old partitions
-# into an Iceberg table that DuckDB reads.
-# (Transparent two-tier reads in Postgres come with issue 5.)
+# private Postgres cluster with the tierdb extension preloaded and the
+# daemon embedded, a partitioned events table registered for tiering, its
+# old partitions moving into an Iceberg table while plain SQL keeps seeing
+# every row, a correction to a cold row, and DuckDB reading the lake.
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 cd "$top"
@@ -59,15 +59,22 @@ theirs=$(build/tierdb parquet cat "$dir/pyarrow.parquet" --columns id,event,valu
 echo "tierdb parquet cat of both files, columns id,event,value: $ours vs $theirs"
 [ "$ours" = "$theirs" ] && echo "identical: the rows survived TierDB -> pyarrow -> TierDB unchanged"
 
-say "Tiering: a private Postgres cluster with the tierdb extension"
+say "A private Postgres cluster: the tierdb extension preloaded, the daemon embedded"
 cluster=$dir/pg
 lake=$dir/lake
 port=${DEMO_PORT:-55439}
-scripts/pg-cluster.sh start "$cluster" "$port" >/dev/null
+mkdir -p "$lake"
+# The embedded daemon runs as the server's OS user: it must own the lake.
+if [ "$(id -u)" -eq 0 ]; then chown postgres: "$lake"; fi
+scripts/pg-cluster.sh start "$cluster" "$port" -c shared_preload_libraries=tierdb \
+  -c tierdb.embedded_worker=on -c "tierdb.worker_command=$top/build/tierdb" \
+  -c "tierdb.worker_env=TIERDB_WAREHOUSE=$lake;TIERDB_TIERING_LAG=2d;TIERDB_CYCLE_INTERVAL_SECONDS=2" >/dev/null
 export PGHOST=127.0.0.1 PGPORT=$port PGUSER=postgres PGDATABASE=postgres
 export TIERDB_WAREHOUSE=$lake
 psql() { command psql -X -q -v ON_ERROR_STOP=1 "$@"; }
+query() { command psql -X -q -v ON_ERROR_STOP=1 -P footer=off "$@"; }
 echo "cluster in $cluster on port $port; lake in $lake"
+echo "shared_preload_libraries = 'tierdb', tierdb.embedded_worker = on: the server runs 'tierdb run' itself"
 psql -c "CREATE EXTENSION tierdb"
 psql <<'SQL'
 CREATE TABLE events (id bigint, ts timestamptz NOT NULL, device_id int, value numeric(10,2), event text)
@@ -81,21 +88,54 @@ SELECT i, timestamptz '2026-11-01 00:00+00' + (i * interval '864 milliseconds'),
 FROM generate_series(0, 999999) i;
 SQL
 echo "loaded 1,000,000 rows over 10 daily partitions"
+aggregate="SELECT event, count(*) AS rows, sum(value) AS total FROM events GROUP BY event ORDER BY event"
+before=$(command psql -X -At -c "$aggregate")
 
 say "tierdb register: an Iceberg table partitioned by day(ts)"
 build/tierdb register --table public.events --pk id --tier-key ts
+if [ "$(id -u)" -eq 0 ]; then chown -R postgres: "$lake"; fi
 
-say "tierdb run --once with TIERDB_TIERING_LAG=2d: old partitions move into the lake"
-TIERDB_TIERING_LAG=2d build/tierdb run --once 2>&1 | sed 's/^/  /'
+say "The embedded daemon tiers every partition older than max(ts) - 2 days"
+for _ in $(seq 1 120); do
+  dropped=$(command psql -X -At -c "SELECT count(*) FROM tierdb.partitions WHERE state = 'dropped'")
+  [ "$dropped" -ge 7 ] && break
+  sleep 1
+done
+echo "partitions dropped from the heap: $dropped of 10"
+[ "$dropped" -ge 7 ] || { echo "demo: the daemon did not tier in time; its log: $cluster/postgres.log" >&2; exit 1; }
+query -c "SELECT schema_name, table_name, cutline_t, cutline_s, partition_states FROM tierdb.status"
+
+say "The raw heap (tierdb.transparent_reads = off) holds only the recent partitions"
+query <<'SQL'
+SET tierdb.transparent_reads = off;
+SELECT tableoid::regclass AS partition, count(*) FROM events GROUP BY 1 ORDER BY 1;
+SQL
+
+say "Plain SQL still sees all 1,000,000 rows: heap above T, the lake below it, in the backend"
+query -c "SELECT count(*) FROM events"
+query -c "$aggregate"
+after=$(command psql -X -At -c "$aggregate")
+[ "$before" = "$after" ] && echo "the same aggregate as before tiering, row for row"
+query -c "EXPLAIN (COSTS OFF) SELECT count(*) FROM events WHERE ts < '2026-11-03'"
+
+say "A correction to a cold row: tierdb_upsert routes it to the delta, visible at once"
+query -c "SELECT * FROM events WHERE id = 42"
+query -c "SELECT tierdb_upsert('events', jsonb_build_object('id', 42, 'ts', '2026-11-01 00:00:36.288+00',
+                                'device_id', 42, 'value', 999.99, 'event', 'refund')) AS route"
+query -c "SELECT * FROM events WHERE id = 42"
+for _ in $(seq 1 60); do
+  backlog=$(command psql -X -At -c "SELECT delta_backlog FROM tierdb.status")
+  [ "$backlog" -eq 0 ] && break
+  sleep 1
+done
+echo "after the daemon folded it into the lake (delta backlog $backlog):"
+query -c "SELECT * FROM events WHERE id = 42"
 
 say "tierdb status"
 build/tierdb status
 
 say "tierdb verify: the lake holds exactly the rows each partition had (counts and checksums)"
 build/tierdb verify --table public.events
-
-say "The heap now holds only the recent partitions"
-psql -c "SELECT tableoid::regclass AS partition, count(*) FROM events GROUP BY 1 ORDER BY 1"
 
 say "DuckDB reads the lake table with its iceberg extension"
 "$py" - "$lake/public/events" <<'PY'
@@ -109,11 +149,10 @@ for package in ("duckdb_extension_avro", "duckdb_extension_iceberg"):
     con.execute(f"LOAD '{glob.glob(str(where / '*.duckdb_extension'))[0]}'")
 print(con.sql(f"SELECT event, count(*) AS rows, round(sum(value), 2) AS total FROM iceberg_scan('{sys.argv[1]}') GROUP BY event ORDER BY event"))
 PY
-heap=$(command psql -X -At -c "SELECT count(*) FROM events")
-lake_rows=$(build/tierdb lake info "$lake/public/events" --json | "$py" -c 'import json,sys; print(json.load(sys.stdin)["files"]["data_records"])')
-echo "heap rows: $heap; lake rows: $lake_rows; together $((heap + lake_rows)) of the 1,000,000 loaded"
 
 say "Done"
 echo "Files are in $dir. Try: build/tierdb parquet cat $events --columns id,user --limit 3"
-echo "The cluster is still running: psql -h 127.0.0.1 -p $port -U postgres; build/tierdb lake cat $lake/public/events --limit 3"
+echo "The cluster is still running, with the daemon inside it:"
+echo "  psql -h 127.0.0.1 -p $port -U postgres -c 'SELECT count(*) FROM events'"
+echo "  build/tierdb lake cat $lake/public/events --limit 3"
 echo "Stop it with: scripts/pg-cluster.sh stop $cluster"
