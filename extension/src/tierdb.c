@@ -3,17 +3,22 @@
  * tierdb.c
  *		The tierdb shared library: its entry point, _PG_init.
  *
- * The library is meant to be loaded through shared_preload_libraries =
- * 'tierdb' (SPEC §7).  The catalog itself is plain SQL (sql/tierdb--*.sql)
- * and needs no library, so CREATE EXTENSION does not load this one.
+ * CREATE EXTENSION loads the library for the SQL functions written in C
+ * (the lake scan, the cold rows, the routing bridges); loading it through
+ * shared_preload_libraries = 'tierdb' (SPEC §7) also installs the hooks and
+ * can start the worker:
  *
- * What the library does so far is the embedded worker (worker.c): with
- * tierdb.embedded_worker = on the server runs and supervises the TierDB
- * daemon itself; the privilege bridge of routed writes (routing.c); and
- * tierdb.explain, which makes tierdb_upsert() and tierdb_delete() narrate
- * their routing.  The other SPEC §7 settings (transparent reads and writes,
- * mirrored reads) belong to hooks that do not exist yet and are not defined
- * here, so setting them has no effect and is reported.
+ *	- transparent reads (transparent.c, cold_scan.c, seam.c): SELECTs on
+ *	  registered tiered tables read the heap at or above T and the lake
+ *	  below it; tierdb.transparent_reads;
+ *	- the embedded worker (worker.c): with tierdb.embedded_worker = on the
+ *	  server runs and supervises the TierDB daemon itself;
+ *	- tierdb.explain, which makes tierdb_upsert() and tierdb_delete()
+ *	  narrate their routing (routing.c, sql/0.1/30-routing.sql).
+ *
+ * The other SPEC §7 settings (transparent writes, mirrored reads) belong
+ * to features that do not exist yet and are not defined here, so setting
+ * them is reported.
  *
  *-------------------------------------------------------------------------
  */
