@@ -20,6 +20,7 @@
 #include "access/table.h"
 #include "access/tableam.h"
 #include "access/xact.h"
+#include "commands/trigger.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_collation.h"
 #include "catalog/pg_type.h"
@@ -33,10 +34,12 @@
 #include "utils/date.h"
 #include "utils/fmgroids.h"
 #include "utils/fmgrprotos.h"
+#include "utils/inval.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/rel.h"
 #include "utils/snapmgr.h"
+#include "utils/syscache.h"
 
 #include "seam.h"
 
@@ -387,4 +390,42 @@ Datum
 tierdb_seam_t_date(PG_FUNCTION_ARGS)
 {
 	return pinned_t(PG_GETARG_OID(0), SEAM_KEY_DATE);
+}
+
+/* ------------------------------------------------------------ SQL: plan invalidation */
+
+PG_FUNCTION_INFO_V1(tierdb_registration_changed);
+
+/*
+ * Trigger on tierdb.tables: a table registered, changed or unregistered
+ * invalidates the plans that read it, in every session (a relcache
+ * invalidation of the table), so that a prepared statement planned before
+ * registration starts reading the lake and one planned before
+ * unregistration stops.
+ */
+Datum
+tierdb_registration_changed(PG_FUNCTION_ARGS)
+{
+	TriggerData *trigdata = (TriggerData *) fcinfo->context;
+	Relation	rel;
+	HeapTuple	rows[2];
+
+	if (!CALLED_AS_TRIGGER(fcinfo))
+		elog(ERROR, "tierdb_registration_changed: not called as a trigger");
+	rel = trigdata->tg_relation;
+	rows[0] = trigdata->tg_trigtuple;
+	rows[1] = TRIGGER_FIRED_BY_UPDATE(trigdata->tg_event) ? trigdata->tg_newtuple : NULL;
+	for (int i = 0; i < 2; i++)
+	{
+		bool		isnull;
+		Datum		id;
+
+		if (rows[i] == NULL)
+			continue;
+		id = heap_getattr(rows[i], attnameAttNum(rel, "table_id", false), RelationGetDescr(rel), &isnull);
+		if (!isnull && OidIsValid((Oid) DatumGetInt64(id)) &&
+			SearchSysCacheExists1(RELOID, ObjectIdGetDatum((Oid) DatumGetInt64(id))))
+			CacheInvalidateRelcacheByRelid((Oid) DatumGetInt64(id));
+	}
+	return PointerGetDatum(NULL);
 }

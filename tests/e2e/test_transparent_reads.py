@@ -303,3 +303,24 @@ def test_reads_stay_exact_while_the_daemon_tiers_and_folds(tiered, tierdb_bin, l
     assert failures == [], failures[:3]
     assert heap_count(db) < 900
     assert db.query(f"SELECT count(*) FROM tierdb.delta WHERE table_id = {tid}") == [("0",)]
+
+
+def test_cached_plans_follow_registration_changes(db, tierdb_bin, lake):
+    """Registering or unregistering a table invalidates the plans that read it
+    in every session (a trigger on tierdb.tables): a prepared statement keeps
+    working across both, reading the lake exactly while the table is tiered."""
+    make_events(db)
+    db.psql(f'ALTER DATABASE "{db.name}" SET tierdb.transparent_reads = on')
+    env = " ".join(f"{k}={v}" for k, v in {**db.env, "TIERDB_WAREHOUSE": lake, "TIERDB_TIERING_LAG": "2d"}.items())
+    out = db.query(
+        "PREPARE q AS SELECT count(*) FROM events;\n"
+        + "EXECUTE q;\n" * 6  # the generic plan is cached by now
+        + f"\\! {env} {tierdb_bin} register --table public.events --pk id --tier-key ts >/dev/null\n"
+        f"\\! {env} {tierdb_bin} run --once 2>/dev/null\n"
+        + "EXECUTE q;\n" * 2
+        + f"\\! {env} {tierdb_bin} unregister --table public.events >/dev/null\n"
+        "EXECUTE q;\n"
+    )
+    counts = [x for r in out for x in r[0].split("\n")]
+    # Unregistered, the table is a plain partitioned table again: its heap holds the last 3 days.
+    assert counts == ["3000"] * 8 + ["900"], counts

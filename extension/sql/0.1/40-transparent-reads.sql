@@ -51,6 +51,16 @@ AS 'MODULE_PATHNAME', 'tierdb_cold_rows';
 COMMENT ON FUNCTION tierdb.cold_rows(anyelement, bigint, bigint) IS
     'the cold rows of a registered tiered table at a given lake snapshot S and cut-line T (delta merged)';
 
+-- Registering, changing or unregistering a table invalidates the plans that
+-- read it in every session (prepared statements included), so they are
+-- planned again with or without the lake.
+CREATE FUNCTION tierdb.registration_changed() RETURNS trigger
+LANGUAGE C
+AS 'MODULE_PATHNAME', 'tierdb_registration_changed';
+
+CREATE TRIGGER registration_changed AFTER INSERT OR UPDATE OR DELETE ON tierdb.tables
+    FOR EACH ROW EXECUTE FUNCTION tierdb.registration_changed();
+
 -- Readers of tiered tables call these from their own queries: they need the
 -- schema, and the functions check the table's own privileges.
 GRANT USAGE ON SCHEMA tierdb TO PUBLIC;
