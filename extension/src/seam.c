@@ -140,8 +140,9 @@ registered_column(Oid relid, const char *column)
 	return attno;
 }
 
-SeamTable *
-seam_lookup_table(Oid relid)
+/* Reads the registration from tierdb.tables; NULL when not tiered. Palloc'd in the current context. */
+static SeamTable *
+read_registration(Oid relid)
 {
 	Relation	rel;
 	HeapTuple	tuple = catalog_row("tables", relid, GetLatestSnapshot(), &rel);
@@ -180,6 +181,104 @@ seam_lookup_table(Oid relid)
 	if (rel != NULL)
 		table_close(rel, AccessShareLock);
 	return t;
+}
+
+/*
+ * Registrations are cached per backend, because every plan and every
+ * execution touching a partitioned table asks. The trigger on
+ * tierdb.tables invalidates the table's relcache entry on every change
+ * (tierdb_registration_changed), and so this cache's entry, in every
+ * session; so does any DDL on the table. A new tierdb.tables (the
+ * extension dropped and created again) empties the cache.
+ */
+typedef struct RegistrationEntry
+{
+	Oid			relid;			/* hash key */
+	bool		tiered;
+	SeamTable	table;			/* when tiered; strings and arrays in CacheMemoryContext */
+} RegistrationEntry;
+
+static HTAB *registrations = NULL;
+static Oid	registrations_catalog = InvalidOid;	/* the tierdb.tables they came from */
+
+static void
+free_registration(RegistrationEntry *e)
+{
+	if (e->tiered)
+	{
+		pfree(e->table.lake_location);
+		pfree(e->table.pk_attnos);
+	}
+}
+
+static void
+forget_registrations(Datum arg, Oid relid)
+{
+	HASH_SEQ_STATUS seq;
+	RegistrationEntry *e;
+
+	if (registrations == NULL)
+		return;
+	hash_seq_init(&seq, registrations);
+	while ((e = hash_seq_search(&seq)) != NULL)
+	{
+		if (OidIsValid(relid) && e->relid != relid)
+			continue;
+		free_registration(e);
+		hash_search(registrations, &e->relid, HASH_REMOVE, NULL);
+	}
+}
+
+static SeamTable *
+copy_table(const SeamTable *from, MemoryContext cxt)
+{
+	SeamTable  *t = MemoryContextAlloc(cxt, sizeof(SeamTable));
+
+	*t = *from;
+	t->lake_location = from->lake_location ? MemoryContextStrdup(cxt, from->lake_location) : NULL;
+	t->pk_attnos = MemoryContextAlloc(cxt, sizeof(AttrNumber) * from->npk);
+	memcpy(t->pk_attnos, from->pk_attnos, sizeof(AttrNumber) * from->npk);
+	return t;
+}
+
+SeamTable *
+seam_lookup_table(Oid relid)
+{
+	Oid			catalog = catalog_relid("tables");
+	RegistrationEntry *e;
+	SeamTable  *read;
+	bool		found;
+
+	if (!OidIsValid(catalog))
+		return NULL;
+	if (registrations == NULL)
+	{
+		HASHCTL		ctl = {.keysize = sizeof(Oid), .entrysize = sizeof(RegistrationEntry)};
+
+		registrations = hash_create("tierdb registrations", 64, &ctl, HASH_ELEM | HASH_BLOBS);
+		CacheRegisterRelcacheCallback(forget_registrations, (Datum) 0);
+	}
+	if (catalog != registrations_catalog)
+	{
+		forget_registrations((Datum) 0, InvalidOid);
+		registrations_catalog = catalog;
+	}
+	e = hash_search(registrations, &relid, HASH_FIND, NULL);
+	if (e != NULL)
+		return e->tiered ? copy_table(&e->table, CurrentMemoryContext) : NULL;
+
+	/* Read first, then enter: an error while reading leaves no half-made entry. */
+	read = read_registration(relid);
+	e = hash_search(registrations, &relid, HASH_ENTER, &found);
+	e->tiered = read != NULL;
+	if (read != NULL)
+	{
+		SeamTable  *cached = copy_table(read, CacheMemoryContext);
+
+		e->table = *cached;
+		pfree(cached);
+	}
+	return read;
 }
 
 /* ------------------------------------------------------------ pins */
