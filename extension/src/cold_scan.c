@@ -739,9 +739,10 @@ create_cold_scan_state(CustomScan *cscan)
 
 /* The attributes pull_varattnos collected (offset by FirstLowInvalidHeapAttributeNumber), as attnos. */
 static Bitmapset *
-needed_attrs(const List *pulled)
+needed_attrs(const List *pulled, AttrNumber tier_key)
 {
-	Bitmapset  *attrs = NULL;
+	/* Rows must still be counted when no column is (count(*)): the tier key is a narrow one to read. */
+	Bitmapset  *attrs = bms_make_singleton(tier_key);
 	ListCell   *lc;
 
 	foreach(lc, pulled)
@@ -811,7 +812,7 @@ begin_cold_scan(CustomScanState *node, EState *estate, int eflags)
 	s->tupdesc = CreateTupleDescCopy(RelationGetDescr(rel));
 	table_close(rel, NoLock);
 	cold_reader_begin(&s->reader, s->table, s->tupdesc, seam_pin(s->table));
-	s->reader.attrs = needed_attrs(lsecond(cscan->custom_private));
+	s->reader.attrs = needed_attrs(lsecond(cscan->custom_private), s->table->tier_key_attno);
 
 	foreach(lc, cscan->custom_exprs)
 	{
