@@ -404,9 +404,74 @@ static int equality_deleted(tl_ice_reader *r, int64_t row, tl_error *err)
 	return 0;
 }
 
+/*
+ * Whether a column's values go from the file batch to the output as they
+ * are: the same physical type and no unit scaling (the common case of a
+ * file written with the table's own schema).
+ */
+static bool column_is_verbatim(const ice_fp_column *c)
+{
+	if (c->source < 0 || c->source_physical != c->out.physical)
+		return false;
+	switch (c->conv) {
+	case ICE_CONV_INTEGER: return c->mul == 1 && c->div == 1;
+	case ICE_CONV_FLOAT:
+	case ICE_CONV_TO_DOUBLE: return true;
+	default: return false;
+	}
+}
+
+static size_t physical_width(tl_pq_physical p)
+{
+	return p == TL_PQ_INT32 || p == TL_PQ_FLOAT ? 4 : 8;
+}
+
+/*
+ * Copies a verbatim column's n values and validity with memcpy; false when
+ * it holds nulls the output cannot take (a required field, whose null the
+ * row-by-row path reports as an error).
+ */
+static bool copy_verbatim(const ice_fp_column *c, const tl_vector *src, tl_vector *dst, int64_t n)
+{
+	if (src->valid != NULL && memchr(src->valid, 0, (size_t)n) != NULL) {
+		if (dst->valid == NULL || c->field->required)
+			return false;
+		memcpy(dst->valid, src->valid, (size_t)n);
+	} else if (dst->valid != NULL) {
+		memset(dst->valid, 1, (size_t)n);
+	}
+	/* The value arrays of the union share one pointer; the width says how many bytes. */
+	memcpy(dst->v.i64, src->v.i64, (size_t)n * physical_width(c->out.physical));
+	return true;
+}
+
+/*
+ * A batch no delete touches: every row survives, so the columns are copied
+ * whole, verbatim ones with memcpy and the others value by value.
+ */
+static int64_t copy_all_rows(tl_ice_reader *r, tl_pq_batch *out, tl_error *err)
+{
+	int64_t n = r->src->nrows;
+	for (int c = 0; c < r->nout; c++) {
+		const ice_fp_column *col = &r->fp.columns[c];
+		if (column_is_verbatim(col) && copy_verbatim(col, &r->src->columns[col->source], &out->columns[c], n))
+			continue;
+		for (int64_t row = 0; row < n; row++) {
+			ice_value v;
+			if (ice_fp_read(col, r->src, row, &v, err) < 0)
+				return -1;
+			ice_value_store(&r->out_schema->columns[c], &v, &out->columns[c], row, &out->arena);
+		}
+	}
+	return n;
+}
+
 /* Keeps the rows of the file batch that no delete removes; returns how many. */
 static int64_t compact_survivors(tl_ice_reader *r, tl_pq_batch *out, tl_error *err)
 {
+	if (r->ngroups == 0 && (r->deleted_cursor >= r->ndeleted ||
+	                        r->deleted[r->deleted_cursor] >= r->next_position + r->src->nrows))
+		return copy_all_rows(r, out, err);
 	int64_t kept = 0;
 	int64_t base = r->next_position;
 	for (int64_t row = 0; row < r->src->nrows; row++) {
