@@ -12,8 +12,10 @@
 # (bench/iceberg_plan_peer.py) and prints both times and the ratio. For
 # build/tierdb (run after the others when it sits beside build/bench, as in
 # `make bench`) it tiers BENCH_ROWS event rows with `tierdb run --once` and
-# with a psycopg + pyiceberg script (bench/tiering_peer.py). See
-# bench/README.md for how to read them.
+# with a psycopg + pyiceberg script (bench/tiering_peer.py), then runs the
+# read benchmark (bench/seam_reads.py): scans of a tiered table through
+# transparent reads against a plain heap table and DuckDB, and pgbench point
+# lookups on its hot rows. See bench/README.md for how to read them.
 #
 # Environment:
 #   BENCH_ROWS    rows to write (default 10000000; 1000000 makes a quick run)
@@ -92,12 +94,23 @@ run_tiering() {
   BENCH_ROWS=$rows "$python" "$top/bench/tiering_peer.py" --bin "$1" --dir "$work"
 }
 
+run_reads() {
+  # Another private cluster, in $work/reads, with the extension preloaded.
+  echo "run-benchmarks: reads: $rows rows, best of $repeat"
+  "$python" "$top/bench/seam_reads.py" --bin "$1" --dir "$work" --rows "$rows" --repeat "$repeat"
+}
+
+run_tiered() {
+  run_tiering "$1"
+  run_reads "$1"
+}
+
 for bench in "$@"; do
   name=$(basename "$bench")
   case $name in
     parquet_bench) run_parquet "$bench" ;;
     iceberg_plan) run_iceberg_plan "$bench" ;;
-    tierdb) run_tiering "$bench"; tiered=1 ;;
+    tierdb) run_tiered "$bench"; tiered=1 ;;
     *)
       # A benchmark without a runner here prints its own comparison.
       echo "run-benchmarks: $name"
@@ -105,8 +118,8 @@ for bench in "$@"; do
       ;;
   esac
 done
-# `make bench` passes build/bench/*; the tiering benchmark drives build/tierdb beside them.
+# `make bench` passes build/bench/*; the tiering and read benchmarks drive build/tierdb beside them.
 tierdb_bin=$(dirname "$(dirname "$1")")/tierdb
 if [ -z "${tiered:-}" ] && [ "$(basename "$(dirname "$1")")" = bench ] && [ -x "$tierdb_bin" ]; then
-  run_tiering "$tierdb_bin"
+  run_tiered "$tierdb_bin"
 fi

@@ -1,0 +1,553 @@
+#!/usr/bin/env python3
+"""The read benchmark: transparent reads of a tiered table against plain Postgres and DuckDB.
+
+    seam_reads.py [--rows N] [--days D] [--repeat R] [--pgbench-seconds S] [--dir DIR] [--bin build/tierdb]
+
+In one run, on one private PostgreSQL 15 cluster started with
+shared_preload_libraries=tierdb:
+
+- the same event rows as the tiering benchmark (tiering_peer.create_and_fill:
+  N rows over D daily partitions plus tiering_peer.HOT_ROWS rows on the day
+  after) are loaded twice, into `events_heap`, a plain table partitioned by
+  day with primary key (id, ts), and into `events_tiered`, the same, which is
+  then registered and tiered with `tierdb run --once` (TIERDB_TIERING_LAG=1h):
+  every day but the newest moves into the lake, the newest day stays in the
+  heap;
+- scan-heavy queries (full count, a grouped aggregate over a few days, a
+  selective filter, a one-hour window) run on both tables and on DuckDB's
+  iceberg_scan of the lake table (threads=1; the lake holds the cold rows
+  only). Every result is compared: the tiered table must return exactly the
+  heap's rows, DuckDB exactly the heap's rows below the cut-line T. Timed by
+  the client (psycopg, wall clock, planning included): one warm-up run, then
+  the best of R;
+- point lookups by primary key on hot rows: pgbench, one client, a custom
+  script, -M prepared (with the default plan_cache_mode, and with the
+  generic plan forced) and -M simple, on events_tiered (transparent reads on
+  and, for reference, off) and on events_heap; the best TPS of R runs.
+
+The server runs with max_parallel_workers_per_gather=0 (one process per
+query on either side, as DuckDB's threads=1), jit=off, shared_buffers 2GB
+(both heaps are loaded into it with pg_prewarm before anything is timed),
+autovacuum off; scripts/pg-cluster.sh adds fsync, synchronous_commit and
+full_page_writes off. This is a measurement, not a test: nothing asserts a
+timing. It exits 1 if any result differs between the sides.
+"""
+
+import argparse
+import datetime as dt
+import glob
+import importlib
+import json
+import math
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import tiering_peer  # noqa: E402  (the cluster helpers and the event rows)
+from tiering_peer import BASE_DAY, TOP, clean_env, create_and_fill, free_port, positive_int, tail  # noqa: E402
+
+DEFAULT_ROWS = 10_000_000
+DEFAULT_DAYS = 10
+DAY_US = 86_400_000_000
+SETTINGS = ["shared_preload_libraries=tierdb", "shared_buffers=2GB", "max_parallel_workers_per_gather=0",
+            "jit=off", "work_mem=64MB", "max_wal_size=32GB", "checkpoint_timeout=1h",
+            "maintenance_work_mem=512MB", "autovacuum=off"]
+EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
+# pgbench runs of the point lookups: (label, protocol, server options). With the default
+# plan_cache_mode a prepared statement may still be planned for each execution (a custom plan
+# when it is estimated cheaper than the generic one); the second row forces the generic plan.
+MODES = [("-M prepared", "prepared", ""),
+         ("-M prepared, generic plan", "prepared", "-c plan_cache_mode=force_generic_plan"),
+         ("-M simple", "simple", "")]
+
+
+def fail(message):
+    print(f"read-bench: {message}", file=sys.stderr)
+    sys.exit(1)
+
+
+def say(message):
+    print(f"read-bench: {message}", flush=True)
+
+
+def day(n):
+    """The timestamptz literal of midnight UTC n days after BASE_DAY."""
+    d = dt.date.fromisoformat(BASE_DAY) + dt.timedelta(days=n)
+    return f"timestamptz '{d.isoformat()} 00:00:00+00'"
+
+
+# ------------------------------------------------------------------ the queries
+
+
+@dataclass
+class Query:
+    name: str
+    select: str
+    where: list
+    tail: str = ""
+
+    def sql(self, table, extra=()):
+        conds = list(self.where) + list(extra)
+        where = f" WHERE {' AND '.join(conds)}" if conds else ""
+        return f"SELECT {self.select} FROM {table}{where}{self.tail}"
+
+
+def queries(days):
+    first = max(0, days * 2 // 10)
+    span = max(1, days * 3 // 10)
+    hour = f"{day(first)} + interval '13 hours'"
+    return [
+        Query("count(*)", "count(*)", []),
+        Query(f"aggregate, {span} of {days} days", "event, count(*), sum(value)",
+              [f"ts >= {day(first)}", f"ts < {day(first + span)}"], " GROUP BY event ORDER BY event"),
+        Query("device_id = 42", "*", ["device_id = 42"], " ORDER BY id"),
+        Query("one hour of ts", "count(*), sum(value), count(DISTINCT device_id)",
+              [f"ts >= {hour}", f"ts < {hour} + interval '1 hour'"]),
+    ]
+
+
+# ------------------------------------------------------------------ comparing results
+
+
+def normal(value):
+    """Timestamps as microseconds since the epoch, as the DuckDB side fetches them."""
+    if isinstance(value, dt.datetime):
+        return (value - EPOCH) // dt.timedelta(microseconds=1)
+    return value
+
+
+def sort_key(row):
+    # None first in its column; floats rounded so that summation order does not reorder rows.
+    return tuple((v is not None, round(v, 6) if isinstance(v, float) else (v if v is not None else 0)) for v in row)
+
+
+def same_rows(a, b):
+    """Multiset equality; float values within 1e-9 relative (sums depend on the order of addition)."""
+    if len(a) != len(b):
+        return False, f"{len(a)} rows against {len(b)}"
+    a = sorted((tuple(normal(v) for v in r) for r in a), key=sort_key)
+    b = sorted((tuple(normal(v) for v in r) for r in b), key=sort_key)
+    for ra, rb in zip(a, b):
+        if len(ra) != len(rb):
+            return False, f"row {ra} against {rb}"
+        for va, vb in zip(ra, rb):
+            if isinstance(va, float) and isinstance(vb, float):
+                if not math.isclose(va, vb, rel_tol=1e-9, abs_tol=1e-9):
+                    return False, f"row {ra} against {rb}"
+            elif va != vb:
+                return False, f"row {ra} against {rb}"
+    return True, ""
+
+
+# ------------------------------------------------------------------ the tables
+
+
+def rename_table(cur, old, new):
+    """Renames a partitioned table, its primary key and its partitions (old_* to new_*)."""
+    cur.execute(f"ALTER TABLE {old} RENAME TO {new}")
+    cur.execute(f"ALTER TABLE {new} RENAME CONSTRAINT {old}_pkey TO {new}_pkey")
+    cur.execute("SELECT c.relname FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid"
+                " WHERE i.inhparent = %s::regclass ORDER BY 1", (new,))
+    for (part,) in cur.fetchall():
+        renamed = new + part[len(old):]
+        cur.execute(f"ALTER TABLE {part} RENAME TO {renamed}")
+        cur.execute(f"ALTER INDEX {part}_pkey RENAME TO {renamed}_pkey")
+
+
+def load(conn, rows, days):
+    """events_heap and events_tiered with the same rows (create_and_fill makes `events`)."""
+    with conn.cursor() as cur:
+        create_and_fill(conn, rows, days)
+        rename_table(cur, "events", "events_heap")
+        create_and_fill(conn, rows, days)
+        rename_table(cur, "events", "events_tiered")
+
+
+def tier(args, work, dsn, conn):
+    """Registers events_tiered and runs `tierdb run --once`; returns (seconds, lake table directory)."""
+    env = clean_env(TIERDB_PG_URL=dsn, TIERDB_WAREHOUSE=str(work / "lake"), TIERDB_TIERING_LAG="1h")
+    reg = subprocess.run([args.bin, "register", "--table", "public.events_tiered", "--pk", "id,ts",
+                          "--tier-key", "ts"], env=env, capture_output=True, text=True)
+    if reg.returncode != 0:
+        fail(f"tierdb register failed ({reg.returncode}):\n{reg.stderr}")
+    code, seconds, _ = tiering_peer.run_measured([args.bin, "run", "--once"], env, work / "tier.out",
+                                                 work / "tier.err")
+    if code != 0:
+        fail(f"tierdb run --once failed ({code}); its log:\n{tail(work / 'tier.err')}")
+    with conn.cursor() as cur:
+        cur.execute("SELECT lake_table_ref FROM tierdb.tables WHERE table_name = 'events_tiered'")
+        ref = cur.fetchone()[0]
+    return seconds, ref
+
+
+def split(conn, args, ref, env):
+    """Where the rows of events_tiered are: cut-line T, lake rows, heap partitions and rows."""
+    info = subprocess.run([args.bin, "lake", "info", ref, "--json"], env=env, capture_output=True, text=True)
+    if info.returncode != 0:
+        fail(f"tierdb lake info {ref} failed:\n{info.stderr}")
+    files = json.loads(info.stdout)["files"] or {}
+    with conn.cursor() as cur:
+        cur.execute("SELECT to_timestamp(c.tier_key_hi / 1e6), c.lake_snapshot_id FROM tierdb.cutline c"
+                    " JOIN tierdb.tables t USING (table_id) WHERE t.table_name = 'events_tiered'")
+        cut, snapshot = cur.fetchone()
+        cur.execute("SET tierdb.transparent_reads = off")
+        cur.execute("SELECT count(*), min(ts) FROM events_tiered")
+        hot_rows, hot_min = cur.fetchone()
+        cur.execute("RESET tierdb.transparent_reads")
+        cur.execute("SELECT count(*), count(*) FILTER (WHERE pg_relation_size(i.inhrelid) > 0)"
+                    " FROM pg_inherits i WHERE i.inhparent = 'events_tiered'::regclass")
+        parts, nonempty = cur.fetchone()
+        cur.execute("SELECT count(*) FROM pg_inherits WHERE inhparent = 'events_heap'::regclass")
+        heap_parts = cur.fetchone()[0]
+        cur.execute("SELECT count(*) FROM events_heap WHERE ts < %s", (cut,))
+        heap_below = cur.fetchone()[0]
+    return {"cut": cut, "snapshot": snapshot, "lake_rows": int(files.get("data_records", 0)),
+            "lake_files": int(files.get("data_files", 0)), "hot_rows": hot_rows, "hot_min": hot_min,
+            "tiered_partitions": parts, "tiered_nonempty": nonempty, "heap_partitions": heap_parts,
+            "heap_below_cut": heap_below}
+
+
+def prewarm(conn):
+    """Loads every partition and index of both tables into shared_buffers."""
+    with conn.cursor() as cur:
+        cur.execute("CREATE EXTENSION IF NOT EXISTS pg_prewarm")
+        cur.execute("SELECT sum(pg_prewarm(c.oid))::bigint, sum(pg_relation_size(c.oid))::bigint FROM pg_class c"
+                    " WHERE c.oid IN (SELECT inhrelid FROM pg_inherits WHERE inhparent IN"
+                    "   ('events_heap'::regclass, 'events_tiered'::regclass, 'events_heap_pkey'::regclass,"
+                    "    'events_tiered_pkey'::regclass))")
+        _, size = cur.fetchone()
+        cur.execute("SELECT setting::bigint * 8192 FROM pg_settings WHERE name = 'shared_buffers'")
+        shared = cur.fetchone()[0]
+    if size > shared:
+        say(f"warning: the heaps and indexes ({size / 1e6:,.0f} MB) exceed shared_buffers ({shared / 1e6:,.0f} MB)")
+    return size
+
+
+# ------------------------------------------------------------------ timing the scans
+
+
+def duckdb_connection():
+    """DuckDB with one thread and its iceberg extension loaded from the PyPI packages (as scripts/demo.sh)."""
+    import duckdb
+
+    con = duckdb.connect()
+    con.execute("SET threads = 1")
+    con.execute("SET autoinstall_known_extensions = false")
+    con.execute("SET autoload_known_extensions = false")
+    con.execute("SET TimeZone = 'UTC'")
+    for package in ("duckdb_extension_avro", "duckdb_extension_iceberg"):
+        where = Path(importlib.import_module(package).__path__[0]) / "extensions" / f"v{duckdb.__version__}"
+        con.execute(f"LOAD '{glob.glob(str(where / '*.duckdb_extension'))[0]}'")
+    return con
+
+
+def duckdb_runner(con):
+    """Fetches through Arrow with timestamps as microseconds since the epoch (Python datetimes with a
+    time zone would need pytz)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    def run(sql):
+        table = con.execute(sql).arrow()
+        if isinstance(table, pa.RecordBatchReader):
+            table = table.read_all()
+        columns = [pc.cast(c, pa.int64()) if pa.types.is_timestamp(c.type) else c for c in table.columns]
+        return list(zip(*(c.to_pylist() for c in columns)))
+    return run
+
+
+def backend_cpu(conn):
+    """A clock of the connection's backend's CPU time, in seconds (/proc/PID/schedstat, nanoseconds)."""
+    path = Path(f"/proc/{conn.info.backend_pid}/schedstat")
+    return lambda: int(path.read_text().split()[0]) / 1e9
+
+
+def timed(run, sql, cpu):
+    """(wall seconds, CPU seconds) of one run."""
+    start, start_cpu = time.perf_counter(), cpu()
+    run(sql)
+    return time.perf_counter() - start, cpu() - start_cpu
+
+
+def pg_runner(conn):
+    def run(sql):
+        with conn.cursor() as cur:
+            cur.execute(sql)
+            return cur.fetchall()
+    return run
+
+
+def cold_scan_explain(conn, sql):
+    """The EXPLAIN ANALYZE of the tiered query: the cold scan's figures and the execution time."""
+    with conn.cursor() as cur:
+        cur.execute("EXPLAIN (ANALYZE, FORMAT JSON) " + sql)
+        plan = cur.fetchone()[0][0]
+    found = {}
+
+    def walk(node):
+        if node.get("Custom Plan Provider") == "TierDB Cold Scan":
+            found.update({k: node.get(k) for k in (
+                "Actual Total Time", "Actual Rows", "Lake Files", "Lake Files Pruned", "Row Groups Read",
+                "Row Groups Pruned", "Conditions Pushed to the Lake", "Delta Rows", "Lake") if k in node})
+        for child in node.get("Plans", []):
+            walk(child)
+
+    walk(plan["Plan"])
+    return {"execution_ms": plan["Execution Time"], "planning_ms": plan["Planning Time"], "cold_scan": found}
+
+
+def run_scans(conn, duck, lake_ref, qs, cut, repeat):
+    """Each query on the three sides: results compared, one warm-up, then the best of repeat."""
+    run_pg, pg_cpu = pg_runner(conn), backend_cpu(conn)
+    iceberg = f"iceberg_scan('{lake_ref}')"
+    cold = f"ts < timestamptz '{cut.isoformat()}'"
+    results, problems = [], []
+    for q in qs:
+        sides = {"tiered": (run_pg, q.sql("events_tiered"), pg_cpu), "heap": (run_pg, q.sql("events_heap"), pg_cpu),
+                 "duckdb": (duckdb_runner(duck), q.sql(iceberg), time.process_time)}
+        answers = {name: run(sql) for name, (run, sql, _) in sides.items()}  # also the warm-up
+        ok, why = same_rows(answers["tiered"], answers["heap"])
+        if not ok:
+            problems.append(f"{q.name}: events_tiered and events_heap differ: {why}")
+        ok, why = same_rows(answers["duckdb"], run_pg(q.sql("events_heap", [cold])))
+        if not ok:
+            problems.append(f"{q.name}: DuckDB's lake rows and events_heap below T differ: {why}")
+        wall = {name: math.inf for name in sides}
+        cpu = {name: math.inf for name in sides}
+        for _ in range(repeat):
+            for name, side in sides.items():
+                w, c = timed(*side)
+                wall[name], cpu[name] = min(wall[name], w), min(cpu[name], c)
+        explain = cold_scan_explain(conn, q.sql("events_tiered"))
+        results.append({"query": q.name, "sql": q.sql("t"), "rows": len(answers["heap"]), "seconds": wall,
+                        "cpu_seconds": cpu, "explain": explain})
+        say(f"{q.name}: tiered {wall['tiered']:.4f} s, heap {wall['heap']:.4f} s, duckdb {wall['duckdb']:.4f} s")
+    return results, problems
+
+
+# ------------------------------------------------------------------ point lookups
+
+
+def hot_ts_sql(id_sql, rows, days):
+    """The ts create_and_fill gave hot row id_sql: its arithmetic, so exactly its value.
+
+    Written with immutable functions only (timestamp + interval, then timezone('UTC', ...)), so
+    that with a constant id the planner folds it into a constant and prunes partitions at plan
+    time, as for a literal key the client would send."""
+    return (f"timezone('UTC', timestamp '{BASE_DAY} 00:00:00' + make_interval(secs => ({days * DAY_US}::bigint"
+            f" + ({id_sql} - {rows + 1}) * {DAY_US - 1000}::bigint / {tiering_peer.HOT_ROWS}"
+            f" + (hashint8extended({id_sql}, 1) & 9223372036854775807) % 1000) / 1e6))")
+
+
+def lookup_sql(table, id_sql, rows, days):
+    return f"SELECT * FROM {table} WHERE id = {id_sql} AND ts = {hot_ts_sql(id_sql, rows, days)}"
+
+
+def check_lookups(conn, rows, days):
+    """Every hot id's lookup finds its one row, the same on both tables."""
+    lo, hi = rows + 1, rows + tiering_peer.HOT_ROWS
+    with conn.cursor() as cur:
+        for table in ("events_heap", "events_tiered"):
+            cur.execute(f"SELECT count(*) FROM {table} t WHERE t.id BETWEEN {lo} AND {hi} AND t.ts = "
+                        + hot_ts_sql("t.id", rows, days))
+            found = cur.fetchone()[0]
+            if found != tiering_peer.HOT_ROWS:
+                fail(f"the lookup expression finds {found} of the {tiering_peer.HOT_ROWS} hot rows of {table}")
+        for probe in (lo, (lo + hi) // 2, hi):
+            got = [pg_runner(conn)(lookup_sql(t, str(probe), rows, days)) for t in ("events_tiered", "events_heap")]
+            if len(got[0]) != 1 or got[0] != got[1]:
+                fail(f"the point lookup of id {probe}: events_tiered gives {got[0]}, events_heap {got[1]}")
+    return lo, hi
+
+
+def pgbench(port, script, mode, seconds, options=""):
+    cmd = ["pgbench", "-n", "-M", mode, "-c", "1", "-j", "1", "-T", str(seconds), "-f", str(script),
+           "-h", "127.0.0.1", "-p", str(port), "-U", "postgres", "postgres"]
+    env = clean_env(PGOPTIONS=options) if options else clean_env()
+    proc = subprocess.run(cmd, env=env, capture_output=True, text=True)
+    if proc.returncode != 0:
+        fail(f"pgbench {' '.join(cmd[1:])} failed ({proc.returncode}):\n{proc.stderr}")
+    m = re.search(r"tps = ([0-9.]+) \(without initial connection time\)", proc.stdout)
+    failed = re.search(r"number of failed transactions: (\d+)", proc.stdout)
+    if not m or (failed and int(failed.group(1)) != 0):
+        fail(f"pgbench did not report a clean run:\n{proc.stdout}")
+    return float(m.group(1))
+
+
+def run_lookups(work, port, rows, days, repeat, seconds):
+    lo, hi = rows + 1, rows + tiering_peer.HOT_ROWS
+    scripts = {}
+    for table in ("events_tiered", "events_heap"):
+        path = work / f"lookup-{table}.sql"
+        path.write_text(f"\\set id random({lo}, {hi})\n"
+                        + lookup_sql(table, "CAST(:id AS bigint)", rows, days) + ";\n")
+        scripts[table] = path
+    tables = [("tiered", "events_tiered", ""), ("heap", "events_heap", ""),
+              ("tiered, transparent_reads off", "events_tiered", "-c tierdb.transparent_reads=off")]
+    tps = {}
+    for mode, protocol, mode_options in MODES:
+        runs = [(name, table, f"{options} {mode_options}".strip()) for name, table, options in tables]
+        for name, table, options in runs:  # warm-up: caches, prepared statements, the plan choice
+            pgbench(port, scripts[table], protocol, 2, options)
+        best = {name: 0.0 for name, _, _ in runs}
+        for _ in range(repeat):
+            for name, table, options in runs:
+                best[name] = max(best[name], pgbench(port, scripts[table], protocol, seconds, options))
+        tps[mode] = best
+        say(f"pgbench {mode}: " + ", ".join(f"{k} {v:,.0f} tps" for k, v in best.items()))
+    return tps, scripts
+
+
+# ------------------------------------------------------------------ the report
+
+
+def report(facts, results, tps, args, scripts, load_seconds, tier_seconds, cached_bytes):
+    cut = facts["cut"]
+    print()
+    print(f"read benchmark: {facts['heap_below_cut'] + facts['hot_rows']:,} event rows; best of {args.repeat}, "
+          f"client wall clock (psycopg, planning included); one backend per query "
+          f"(max_parallel_workers_per_gather=0), DuckDB threads=1")
+    print(f"  events_tiered: {facts['lake_rows']:,} rows in the lake ({facts['lake_files']} files, snapshot "
+          f"{facts['snapshot']}) below T = {cut.isoformat()}, {facts['hot_rows']:,} rows in the heap "
+          f"({facts['tiered_partitions']} partitions, {facts['tiered_nonempty']} of them not empty: the rest are "
+          f"premade); tiered in {tier_seconds:.1f} s")
+    print(f"  events_heap: the same rows in {facts['heap_partitions']} daily partitions, primary key (id, ts); "
+          f"both heaps prewarmed ({cached_bytes / 1e6:,.0f} MB in shared_buffers); loaded in {load_seconds:.1f} s")
+    print("  DuckDB reads the lake only: its results are checked against events_heap below T")
+    print()
+    print("  wall seconds (client):")
+    print(f"  {'query':<24}{'rows':>7}{'tiered s':>10}{'heap s':>10}{'duckdb s':>10}"
+          f"{'tiered/heap':>13}{'tiered/duckdb':>15}")
+    for r in results:
+        s = r["seconds"]
+        print(f"  {r['query']:<24}{r['rows']:>7}{s['tiered']:>10.4f}{s['heap']:>10.4f}{s['duckdb']:>10.4f}"
+              f"{s['tiered'] / s['heap']:>12.2f}x{s['tiered'] / s['duckdb']:>14.2f}x")
+    print("  CPU seconds (the backend's, /proc/PID/schedstat; DuckDB's process):")
+    for r in results:
+        s = r["cpu_seconds"]
+        print(f"  {r['query']:<24}{'':>7}{s['tiered']:>10.4f}{s['heap']:>10.4f}{s['duckdb']:>10.4f}"
+              f"{s['tiered'] / s['heap']:>12.2f}x{s['tiered'] / s['duckdb']:>14.2f}x")
+    print("  (ratios are times: below 1.00x the tiered table is faster)")
+    print()
+    print("  the cold scan in EXPLAIN ANALYZE (one run):")
+    for r in results:
+        c = r["explain"]["cold_scan"]
+        if "Lake" in c:
+            print(f"    {r['query']:<24} lake not read ({c['Lake']})")
+            continue
+        print(f"    {r['query']:<24} {c.get('Actual Total Time', 0):9.1f} ms, {c.get('Actual Rows', 0):>10,} rows; "
+              f"files {c.get('Lake Files')} read, {c.get('Lake Files Pruned')} pruned; row groups "
+              f"{c.get('Row Groups Read')} read, {c.get('Row Groups Pruned')} pruned; "
+              f"{c.get('Conditions Pushed to the Lake')} conditions pushed")
+    print()
+    print(f"  point lookups by primary key on the hot day, pgbench 1 client, {args.pgbench_seconds} s per run, "
+          f"best of {args.repeat} (tps):")
+    print(f"  {'':<27}{'tiered':>10}{'heap':>10}{'tiered/heap':>13}{'transparent_reads off':>23}")
+    for mode, best in tps.items():
+        print(f"  {mode:<27}{best['tiered']:>10,.0f}{best['heap']:>10,.0f}"
+              f"{best['tiered'] / best['heap']:>12.3f}x{best['tiered, transparent_reads off']:>23,.0f}")
+    print(f"  script: {scripts['events_tiered'].read_text().strip()}".replace("\n", "\n          "))
+    print()
+    worst = {clock: max(r[clock]["tiered"] / r[clock]["heap"] for r in results)
+             for clock in ("seconds", "cpu_seconds")}
+    lookup = {mode: best["tiered"] / best["heap"] for mode, best in tps.items()}
+    print(f"  target: cold scans no slower than heap scans: worst tiered/heap {worst['seconds']:.2f}x wall, "
+          f"{worst['cpu_seconds']:.2f}x CPU: {'met' if max(worst.values()) <= 1.0 else 'NOT met'}")
+    for mode in ("-M prepared", "-M prepared, generic plan"):
+        print(f"  target: hot point lookups within 5% of plain Postgres ({mode}): {lookup[mode]:.3f}x: "
+              f"{'met' if lookup[mode] >= 0.95 else 'NOT met'}")
+    print(json.dumps({"benchmark": "seam_reads", "rows": facts["heap_below_cut"] + facts["hot_rows"],
+                      "lake_rows": facts["lake_rows"], "hot_rows": facts["hot_rows"], "cut": cut.isoformat(),
+                      "scans": results, "pgbench_tps": tps},
+                     default=str))
+
+
+# ------------------------------------------------------------------ the benchmark
+
+
+def work_directory(args):
+    if args.dir:
+        base = Path(args.dir).resolve()
+        base.mkdir(parents=True, exist_ok=True)
+        base.chmod(base.stat().st_mode | 0o001)  # the server runs as `postgres` and must pass through
+        work = base / "reads"
+        if work.exists():
+            subprocess.run(["rm", "-rf", str(work)], check=True)
+        work.mkdir(parents=True)
+        return work, None
+    cleanup = tempfile.TemporaryDirectory(prefix="tierdb-read-bench.")
+    return Path(cleanup.name), cleanup
+
+
+def benchmark(args):
+    import psycopg
+
+    if not os.access(args.bin, os.X_OK):
+        fail(f"{args.bin} is not built: run `make` first")
+    work, cleanup = work_directory(args)
+    work.chmod(0o755)  # the server reads the lake as `postgres`
+    cluster = work / "pg"
+    port = free_port()
+    start = [str(TOP / "scripts/pg-cluster.sh"), "start", str(cluster), str(port)]
+    for s in SETTINGS:
+        start += ["-c", s]
+    subprocess.run(start, check=True)
+    dsn = f"postgres://postgres@127.0.0.1:{port}/postgres"
+    try:
+        say(f"{args.rows:,} rows over {args.days} days, twice; cluster on port {port}, files in {work}")
+        with psycopg.connect(dsn, autocommit=True) as conn:
+            conn.execute("SET TimeZone = 'UTC'")
+            t0 = time.perf_counter()
+            load(conn, args.rows, args.days)
+            load_seconds = time.perf_counter() - t0
+            say(f"loaded in {load_seconds:.1f} s; tiering events_tiered")
+            tier_seconds, ref = tier(args, work, dsn, conn)
+            facts = split(conn, args, ref, clean_env())
+            if facts["lake_rows"] != facts["heap_below_cut"] or facts["hot_min"] < facts["cut"]:
+                fail(f"the split is wrong: {facts}")
+            cached = prewarm(conn)
+            say(f"T = {facts['cut']}, lake {facts['lake_rows']:,} rows, heap {facts['hot_rows']:,} rows; "
+                f"timing the scans")
+            results, problems = run_scans(conn, duckdb_connection(), ref, queries(args.days), facts["cut"],
+                                          args.repeat)
+            check_lookups(conn, args.rows, args.days)
+        say("point lookups")
+        tps, scripts = run_lookups(work, port, args.rows, args.days, args.repeat, args.pgbench_seconds)
+        report(facts, results, tps, args, scripts, load_seconds, tier_seconds, cached)
+        for p in problems:
+            print(f"read-bench: MISMATCH: {p}", file=sys.stderr)
+        return 1 if problems else 0
+    finally:
+        if args.keep_cluster and args.dir:
+            say(f"the cluster still runs: psql -h 127.0.0.1 -p {port} -U postgres; "
+                f"stop it with: scripts/pg-cluster.sh stop {cluster}")
+        else:
+            subprocess.run([str(TOP / "scripts/pg-cluster.sh"), "stop", str(cluster)])
+        if cleanup:
+            cleanup.cleanup()
+
+
+def main():
+    p = argparse.ArgumentParser(description="Read benchmark: a tiered table against plain Postgres and DuckDB.")
+    p.add_argument("--rows", type=positive_int, default=int(os.environ.get("BENCH_ROWS", DEFAULT_ROWS)))
+    p.add_argument("--days", type=positive_int, default=DEFAULT_DAYS, help="daily partitions the cold rows fill")
+    p.add_argument("--repeat", type=positive_int, default=int(os.environ.get("BENCH_REPEAT", 3)),
+                   help="timed runs of each query and pgbench run; the best counts")
+    p.add_argument("--pgbench-seconds", type=positive_int, default=10, help="duration of each pgbench run")
+    p.add_argument("--dir", default=os.environ.get("BENCH_DIR") or None,
+                   help="keep the cluster, lake and logs in DIR/reads (default: a temporary directory)")
+    p.add_argument("--keep-cluster", action="store_true",
+                   help="with --dir: leave the cluster running afterwards (to profile a query)")
+    p.add_argument("--bin", default=str(TOP / "build/tierdb"))
+    return benchmark(p.parse_args())
+
+
+if __name__ == "__main__":
+    sys.exit(main())
