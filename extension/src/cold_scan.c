@@ -248,6 +248,16 @@ build_filter(ColdReader *r)
 		pred = tl_ice_expr_predicate(&r->filter_arena, c->op, field->id, value, 1);
 		r->filter = r->filter == NULL ? pred : tl_ice_expr_and(&r->filter_arena, r->filter, pred);
 		r->pushed++;
+		/* Also checked per row on the lake values, sparing the conversion of rows that cannot match. */
+		{
+			Oid			coll = TupleDescAttr(r->tupdesc, c->attno - 1)->attcollation;
+			bool		narrow = field->type.id == TL_ICE_INT || field->type.id == TL_ICE_DATE;
+			LakeRowCondition rc = {.attno = c->attno, .op = c->op,
+				.integer = narrow ? value->v.i32 : value->v.i64, .boolean = value->v.b,
+			.bytes = value->ptr, .len = value->len};
+
+			lake_scan_add_row_condition(r->lake, &rc, !OidIsValid(coll) || get_collation_isdeterministic(coll));
+		}
 	}
 	if (r->filter != NULL)
 		lake_scan_set_filter(r->lake, r->filter);
@@ -413,7 +423,8 @@ lake_value_of(const tl_ice_field *field, Oid typid, Datum d, tl_arena *arena, tl
 static bool
 lake_op_of(Oid opno, Oid typid, bool commuted, tl_ice_expr_op *out)
 {
-	Oid			opfamily = get_opclass_family(GetDefaultOpClass(typid, BTREE_AM_OID));
+	/* The type cache keeps the default btree family: no catalog lookup per execution. */
+	Oid			opfamily = lookup_type_cache(typid, TYPECACHE_BTREE_OPFAMILY)->btree_opf;
 	int			strategy;
 
 	if (!OidIsValid(opfamily) || !op_in_opfamily(opno, opfamily))
@@ -933,6 +944,7 @@ explain_cold_scan(CustomScanState *node, List *ancestors, ExplainState *es)
 	{
 		ExplainPropertyInteger("Row Groups Read", NULL, st.row_groups_read, es);
 		ExplainPropertyInteger("Row Groups Pruned", NULL, st.row_groups_skipped, es);
+		ExplainPropertyInteger("Rows Skipped Before Conversion", NULL, st.rows_skipped, es);
 		ExplainPropertyInteger("Rows Removed by Lake Deletes", NULL, st.rows_deleted, es);
 		ExplainPropertyInteger("Rows Replaced by Delta", NULL, r->lake_rows_replaced, es);
 	}

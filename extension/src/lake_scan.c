@@ -96,6 +96,7 @@ struct LakeScan
 	int			converting;		/* attribute being converted, for the error context */
 	LakeScanStats stats;
 	tl_ice_reader_stats read_before;	/* readers of earlier rescans */
+	List	   *row_conditions;	/* LakeRowCondition *, checked before conversion */
 };
 
 /* ------------------------------------------------------------ lake errors */
@@ -331,6 +332,105 @@ lake_scan_set_filter(LakeScan *scan, const tl_ice_expr *filter)
 	scan->filter = filter;
 }
 
+bool
+lake_scan_add_row_condition(LakeScan *scan, const LakeRowCondition *cond, bool deterministic)
+{
+	const LakeColumn *col = &scan->columns[cond->attno - 1];
+	bool		ordered;
+	LakeRowCondition *copy;
+	MemoryContext old;
+
+	if (col->field == NULL || col->batch_index < 0)
+		return false;
+	switch (col->field->type.id)
+	{
+		case TL_ICE_INT:
+		case TL_ICE_LONG:
+		case TL_ICE_DATE:
+		case TL_ICE_TIME:
+		case TL_ICE_TIMESTAMP:
+		case TL_ICE_TIMESTAMPTZ:
+			ordered = true;
+			break;
+		case TL_ICE_STRING:
+			if (!deterministic)
+				return false;
+			/* fall through */
+		case TL_ICE_BINARY:
+		case TL_ICE_BOOLEAN:
+			ordered = false;
+			break;
+		default:
+			return false;
+	}
+	if (!ordered && cond->op != TL_ICE_EXPR_EQ)
+		return false;
+	old = MemoryContextSwitchTo(scan->cxt);
+	copy = palloc(sizeof(LakeRowCondition));
+	*copy = *cond;
+	scan->row_conditions = lappend(scan->row_conditions, copy);
+	MemoryContextSwitchTo(old);
+	return true;
+}
+
+static bool
+compare_holds(tl_ice_expr_op op, int cmp)
+{
+	switch (op)
+	{
+		case TL_ICE_EXPR_EQ:
+			return cmp == 0;
+		case TL_ICE_EXPR_LT:
+			return cmp < 0;
+		case TL_ICE_EXPR_LE:
+			return cmp <= 0;
+		case TL_ICE_EXPR_GT:
+			return cmp > 0;
+		case TL_ICE_EXPR_GE:
+			return cmp >= 0;
+		default:
+			return true;
+	}
+}
+
+/* Whether row `row` of the batch passes every row condition (a null passes none). */
+static bool
+row_passes(const LakeScan *scan, int64 row)
+{
+	ListCell   *lc;
+
+	foreach(lc, scan->row_conditions)
+	{
+		const LakeRowCondition *c = lfirst(lc);
+		const LakeColumn *col = &scan->columns[c->attno - 1];
+		const tl_vector *vec = &scan->batch->columns[col->batch_index];
+		int			cmp;
+
+		if (tl_vector_is_null(vec, row))
+			return false;
+		switch (col->field->type.id)
+		{
+			case TL_ICE_INT:
+			case TL_ICE_DATE:
+				cmp = (vec->v.i32[row] > c->integer) - (vec->v.i32[row] < c->integer);
+				break;
+			case TL_ICE_BOOLEAN:
+				cmp = (vec->v.b[row] != 0) != c->boolean;
+				break;
+			case TL_ICE_STRING:
+			case TL_ICE_BINARY:
+				cmp = vec->v.bytes[row].len != c->len || memcmp(vec->v.bytes[row].ptr, c->bytes, c->len) != 0;
+				break;
+			default:
+				cmp = (vec->v.i64[row] > c->integer) - (vec->v.i64[row] < c->integer);
+				break;
+		}
+		if (!compare_holds(c->op, cmp))
+			return false;
+	}
+	return true;
+}
+
 /* ------------------------------------------------------------ planning and reading */
 
 void
@@ -451,8 +551,15 @@ lake_scan_next(LakeScan *scan, TupleTableSlot *slot)
 
 	Assert(slot->tts_tupleDescriptor->natts == scan->tupdesc->natts);
 	ExecClearTuple(slot);
-	if ((scan->batch == NULL || scan->next_row >= scan->batch->nrows) && !fetch_batch(scan))
-		return false;
+	for (;;)
+	{
+		if ((scan->batch == NULL || scan->next_row >= scan->batch->nrows) && !fetch_batch(scan))
+			return false;
+		if (scan->row_conditions == NIL || row_passes(scan, scan->next_row))
+			break;
+		scan->next_row++;
+		scan->stats.rows_skipped++;
+	}
 	MemoryContextReset(scan->row_cxt);
 	old = MemoryContextSwitchTo(scan->row_cxt);
 	fill_row(scan, slot->tts_values, slot->tts_isnull);

@@ -59,6 +59,7 @@ typedef struct LakeScanStats
 	int64		row_groups_skipped;
 	int64		rows_deleted;		/* by Iceberg deletes */
 	int64		rows_returned;
+	int64		rows_skipped;		/* by the row conditions, before conversion */
 } LakeScanStats;
 
 typedef struct LakeScan LakeScan;
@@ -85,6 +86,34 @@ extern const tl_ice_field *lake_scan_attr_field(const LakeScan *scan, AttrNumber
  * lake_scan_next; the filter is copied, so the caller may free it after.
  */
 extern void lake_scan_set_filter(LakeScan *scan, const tl_ice_expr *filter);
+
+/*
+ * A condition checked on the lake values of each row before the row is
+ * converted into a tuple: rows failing one are skipped. Only for
+ * comparisons whose lake outcome is exactly Postgres' (lake_scan_set_row_
+ * conditions says which); the caller still evaluates its quals, so this
+ * only saves the conversion of rows that cannot match.
+ */
+typedef struct LakeRowCondition
+{
+	AttrNumber	attno;
+	tl_ice_expr_op op;
+	/* The value, as the field's type stores it (not a tl_ice_value: palloc cannot align its int128). */
+	int64		integer;		/* int, long, date, time, timestamp(tz) */
+	bool		boolean;
+	const uint8 *bytes;			/* string, binary: owned by the caller */
+	size_t		len;
+} LakeRowCondition;
+
+/*
+ * Sets the row conditions (copied; the value bytes must outlive the scan).
+ * Accepted, and false returned for the others: any comparison of int,
+ * long, date, time, timestamp and timestamptz fields, and equality of
+ * string (when equal bytes are equal text: a deterministic collation),
+ * binary and boolean fields. An attribute the scan does not read is not
+ * accepted.
+ */
+extern bool lake_scan_add_row_condition(LakeScan *scan, const LakeRowCondition *cond, bool deterministic);
 
 /*
  * Plans the scan (manifests read, files chosen) if not done yet; the first

@@ -278,8 +278,16 @@ static Datum
 text_datum(const LakeValueConverter *conv, tl_bytes bytes)
 {
 	int			len;
-	char	   *s = server_string(conv, bytes, &len);
+	char	   *s;
 
+	/* A UTF-8 database takes the bytes as they are, once checked: one copy, one check. */
+	if (GetDatabaseEncoding() == PG_UTF8)
+	{
+		if (!pg_verify_mbstr(PG_UTF8, (const char *) bytes.ptr, (int) bytes.len, true))
+			value_error(conv, ERRCODE_CHARACTER_NOT_IN_REPERTOIRE, "is not valid UTF-8 text");
+		return PointerGetDatum(cstring_to_text_with_len((const char *) bytes.ptr, (int) bytes.len));
+	}
+	s = server_string(conv, bytes, &len);
 	return PointerGetDatum(cstring_to_text_with_len(s, len));
 }
 

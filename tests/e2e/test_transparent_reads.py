@@ -35,6 +35,13 @@ QUERIES = [
     "SELECT id FROM {t} ORDER BY ts DESC, id LIMIT 5",
     "SELECT row_to_json(x)::text FROM {t} x WHERE id = 42",
     "SELECT count(*) FROM (SELECT * FROM {t} UNION ALL SELECT * FROM {t}) u",
+    # conditions the cold scan checks on lake values before converting rows (and at the boundaries)
+    "SELECT count(*), sum(id) FROM {t} WHERE id <= 150 AND id > 3",
+    "SELECT id FROM {t} WHERE id = 1700",
+    "SELECT count(*) FROM {t} WHERE v = 'v17' OR v = 'v18'",
+    "SELECT count(*) FROM {t} WHERE v = 'v1234' AND id >= 1234",
+    "SELECT count(*) FROM {t} WHERE ts <= '2024-01-02 00:00:00.000001+00' AND ts >= '2024-01-01 23:50:00+00'",
+    "SELECT count(*) FROM {t} WHERE id < 2::smallint OR id > 2999::int",
 ]
 
 
@@ -140,6 +147,8 @@ def test_conditions_prune_lake_files(tiered):
         "EXPLAIN (ANALYZE, COSTS OFF) SELECT * FROM events WHERE ts < '2024-01-02' AND id < 10"))
     assert "Lake Files: 1" in plan and "Lake Files Pruned: 6" in plan, plan
     same(db, "SELECT * FROM {t} WHERE ts < '2024-01-02' AND id < 10 ORDER BY id")
+    # The same conditions are checked on lake values before rows become tuples.
+    assert "Rows Skipped Before Conversion: 291" in plan, plan
     # The row estimate comes from the lake's record count (2100 rows in 7 days).
     (line,) = [r[0] for r in db.query("EXPLAIN SELECT * FROM events") if "TierDB Cold Scan" in r[0]]
     assert "rows=2100 " in line, line
