@@ -95,9 +95,20 @@ int tdb_oplog_record_files(PGconn *c, const char *op_id, const tl_ice_writer *co
                            const json_t *extra, tl_error *err);
 
 /*
- * Writer options for an operation's files: the defaults, with names
- * starting "<op_id>-" so that undoing the operation finds every file it
- * wrote, including those a crash left before they were journaled.
+ * Rows per row group of the files the daemon writes. A partition's rows
+ * arrive roughly in tier-key order, so smaller row groups let readers
+ * prune inside a partition's file by the tier key's statistics (an hour of
+ * a day-partitioned table reads one or two of them); DuckDB writes row
+ * groups of this size too. The daemon holds about one row group per open
+ * file in memory.
+ */
+#define TDB_LAKE_ROW_GROUP_ROWS 122880
+
+/*
+ * Writer options for an operation's files: the defaults but for the row
+ * group size above, with names starting "<op_id>-" so that undoing the
+ * operation finds every file it wrote, including those a crash left before
+ * they were journaled.
  */
 void tdb_lake_writer_options(const char *op_id, tl_ice_writer_options *opts);
 
