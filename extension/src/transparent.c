@@ -46,7 +46,10 @@
 #include "tcop/tcopprot.h"
 #include "utils/builtins.h"
 #include "utils/guc.h"
+#include "utils/hsearch.h"
+#include "utils/inval.h"
 #include "utils/lsyscache.h"
+#include "utils/memutils.h"
 #include "utils/rel.h"
 
 #include "cold_scan.h"
@@ -168,6 +171,80 @@ seam_union(const SeamTable *t, RangeTblEntry *rte)
 }
 
 /*
+ * Analysed seam unions, per table, so that planning a query does not parse
+ * and analyse the same SQL again. Any change to the table (its columns,
+ * its registration: the trigger on tierdb.tables) invalidates its relcache
+ * entry and so its union here; a new tierdb schema (the extension created
+ * again, with new function oids) empties the cache.
+ */
+typedef struct CachedUnion
+{
+	Oid			relid;			/* hash key */
+	MemoryContext cxt;			/* holds query; a child of CacheMemoryContext */
+	Query	   *query;
+} CachedUnion;
+
+static HTAB *unions = NULL;
+static Oid	unions_namespace = InvalidOid;
+
+static void
+forget_unions(Datum arg, Oid relid)
+{
+	HASH_SEQ_STATUS seq;
+	CachedUnion *e;
+
+	if (unions == NULL)
+		return;
+	hash_seq_init(&seq, unions);
+	while ((e = hash_seq_search(&seq)) != NULL)
+	{
+		if (OidIsValid(relid) && e->relid != relid)
+			continue;
+		MemoryContextDelete(e->cxt);
+		hash_search(unions, &e->relid, HASH_REMOVE, NULL);
+	}
+}
+
+/* A copy, in the current memory context, of the table's analysed seam union. */
+static Query *
+cached_seam_union(const SeamTable *t, RangeTblEntry *rte)
+{
+	Oid			nsp = get_namespace_oid("tierdb", true);
+	CachedUnion *e;
+	bool		found;
+	Query	   *query,
+			   *copy;
+	MemoryContext cxt,
+				old;
+
+	if (unions == NULL)
+	{
+		HASHCTL		ctl = {.keysize = sizeof(Oid), .entrysize = sizeof(CachedUnion)};
+
+		unions = hash_create("tierdb seam unions", 64, &ctl, HASH_ELEM | HASH_BLOBS);
+		CacheRegisterRelcacheCallback(forget_unions, (Datum) 0);
+	}
+	if (nsp != unions_namespace)
+	{
+		forget_unions((Datum) 0, InvalidOid);
+		unions_namespace = nsp;
+	}
+	e = hash_search(unions, &rte->relid, HASH_FIND, NULL);
+	if (e != NULL)
+		return copyObject(e->query);
+	query = seam_union(t, rte);
+	/* Copy first, then enter: an error while copying leaves no half-made entry. */
+	cxt = AllocSetContextCreate(CacheMemoryContext, "tierdb seam union", ALLOCSET_SMALL_SIZES);
+	old = MemoryContextSwitchTo(cxt);
+	copy = copyObject(query);
+	MemoryContextSwitchTo(old);
+	e = hash_search(unions, &rte->relid, HASH_ENTER, &found);
+	e->cxt = cxt;
+	e->query = copy;
+	return query;
+}
+
+/*
  * The heap arm's reference to the table takes over the original
  * reference's lock mode, privileges and checked columns.
  */
@@ -190,7 +267,7 @@ inherit_permissions(Query *seam, const RangeTblEntry *original)
 static void
 replace_reference(RangeTblEntry *rte, const SeamTable *t)
 {
-	Query	   *seam = seam_union(t, rte);
+	Query	   *seam = cached_seam_union(t, rte);
 
 	inherit_permissions(seam, rte);
 	rte->rtekind = RTE_SUBQUERY;

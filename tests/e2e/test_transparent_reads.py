@@ -333,3 +333,20 @@ def test_cached_plans_follow_registration_changes(db, tierdb_bin, lake):
     counts = [x for r in out for x in r[0].split("\n")]
     # Unregistered, the table is a plain partitioned table again: its heap holds the last 3 days.
     assert counts == ["3000"] * 8 + ["900"], counts
+
+
+def test_a_column_added_later_reads_null_from_the_lake(tiered):
+    """The seam union is cached per table and rebuilt when the table changes:
+    within one session, a column added after tiering shows up at once, null
+    for the lake rows (which never had it) as for the heap rows."""
+    db = tiered
+    out = db.query(
+        "SELECT count(*) FROM events;\n"
+        "ALTER TABLE events ADD COLUMN extra int;\n"
+        "SELECT count(*), count(extra) FROM events;\n"
+        "UPDATE events SET extra = 1 WHERE id = 3000;\n"
+        "SELECT count(*), count(extra), sum(extra) FROM events;\n"
+    )
+    # (psql separates consecutive statements' rows by a newline, not the record separator)
+    lines = "\t".join(field for row in out for field in row).split("\n")
+    assert lines == ["3000", "3000\t0", "3000\t1\t1"], out
