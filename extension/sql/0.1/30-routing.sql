@@ -405,8 +405,9 @@ $$;
  * SQL text rendering the value `expr` of type `type` as one part of a
  * canonical pk.  A part is the value's text form as the daemon's sessions
  * print it (cli/pgtypes.h pins DateStyle ISO and TimeZone UTC), whatever
- * the current session's settings: the delta keeps one row per pk text, and
- * the read protocol matches lake rows to delta rows by that text.  So the
+ * the current session's settings: the delta keeps one row per pk text, so
+ * two sessions must write the same text for the same key (readers parse it
+ * back under the same settings, extension/src/delta_keys.c).  So the
  * temporal types, whose text follows DateStyle and TimeZone, are spelled
  * out as their output functions print them in ISO and UTC (the fraction
  * without trailing zeros); other types' text does not follow those
