@@ -96,13 +96,14 @@ int tdb_oplog_record_files(PGconn *c, const char *op_id, const tl_ice_writer *co
 
 /*
  * Rows per row group of the files the daemon writes. A partition's rows
- * arrive roughly in tier-key order, so smaller row groups let readers
- * prune inside a partition's file by the tier key's statistics (an hour of
- * a day-partitioned table reads one or two of them); DuckDB writes row
- * groups of this size too. The daemon holds about one row group per open
- * file in memory.
+ * arrive roughly in tier-key order, so row groups smaller than a
+ * partition let readers prune inside its file by the tier key's
+ * statistics; smaller ones compress less (bench/README.md, the tiering
+ * benchmark: 0.126 of the heap's bytes with whole-day row groups, 0.156
+ * with these, 0.192 with 122,880). The daemon holds about one row group
+ * per open file in memory.
  */
-#define TDB_LAKE_ROW_GROUP_ROWS 122880
+#define TDB_LAKE_ROW_GROUP_ROWS 262144
 
 /*
  * Writer options for an operation's files: the defaults but for the row
