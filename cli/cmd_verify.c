@@ -113,10 +113,14 @@ static const char *key_text(verify_run *v, int64_t value, tl_buf *out)
 
 /* ------------------------------------------------------------ reading the lake */
 
-/* The tier key's value in row `row` of a batch, as a canonical bigint. */
+/*
+ * The tier key's value in row `row` of a batch, as a canonical bigint;
+ * `index` is the key's column in that batch (projections place it anywhere).
+ */
 static int64_t batch_key(const verify_run *v, const tl_pq_batch *batch, int index, int64_t row)
 {
 	const tl_vector *vec = &batch->columns[index];
+	/* The key's physical type is the same in every projection: look it up in the full schema. */
 	if (v->pq_schema->columns[v->key_index].physical == TL_PQ_INT32)
 		return vec->v.i32[row];
 	return vec->v.i64[row];
@@ -243,10 +247,16 @@ static int lake_range_digest(verify_run *v, int64_t snapshot, int64_t lo, int64_
 	return rc;
 }
 
+/* The heap side's batch sink: the rows go into a digest. */
+typedef struct heap_digest {
+	const tl_pq_schema *schema;
+	tdb_digest *digest;
+} heap_digest;
+
 static int add_heap_batch(void *arg, tl_pq_batch *batch, tl_error *err)
 {
-	verify_run *v = ((void **)arg)[0];
-	tdb_digest_add_batch(((void **)arg)[1], v->pq_schema, batch);
+	heap_digest *h = arg;
+	tdb_digest_add_batch(h->digest, h->schema, batch);
 	return 0;
 }
 
@@ -262,8 +272,9 @@ static int heap_partition_digest(verify_run *v, const char *partition_id, tdb_di
 	snprintf(what, sizeof(what), "reading heap partition %s", partition_id);
 	tl_pq_batch *batch = tl_pq_batch_new(v->pq_schema, VERIFY_BATCH_ROWS);
 	memset(out, 0, sizeof(*out));
-	void *arg[] = {v, out};
-	int rc = tdb_copy_batches(v->c, tdb_buf_cstr(&sql), what, v->cols, v->ncols, batch, NULL, add_heap_batch, arg, err);
+	heap_digest sink = {v->pq_schema, out};
+	int rc = tdb_copy_batches(v->c, tdb_buf_cstr(&sql), what, v->cols, v->ncols, batch, NULL, add_heap_batch, &sink,
+	                          err);
 	tl_pq_batch_free(batch);
 	tl_buf_free(&sql);
 	return rc;
@@ -388,11 +399,7 @@ static void census_row(void *arg, const tl_pq_schema *schema, const tl_pq_batch 
 		k->above_t++;
 	if (k->nhashes == k->cap) {
 		k->cap = k->cap ? 2 * k->cap : 65536;
-		k->hashes = realloc(k->hashes, k->cap * sizeof(uint64_t));
-		if (k->hashes == NULL) {
-			fprintf(stderr, "tierdb verify: out of memory\n");
-			exit(CLI_EXIT_FAILURE);
-		}
+		k->hashes = tl_realloc(k->hashes, k->cap * sizeof(uint64_t));
 	}
 	/* The key columns come first in the projection, so the batch's first npk columns hash alone. */
 	k->hashes[k->nhashes++] = tdb_digest_row_hash(&k->pk_schema, batch, row);
