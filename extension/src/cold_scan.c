@@ -81,7 +81,8 @@ typedef struct ColdReader
 	SeamTable  *table;
 	SeamPin		pin;
 	TupleDesc	tupdesc;		/* the table's row type */
-	Bitmapset  *attrs;			/* attributes the lake must read (NULL: all) */
+	Bitmapset  *attrs;			/* attributes the lake must read, unless all_attrs */
+	bool		all_attrs;		/* a whole-row reference: read every attribute */
 	List	   *conditions;		/* EvaluatedCondition *: the query's, for pruning */
 	const tl_ice_expr *filter;	/* built from them once the lake is open, or NULL */
 	int			pushed;			/* conditions in the filter */
@@ -225,6 +226,7 @@ cold_reader_begin(ColdReader *r, SeamTable *table, TupleDesc tupdesc, SeamPin pi
 	r->table = table;
 	r->tupdesc = tupdesc;
 	r->pin = pin;
+	r->all_attrs = true;		/* until the caller narrows it */
 	tl_arena_init(&r->filter_arena, 1024);
 }
 
@@ -280,13 +282,13 @@ cold_reader_open(ColdReader *r)
 	if (!r->pin.has_snapshot)
 		return;
 	/* The pk columns are needed to match delta rows even if the query reads none of them. */
-	if (attrs != NULL && r->delta_keys != NULL)
+	if (!r->all_attrs && r->delta_keys != NULL)
 	{
 		attrs = bms_copy(attrs);
 		for (int i = 0; i < r->table->npk; i++)
 			attrs = bms_add_member(attrs, r->table->pk_attnos[i]);
 	}
-	r->lake = lake_scan_open(r->table->lake_location, r->pin.snapshot_id, r->tupdesc, attrs);
+	r->lake = lake_scan_open(r->table->lake_location, r->pin.snapshot_id, r->tupdesc, attrs, r->all_attrs);
 	r->lake_done = false;
 	build_filter(r);
 }
@@ -748,23 +750,30 @@ create_cold_scan_state(CustomScan *cscan)
 	return (Node *) state;
 }
 
-/* The attributes pull_varattnos collected (offset by FirstLowInvalidHeapAttributeNumber), as attnos. */
-static Bitmapset *
-needed_attrs(const List *pulled, AttrNumber tier_key)
+/*
+ * The attributes pull_varattnos collected (offset by
+ * FirstLowInvalidHeapAttributeNumber) as the reader's attnos, or all of
+ * them for a whole-row reference. None at all is fine: the lake still
+ * yields the rows, so count(*) decodes nothing.
+ */
+static void
+set_needed_attrs(ColdReader *r, const List *pulled)
 {
-	/* Rows must still be counted when no column is (count(*)): the tier key is a narrow one to read. */
-	Bitmapset  *attrs = bms_make_singleton(tier_key);
 	ListCell   *lc;
 
+	r->attrs = NULL;
+	r->all_attrs = false;
 	foreach(lc, pulled)
 	{
 		AttrNumber	attno = lfirst_int(lc) + FirstLowInvalidHeapAttributeNumber;
 
 		if (attno <= 0)
-			return NULL;		/* a whole-row reference: read everything */
-		attrs = bms_add_member(attrs, attno);
+		{
+			r->all_attrs = true;
+			return;
+		}
+		r->attrs = bms_add_member(r->attrs, attno);
 	}
-	return attrs;
 }
 
 /*
@@ -823,7 +832,7 @@ begin_cold_scan(CustomScanState *node, EState *estate, int eflags)
 	s->tupdesc = CreateTupleDescCopy(RelationGetDescr(rel));
 	table_close(rel, NoLock);
 	cold_reader_begin(&s->reader, s->table, s->tupdesc, seam_pin(s->table));
-	s->reader.attrs = needed_attrs(lsecond(cscan->custom_private), s->table->tier_key_attno);
+	set_needed_attrs(&s->reader, lsecond(cscan->custom_private));
 
 	foreach(lc, cscan->custom_exprs)
 	{
@@ -890,10 +899,12 @@ rescan_cold_scan(CustomScanState *node)
 {
 	ColdScanState *s = (ColdScanState *) node;
 	Bitmapset  *attrs = s->reader.attrs;
+	bool		all_attrs = s->reader.all_attrs;
 
 	cold_reader_end(&s->reader);
 	cold_reader_begin(&s->reader, s->table, s->tupdesc, seam_pin(s->table));
 	s->reader.attrs = attrs;
+	s->reader.all_attrs = all_attrs;
 }
 
 /* The canonical tier-key value in the key's own type, as text. */

@@ -19,6 +19,8 @@
  */
 #include "postgres.h"
 
+#include <malloc.h>
+
 #include "access/heapam.h"
 #include "access/htup_details.h"
 #include "access/skey.h"
@@ -80,6 +82,9 @@ struct LakeScan
 	LakeColumn *columns;		/* one per attribute of tupdesc */
 	int			nfields;
 	int32	   *field_ids;		/* the projection, in batch column order */
+	int		   *read_attrs;		/* per batch column, its attribute's index */
+	bool		row_allocates;	/* some read attribute's values are palloc'd */
+	TupleTableSlot *nulls_set_in;	/* the slot whose unread attributes are already NULL */
 
 	/* Lake objects, freed by release_lake_objects. */
 	tl_ice_table *table;
@@ -255,12 +260,13 @@ top_level_field(const tl_ice_schema *schema, const char *name)
 
 /* Maps the needed attributes to lake fields and prepares their converters. */
 static void
-map_columns(LakeScan *scan, const Bitmapset *attrs)
+map_columns(LakeScan *scan, const Bitmapset *attrs, bool all_attrs)
 {
 	TupleDesc	desc = scan->tupdesc;
 
 	scan->columns = palloc0(sizeof(LakeColumn) * Max(desc->natts, 1));
 	scan->field_ids = palloc(sizeof(int32) * Max(desc->natts, 1));
+	scan->read_attrs = palloc(sizeof(int) * Max(desc->natts, 1));
 	for (int i = 0; i < desc->natts; i++)
 	{
 		Form_pg_attribute att = TupleDescAttr(desc, i);
@@ -269,7 +275,7 @@ map_columns(LakeScan *scan, const Bitmapset *attrs)
 		tl_error	err;
 
 		col->batch_index = -1;
-		if (att->attisdropped || (attrs != NULL && !bms_is_member(att->attnum, attrs)))
+		if (att->attisdropped || (!all_attrs && !bms_is_member(att->attnum, attrs)))
 			continue;
 		col->field = top_level_field(scan->schema, NameStr(att->attname));
 		if (col->field == NULL)
@@ -279,12 +285,39 @@ map_columns(LakeScan *scan, const Bitmapset *attrs)
 			report_lake_error(scan, "mapping the columns", &err);
 		lake_value_converter_init(&col->conv, att, col->field, &pqcol, &scan->current_file, scan->cxt);
 		col->batch_index = scan->nfields;
+		scan->read_attrs[scan->nfields] = i;
 		scan->field_ids[scan->nfields++] = col->field->id;
+		scan->row_allocates |= !att->attbyval;
 	}
 }
 
+/*
+ * Keeps the lake reader's large buffers (column chunks of several MB, page
+ * buffers, batches) in the backend's heap between files and scans. By
+ * default glibc serves them with mmap or trims them back to the kernel on
+ * free, so every row group paid for zero-filled fresh pages: a fifth of a
+ * selective scan's time went to page faults. The price is that a backend
+ * which has scanned the lake keeps up to LAKE_SCAN_RETAINED_BYTES of freed
+ * memory for reuse. Set once per backend.
+ */
+#define LAKE_SCAN_MMAP_THRESHOLD (32 * 1024 * 1024)
+#define LAKE_SCAN_RETAINED_BYTES (64 * 1024 * 1024)
+
+static void
+retain_reader_buffers(void)
+{
+	static bool done = false;
+
+	if (done)
+		return;
+	done = true;
+	mallopt(M_MMAP_THRESHOLD, LAKE_SCAN_MMAP_THRESHOLD);
+	mallopt(M_TRIM_THRESHOLD, LAKE_SCAN_RETAINED_BYTES);
+}
+
 LakeScan *
-lake_scan_open(const char *location, int64 snapshot_id, TupleDesc tupdesc, const Bitmapset *attrs)
+lake_scan_open(const char *location, int64 snapshot_id, TupleDesc tupdesc, const Bitmapset *attrs,
+			   bool all_attrs)
 {
 	MemoryContext cxt = AllocSetContextCreate(CurrentMemoryContext, "tierdb lake scan",
 											  ALLOCSET_DEFAULT_SIZES);
@@ -293,6 +326,7 @@ lake_scan_open(const char *location, int64 snapshot_id, TupleDesc tupdesc, const
 	const tl_ice_snapshot *snap;
 	tl_error	err;
 
+	retain_reader_buffers();
 	scan->cxt = cxt;
 	scan->release.func = release_lake_objects;
 	scan->release.arg = scan;
@@ -310,7 +344,7 @@ lake_scan_open(const char *location, int64 snapshot_id, TupleDesc tupdesc, const
 	scan->plan_snapshot = snap ? snap->snapshot_id : TL_ICE_NO_SNAPSHOT;
 	scan->stats.snapshot_id = snap ? snap->snapshot_id : 0;
 	scan->schema = snapshot_schema(scan, snap);
-	map_columns(scan, attrs);
+	map_columns(scan, attrs, all_attrs);
 
 	MemoryContextSwitchTo(old);
 	return scan;
@@ -517,7 +551,12 @@ conversion_error_context(void *arg)
 			   scan->current_file ? scan->current_file : "(none)");
 }
 
-/* Converts row scan->next_row of the batch into the slot's arrays. */
+/*
+ * Converts row scan->next_row of the batch into the slot's arrays. Only the
+ * read attributes are written: the others were set to NULL once for this
+ * slot (set_unread_nulls), and nothing else writes the slot's arrays while
+ * lake rows flow through it.
+ */
 static void
 fill_row(LakeScan *scan, Datum *values, bool *isnull)
 {
@@ -527,21 +566,29 @@ fill_row(LakeScan *scan, Datum *values, bool *isnull)
 	errcallback.arg = scan;
 	errcallback.previous = error_context_stack;
 	error_context_stack = &errcallback;
-	for (int i = 0; i < scan->tupdesc->natts; i++)
+	for (int b = 0; b < scan->nfields; b++)
 	{
-		LakeColumn *col = &scan->columns[i];
+		int			i = scan->read_attrs[b];
 
 		scan->converting = i;
-		if (col->batch_index < 0)
-		{
-			values[i] = (Datum) 0;
-			isnull[i] = true;
-			continue;
-		}
-		values[i] = lake_value_to_datum(&col->conv, &scan->batch->columns[col->batch_index],
+		values[i] = lake_value_to_datum(&scan->columns[i].conv, &scan->batch->columns[b],
 										scan->next_row, &isnull[i]);
 	}
 	error_context_stack = errcallback.previous;
+}
+
+static void
+set_unread_nulls(LakeScan *scan, TupleTableSlot *slot)
+{
+	for (int i = 0; i < scan->tupdesc->natts; i++)
+	{
+		if (scan->columns[i].batch_index < 0)
+		{
+			slot->tts_values[i] = (Datum) 0;
+			slot->tts_isnull[i] = true;
+		}
+	}
+	scan->nulls_set_in = slot;
 }
 
 bool
@@ -560,10 +607,17 @@ lake_scan_next(LakeScan *scan, TupleTableSlot *slot)
 		scan->next_row++;
 		scan->stats.rows_skipped++;
 	}
-	MemoryContextReset(scan->row_cxt);
-	old = MemoryContextSwitchTo(scan->row_cxt);
-	fill_row(scan, slot->tts_values, slot->tts_isnull);
-	MemoryContextSwitchTo(old);
+	if (scan->nulls_set_in != slot)
+		set_unread_nulls(scan, slot);
+	if (scan->row_allocates)
+	{
+		MemoryContextReset(scan->row_cxt);
+		old = MemoryContextSwitchTo(scan->row_cxt);
+		fill_row(scan, slot->tts_values, slot->tts_isnull);
+		MemoryContextSwitchTo(old);
+	}
+	else
+		fill_row(scan, slot->tts_values, slot->tts_isnull);
 	scan->next_row++;
 	scan->stats.rows_returned++;
 	ExecStoreVirtualTuple(slot);
@@ -586,6 +640,7 @@ lake_scan_rescan(LakeScan *scan)
 		add_reader_stats(&scan->read_before, tl_ice_reader_stats_get(scan->reader));
 	release_reader(scan);
 	MemoryContextReset(scan->row_cxt);
+	scan->nulls_set_in = NULL;	/* the caller may have used the slot meanwhile */
 	scan->next_row = 0;
 	scan->done = false;
 }
@@ -731,7 +786,7 @@ tierdb_lake_scan(PG_FUNCTION_ARGS)
 				 errhint("Pass a snapshot of the table's lake, such as tierdb.cutline.lake_snapshot_id, "
 						 "or NULL for none.")));
 
-	scan = lake_scan_open(location, snapshot_id, rsinfo->setDesc, NULL);
+	scan = lake_scan_open(location, snapshot_id, rsinfo->setDesc, NULL, true);
 	slot = MakeSingleTupleTableSlot(rsinfo->setDesc, &TTSOpsVirtual);
 	while (lake_scan_next(scan, slot))
 		tuplestore_puttupleslot(rsinfo->setResult, slot);

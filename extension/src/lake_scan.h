@@ -67,14 +67,15 @@ typedef struct LakeScan LakeScan;
 /*
  * Opens the lake table at `location` (tierdb.tables.lake_table_ref) for a
  * scan at snapshot_id (TL_ICE_NO_SNAPSHOT: the current one) producing
- * tuples of tupdesc.  `attrs` holds the attribute numbers (1-based) the
- * caller needs, NULL for all; the others, dropped columns and columns the
- * lake schema at that snapshot lacks read as NULL.  Attributes map to lake
+ * tuples of tupdesc.  With all_attrs every attribute is read; otherwise
+ * `attrs` holds the attribute numbers (1-based) the caller needs, possibly
+ * none (a count(*) decodes no column at all).  Unread attributes, dropped
+ * columns and columns the lake schema at that snapshot lacks read as NULL.  Attributes map to lake
  * fields by name.  An unknown snapshot is an ERROR naming the snapshots
  * the table has.  Nothing but the table metadata is read yet.
  */
 extern LakeScan *lake_scan_open(const char *location, int64 snapshot_id,
-								TupleDesc tupdesc, const Bitmapset *attrs);
+								TupleDesc tupdesc, const Bitmapset *attrs, bool all_attrs);
 
 /* The lake field attribute attno reads, or NULL when it reads as NULL. */
 extern const tl_ice_field *lake_scan_attr_field(const LakeScan *scan, AttrNumber attno);

@@ -407,7 +407,8 @@ static int equality_deleted(tl_ice_reader *r, int64_t row, tl_error *err)
 /*
  * Whether a column's values go from the file batch to the output as they
  * are: the same physical type and no unit scaling (the common case of a
- * file written with the table's own schema).
+ * file written with the table's own schema). Byte arrays qualify too: both
+ * batches hold views, and what they view lives until the next batch.
  */
 static bool column_is_verbatim(const ice_fp_column *c)
 {
@@ -415,15 +416,25 @@ static bool column_is_verbatim(const ice_fp_column *c)
 		return false;
 	switch (c->conv) {
 	case ICE_CONV_INTEGER: return c->mul == 1 && c->div == 1;
+	case ICE_CONV_BOOLEAN:
 	case ICE_CONV_FLOAT:
-	case ICE_CONV_TO_DOUBLE: return true;
+	case ICE_CONV_TO_DOUBLE:
+	case ICE_CONV_BYTES: return true;
 	default: return false;
 	}
 }
 
+/* Bytes per value in a batch vector of physical type p. */
 static size_t physical_width(tl_pq_physical p)
 {
-	return p == TL_PQ_INT32 || p == TL_PQ_FLOAT ? 4 : 8;
+	switch (p) {
+	case TL_PQ_BOOLEAN: return 1;
+	case TL_PQ_INT32:
+	case TL_PQ_FLOAT: return 4;
+	case TL_PQ_BYTE_ARRAY:
+	case TL_PQ_FIXED_LEN_BYTE_ARRAY: return sizeof(tl_bytes);
+	default: return 8;
+	}
 }
 
 /*
