@@ -55,6 +55,7 @@
 #include "optimizer/optimizer.h"
 #include "parser/parse_func.h"
 #include "parser/parse_node.h"
+#include "parser/parsetree.h"
 #include "partitioning/partdesc.h"
 #include "tcop/cmdtag.h"
 #include "tcop/tcopprot.h"
@@ -508,20 +509,120 @@ partitions_read(const SeamTable *t, Oid relid, List *quals, int64 tier_key_hi, L
 	table_close(rel, NoLock);
 }
 
-/* "(partitions a .. c)": the heap partitions the heap arm beside the cold scan reads. */
+/* "partitions a .. c", "partition a" or "no partition". */
 static char *
-heap_partitions(CustomScanState *scan, const SeamTable *t)
+partitions_text(List *names)
 {
-	List	   *names = NIL;
-	int			n;
+	int			n = list_length(names);
 
-	partitions_read(t, t->relid, scan->ss.ps.plan->qual, seam_pin(t).tier_key_hi, &names);
-	n = list_length(names);
 	if (n == 0)
 		return pstrdup("no partition");
 	if (n == 1)
 		return psprintf("partition %s", (char *) linitial(names));
 	return psprintf("partitions %s .. %s", (char *) linitial(names), (char *) llast(names));
+}
+
+/* The heap partitions the heap arm beside the cold scan reads. */
+static char *
+heap_partitions(CustomScanState *scan, const SeamTable *t)
+{
+	List	   *names = NIL;
+
+	partitions_read(t, t->relid, scan->ss.ps.plan->qual, seam_pin(t).tier_key_hi, &names);
+	return partitions_text(names);
+}
+
+/* ------------------------------------------------------------ heap-only reads */
+
+/*
+ * A reference transparent.c left a plain table because its conditions keep
+ * it at or above T shows in the plan as scans of its partitions under
+ * Results whose one-time filter is tierdb.seam_guard(table, T). Those
+ * partitions are exactly the ones read, so they are read off the plan.
+ */
+typedef struct HeapOnlyReads
+{
+	Oid			guard;			/* tierdb.seam_guard(oid, anyelement) */
+	List	   *rtable;
+	List	   *tables;			/* Oid per table read heap-only */
+	List	   *cutlines;		/* char * T, per table */
+	List	   *partitions;		/* List * of partition names, per table */
+} HeapOnlyReads;
+
+static Oid	helper(const char *name, int nargs, Oid *argtypes);
+
+/* The seam_guard call among a Result's one-time filters, or NULL. */
+static FuncExpr *
+seam_guard_call(Plan *plan, Oid guard)
+{
+	ListCell   *lc;
+
+	if (!IsA(plan, Result) || ((Result *) plan)->resconstantqual == NULL)
+		return NULL;
+	foreach(lc, (List *) ((Result *) plan)->resconstantqual)
+		if (IsA(lfirst(lc), FuncExpr) && ((FuncExpr *) lfirst(lc))->funcid == guard)
+			return lfirst(lc);
+	return NULL;
+}
+
+/* Appends the relations scanned in the plan below plan to *names. */
+static bool
+scanned_relations(PlanState *ps, void *context)
+{
+	HeapOnlyReads *r = linitial(context);
+	List	  **names = lsecond(context);
+	Plan	   *plan = ps->plan;
+
+	switch (nodeTag(plan))
+	{
+		case T_SeqScan:
+		case T_SampleScan:
+		case T_IndexScan:
+		case T_IndexOnlyScan:
+		case T_BitmapHeapScan:
+		case T_TidScan:
+		case T_TidRangeScan:
+			*names = lappend(*names, get_rel_name(rt_fetch(((Scan *) plan)->scanrelid, r->rtable)->relid));
+			break;
+		default:
+			break;
+	}
+	return planstate_tree_walker(ps, scanned_relations, context);
+}
+
+static bool
+heap_only_walker(PlanState *ps, HeapOnlyReads *r)
+{
+	FuncExpr   *call;
+
+	if (ps == NULL)
+		return false;
+	call = seam_guard_call(ps->plan, r->guard);
+	if (call != NULL && IsA(linitial(call->args), Const) && IsA(lsecond(call->args), Const))
+	{
+		Oid			table = DatumGetObjectId(((Const *) linitial(call->args))->constvalue);
+		Const	   *t = lsecond(call->args);
+		int			i = -1;
+		List	   *names = NIL;
+		Oid			out;
+		bool		varlena;
+
+		for (int k = 0; k < list_length(r->tables) && i < 0; k++)
+			if (list_nth_oid(r->tables, k) == table)
+				i = k;
+		if (i < 0)
+		{
+			getTypeOutputInfo(t->consttype, &out, &varlena);
+			r->tables = lappend_oid(r->tables, table);
+			r->cutlines = lappend(r->cutlines, OidOutputFunctionCall(out, t->constvalue));
+			r->partitions = lappend(r->partitions, NIL);
+			i = list_length(r->tables) - 1;
+		}
+		planstate_tree_walker(ps, scanned_relations, list_make2(r, &names));
+		list_nth_cell(r->partitions, i)->ptr_value = list_concat(list_nth(r->partitions, i), names);
+		return false;
+	}
+	return planstate_tree_walker(ps, heap_only_walker, r);
 }
 
 /* ------------------------------------------------------------ the lines of a read */
@@ -589,6 +690,23 @@ explain_plan(Query *q, const char *sql, Explainer *e)
 	desc = CreateQueryDesc(plan, sql, GetActiveSnapshot(), InvalidSnapshot, None_Receiver, NULL, NULL, 0);
 	ExecutorStart(desc, EXEC_FLAG_EXPLAIN_ONLY);
 	cold_scan_walker(desc->planstate, &found);
+	{
+		Oid			argtypes[2] = {OIDOID, ANYELEMENTOID};
+		HeapOnlyReads heap_only = {.guard = helper("seam_guard", 2, argtypes), .rtable = plan->rtable};
+
+		heap_only_walker(desc->planstate, &heap_only);
+		for (int i = 0; i < list_length(heap_only.tables); i++)
+		{
+			Oid			table = list_nth_oid(heap_only.tables, i);
+
+			e->lines = lappend(e->lines,
+							   psprintf("%s: reads the heap at or above T %s (%s) and the lake is not read: "
+										"the conditions keep the query at or above T", table_name(table),
+										(char *) list_nth(heap_only.cutlines, i),
+										partitions_text(list_nth(heap_only.partitions, i))));
+			expected = list_delete_oid(expected, table);
+		}
+	}
 	foreach(lc, found)
 	{
 		CustomScanState *scan = lfirst(lc);

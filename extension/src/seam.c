@@ -27,6 +27,7 @@
 #include "datatype/timestamp.h"
 #include "fmgr.h"
 #include "lib/stringinfo.h"
+#include "storage/bufmgr.h"
 #include "storage/proc.h"
 #include "utils/array.h"
 #include "parser/parse_relation.h"
@@ -196,6 +197,7 @@ typedef struct RegistrationEntry
 	Oid			relid;			/* hash key */
 	bool		tiered;
 	SeamTable	table;			/* when tiered; strings and arrays in CacheMemoryContext */
+	ItemPointerData cutline_tid;	/* where its tierdb.cutline row was last seen */
 } RegistrationEntry;
 
 static HTAB *registrations = NULL;
@@ -271,6 +273,7 @@ seam_lookup_table(Oid relid)
 	read = read_registration(relid);
 	e = hash_search(registrations, &relid, HASH_ENTER, &found);
 	e->tiered = read != NULL;
+	ItemPointerSetInvalid(&e->cutline_tid);
 	if (read != NULL)
 	{
 		SeamTable  *cached = copy_table(read, CacheMemoryContext);
@@ -320,13 +323,67 @@ lock_reader_key(int64 table_id)
 	DirectFunctionCall1(pg_advisory_xact_lock_shared_int8, hash);
 }
 
+/*
+ * The table's tierdb.cutline row visible to `snapshot`, copied, or NULL.
+ * Every statement pins, so the row is first looked for where it was last
+ * seen: under an MVCC snapshot at most one version of it is visible, so a
+ * visible tuple at that TID with the table's id is the row a scan would
+ * return, for one buffer access instead of a scan. After an update (the
+ * daemon advancing the cut-line) the TID is stale and the table is scanned.
+ */
+static HeapTuple
+fetch_cutline(Oid relid, Snapshot snapshot, Relation *rel_out)
+{
+	Oid			catalog = catalog_relid("cutline");
+	RegistrationEntry *e;
+	Relation	rel;
+	HeapTuple	found = NULL;
+
+	*rel_out = NULL;
+	if (!OidIsValid(catalog))
+		return NULL;
+	rel = table_open(catalog, AccessShareLock);
+	/* Looked up after the lock: invalidations it accepted may have dropped the entry. */
+	e = registrations ? hash_search(registrations, &relid, HASH_FIND, NULL) : NULL;
+	if (e != NULL && ItemPointerIsValid(&e->cutline_tid) &&
+		ItemPointerGetBlockNumber(&e->cutline_tid) < RelationGetNumberOfBlocks(rel))
+	{
+		HeapTupleData tuple;
+		Buffer		buffer;
+		bool		isnull;
+
+		tuple.t_self = e->cutline_tid;
+		if (heap_fetch(rel, snapshot, &tuple, &buffer, false))
+		{
+			Datum		id = heap_getattr(&tuple, attnameAttNum(rel, "table_id", false), RelationGetDescr(rel), &isnull);
+
+			if (!isnull && DatumGetInt64(id) == (int64) relid)
+				found = heap_copytuple(&tuple);
+			ReleaseBuffer(buffer);
+		}
+	}
+	if (found == NULL)
+	{
+		Relation	scanned;
+
+		table_close(rel, AccessShareLock);
+		found = catalog_row("cutline", relid, snapshot, &scanned);
+		rel = scanned;
+		e = registrations ? hash_search(registrations, &relid, HASH_FIND, NULL) : NULL;
+		if (found != NULL && e != NULL)
+			e->cutline_tid = found->t_self;
+	}
+	*rel_out = rel;
+	return found;
+}
+
 /* Reads the cut-line with a snapshot taken after the lock (seam.h says why). */
 static SeamPin
 read_cutline(const SeamTable *table)
 {
 	Relation	rel;
 	Snapshot	latest = RegisterSnapshot(GetLatestSnapshot());
-	HeapTuple	tuple = catalog_row("cutline", table->relid, latest, &rel);
+	HeapTuple	tuple = fetch_cutline(table->relid, latest, &rel);
 	SeamPin		pin = {0};
 	bool		isnull;
 	Datum		d;
@@ -491,6 +548,47 @@ tierdb_seam_t_date(PG_FUNCTION_ARGS)
 	return pinned_t(PG_GETARG_OID(0), SEAM_KEY_DATE);
 }
 
+/* ------------------------------------------------------------ SQL: the guard of heap-only reads */
+
+PG_FUNCTION_INFO_V1(tierdb_seam_guard);
+
+/*
+ * tierdb.seam_guard(table oid, planned_t anyelement): true when the
+ * statement's pin has the T a heap-only read was planned with
+ * (transparent.c). The plan reads the heap only because its conditions
+ * kept the query at or above that T; once T has advanced, rows the query
+ * wants may be corrected in the delta, so the statement must not run on.
+ * Cached plans are invalidated when T advances (the trigger on
+ * tierdb.cutline), so only a statement planned in the instant before an
+ * advance and run after it gets here: it ends with a serialization
+ * failure, which the client retries, rather than a stale row.
+ */
+Datum
+tierdb_seam_guard(PG_FUNCTION_ARGS)
+{
+	Oid			relid = PG_GETARG_OID(0);
+	Oid			typid = get_fn_expr_argtype(fcinfo->flinfo, 1);
+	SeamTable  *table = seam_lookup_table(relid);
+	int64		planned;
+	SeamPin		pin;
+
+	if (table == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
+				 errmsg("table \"%s\" is no longer registered with TierDB in tiered mode", get_rel_name(relid)),
+				 errhint("Run the statement again.")));
+	planned = seam_key_canonical(table->key_kind, typid, PG_GETARG_DATUM(1));
+	pin = seam_pin(table);
+	if (pin.tier_key_hi != planned)
+		ereport(ERROR,
+				(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
+				 errmsg("the cut-line of table \"%s\" advanced between planning and running this statement",
+						get_rel_name(relid)),
+				 errdetail("The statement was planned to read the heap only, at or above the cut-line of then."),
+				 errhint("Run the statement again: it will be planned with the new cut-line.")));
+	PG_RETURN_BOOL(true);
+}
+
 /* ------------------------------------------------------------ SQL: plan invalidation */
 
 PG_FUNCTION_INFO_V1(tierdb_registration_changed);
@@ -500,7 +598,8 @@ PG_FUNCTION_INFO_V1(tierdb_registration_changed);
  * invalidates the plans that read it, in every session (a relcache
  * invalidation of the table), so that a prepared statement planned before
  * registration starts reading the lake and one planned before
- * unregistration stops.
+ * unregistration stops. Also on tierdb.cutline, when T advances: heap-only
+ * plans were made for the old T.
  */
 Datum
 tierdb_registration_changed(PG_FUNCTION_ARGS)

@@ -27,6 +27,15 @@
  * pruned); the cold scan checks SELECT on the table itself too.  Row-level
  * security quals stay on the replaced reference and so filter both arms.
  *
+ * Heap-only references.  When a query's own conditions put the tier key
+ * at or above the T of its pin while it is planned (tier_key = / >= / > a
+ * constant, after constant folding, with a custom plan's parameters
+ * folded in), the reference is left a plain partitioned table: planning
+ * the union costs more than a point lookup itself.  A one-time filter,
+ * tierdb.seam_guard(table, T), checks when the statement runs that its pin
+ * still has that T (seam.c says what happens if not); plans cached with a
+ * T are invalidated when the cut-line advances.
+ *
  * A query reading the table's system columns (ctid, tableoid, ...) is
  * refused: lake rows have none.
  *
@@ -35,12 +44,16 @@
 #include "postgres.h"
 
 #include "access/table.h"
+#include "catalog/pg_type.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_class.h"
 #include "lib/stringinfo.h"
 #include "miscadmin.h"
+#include "nodes/makefuncs.h"
 #include "nodes/nodeFuncs.h"
+#include "optimizer/optimizer.h"
 #include "optimizer/planner.h"
+#include "parser/parse_func.h"
 #include "parser/analyze.h"
 #include "parser/parsetree.h"
 #include "tcop/tcopprot.h"
@@ -51,6 +64,7 @@
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/rel.h"
+#include "utils/typcache.h"
 
 #include "cold_scan.h"
 #include "seam.h"
@@ -286,7 +300,122 @@ replace_reference(RangeTblEntry *rte, const SeamTable *t)
 	rte->extraUpdatedCols = NULL;
 }
 
-static void rewrite_query(Query *q);
+/* ------------------------------------------------------------ heap-only references */
+
+/*
+ * The canonical lower bound a conjunct "tk op constant" (or "constant op
+ * tk") puts on the tier key of range table entry rti, if it is one: op is
+ * =, >= or > of the key type's btree family, between the key and a
+ * non-null constant of its own type.
+ */
+static bool
+conjunct_lower_bound(Node *clause, Index rti, const SeamTable *t, int64 *bound)
+{
+	OpExpr	   *op;
+	Node	   *left;
+	Node	   *right;
+	Var		   *var;
+	Const	   *value;
+	bool		var_left;
+	Oid			opfamily;
+	int			strategy;
+
+	if (!IsA(clause, OpExpr) || list_length(((OpExpr *) clause)->args) != 2)
+		return false;
+	op = (OpExpr *) clause;
+	left = strip_implicit_coercions(linitial(op->args));
+	right = strip_implicit_coercions(lsecond(op->args));
+	var_left = IsA(left, Var);
+	var = (Var *) (var_left ? left : right);
+	value = (Const *) (var_left ? right : left);
+	if (!IsA(var, Var) || !IsA(value, Const) || var->varno != (int) rti || var->varlevelsup != 0 ||
+		var->varattno != t->tier_key_attno || value->constisnull || value->consttype != var->vartype)
+		return false;
+	opfamily = lookup_type_cache(var->vartype, TYPECACHE_BTREE_OPFAMILY)->btree_opf;
+	if (!OidIsValid(opfamily))
+		return false;
+	strategy = get_op_opfamily_strategy(op->opno, opfamily);
+	if (strategy != BTEqualStrategyNumber &&
+		strategy != (var_left ? BTGreaterEqualStrategyNumber : BTLessEqualStrategyNumber) &&
+		strategy != (var_left ? BTGreaterStrategyNumber : BTLessStrategyNumber))
+		return false;
+	*bound = seam_key_canonical(t->key_kind, var->vartype, value->constvalue);
+	return true;
+}
+
+/*
+ * The highest lower bound the query's conditions put on the tier key of
+ * its only relation, range table entry rti; false when they put none.
+ * Only a query level reading that one relation qualifies: its WHERE
+ * conditions are then the relation's own (in a join they might apply to a
+ * nullable side, or not to the relation at all).
+ */
+static bool
+tier_key_lower_bound(Query *q, Index rti, const SeamTable *t, ParamListInfo params, int64 *lower)
+{
+	PlannerGlobal glob = {.type = T_PlannerGlobal, .boundParams = params};
+	PlannerInfo root = {.type = T_PlannerInfo, .glob = &glob};
+	RangeTblRef *only;
+	Node	   *quals;
+	ListCell   *lc;
+	bool		found;
+
+	if (q->jointree == NULL || q->jointree->quals == NULL || list_length(q->jointree->fromlist) != 1)
+		return false;
+	only = linitial(q->jointree->fromlist);
+	if (!IsA(only, RangeTblRef) || only->rtindex != (int) rti)
+		return false;
+	/* Folded as the planner will: constants computed, a custom plan's parameters substituted. */
+	quals = eval_const_expressions(&root, copyObject(q->jointree->quals));
+	/*
+	 * The planner would fold them again, at the same cost (a point lookup's
+	 * key is often computed), so the query takes the folded form; unless a
+	 * function was inlined, whose plan dependency only the planner records.
+	 */
+	if (glob.invalItems == NIL)
+		q->jointree->quals = quals;
+	found = false;
+	foreach(lc, make_ands_implicit((Expr *) quals))
+	{
+		int64		bound;
+
+		if (conjunct_lower_bound(lfirst(lc), rti, t, &bound) && (!found || bound > *lower))
+		{
+			*lower = bound;
+			found = true;
+		}
+	}
+	return found;
+}
+
+/*
+ * Adds "AND tierdb.seam_guard(table, T)" to the query's conditions (see the
+ * file's comment); false, changing nothing, if the installed catalog lacks
+ * the function.
+ */
+static bool
+add_seam_guard(Query *q, const SeamTable *t, int64 tier_key_hi)
+{
+	Oid			key_type = get_atttype(t->relid, t->tier_key_attno);
+	Oid			argtypes[2] = {OIDOID, ANYELEMENTOID};
+	Oid			guard = LookupFuncName(list_make2(makeString("tierdb"), makeString("seam_guard")), 2, argtypes,
+									   true);
+	List	   *args;
+
+	if (!OidIsValid(guard))
+		return false;
+	args = list_make2(makeConst(OIDOID, -1, InvalidOid, sizeof(Oid), ObjectIdGetDatum(t->relid), false, true),
+					  makeConst(key_type, -1, InvalidOid, get_typlen(key_type),
+								seam_key_datum(t->key_kind, tier_key_hi), false, get_typbyval(key_type)));
+	q->jointree->quals = make_and_qual(q->jointree->quals,
+									   (Node *) makeFuncExpr(guard, BOOLOID, args, InvalidOid, InvalidOid,
+															 COERCE_EXPLICIT_CALL));
+	return true;
+}
+
+/* ------------------------------------------------------------ rewriting */
+
+static void rewrite_query(Query *q, ParamListInfo params);
 
 static bool
 rewrite_walker(Node *node, void *context)
@@ -295,7 +424,7 @@ rewrite_walker(Node *node, void *context)
 		return false;
 	if (IsA(node, Query))
 	{
-		rewrite_query((Query *) node);
+		rewrite_query((Query *) node, (ParamListInfo) context);
 		return false;
 	}
 	return expression_tree_walker(node, rewrite_walker, context);
@@ -306,12 +435,12 @@ rewrite_walker(Node *node, void *context)
  * subqueries, CTEs and sublinks, so the unions it adds are not visited.
  */
 static void
-rewrite_query(Query *q)
+rewrite_query(Query *q, ParamListInfo params)
 {
 	Index		rti = 0;
 	ListCell   *lc;
 
-	query_tree_walker(q, rewrite_walker, NULL, 0);
+	query_tree_walker(q, rewrite_walker, params, 0);
 	foreach(lc, q->rtable)
 	{
 		RangeTblEntry *rte = lfirst(lc);
@@ -334,7 +463,16 @@ rewrite_query(Query *q)
 								get_rel_name(rte->relid)),
 						 errhint("SET tierdb.transparent_reads = off to read the heap's rows only.")));
 		}
-		replace_reference(rte, t);
+		{
+			int64		lower;
+			int64		tier_key_hi;
+
+			/* The pin is taken here only when it can matter; the statement keeps it. */
+			if (!(tier_key_lower_bound(q, rti, t, params, &lower) &&
+				  lower >= (tier_key_hi = seam_pin(t).tier_key_hi) &&
+				  add_seam_guard(q, t, tier_key_hi)))
+				replace_reference(rte, t);
+		}
 	}
 }
 
@@ -342,7 +480,7 @@ static PlannedStmt *
 tierdb_planner(Query *parse, const char *query_string, int cursorOptions, ParamListInfo boundParams)
 {
 	if (transparent_reads && OidIsValid(get_namespace_oid("tierdb", true)))
-		rewrite_query(parse);
+		rewrite_query(parse, boundParams);
 	if (prev_planner_hook)
 		return prev_planner_hook(parse, query_string, cursorOptions, boundParams);
 	return standard_planner(parse, query_string, cursorOptions, boundParams);

@@ -126,8 +126,13 @@ def test_corrections_in_the_delta_are_read_at_once_and_after_the_fold(tiered, ti
 def test_a_query_at_or_above_t_never_opens_the_lake(tiered):
     db = tiered
     c = cutline(db, "events")
+    # Known at planning: a plain partitioned table, no cold scan at all.
     plan = "\n".join(r[0] for r in db.query(
         "EXPLAIN (ANALYZE, COSTS OFF) SELECT * FROM events WHERE ts >= '2024-01-08'"))
+    assert "TierDB Cold Scan" not in plan and "tierdb.seam_guard" in plan, plan
+    # Known at run time only (a join's condition): the cold scan is there and does not read.
+    plan = "\n".join(r[0] for r in db.query(
+        "EXPLAIN (ANALYZE, COSTS OFF) SELECT * FROM events e JOIN plain p USING (id) WHERE e.ts >= '2024-01-08'"))
     assert "Lake: not read" in plan, plan
     # Take the lake away: reads that stay above T still work; others say which file is missing.
     data = Path(c["ref"]) / "data"
@@ -139,6 +144,61 @@ def test_a_query_at_or_above_t_never_opens_the_lake(tiered):
         assert ".parquet" in error, error
     finally:
         shutil.move(str(data) + ".away", data)
+
+
+def test_a_query_kept_at_or_above_t_plans_as_a_plain_table(tiered, tierdb_bin, lake):
+    """A query whose own conditions keep the tier key at or above T when it
+    is planned reads the heap only, planned as a plain partitioned table
+    under a one-time guard (the cost of a point lookup is then the plain
+    table's). A plan cached with a T is planned again once T advances past
+    its bound (a trigger on tierdb.cutline), and the guard refuses a plan
+    whose T is gone rather than return rows the lake may have corrected."""
+    db = tiered
+    sql = "SELECT count(*), sum(id) FROM {t} WHERE ts >= '2024-01-08 12:00:00+00' AND id % 3 = 0"
+    for query in (sql, "SELECT * FROM {t} WHERE id = 2400 AND ts = (SELECT ts FROM plain WHERE id = 2400)",
+                  "SELECT * FROM {t} WHERE ts > '2024-01-09 00:00:00+00'::timestamptz + interval '1 hour' ORDER BY id"):
+        same(db, query)
+    plan = "\n".join(r[0] for r in db.query("EXPLAIN (COSTS OFF) " + sql.format(t="events")))
+    assert "TierDB Cold Scan" not in plan and "tierdb.seam_guard" in plan, plan
+    # A prepared statement's custom plans count its parameters as constants.
+    plan = "\n".join(r[0] for r in db.query(
+        "SET plan_cache_mode = force_custom_plan; PREPARE p(timestamptz) AS SELECT count(*) FROM events WHERE ts >= $1;"
+        " EXPLAIN (COSTS OFF) EXECUTE p('2024-01-09');"))
+    assert "TierDB Cold Scan" not in plan and "tierdb.seam_guard" in plan, plan
+    want = db.query(SESSION + sql.format(t="plain"))
+    env = " ".join(f"{k}={v}" for k, v in {**db.env, "TIERDB_WAREHOUSE": lake, "TIERDB_TIERING_LAG": "1h"}.items())
+    out = db.query(
+        "PREPARE q AS " + sql.format(t="events") + ";\n"
+        "EXECUTE q;\n"  # without parameters the plan is generic, cached with T = 2024-01-08
+        f"\\! {env} {tierdb_bin} run --once 2>/dev/null\n"
+        "SELECT tier_key_hi FROM tierdb.cutline;\n"
+        "EXECUTE q;\n"
+    )
+    rows = [x for r in out for x in "|".join(r).split("\n")]
+    assert rows[1] == "1704844800000000", rows  # T advanced to 2024-01-10, past the bound
+    assert [rows[0], rows[2]] == ["|".join(want[0])] * 2, rows
+    error = db.error("SELECT tierdb.seam_guard('events'::regclass::oid, '2024-01-08 00:00:00+00'::timestamptz)")
+    assert "advanced between planning and running this statement" in error and "Run the statement again" in error, error
+    assert db.query("SELECT tierdb.seam_guard('events'::regclass::oid, '2024-01-10 00:00:00+00'::timestamptz)") == [("t",)]
+
+
+def test_a_cut_line_advance_invalidates_plans_made_for_the_old_t(tiered):
+    """The trigger on tierdb.cutline, alone: a cached heap-only plan is
+    planned again when T moves (here by hand, and back), with nothing else
+    about the table changing."""
+    db = tiered
+    out = db.query(
+        "PREPARE q AS SELECT count(*) FROM events WHERE ts >= '2024-01-09';\n"
+        "EXPLAIN (COSTS OFF) EXECUTE q;\n"
+        "UPDATE tierdb.cutline SET tier_key_hi = 1704844800000000; SELECT '--';\n"  # 2024-01-10
+        "EXPLAIN (COSTS OFF) EXECUTE q;\n"
+        "UPDATE tierdb.cutline SET tier_key_hi = 1704672000000000; SELECT '--';\n"  # back to 2024-01-08
+        "EXPLAIN (COSTS OFF) EXECUTE q;\n"
+    )
+    plans = "\n".join(r[0] for r in out).split("--")
+    assert len(plans) == 3, plans
+    assert ["TierDB Cold Scan" in p for p in plans] == [False, True, False], plans
+    assert ["tierdb.seam_guard" in p for p in plans] == [True, False, True], plans
 
 
 def test_conditions_prune_lake_files(tiered):
