@@ -502,7 +502,7 @@ match_condition(Expr *clause, PushedCondition *out)
 	else
 		return false;
 	/* Same types, or integers of any width (the integer operator family compares across them). */
-	if (var->varattno <= 0 || contain_volatile_functions((Node *) value) ||
+	if (var->varattno <= 0 || contain_volatile_functions((Node *) value) || contain_subplans((Node *) value) ||
 		(exprType((Node *) value) != var->vartype &&
 		 !(is_integer_type(exprType((Node *) value)) && is_integer_type(var->vartype))))
 		return false;
@@ -812,16 +812,30 @@ evaluate_conditions(ColdScanState *s)
 	}
 }
 
+/*
+ * Only the privilege is checked when the executor starts: the rest waits
+ * for the first row (or EXPLAIN), because a prepared point lookup on hot
+ * rows starts the plan at every execution and never reads this arm.
+ */
 static void
 begin_cold_scan(CustomScanState *node, EState *estate, int eflags)
 {
-	ColdScanState *s = (ColdScanState *) node;
 	CustomScan *cscan = (CustomScan *) node->ss.ps.plan;
+
+	check_select_privilege(linitial_oid((List *) linitial(cscan->custom_private)));
+}
+
+/* The registration, the row type, the pin, the columns and the conditions, once. */
+static void
+set_up_cold_scan(ColdScanState *s)
+{
+	CustomScan *cscan = (CustomScan *) s->css.ss.ps.plan;
 	Oid			relid = linitial_oid((List *) linitial(cscan->custom_private));
 	Relation	rel;
 	ListCell   *lc;
 
-	check_select_privilege(relid);
+	if (s->table != NULL)
+		return;
 	s->table = seam_lookup_table(relid);
 	if (s->table == NULL)
 		ereport(ERROR,
@@ -843,7 +857,7 @@ begin_cold_scan(CustomScanState *node, EState *estate, int eflags)
 			PushedCondition *copy = palloc(sizeof(PushedCondition));
 
 			*copy = c;
-			copy->value = ExecInitExpr((Expr *) c.value, &node->ss.ps);
+			copy->value = ExecInitExpr((Expr *) c.value, &s->css.ss.ps);
 			s->conditions = lappend(s->conditions, copy);
 		}
 	}
@@ -853,6 +867,7 @@ begin_cold_scan(CustomScanState *node, EState *estate, int eflags)
 static void
 open_for_scan(ColdScanState *s)
 {
+	set_up_cold_scan(s);
 	if (s->reader.opened)
 		return;
 	evaluate_conditions(s);
@@ -886,7 +901,10 @@ exec_cold_scan(CustomScanState *node)
 static void
 end_cold_scan(CustomScanState *node)
 {
-	cold_reader_end(&((ColdScanState *) node)->reader);
+	ColdScanState *s = (ColdScanState *) node;
+
+	if (s->table != NULL)
+		cold_reader_end(&s->reader);
 }
 
 /*
@@ -901,6 +919,8 @@ rescan_cold_scan(CustomScanState *node)
 	Bitmapset  *attrs = s->reader.attrs;
 	bool		all_attrs = s->reader.all_attrs;
 
+	if (s->table == NULL)
+		return;					/* not set up yet: nothing to start over */
 	cold_reader_end(&s->reader);
 	cold_reader_begin(&s->reader, s->table, s->tupdesc, seam_pin(s->table));
 	s->reader.attrs = attrs;
@@ -929,6 +949,7 @@ explain_cold_scan(CustomScanState *node, List *ancestors, ExplainState *es)
 	ColdReader *r = &s->reader;
 	LakeScanStats st;
 
+	set_up_cold_scan(s);
 	ExplainPropertyText("Table", quote_qualified_identifier(get_namespace_name(get_rel_namespace(s->table->relid)),
 															 get_rel_name(s->table->relid)), es);
 	ExplainPropertyText("Cut-line T", key_text(s->table, s->tupdesc, r->pin.tier_key_hi), es);

@@ -96,7 +96,10 @@ struct LakeScan
 	const tl_ice_schema *schema;	/* the snapshot's, inside table->metadata */
 	const tl_ice_expr *filter;	/* the caller's, until planned */
 	const char *current_file;	/* the file the batch came from */
-	int64		next_row;		/* in batch */
+	int64		next_row;		/* in batch: the row to convert next */
+	int32	   *selected;		/* with row conditions: the batch's rows that pass them */
+	int64		nselected;
+	int64		next_selected;	/* index into selected */
 	bool		done;
 	int			converting;		/* attribute being converted, for the error context */
 	LakeScanStats stats;
@@ -427,42 +430,64 @@ compare_holds(tl_ice_expr_op op, int cmp)
 	}
 }
 
-/* Whether row `row` of the batch passes every row condition (a null passes none). */
-static bool
-row_passes(const LakeScan *scan, int64 row)
+/* The comparison of row `row` of vec with the condition's value (-1, 0, 1; for bytes 0 or 1). */
+static inline int
+compare_value(const LakeRowCondition *c, tl_ice_type_id type, const tl_vector *vec, int64 row)
+{
+	switch (type)
+	{
+		case TL_ICE_INT:
+		case TL_ICE_DATE:
+			return (vec->v.i32[row] > c->integer) - (vec->v.i32[row] < c->integer);
+		case TL_ICE_BOOLEAN:
+			return (vec->v.b[row] != 0) != c->boolean;
+		case TL_ICE_STRING:
+		case TL_ICE_BINARY:
+			return vec->v.bytes[row].len != c->len || memcmp(vec->v.bytes[row].ptr, c->bytes, c->len) != 0;
+		default:
+			return (vec->v.i64[row] > c->integer) - (vec->v.i64[row] < c->integer);
+	}
+}
+
+/*
+ * Narrows the selection of the batch's rows (scan->selected) to those
+ * passing condition c (a null passes none). One condition at a time over
+ * the whole batch: a tight loop whose switches always go the same way,
+ * where checking row by row paid for the executor's call per row.
+ */
+static void
+narrow_selection(LakeScan *scan, const LakeRowCondition *c)
+{
+	const LakeColumn *col = &scan->columns[c->attno - 1];
+	const tl_vector *vec = &scan->batch->columns[col->batch_index];
+	tl_ice_type_id type = col->field->type.id;
+	int64		kept = 0;
+
+	for (int64 i = 0; i < scan->nselected; i++)
+	{
+		int32		row = scan->selected[i];
+
+		scan->selected[kept] = row;
+		kept += !tl_vector_is_null(vec, row) && compare_holds(c->op, compare_value(c, type, vec, row));
+	}
+	scan->nselected = kept;
+}
+
+/* Selects the rows of the new batch that pass every row condition. */
+static void
+select_rows(LakeScan *scan)
 {
 	ListCell   *lc;
 
+	if (scan->selected == NULL)
+		scan->selected = MemoryContextAlloc(scan->cxt, sizeof(int32) * LAKE_SCAN_BATCH_ROWS);
+	for (int64 row = 0; row < scan->batch->nrows; row++)
+		scan->selected[row] = (int32) row;
+	scan->nselected = scan->batch->nrows;
 	foreach(lc, scan->row_conditions)
-	{
-		const LakeRowCondition *c = lfirst(lc);
-		const LakeColumn *col = &scan->columns[c->attno - 1];
-		const tl_vector *vec = &scan->batch->columns[col->batch_index];
-		int			cmp;
-
-		if (tl_vector_is_null(vec, row))
-			return false;
-		switch (col->field->type.id)
-		{
-			case TL_ICE_INT:
-			case TL_ICE_DATE:
-				cmp = (vec->v.i32[row] > c->integer) - (vec->v.i32[row] < c->integer);
-				break;
-			case TL_ICE_BOOLEAN:
-				cmp = (vec->v.b[row] != 0) != c->boolean;
-				break;
-			case TL_ICE_STRING:
-			case TL_ICE_BINARY:
-				cmp = vec->v.bytes[row].len != c->len || memcmp(vec->v.bytes[row].ptr, c->bytes, c->len) != 0;
-				break;
-			default:
-				cmp = (vec->v.i64[row] > c->integer) - (vec->v.i64[row] < c->integer);
-				break;
-		}
-		if (!compare_holds(c->op, cmp))
-			return false;
-	}
-	return true;
+		narrow_selection(scan, lfirst(lc));
+	scan->next_selected = 0;
+	scan->stats.rows_skipped += scan->batch->nrows - scan->nselected;
 }
 
 /* ------------------------------------------------------------ planning and reading */
@@ -538,6 +563,8 @@ fetch_batch(LakeScan *scan)
 	scan->current_file = tl_ice_reader_current_file(scan->reader);
 	if (n == 0)
 		scan->done = true;
+	else if (scan->row_conditions != NIL)
+		select_rows(scan);
 	return n > 0;
 }
 
@@ -598,15 +625,15 @@ lake_scan_next(LakeScan *scan, TupleTableSlot *slot)
 
 	Assert(slot->tts_tupleDescriptor->natts == scan->tupdesc->natts);
 	ExecClearTuple(slot);
-	for (;;)
+	if (scan->row_conditions != NIL)
 	{
-		if ((scan->batch == NULL || scan->next_row >= scan->batch->nrows) && !fetch_batch(scan))
-			return false;
-		if (scan->row_conditions == NIL || row_passes(scan, scan->next_row))
-			break;
-		scan->next_row++;
-		scan->stats.rows_skipped++;
+		while (scan->batch == NULL || scan->next_selected >= scan->nselected)
+			if (!fetch_batch(scan))
+				return false;
+		scan->next_row = scan->selected[scan->next_selected++];
 	}
+	else if ((scan->batch == NULL || scan->next_row >= scan->batch->nrows) && !fetch_batch(scan))
+		return false;
 	if (scan->nulls_set_in != slot)
 		set_unread_nulls(scan, slot);
 	if (scan->row_allocates)
