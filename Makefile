@@ -44,7 +44,7 @@ VENV       := .venv
 PYTHON     := $(VENV)/bin/python
 FUZZ_SECONDS ?= 100
 
-.PHONY: all install install-extension extension check deps test-c test-fuzz test-interop test-e2e bench demo clean format
+.PHONY: all install install-extension extension check deps test-c test-fuzz test-interop test-e2e test-spark bench demo clean format
 
 all: $(TIERDB) $(TOOLS) extension
 
@@ -112,7 +112,7 @@ deps:
 check: deps
 	@$(MAKE) --no-print-directory -j2 all $(LAKE_TEST) $(FUZZERS)
 	@$(MAKE) --no-print-directory install-extension
-	@$(MAKE) --no-print-directory test-c test-fuzz test-interop test-e2e
+	@$(MAKE) --no-print-directory test-c test-fuzz test-interop test-e2e test-spark
 
 test-c: $(LAKE_TEST)
 	$(LAKE_TEST)
@@ -127,6 +127,11 @@ test-interop: $(TIERDB) $(TOOLS)
 # tierdb command and a lake directory (tests/e2e/conftest.py starts them).
 test-e2e: $(TIERDB) $(TOOLS)
 	$(PYTHON) -m pytest -q tests/e2e
+
+# The Spark library (connectors/spark): JUnit tests with local Spark against
+# their own private cluster with the installed extension, tiered by build/tierdb.
+test-spark: $(TIERDB) install-extension
+	cd connectors/spark && mvn -B -q test -Dtierdb.bin=$(abspath $(TIERDB))
 
 bench: deps $(BENCHES) $(TIERDB) install-extension
 	@scripts/run-benchmarks.sh $(BENCHES)

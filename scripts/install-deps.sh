@@ -11,7 +11,7 @@ debian_packages=(
   libbrotli-dev libcurl4-openssl-dev libpq-dev libmicrohttpd-dev
   postgresql-15 postgresql-server-dev-15
   python3-venv
-  openjdk-17-jre-headless maven
+  openjdk-17-jdk-headless maven
 )
 
 missing=()

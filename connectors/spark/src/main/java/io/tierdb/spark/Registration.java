@@ -1,0 +1,63 @@
+/*
+ * Registration: one TierDB table as the catalog describes it (SPEC §4):
+ * its identity in Postgres, its merge key, tier key and mode, and the
+ * cut-line state the read or write at hand works against.  Loaded by
+ * Catalog; read by the seam read and the routed writes.
+ */
+package io.tierdb.spark;
+
+import java.util.List;
+
+final class Registration {
+    /** tierdb.tables.table_id, the table's oid. */
+    final long tableId;
+    /** schema.table, each part quoted as SQL needs it. */
+    final String qualifiedName;
+    final List<String> pkCols;
+    final String tierKeyCol;
+    /** 'bigint', 'timestamptz', 'timestamp' or 'date' (SPEC §2). */
+    final String tierKeyType;
+    final String mode;
+    final boolean keepHeap;
+    /** The cut-line T, canonical; null when the table has none yet. */
+    final Long cutline;
+    /** The retention line R, canonical; null when nothing was expired. */
+    final Long retentionLine;
+
+    Registration(long tableId, String qualifiedName, List<String> pkCols, String tierKeyCol, String tierKeyType,
+                 String mode, boolean keepHeap, Long cutline, Long retentionLine) {
+        this.tableId = tableId;
+        this.qualifiedName = qualifiedName;
+        this.pkCols = List.copyOf(pkCols);
+        this.tierKeyCol = tierKeyCol;
+        this.tierKeyType = tierKeyType;
+        this.mode = mode;
+        this.keepHeap = keepHeap;
+        this.cutline = cutline;
+        this.retentionLine = retentionLine;
+    }
+
+    /** The pk columns and the tier key, without repeating a tier key that is part of the pk. */
+    List<String> keyColumns() {
+        if (pkCols.contains(tierKeyCol)) {
+            return pkCols;
+        }
+        List<String> cols = new java.util.ArrayList<>(pkCols);
+        cols.add(tierKeyCol);
+        return cols;
+    }
+
+    /**
+     * Refuses the modes this version does not serve: mirrored and direct
+     * tables arrive with the issues that build those modes.
+     */
+    void requireTiered(String operation) {
+        if (!"tiered".equals(mode)) {
+            throw new UnsupportedOperationException(String.format(
+                    "tierdb-spark cannot %s %s: it is a %s table, and this version of tierdb-spark supports only "
+                            + "tiered tables (mode '%s' is not supported yet by this library). "
+                            + "Read or write it with plain Spark JDBC, or through Postgres, until then.",
+                    operation, qualifiedName, mode, mode));
+        }
+    }
+}

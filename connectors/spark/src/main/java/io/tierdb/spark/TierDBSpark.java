@@ -1,0 +1,72 @@
+/*
+ * TierDBSpark: the library's entry points.  read() opens a pinned seam
+ * read (SeamRead, SeamPlan); write() and delete() route a batch of rows or
+ * keys to the heap or the delta (RoutedWrite).  Only tiered tables are
+ * served by this version; mirrored and direct tables and hybrid reads are
+ * refused with an error that says so.
+ */
+package io.tierdb.spark;
+
+import java.sql.Connection;
+import java.sql.SQLException;
+
+import org.apache.spark.sql.Dataset;
+import org.apache.spark.sql.Row;
+import org.apache.spark.sql.SparkSession;
+
+/** Seam reads, routed writes and routed deletes of TierDB tables from Spark. */
+public final class TierDBSpark {
+    private TierDBSpark() {
+    }
+
+    /**
+     * Pins the table's cut-line and lake snapshot and returns the read over
+     * them.  Close it after the last action on its dataframe.
+     */
+    public static SeamRead read(SparkSession spark, SeamOptions options) {
+        if (options.hybrid()) {
+            throw new UnsupportedOperationException("hybrid(true) is not supported yet by tierdb-spark: hybrid reads "
+                    + "serve mirrored tables, which this version does not read. Drop .hybrid(true) from the SeamOptions "
+                    + "of " + options.table() + ".");
+        }
+        try (Connection conn = Catalog.connect(options)) {
+            Registration reg = Catalog.registration(conn, options, false);
+            reg.requireTiered("read");
+            Catalog.Pin pin = Catalog.beginRead(conn, reg, options.pinTtl());
+            conn.commit();  // the pin must be visible to the daemon before anything is scanned
+            try {
+                SeamRead read = new SeamRead(options, pin, new SeamPlan(spark, options, reg, pin).build(conn));
+                conn.commit();
+                return read;
+            } catch (Exception e) {
+                // also Spark's AnalysisException, which Scala throws unchecked:
+                // release the pin of a read that never started
+                conn.rollback();
+                Catalog.endRead(conn, pin.pinId);
+                conn.commit();
+                throw e;
+            }
+        } catch (SQLException e) {
+            throw Catalog.explain(e, options);
+        }
+    }
+
+    /**
+     * Writes the batch's rows where their tier keys say they live: at or above
+     * the cut-line into the heap, below it as op = 0 delta upserts.  The batch
+     * is checked first and written in one Postgres transaction from the
+     * driver, so nothing is written if anything is wrong.
+     */
+    public static void write(Dataset<Row> batch, SeamOptions options) {
+        RoutedWrite.write(batch, options);
+    }
+
+    /**
+     * Deletes the rows of the given keys (the primary-key columns plus the
+     * tier-key column): hot keys from the heap, cold keys as op = 1 delta
+     * tombstones, in one Postgres transaction.
+     */
+    public static void delete(Dataset<Row> keys, SeamOptions options) {
+        RoutedWrite.delete(keys, options);
+    }
+}
