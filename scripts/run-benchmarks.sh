@@ -15,7 +15,9 @@
 # with a psycopg + pyiceberg script (bench/tiering_peer.py), then runs the
 # read benchmark (bench/seam_reads.py): scans of a tiered table through
 # transparent reads against a plain heap table and DuckDB, and pgbench point
-# lookups on its hot rows. See bench/README.md for how to read them.
+# lookups on its hot rows; then the Spark benchmark (bench/spark_seam.py,
+# needs Java 17 and Maven): TierDBSpark reads of a tiered table against plain
+# Spark JDBC on an untiered one. See bench/README.md for how to read them.
 #
 # Environment:
 #   BENCH_ROWS    rows to write (default 10000000; 1000000 makes a quick run)
@@ -100,9 +102,16 @@ run_reads() {
   "$python" "$top/bench/seam_reads.py" --bin "$1" --dir "$work" --rows "$rows" --repeat "$repeat"
 }
 
+run_spark() {
+  # A third cluster, in $work/spark; builds connectors/spark and connectors/spark-bench with Maven.
+  echo "run-benchmarks: spark: $rows rows, best of $repeat"
+  "$python" "$top/bench/spark_seam.py" --bin "$1" --dir "$work" --rows "$rows" --repeat "$repeat"
+}
+
 run_tiered() {
   run_tiering "$1"
   run_reads "$1"
+  run_spark "$1"
 }
 
 for bench in "$@"; do
