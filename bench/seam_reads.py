@@ -416,34 +416,38 @@ LOOKUP_CPU_MODES = [("custom plans (prepared)", "force_custom_plan", True),
 
 
 def lookup_cpu(dsn, rows, days, repeat):
-    """Backend CPU microseconds per point lookup, per mode and table (best of repeat runs)."""
+    """Backend CPU microseconds per point lookup, per mode and table: the best of `repeat` runs
+    (at least 5), the two tables taking turns so that the machine's drift hits both alike."""
     import psycopg
 
     lo, hi = rows + 1, rows + tiering_peer.HOT_ROWS
     ids = random.Random(7).choices(range(lo, hi + 1), k=LOOKUP_CPU_CALLS)
     result = {}
     for mode, plan_cache_mode, prepared in LOOKUP_CPU_MODES:
-        result[mode] = {}
+        sides = {}
         for name, table in (("tiered", "events_tiered"), ("heap", "events_heap")):
-            with psycopg.connect(dsn, autocommit=True) as conn:
-                conn.execute(f"SET plan_cache_mode = {plan_cache_mode}")
-                cpu = backend_cpu(conn)
-                if prepared:
-                    sql = lookup_sql(table, "$ID", rows, days).replace("%", "%%").replace("$ID", "%(id)s::bigint")
-                    lookup = lambda i: conn.execute(sql, {"id": i}, prepare=True).fetchall()  # noqa: E731
-                else:
-                    lookup = lambda i: conn.execute(lookup_sql(table, str(i), rows, days)).fetchall()  # noqa: E731
-                for i in ids[:200]:  # warm-up: caches, the prepared statement
-                    if len(lookup(i)) != 1:
-                        fail(f"the lookup of id {i} on {table} ({mode}) does not find its row")
-                best = math.inf
-                for _ in range(repeat):
-                    start = cpu()
-                    for i in ids:
-                        lookup(i)
-                    best = min(best, (cpu() - start) / len(ids) * 1e6)
-                result[mode][name] = best
-        say(f"lookup CPU, {mode}: tiered {result[mode]['tiered']:.1f} us, heap {result[mode]['heap']:.1f} us")
+            conn = psycopg.connect(dsn, autocommit=True)
+            conn.execute(f"SET plan_cache_mode = {plan_cache_mode}")
+            if prepared:
+                sql = lookup_sql(table, "$ID", rows, days).replace("%", "%%").replace("$ID", "%(id)s::bigint")
+                lookup = (lambda c, q: lambda i: c.execute(q, {"id": i}, prepare=True).fetchall())(conn, sql)
+            else:
+                lookup = (lambda c, t: lambda i: c.execute(lookup_sql(t, str(i), rows, days)).fetchall())(conn, table)
+            for i in ids[:200]:  # warm-up: caches, the prepared statement
+                if len(lookup(i)) != 1:
+                    fail(f"the lookup of id {i} on {table} ({mode}) does not find its row")
+            sides[name] = (conn, backend_cpu(conn), lookup)
+        best = {name: math.inf for name in sides}
+        for _ in range(max(repeat, 5)):
+            for name, (_, cpu, lookup) in sides.items():
+                start = cpu()
+                for i in ids:
+                    lookup(i)
+                best[name] = min(best[name], (cpu() - start) / len(ids) * 1e6)
+        for conn, _, _ in sides.values():
+            conn.close()
+        result[mode] = best
+        say(f"lookup CPU, {mode}: tiered {best['tiered']:.1f} us, heap {best['heap']:.1f} us")
     return result
 
 
@@ -497,7 +501,7 @@ def report(facts, results, tps, cpu, args, scripts, load_seconds, tier_seconds, 
               f"{best['tiered'] / best['heap']:>12.3f}x{best['tiered, transparent_reads off']:>23,.0f}")
     print(f"  script: {scripts['events_tiered'].read_text().strip()}".replace("\n", "\n          "))
     print()
-    print(f"  the same lookups, backend CPU per lookup ({LOOKUP_CPU_CALLS:,} lookups, best of {args.repeat}; "
+    print(f"  the same lookups, backend CPU per lookup ({LOOKUP_CPU_CALLS:,} lookups, best of {max(args.repeat, 5)}; "
           f"steadier than tps on a shared machine):")
     print(f"  {'':<32}{'tiered us':>10}{'heap us':>10}{'tiered/heap':>13}")
     for mode, us in cpu.items():

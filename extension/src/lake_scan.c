@@ -62,17 +62,34 @@
 #define LAKE_SCAN_LISTED_SNAPSHOTS 10
 
 /* One attribute of the output tuple. */
+/*
+ * Text values of a dictionary-encoded column repeat: every row of a batch
+ * holding the same dictionary entry views the same bytes. A small cache
+ * per text column, keyed by that view and emptied with every batch, turns
+ * them into one text datum each rather than one per row.
+ */
+#define LAKE_TEXT_CACHE_SLOTS 64
+
+typedef struct TextCacheSlot
+{
+	const uint8_t *ptr;			/* the view, NULL when empty */
+	uint32		len;
+	Datum		datum;			/* in the scan's batch context */
+} TextCacheSlot;
+
 typedef struct LakeColumn
 {
 	const tl_ice_field *field;	/* NULL: the attribute reads as NULL */
 	int			batch_index;	/* its column in the reader's batches */
 	LakeValueConverter conv;
+	TextCacheSlot *text_cache;	/* text columns only */
 } LakeColumn;
 
 struct LakeScan
 {
 	MemoryContext cxt;			/* holds the scan; its reset releases the lake objects */
 	MemoryContext row_cxt;		/* the current row's values */
+	MemoryContext batch_cxt;	/* values cached for the current batch */
 	MemoryContextCallback release;
 
 	char	   *location;
@@ -287,6 +304,8 @@ map_columns(LakeScan *scan, const Bitmapset *attrs, bool all_attrs)
 		if (tl_ice_field_to_pq_column(col->field, &pqcol, &err) < 0)
 			report_lake_error(scan, "mapping the columns", &err);
 		lake_value_converter_init(&col->conv, att, col->field, &pqcol, &scan->current_file, scan->cxt);
+		if (col->conv.kind == LAKE_VALUE_TEXT)
+			col->text_cache = palloc0(sizeof(TextCacheSlot) * LAKE_TEXT_CACHE_SLOTS);
 		col->batch_index = scan->nfields;
 		scan->read_attrs[scan->nfields] = i;
 		scan->field_ids[scan->nfields++] = col->field->id;
@@ -335,6 +354,7 @@ lake_scan_open(const char *location, int64 snapshot_id, TupleDesc tupdesc, const
 	scan->release.arg = scan;
 	MemoryContextRegisterResetCallback(cxt, &scan->release);
 	scan->row_cxt = AllocSetContextCreate(cxt, "tierdb lake scan row", ALLOCSET_DEFAULT_SIZES);
+	scan->batch_cxt = AllocSetContextCreate(cxt, "tierdb lake scan batch", ALLOCSET_DEFAULT_SIZES);
 	scan->location = pstrdup(location);
 	scan->snapshot_id = snapshot_id;
 	scan->tupdesc = CreateTupleDescCopy(tupdesc);
@@ -542,6 +562,42 @@ start_reader(LakeScan *scan)
 	scan->batch = tl_ice_reader_batch_new(scan->reader, LAKE_SCAN_BATCH_ROWS);
 }
 
+/* Empties the text caches: the views they are keyed by die with the batch. */
+static void
+forget_batch_values(LakeScan *scan)
+{
+	for (int b = 0; b < scan->nfields; b++)
+	{
+		LakeColumn *col = &scan->columns[scan->read_attrs[b]];
+
+		if (col->text_cache != NULL)
+			memset(col->text_cache, 0, sizeof(TextCacheSlot) * LAKE_TEXT_CACHE_SLOTS);
+	}
+	MemoryContextReset(scan->batch_cxt);
+}
+
+/* Row `row` of a text column, converted once per distinct view in the batch. */
+static Datum
+cached_text(LakeScan *scan, LakeColumn *col, const tl_vector *vec, int64 row, bool *isnull)
+{
+	const tl_bytes *bytes = &vec->v.bytes[row];
+	TextCacheSlot *slot;
+	MemoryContext old;
+
+	*isnull = tl_vector_is_null(vec, row);
+	if (*isnull)
+		return (Datum) 0;
+	slot = &col->text_cache[((uintptr_t) bytes->ptr >> 3) % LAKE_TEXT_CACHE_SLOTS];
+	if (slot->ptr == bytes->ptr && slot->ptr != NULL && slot->len == bytes->len)
+		return slot->datum;
+	old = MemoryContextSwitchTo(scan->batch_cxt);
+	slot->datum = lake_value_to_datum(&col->conv, vec, row, isnull);
+	MemoryContextSwitchTo(old);
+	slot->ptr = bytes->ptr;
+	slot->len = bytes->len;
+	return slot->datum;
+}
+
 /* Reads the next batch; false at the end of the scan. */
 static bool
 fetch_batch(LakeScan *scan)
@@ -561,6 +617,7 @@ fetch_batch(LakeScan *scan)
 		report_lake_error(scan, "reading the rows", &err);
 	scan->next_row = 0;
 	scan->current_file = tl_ice_reader_current_file(scan->reader);
+	forget_batch_values(scan);
 	if (n == 0)
 		scan->done = true;
 	else if (scan->row_conditions != NIL)
@@ -596,10 +653,13 @@ fill_row(LakeScan *scan, Datum *values, bool *isnull)
 	for (int b = 0; b < scan->nfields; b++)
 	{
 		int			i = scan->read_attrs[b];
+		LakeColumn *col = &scan->columns[i];
 
 		scan->converting = i;
-		values[i] = lake_value_to_datum(&scan->columns[i].conv, &scan->batch->columns[b],
-										scan->next_row, &isnull[i]);
+		if (col->text_cache != NULL)
+			values[i] = cached_text(scan, col, &scan->batch->columns[b], scan->next_row, &isnull[i]);
+		else
+			values[i] = lake_value_to_datum(&col->conv, &scan->batch->columns[b], scan->next_row, &isnull[i]);
 	}
 	error_context_stack = errcallback.previous;
 }
