@@ -44,7 +44,6 @@ import random
 import re
 import subprocess
 import sys
-import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -529,27 +528,12 @@ def report(facts, results, tps, cpu, args, scripts, load_seconds, tier_seconds, 
 # ------------------------------------------------------------------ the benchmark
 
 
-def work_directory(args):
-    if args.dir:
-        base = Path(args.dir).resolve()
-        base.mkdir(parents=True, exist_ok=True)
-        base.chmod(base.stat().st_mode | 0o001)  # the server runs as `postgres` and must pass through
-        work = base / "reads"
-        if work.exists():
-            subprocess.run(["rm", "-rf", str(work)], check=True)
-        work.mkdir(parents=True)
-        return work, None
-    cleanup = tempfile.TemporaryDirectory(prefix="tierdb-read-bench.")
-    return Path(cleanup.name), cleanup
-
-
 def benchmark(args):
     import psycopg
 
     if not os.access(args.bin, os.X_OK):
         fail(f"{args.bin} is not built: run `make` first")
-    work, cleanup = work_directory(args)
-    work.chmod(0o755)  # the server reads the lake as `postgres`
+    work, cleanup = tiering_peer.work_directory(args.dir, "reads")
     cluster = work / "pg"
     port = free_port()
     start = [str(TOP / "scripts/pg-cluster.sh"), "start", str(cluster), str(port)]

@@ -36,14 +36,13 @@ import os
 import shutil
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import seam_reads  # noqa: E402  (the tables, the tiering and the split check)
-from tiering_peer import TOP, clean_env, free_port, positive_int, tail  # noqa: E402
+from tiering_peer import TOP, clean_env, free_port, positive_int, tail, work_directory  # noqa: E402
 
 CONNECTOR = TOP / "connectors/spark"
 BENCH_MODULE = TOP / "connectors/spark-bench"
@@ -87,24 +86,6 @@ def classpath():
     if not jar.exists() or not deps.exists():
         fail(f"{jar} or {deps} is missing: build without --no-build first")
     return f"{jar}:{deps.read_text().strip()}"
-
-
-def work_directory(args):
-    """DIR/spark with --dir (emptied first), else a temporary directory; the server must enter it."""
-    if args.dir:
-        base = Path(args.dir).resolve()
-        base.mkdir(parents=True, exist_ok=True)
-        base.chmod(base.stat().st_mode | 0o001)
-        work = base / "spark"
-        if work.exists():
-            subprocess.run(["rm", "-rf", str(work)], check=True)
-        work.mkdir(parents=True)
-        cleanup = None
-    else:
-        cleanup = tempfile.TemporaryDirectory(prefix="tierdb-spark-bench.")
-        work = Path(cleanup.name)
-    work.chmod(0o755)
-    return work, cleanup
 
 
 def setup(args, work, dsn):
@@ -162,7 +143,7 @@ def run_bench(args, cp, port, work, facts, ref):
 def benchmark(args):
     if not os.access(args.bin, os.X_OK):
         fail(f"{args.bin} is not built: run `make` first")
-    work, cleanup = work_directory(args)
+    work, cleanup = work_directory(args.dir, "spark")
     if args.no_build:
         cp = classpath()
     else:

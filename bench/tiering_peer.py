@@ -354,25 +354,31 @@ def report(rows_below, heap_total, heap_only, nparts, mine, theirs, load_seconds
                       "lake_heap_ratio": mine["lake_bytes"] / heap_total}))
 
 
-def benchmark(args):
-    import psycopg
-
-    if not os.access(args.bin, os.X_OK):
-        fail(f"{args.bin} is not built: run `make` first")
-    if args.dir:
-        base = Path(args.dir).resolve()
+def work_directory(base_dir, name):
+    """(work directory, cleanup or None): BASE_DIR/name, emptied, with --dir; else a temporary
+    directory. The server runs as `postgres` and must enter it (and pass through BASE_DIR, say
+    a mktemp -d of the runner)."""
+    if base_dir:
+        base = Path(base_dir).resolve()
         base.mkdir(parents=True, exist_ok=True)
-        # The server runs as `postgres` and must pass through DIR (say, a mktemp -d of the runner).
         base.chmod(base.stat().st_mode | 0o001)
-        work = base / "tiering"
+        work = base / name
         if work.exists():
             subprocess.run(["rm", "-rf", str(work)], check=True)
         work.mkdir(parents=True)
         cleanup = None
     else:
-        cleanup = tempfile.TemporaryDirectory(prefix="tierdb-tiering-bench.")
+        cleanup = tempfile.TemporaryDirectory(prefix=f"tierdb-{name}-bench.")
         work = Path(cleanup.name)
-    work.chmod(0o755)  # the server runs as `postgres` and needs to enter it
+    work.chmod(0o755)
+    return work, cleanup
+
+def benchmark(args):
+    import psycopg
+
+    if not os.access(args.bin, os.X_OK):
+        fail(f"{args.bin} is not built: run `make` first")
+    work, cleanup = work_directory(args.dir, "tiering")
     cluster = work / "pg"
     port = free_port()
     settings = ["shared_buffers=1GB", "max_wal_size=32GB", "checkpoint_timeout=1h",

@@ -198,6 +198,8 @@ typedef struct RegistrationEntry
 	bool		tiered;
 	SeamTable	table;			/* when tiered; strings and arrays in CacheMemoryContext */
 	ItemPointerData cutline_tid;	/* where its tierdb.cutline row was last seen */
+	bool		planning_t_known;
+	int64		planning_t;		/* seam_planning_t's */
 } RegistrationEntry;
 
 static HTAB *registrations = NULL;
@@ -274,6 +276,7 @@ seam_lookup_table(Oid relid)
 	e = hash_search(registrations, &relid, HASH_ENTER, &found);
 	e->tiered = read != NULL;
 	ItemPointerSetInvalid(&e->cutline_tid);
+	e->planning_t_known = false;
 	if (read != NULL)
 	{
 		SeamTable  *cached = copy_table(read, CacheMemoryContext);
@@ -429,6 +432,28 @@ seam_pin(const SeamTable *table)
 	pins = lappend(pins, e);
 	MemoryContextSwitchTo(old);
 	return e->pin;
+}
+
+int64
+seam_planning_t(const SeamTable *table)
+{
+	RegistrationEntry *e;
+	int64		t;
+
+	if (IsolationUsesXactSnapshot())
+		return seam_pin(table).tier_key_hi;
+	e = registrations ? hash_search(registrations, &table->relid, HASH_FIND, NULL) : NULL;
+	if (e != NULL && e->planning_t_known)
+		return e->planning_t;
+	t = read_cutline(table).tier_key_hi;
+	/* Looked up again: reading the cut-line may have accepted an invalidation. */
+	e = registrations ? hash_search(registrations, &table->relid, HASH_FIND, NULL) : NULL;
+	if (e != NULL)
+	{
+		e->planning_t = t;
+		e->planning_t_known = true;
+	}
+	return t;
 }
 
 static void

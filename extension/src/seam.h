@@ -77,6 +77,15 @@ extern SeamTable *seam_lookup_table(Oid relid);
 /* The statement's pin of the table, taken on first use (see above). */
 extern SeamPin seam_pin(const SeamTable *table);
 
+/*
+ * T as the planner should assume it: the transaction's pin under
+ * REPEATABLE READ and SERIALIZABLE; otherwise the cut-line as last read,
+ * cached until it advances (the trigger on tierdb.cutline invalidates it),
+ * without pinning: whatever the plan assumes, tierdb.seam_guard checks
+ * against the statement's pin when it runs.
+ */
+extern int64 seam_planning_t(const SeamTable *table);
+
 /* Forgets pins: at transaction end, and at each statement under READ COMMITTED. */
 extern void seam_init(void);
 

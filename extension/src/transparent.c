@@ -467,9 +467,8 @@ rewrite_query(Query *q, ParamListInfo params)
 			int64		lower;
 			int64		tier_key_hi;
 
-			/* The pin is taken here only when it can matter; the statement keeps it. */
 			if (!(tier_key_lower_bound(q, rti, t, params, &lower) &&
-				  lower >= (tier_key_hi = seam_pin(t).tier_key_hi) &&
+				  lower >= (tier_key_hi = seam_planning_t(t)) &&
 				  add_seam_guard(q, t, tier_key_hi)))
 				replace_reference(rte, t);
 		}

@@ -201,6 +201,26 @@ def test_a_cut_line_advance_invalidates_plans_made_for_the_old_t(tiered):
     assert ["tierdb.seam_guard" in p for p in plans] == [True, False, True], plans
 
 
+def test_repeatable_read_plans_with_its_transaction_pin(tiered):
+    """Under REPEATABLE READ a statement is planned with the transaction's
+    pin, not the cut-line of the moment: T moving meanwhile (here by hand,
+    in another session) neither trips the guard nor changes the answer."""
+    db = tiered
+    want = db.query(SESSION + "SELECT count(*), sum(id) FROM plain WHERE ts >= '2024-01-10 06:00:00+00'")
+    env = " ".join(f"{k}={v}" for k, v in db.env.items())
+    move = "psql -X -q -c 'UPDATE tierdb.cutline SET tier_key_hi = {}' >/dev/null"
+    out = db.query(
+        "BEGIN ISOLATION LEVEL REPEATABLE READ;\n"
+        "SELECT count(*) FROM events;\n"  # pins T = 2024-01-08 for the transaction
+        f"\\! {env} {move.format(1704844800000000)}\n"  # T = 2024-01-10 for everyone else
+        "SELECT count(*), sum(id) FROM events WHERE ts >= '2024-01-10 06:00:00+00';\n"
+        "COMMIT;\n"
+        f"\\! {env} {move.format(1704672000000000)}\n"
+    )
+    rows = [x for r in out for x in "|".join(r).split("\n")]
+    assert rows == ["3000", "|".join(want[0])], rows
+
+
 def test_conditions_prune_lake_files(tiered):
     db = tiered
     plan = "\n".join(r[0] for r in db.query(
