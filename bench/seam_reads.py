@@ -51,7 +51,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import tiering_peer  # noqa: E402  (the cluster helpers and the event rows)
-from tiering_peer import BASE_DAY, TOP, clean_env, create_and_fill, free_port, positive_int, tail  # noqa: E402
+from tiering_peer import BASE_DAY, TOP, clean_env, create_and_fill, positive_int, tail  # noqa: E402
 
 DEFAULT_ROWS = 10_000_000
 DEFAULT_DAYS = 10
@@ -529,51 +529,45 @@ def report(facts, results, tps, cpu, args, scripts, load_seconds, tier_seconds, 
 
 
 def benchmark(args):
-    import psycopg
-
     if not os.access(args.bin, os.X_OK):
         fail(f"{args.bin} is not built: run `make` first")
     work, cleanup = tiering_peer.work_directory(args.dir, "reads")
-    cluster = work / "pg"
-    port = free_port()
-    start = [str(TOP / "scripts/pg-cluster.sh"), "start", str(cluster), str(port)]
-    for s in SETTINGS:
-        start += ["-c", s]
-    subprocess.run(start, check=True)
-    dsn = f"postgres://postgres@127.0.0.1:{port}/postgres"
     try:
-        say(f"{args.rows:,} rows over {args.days} days, twice; cluster on port {port}, files in {work}")
-        with psycopg.connect(dsn, autocommit=True) as conn:
-            conn.execute("SET TimeZone = 'UTC'")
-            t0 = time.perf_counter()
-            load(conn, args.rows, args.days)
-            load_seconds = time.perf_counter() - t0
-            say(f"loaded in {load_seconds:.1f} s; tiering events_tiered")
-            tier_seconds, ref = tier(args, work, dsn, conn)
-            facts = split(conn, args, ref, clean_env())
-            if facts["lake_rows"] != facts["heap_below_cut"] or facts["hot_min"] < facts["cut"]:
-                fail(f"the split is wrong: {facts}")
-            cached = prewarm(conn)
-            say(f"T = {facts['cut']}, lake {facts['lake_rows']:,} rows, heap {facts['hot_rows']:,} rows; "
-                f"timing the scans")
-            results, problems = run_scans(conn, duckdb_connection(), ref, queries(args.days), facts["cut"],
-                                          args.repeat)
-            check_lookups(conn, args.rows, args.days)
-        say("point lookups")
-        tps, scripts = run_lookups(work, port, args.rows, args.days, args.repeat, args.pgbench_seconds)
-        cpu = lookup_cpu(dsn, args.rows, args.days, args.repeat)
-        report(facts, results, tps, cpu, args, scripts, load_seconds, tier_seconds, cached)
-        for p in problems:
-            print(f"read-bench: MISMATCH: {p}", file=sys.stderr)
-        return 1 if problems else 0
+        keep = bool(args.keep_cluster and args.dir)
+        with tiering_peer.private_cluster(work, SETTINGS, keep=keep, say=say) as (dsn, port):
+            say(f"{args.rows:,} rows over {args.days} days, twice; cluster on port {port}, files in {work}")
+            return measure(args, work, dsn, port)
     finally:
-        if args.keep_cluster and args.dir:
-            say(f"the cluster still runs: psql -h 127.0.0.1 -p {port} -U postgres; "
-                f"stop it with: scripts/pg-cluster.sh stop {cluster}")
-        else:
-            subprocess.run([str(TOP / "scripts/pg-cluster.sh"), "stop", str(cluster)])
         if cleanup:
             cleanup.cleanup()
+
+
+def measure(args, work, dsn, port):
+    import psycopg
+
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute("SET TimeZone = 'UTC'")
+        t0 = time.perf_counter()
+        load(conn, args.rows, args.days)
+        load_seconds = time.perf_counter() - t0
+        say(f"loaded in {load_seconds:.1f} s; tiering events_tiered")
+        tier_seconds, ref = tier(args, work, dsn, conn)
+        facts = split(conn, args, ref, clean_env())
+        if facts["lake_rows"] != facts["heap_below_cut"] or facts["hot_min"] < facts["cut"]:
+            fail(f"the split is wrong: {facts}")
+        cached = prewarm(conn)
+        say(f"T = {facts['cut']}, lake {facts['lake_rows']:,} rows, heap {facts['hot_rows']:,} rows; "
+            f"timing the scans")
+        results, problems = run_scans(conn, duckdb_connection(), ref, queries(args.days), facts["cut"],
+                                      args.repeat)
+        check_lookups(conn, args.rows, args.days)
+    say("point lookups")
+    tps, scripts = run_lookups(work, port, args.rows, args.days, args.repeat, args.pgbench_seconds)
+    cpu = lookup_cpu(dsn, args.rows, args.days, args.repeat)
+    report(facts, results, tps, cpu, args, scripts, load_seconds, tier_seconds, cached)
+    for p in problems:
+        print(f"read-bench: MISMATCH: {p}", file=sys.stderr)
+    return 1 if problems else 0
 
 
 def main():

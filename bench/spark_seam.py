@@ -42,7 +42,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import seam_reads  # noqa: E402  (the tables, the tiering and the split check)
-from tiering_peer import TOP, clean_env, free_port, positive_int, tail, work_directory  # noqa: E402
+from tiering_peer import TOP, clean_env, positive_int, private_cluster, tail, work_directory  # noqa: E402
 
 CONNECTOR = TOP / "connectors/spark"
 BENCH_MODULE = TOP / "connectors/spark-bench"
@@ -144,28 +144,18 @@ def benchmark(args):
     if not os.access(args.bin, os.X_OK):
         fail(f"{args.bin} is not built: run `make` first")
     work, cleanup = work_directory(args.dir, "spark")
-    if args.no_build:
-        cp = classpath()
-    else:
-        say("building connectors/spark and connectors/spark-bench")
-        cp = build(work)
-    cluster = work / "pg"
-    port = free_port()
-    start = [str(TOP / "scripts/pg-cluster.sh"), "start", str(cluster), str(port)]
-    for s in seam_reads.SETTINGS:
-        start += ["-c", s]
-    subprocess.run(start, check=True)
-    dsn = f"postgres://postgres@127.0.0.1:{port}/postgres"
     try:
-        say(f"{args.rows:,} rows over {args.days} days, twice; cluster on port {port}, files in {work}")
-        facts, ref = setup(args, work, dsn)
-        return run_bench(args, cp, port, work, facts, ref)
-    finally:
-        if args.keep_cluster and args.dir:
-            say(f"the cluster still runs: psql -h 127.0.0.1 -p {port} -U postgres; "
-                f"stop it with: scripts/pg-cluster.sh stop {cluster}")
+        if args.no_build:
+            cp = classpath()
         else:
-            subprocess.run([str(TOP / "scripts/pg-cluster.sh"), "stop", str(cluster)])
+            say("building connectors/spark and connectors/spark-bench")
+            cp = build(work)
+        keep = bool(args.keep_cluster and args.dir)
+        with private_cluster(work, seam_reads.SETTINGS, keep=keep, say=say) as (dsn, port):
+            say(f"{args.rows:,} rows over {args.days} days, twice; cluster on port {port}, files in {work}")
+            facts, ref = setup(args, work, dsn)
+            return run_bench(args, cp, port, work, facts, ref)
+    finally:
         if cleanup:
             cleanup.cleanup()
 

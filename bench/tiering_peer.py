@@ -51,6 +51,7 @@ side fails or the row counts differ.
 """
 
 import argparse
+import contextlib
 import json
 import os
 import socket
@@ -373,50 +374,66 @@ def work_directory(base_dir, name):
     work.chmod(0o755)
     return work, cleanup
 
-def benchmark(args):
-    import psycopg
-
-    if not os.access(args.bin, os.X_OK):
-        fail(f"{args.bin} is not built: run `make` first")
-    work, cleanup = work_directory(args.dir, "tiering")
+@contextlib.contextmanager
+def private_cluster(work, settings, keep=False, say=print):
+    """A private cluster in WORK/pg with SETTINGS: yields (dsn, port); stopped at the end
+    unless KEEP (then it says how to connect and how to stop it)."""
     cluster = work / "pg"
     port = free_port()
-    settings = ["shared_buffers=1GB", "max_wal_size=32GB", "checkpoint_timeout=1h",
-                "maintenance_work_mem=512MB", "autovacuum=off"]
     start = [str(TOP / "scripts/pg-cluster.sh"), "start", str(cluster), str(port)]
     for s in settings:
         start += ["-c", s]
     subprocess.run(start, check=True)
-    dsn = f"postgres://postgres@127.0.0.1:{port}/postgres"
     try:
-        print(f"tiering-bench: {args.rows:,} rows over {args.days} days; cluster on port {port}, files in {work}")
-        t0 = time.perf_counter()
-        with psycopg.connect(dsn, autocommit=True) as conn:
-            cutoff = create_and_fill(conn, args.rows, args.days)
-            load_seconds = time.perf_counter() - t0
-            rows_below, heap_total, heap_only, nparts = heap_facts(conn, cutoff)
-            print(f"tiering-bench: loaded in {load_seconds:.1f} s; running the scripted side", flush=True)
-            theirs = scripted_side(args, work, dsn, cutoff)
-            print("tiering-bench: running tierdb run --once", flush=True)
-            mine = ours(args, work, dsn, conn)
-            with conn.cursor() as cur:
-                cur.execute("SELECT count(*) FROM events WHERE ts < %s", (cutoff,))
-                left = cur.fetchone()[0]
-        report(rows_below, heap_total, heap_only, nparts, mine, theirs, load_seconds)
-        problems = []
-        if mine["lake_records"] != rows_below:
-            problems.append(f"tierdb's lake holds {mine['lake_records']} rows, the heap had {rows_below} below the cutoff")
-        if theirs["lake_records"] != rows_below or theirs["rows"] != rows_below:
-            problems.append(f"the scripted lake holds {theirs['lake_records']} rows, the heap had {rows_below}")
-        if left != 0:
-            problems.append(f"{left} rows below the cutoff are still in the heap after tiering")
-        for p in problems:
-            print(f"tiering-bench: {p}", file=sys.stderr)
-        return 1 if problems else 0
+        yield f"postgres://postgres@127.0.0.1:{port}/postgres", port
     finally:
-        subprocess.run([str(TOP / "scripts/pg-cluster.sh"), "stop", str(cluster)])
+        if keep:
+            say(f"the cluster still runs: psql -h 127.0.0.1 -p {port} -U postgres; "
+                f"stop it with: scripts/pg-cluster.sh stop {cluster}")
+        else:
+            subprocess.run([str(TOP / "scripts/pg-cluster.sh"), "stop", str(cluster)])
+
+def benchmark(args):
+    if not os.access(args.bin, os.X_OK):
+        fail(f"{args.bin} is not built: run `make` first")
+    work, cleanup = work_directory(args.dir, "tiering")
+    settings = ["shared_buffers=1GB", "max_wal_size=32GB", "checkpoint_timeout=1h",
+                "maintenance_work_mem=512MB", "autovacuum=off"]
+    try:
+        with private_cluster(work, settings) as (dsn, port):
+            return measure(args, work, dsn, port)
+    finally:
         if cleanup:
             cleanup.cleanup()
+
+
+def measure(args, work, dsn, port):
+    import psycopg
+
+    print(f"tiering-bench: {args.rows:,} rows over {args.days} days; cluster on port {port}, files in {work}")
+    t0 = time.perf_counter()
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        cutoff = create_and_fill(conn, args.rows, args.days)
+        load_seconds = time.perf_counter() - t0
+        rows_below, heap_total, heap_only, nparts = heap_facts(conn, cutoff)
+        print(f"tiering-bench: loaded in {load_seconds:.1f} s; running the scripted side", flush=True)
+        theirs = scripted_side(args, work, dsn, cutoff)
+        print("tiering-bench: running tierdb run --once", flush=True)
+        mine = ours(args, work, dsn, conn)
+        with conn.cursor() as cur:
+            cur.execute("SELECT count(*) FROM events WHERE ts < %s", (cutoff,))
+            left = cur.fetchone()[0]
+    report(rows_below, heap_total, heap_only, nparts, mine, theirs, load_seconds)
+    problems = []
+    if mine["lake_records"] != rows_below:
+        problems.append(f"tierdb's lake holds {mine['lake_records']} rows, the heap had {rows_below} below the cutoff")
+    if theirs["lake_records"] != rows_below or theirs["rows"] != rows_below:
+        problems.append(f"the scripted lake holds {theirs['lake_records']} rows, the heap had {rows_below}")
+    if left != 0:
+        problems.append(f"{left} rows below the cutoff are still in the heap after tiering")
+    for p in problems:
+        print(f"tiering-bench: {p}", file=sys.stderr)
+    return 1 if problems else 0
 
 
 def main():
