@@ -456,19 +456,21 @@ lake_op_of(Oid opno, Oid typid, bool commuted, tl_ice_expr_op *out)
 	}
 }
 
-/* A condition the scan can push: a column compared with a value computed at executor start. */
+/*
+ * A condition the scan can push: a column compared with a value computed
+ * at executor start. The planner finds them (plan_cold_scan); the executor
+ * initialises a value's expression only when it evaluates it.
+ */
 typedef struct PushedCondition
 {
 	AttrNumber	attno;
 	Oid			typid;			/* the value's type */
 	tl_ice_expr_op op;
-	ExprState  *value;
+	Expr	   *value;
+	ExprState  *state;			/* NULL until evaluated */
 } PushedCondition;
 
-/*
- * Recognises "column op value" among the scan's conditions (Vars already
- * rewritten by setrefs to INDEX_VAR attno = table attno, see PlanColdScan).
- */
+/* Recognises "column op value" among the scan's conditions. */
 static bool
 match_condition(Expr *clause, PushedCondition *out)
 {
@@ -510,7 +512,8 @@ match_condition(Expr *clause, PushedCondition *out)
 		return false;
 	out->attno = var->varattno;
 	out->typid = exprType((Node *) value);
-	out->value = (ExprState *) value;	/* initialised by the caller */
+	out->value = value;
+	out->state = NULL;
 	return true;
 }
 
@@ -520,10 +523,26 @@ typedef struct ColdScanState
 {
 	CustomScanState css;
 	SeamTable  *table;
-	TupleDesc	tupdesc;
+	TupleDesc	tupdesc;		/* the table's, once the lake or the delta is read */
 	ColdReader	reader;
-	List	   *conditions;		/* PushedCondition *, values still to evaluate */
+	List	   *conditions;		/* PushedCondition *, the tier key's lower bounds first */
 } ColdScanState;
+
+/*
+ * The plan's custom_private: the table, the attributes the query reads
+ * (pull_varattnos' numbering), and the pushable conditions' columns, value
+ * types and operators, whose values are the custom_exprs in the same order.
+ */
+enum
+{
+	COLD_PRIVATE_RELID,
+	COLD_PRIVATE_ATTRS,
+	COLD_PRIVATE_CONDITION_ATTNOS,
+	COLD_PRIVATE_CONDITION_TYPES,
+	COLD_PRIVATE_CONDITION_OPS
+};
+
+#define cold_private(cscan, which) ((List *) list_nth((cscan)->custom_private, (which)))
 
 static Plan *plan_cold_scan(PlannerInfo *root, RelOptInfo *rel, CustomPath *best_path, List *tlist,
 							List *clauses, List *custom_plans);
@@ -726,15 +745,31 @@ plan_cold_scan(PlannerInfo *root, RelOptInfo *rel, CustomPath *best_path, List *
 	cscan->scan.plan.qual = quals;
 	cscan->scan.scanrelid = 0;
 	cscan->custom_scan_tlist = scan_tlist;
-	cscan->custom_exprs = copyObject(quals); /* the conditions to push, rewritten by setrefs alike */
 	/* custom_private must be copyable nodes: the pulled attribute set goes as an integer list. */
 	{
 		List	   *pulled = NIL;
+		List	   *attnos = NIL,
+				   *types = NIL,
+				   *ops = NIL;
+		ListCell   *lc;
 		int			i = -1;
 
 		while ((i = bms_next_member(attrs, i)) >= 0)
 			pulled = lappend_int(pulled, i);
-		cscan->custom_private = list_make2(list_make1_oid(relid), pulled);
+		/* The values are copied: setrefs rewrites custom_exprs and the quals separately. */
+		cscan->custom_exprs = NIL;
+		foreach(lc, quals)
+		{
+			PushedCondition c;
+
+			if (!match_condition(lfirst(lc), &c))
+				continue;
+			attnos = lappend_int(attnos, c.attno);
+			types = lappend_oid(types, c.typid);
+			ops = lappend_int(ops, (int) c.op);
+			cscan->custom_exprs = lappend(cscan->custom_exprs, copyObject(c.value));
+		}
+		cscan->custom_private = list_make5(list_make1_oid(relid), pulled, attnos, types, ops);
 	}
 	cscan->methods = &cold_scan_methods;
 	return &cscan->scan.plan;
@@ -776,9 +811,19 @@ set_needed_attrs(ColdReader *r, const List *pulled)
 	}
 }
 
+/* Whether condition c puts a lower bound on the tier key (key >, >= or = value). */
+static bool
+bounds_tier_key_below(const ColdScanState *s, const PushedCondition *c)
+{
+	return c->attno == s->table->tier_key_attno &&
+		(c->op == TL_ICE_EXPR_GE || c->op == TL_ICE_EXPR_GT || c->op == TL_ICE_EXPR_EQ);
+}
+
 /*
  * Evaluates the pushable conditions' values for the reader, and skips the
- * read when they bound the tier key at or above T (key >, >= or = value).
+ * read when one bounds the tier key at or above T. The bounds come first
+ * and the rest is not evaluated once the read is skipped: a generic plan's
+ * point lookup on hot rows gets here at every execution.
  */
 static void
 evaluate_conditions(ColdScanState *s)
@@ -792,17 +837,18 @@ evaluate_conditions(ColdScanState *s)
 		PushedCondition *c = lfirst(lc);
 		EvaluatedCondition *e;
 		bool		isnull;
-		Datum		value = ExecEvalExprSwitchContext(c->value, econtext, &isnull);
+		Datum		value;
 
-		if (isnull)
+		if (c->state == NULL)
+			c->state = ExecInitExpr(c->value, &s->css.ss.ps);
+		value = ExecEvalExprSwitchContext(c->state, econtext, &isnull);
+		/* A comparison with null holds for no row. */
+		if (isnull || (bounds_tier_key_below(s, c) &&
+					   seam_key_canonical(s->table->key_kind, c->typid, value) >= r->pin.tier_key_hi))
 		{
-			r->skip = true;		/* a comparison with null holds for no row */
-			continue;
-		}
-		if (c->attno == s->table->tier_key_attno &&
-			(c->op == TL_ICE_EXPR_GE || c->op == TL_ICE_EXPR_GT || c->op == TL_ICE_EXPR_EQ) &&
-			seam_key_canonical(s->table->key_kind, c->typid, value) >= r->pin.tier_key_hi)
 			r->skip = true;
+			return;
+		}
 		e = palloc(sizeof(EvaluatedCondition));
 		e->attno = c->attno;
 		e->typid = c->typid;
@@ -822,17 +868,19 @@ begin_cold_scan(CustomScanState *node, EState *estate, int eflags)
 {
 	CustomScan *cscan = (CustomScan *) node->ss.ps.plan;
 
-	check_select_privilege(linitial_oid((List *) linitial(cscan->custom_private)));
+	check_select_privilege(linitial_oid(cold_private(cscan, COLD_PRIVATE_RELID)));
 }
 
-/* The registration, the row type, the pin, the columns and the conditions, once. */
+/* The registration, the pin, the columns and the conditions, once. */
 static void
 set_up_cold_scan(ColdScanState *s)
 {
 	CustomScan *cscan = (CustomScan *) s->css.ss.ps.plan;
-	Oid			relid = linitial_oid((List *) linitial(cscan->custom_private));
-	Relation	rel;
-	ListCell   *lc;
+	Oid			relid = linitial_oid(cold_private(cscan, COLD_PRIVATE_RELID));
+	ListCell   *attno,
+			   *type,
+			   *op,
+			   *value;
 
 	if (s->table != NULL)
 		return;
@@ -842,25 +890,36 @@ set_up_cold_scan(ColdScanState *s)
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("table \"%s\" is no longer registered with TierDB", get_rel_name(relid)),
 				 errhint("Run the statement again.")));
-	rel = table_open(relid, AccessShareLock);
-	s->tupdesc = CreateTupleDescCopy(RelationGetDescr(rel));
-	table_close(rel, NoLock);
-	cold_reader_begin(&s->reader, s->table, s->tupdesc, seam_pin(s->table));
-	set_needed_attrs(&s->reader, lsecond(cscan->custom_private));
+	cold_reader_begin(&s->reader, s->table, NULL, seam_pin(s->table));
+	set_needed_attrs(&s->reader, cold_private(cscan, COLD_PRIVATE_ATTRS));
 
-	foreach(lc, cscan->custom_exprs)
+	forfour(attno, cold_private(cscan, COLD_PRIVATE_CONDITION_ATTNOS),
+			type, cold_private(cscan, COLD_PRIVATE_CONDITION_TYPES),
+			op, cold_private(cscan, COLD_PRIVATE_CONDITION_OPS),
+			value, cscan->custom_exprs)
 	{
-		PushedCondition c;
+		PushedCondition *c = palloc0(sizeof(PushedCondition));
 
-		if (match_condition(lfirst(lc), &c))
-		{
-			PushedCondition *copy = palloc(sizeof(PushedCondition));
-
-			*copy = c;
-			copy->value = ExecInitExpr((Expr *) c.value, &s->css.ss.ps);
-			s->conditions = lappend(s->conditions, copy);
-		}
+		c->attno = lfirst_int(attno);
+		c->typid = lfirst_oid(type);
+		c->op = (tl_ice_expr_op) lfirst_int(op);
+		c->value = lfirst(value);
+		s->conditions = bounds_tier_key_below(s, c) ? lcons(c, s->conditions) : lappend(s->conditions, c);
 	}
+}
+
+/* The table's row type, read once: only a scan that reads the lake or the delta needs it. */
+static TupleDesc
+table_tupdesc(ColdScanState *s)
+{
+	if (s->tupdesc == NULL)
+	{
+		Relation	rel = table_open(s->table->relid, AccessShareLock);
+
+		s->tupdesc = CreateTupleDescCopy(RelationGetDescr(rel));
+		table_close(rel, NoLock);
+	}
+	return s->tupdesc;
 }
 
 /* Evaluates the conditions and opens the reader: at the first row, or for EXPLAIN. */
@@ -871,6 +930,8 @@ open_for_scan(ColdScanState *s)
 	if (s->reader.opened)
 		return;
 	evaluate_conditions(s);
+	if (!s->reader.skip)
+		s->reader.tupdesc = table_tupdesc(s);
 	cold_reader_open(&s->reader);
 }
 
@@ -922,7 +983,7 @@ rescan_cold_scan(CustomScanState *node)
 	if (s->table == NULL)
 		return;					/* not set up yet: nothing to start over */
 	cold_reader_end(&s->reader);
-	cold_reader_begin(&s->reader, s->table, s->tupdesc, seam_pin(s->table));
+	cold_reader_begin(&s->reader, s->table, NULL, seam_pin(s->table));
 	s->reader.attrs = attrs;
 	s->reader.all_attrs = all_attrs;
 }
@@ -952,7 +1013,7 @@ explain_cold_scan(CustomScanState *node, List *ancestors, ExplainState *es)
 	set_up_cold_scan(s);
 	ExplainPropertyText("Table", quote_qualified_identifier(get_namespace_name(get_rel_namespace(s->table->relid)),
 															 get_rel_name(s->table->relid)), es);
-	ExplainPropertyText("Cut-line T", key_text(s->table, s->tupdesc, r->pin.tier_key_hi), es);
+	ExplainPropertyText("Cut-line T", key_text(s->table, table_tupdesc(s), r->pin.tier_key_hi), es);
 	if (r->pin.has_snapshot)
 		ExplainPropertyInteger("Lake Snapshot", NULL, r->pin.snapshot_id, es);
 	else

@@ -142,6 +142,22 @@ registered_column(Oid relid, const char *column)
 }
 
 /* Reads the registration from tierdb.tables; NULL when not tiered. Palloc'd in the current context. */
+/*
+ * The advisory lock key readers of the table share and the daemon takes
+ * exclusively before it drops heap rows (cli/tiering.c), as SQL computes
+ * it: hashtextextended('tierdb_reader_' || table_id, 0), with the database
+ * default collation (deterministic: the bytes).
+ */
+static int64
+reader_lock_key(int64 table_id)
+{
+	char		key[64];
+
+	snprintf(key, sizeof(key), "tierdb_reader_" INT64_FORMAT, table_id);
+	return DatumGetInt64(DirectFunctionCall2Coll(hashtextextended, DEFAULT_COLLATION_OID,
+												 CStringGetTextDatum(key), Int64GetDatum(0)));
+}
+
 static SeamTable *
 read_registration(Oid relid)
 {
@@ -164,6 +180,7 @@ read_registration(Oid relid)
 			t = palloc0(sizeof(SeamTable));
 			t->relid = relid;
 			t->table_id = (int64) relid;
+			t->reader_lock_key = reader_lock_key(t->table_id);
 			t->lake_location = text_column(rel, tuple, "lake_table_ref");
 			t->tier_key_attno = registered_column(relid, text_column(rel, tuple, "tier_key_col"));
 			t->key_kind = parse_key_kind(text_column(rel, tuple, "tier_key_type"));
@@ -313,19 +330,6 @@ find_pin(Oid relid, Snapshot snap)
 	return NULL;
 }
 
-/* Takes the table's reader key shared until the transaction ends. */
-static void
-lock_reader_key(int64 table_id)
-{
-	char		key[64];
-	Datum		hash;
-
-	snprintf(key, sizeof(key), "tierdb_reader_" INT64_FORMAT, table_id);
-	/* As SQL computes it, with the database default collation (deterministic: the bytes). */
-	hash = DirectFunctionCall2Coll(hashtextextended, DEFAULT_COLLATION_OID, CStringGetTextDatum(key), Int64GetDatum(0));
-	DirectFunctionCall1(pg_advisory_xact_lock_shared_int8, hash);
-}
-
 /*
  * The table's tierdb.cutline row visible to `snapshot`, copied, or NULL.
  * Every statement pins, so the row is first looked for where it was last
@@ -421,7 +425,8 @@ seam_pin(const SeamTable *table)
 
 	if (e != NULL)
 		return e->pin;
-	lock_reader_key(table->table_id);
+	/* Shared until the transaction ends. */
+	DirectFunctionCall1(pg_advisory_xact_lock_shared_int8, Int64GetDatum(table->reader_lock_key));
 	old = MemoryContextSwitchTo(TopTransactionContext);
 	e = palloc(sizeof(PinEntry));
 	e->relid = table->relid;

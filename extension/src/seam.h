@@ -50,6 +50,7 @@ typedef struct SeamTable
 {
 	Oid			relid;
 	int64		table_id;
+	int64		reader_lock_key;	/* the advisory lock readers share (seam_pin) */
 	char	   *lake_location;	/* tierdb.tables.lake_table_ref */
 	AttrNumber	tier_key_attno;
 	SeamKeyKind key_kind;

@@ -255,8 +255,15 @@ def test_transparent_reads_off_reads_the_heap(tiered):
     assert "TierDB Cold Scan" in plan
 
 
-def test_system_columns_are_refused_with_a_hint(tiered):
-    error = tiered.error("SELECT tableoid::regclass, count(*) FROM events GROUP BY 1")
+@pytest.mark.parametrize("sql", [
+    "SELECT tableoid::regclass, count(*) FROM events GROUP BY 1",
+    "SELECT count(*) FROM events WHERE ctid <> '(0,0)'",
+    # a system column read from a sublink, of the sublink's table and of the outer one
+    "SELECT (SELECT max(e.xmin::text) FROM events e)",
+    "SELECT count(*) FROM events e WHERE EXISTS (SELECT 1 WHERE e.ctid IS NOT NULL)",
+])
+def test_system_columns_are_refused_with_a_hint(tiered, sql):
+    error = tiered.error(sql)
     assert "cannot read system columns" in error and "transparent_reads = off" in error, error
 
 
