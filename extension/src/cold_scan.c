@@ -1038,6 +1038,7 @@ explain_cold_scan(CustomScanState *node, List *ancestors, ExplainState *es)
 		ExplainPropertyInteger("Row Groups Read", NULL, st.row_groups_read, es);
 		ExplainPropertyInteger("Row Groups Pruned", NULL, st.row_groups_skipped, es);
 		ExplainPropertyInteger("Rows Skipped Before Conversion", NULL, st.rows_skipped, es);
+		ExplainPropertyInteger("Batches Skipped Before Decoding", NULL, st.batches_skipped, es);
 		ExplainPropertyInteger("Rows Removed by Lake Deletes", NULL, st.rows_deleted, es);
 		ExplainPropertyInteger("Rows Replaced by Delta", NULL, r->lake_rows_replaced, es);
 	}

@@ -114,6 +114,7 @@ struct LakeScan
 	const tl_ice_expr *filter;	/* the caller's, until planned */
 	const char *current_file;	/* the file the batch came from */
 	int64		next_row;		/* in batch: the row to convert next */
+	bool		deferring;		/* columns no row condition reads wait for a passing row */
 	int32	   *selected;		/* with row conditions: the batch's rows that pass them */
 	int64		nselected;
 	int64		next_selected;	/* index into selected */
@@ -548,6 +549,35 @@ reserve_external_fds(LakeScan *scan)
 	}
 }
 
+/*
+ * Late materialisation: with row conditions, the columns they do not read
+ * are decoded only for batches where some row passes (fetch_batch). A
+ * selective filter on a column the statistics cannot prune then decodes
+ * that column and little else.
+ */
+static void
+defer_unfiltered_columns(LakeScan *scan)
+{
+	bool	   *deferred;
+	bool		any = false;
+	ListCell   *lc;
+	tl_error	err;
+
+	if (scan->row_conditions == NIL || scan->nfields == 0)
+		return;
+	deferred = palloc(sizeof(bool) * scan->nfields);
+	memset(deferred, true, sizeof(bool) * scan->nfields);
+	foreach(lc, scan->row_conditions)
+		deferred[scan->columns[((LakeRowCondition *) lfirst(lc))->attno - 1].batch_index] = false;
+	for (int b = 0; b < scan->nfields; b++)
+		any |= deferred[b];
+	tl_error_clear(&err);
+	if (any && tl_ice_reader_defer(scan->reader, deferred, &err) < 0)
+		report_lake_error(scan, "starting to read", &err);
+	scan->deferring = any;
+	pfree(deferred);
+}
+
 static void
 start_reader(LakeScan *scan)
 {
@@ -559,6 +589,7 @@ start_reader(LakeScan *scan)
 	scan->reader = tl_ice_reader_open(scan->plan, scan->field_ids, scan->nfields, &err);
 	if (scan->reader == NULL)
 		report_lake_error(scan, "starting to read", &err);
+	defer_unfiltered_columns(scan);
 	scan->batch = tl_ice_reader_batch_new(scan->reader, LAKE_SCAN_BATCH_ROWS);
 }
 
@@ -621,7 +652,13 @@ fetch_batch(LakeScan *scan)
 	if (n == 0)
 		scan->done = true;
 	else if (scan->row_conditions != NIL)
+	{
 		select_rows(scan);
+		if (scan->deferring && scan->nselected == 0)
+			scan->stats.batches_skipped++;
+		else if (scan->deferring && tl_ice_reader_load(scan->reader, scan->batch, &err) < 0)
+			report_lake_error(scan, "reading the rows", &err);
+	}
 	return n > 0;
 }
 

@@ -60,6 +60,7 @@ typedef struct LakeScanStats
 	int64		rows_deleted;		/* by Iceberg deletes */
 	int64		rows_returned;
 	int64		rows_skipped;		/* by the row conditions, before conversion */
+	int64		batches_skipped;	/* no row passed: the columns they do not read stayed undecoded */
 } LakeScanStats;
 
 typedef struct LakeScan LakeScan;

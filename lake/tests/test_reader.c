@@ -6,6 +6,7 @@
 #include <math.h>
 #include <stdlib.h>
 
+#include "deferred_check.h"
 #include "parquet/column_reader.h"
 #include "parquet/metadata.h"
 #include "test.h"
@@ -483,4 +484,47 @@ TEST(reader_maps_legacy_converted_types)
 	tl_input_close(in);
 	tl_buf_free(&legacy);
 	tl_buf_free(&file);
+}
+
+/* Late materialisation: deferred columns loaded for some batches equal a plain read (deferred_check.h). */
+TEST(reader_deferred_columns_equal_a_plain_read)
+{
+	static const char *const files[] = {ROW_GROUPS_FILE, REQUIRED_V2_FILE};
+	/* Batch sizes below, across and above the fixtures' pages and row groups. */
+	static const int64_t batch_rows[] = {1, 37, 600, 5000};
+	static const int load_every[] = {1, 2, 5, 1000000}; /* the last: none loaded, skipped to the end */
+	tl_error err;
+	for (size_t f = 0; f < sizeof(files) / sizeof(files[0]); f++)
+		for (size_t b = 0; b < sizeof(batch_rows) / sizeof(batch_rows[0]); b++)
+			for (size_t l = 0; l < sizeof(load_every) / sizeof(load_every[0]); l++)
+				for (int eager = -1; eager < 2; eager++) {
+					tl_error_clear(&err);
+					CHECK_OK(deferred_check(files[f], batch_rows[b], eager, load_every[l], &err), &err);
+				}
+}
+
+TEST(reader_load_column_refuses_what_is_not_deferred)
+{
+	tl_error err;
+	tl_error_clear(&err);
+	opened o;
+	CHECK_OK(open_fixture(ROW_GROUPS_FILE, &o, &err), &err);
+	bool deferred[4] = {false, true, true, true};
+	CHECK_OK(tl_pq_reader_defer(o.reader, deferred, &err), &err);
+	tl_pq_batch *batch = tl_pq_reader_batch_new(o.reader, 100);
+	CHECK_INT(tl_pq_reader_load_column(o.reader, batch, 1, &err), -1);
+	CHECK(strstr(err.message, "no batch") != NULL);
+	CHECK_INT(tl_pq_reader_next(o.reader, batch, &err), 100);
+	tl_error_clear(&err);
+	CHECK_INT(tl_pq_reader_load_column(o.reader, batch, 0, &err), -1);
+	CHECK(strstr(err.message, "not a deferred column") != NULL);
+	tl_error_clear(&err);
+	CHECK_INT(tl_pq_reader_load_column(o.reader, batch, 4, &err), -1);
+	tl_error_clear(&err);
+	CHECK_OK(tl_pq_reader_load_column(o.reader, batch, 1, &err), &err);
+	CHECK(memcmp(batch->columns[1].v.bytes[99].ptr, "name-00099", 10) == 0);
+	/* Too late to change the deferral once reading started. */
+	CHECK_INT(tl_pq_reader_defer(o.reader, NULL, &err), -1);
+	tl_pq_batch_free(batch);
+	close_fixture(&o);
 }

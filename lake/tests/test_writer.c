@@ -13,6 +13,7 @@
 #include "parquet/encoding.h"
 #include "parquet/metadata.h"
 #include "parquet/writer_internal.h"
+#include "deferred_check.h"
 #include "test.h"
 #include "tierlake/parquet.h"
 #include "writer_test_files.h"
@@ -1413,4 +1414,30 @@ TEST(writer_hash_spreads_similar_values)
 	CHECK(pq_hash_bytes((const uint8_t *)"ab", 2) != pq_hash_bytes((const uint8_t *)"ba", 2));
 	CHECK(pq_hash_bytes((const uint8_t *)"abc", 3) != pq_hash_bytes((const uint8_t *)"abc\0", 4));
 	CHECK(pq_hash_bytes(NULL, 0) == pq_hash_bytes((const uint8_t *)"x", 0));
+}
+
+/*
+ * Our files read with late materialisation (deferred_check.h): every type,
+ * PLAIN (dictionary off) and dictionary pages, small pages and several row
+ * groups, so whole pages, parts of pages and whole row groups are skipped.
+ */
+TEST(writer_files_read_deferred_equal_a_plain_read)
+{
+	tl_error err;
+	tl_error_clear(&err);
+	for (int dictionary = 0; dictionary < 2; dictionary++) {
+		tl_pq_writer_options o;
+		tl_pq_writer_options_init(&o);
+		o.dictionary = dictionary;
+		o.page_rows = 300;
+		o.row_group_rows = 2000;
+		o.write_page_crc = true;
+		written f;
+		CHECK_OK(write_every_type(dictionary ? "deferred_dictionary" : "deferred_plain", &o, 5000, 700, &f, &err),
+		         &err);
+		for (int load_every = 1; load_every <= 7; load_every += 3)
+			for (int eager = -1; eager < NCOLS; eager += 3)
+				CHECK_OK(deferred_check(f.path, 128, eager, load_every, &err), &err);
+		wt_written_free(&f);
+	}
 }

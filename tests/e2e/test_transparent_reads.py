@@ -42,6 +42,9 @@ QUERIES = [
     "SELECT count(*) FROM {t} WHERE v = 'v1234' AND id >= 1234",
     "SELECT count(*) FROM {t} WHERE ts <= '2024-01-02 00:00:00.000001+00' AND ts >= '2024-01-01 23:50:00+00'",
     "SELECT count(*) FROM {t} WHERE id < 2::smallint OR id > 2999::int",
+    # every column, decoded late: only for the batches where a row passes
+    "SELECT * FROM {t} WHERE v = 'v1236'",
+    "SELECT * FROM {t} WHERE id % 500 = 7 AND id > 400 ORDER BY id",
 ]
 
 
@@ -229,6 +232,10 @@ def test_conditions_prune_lake_files(tiered):
     same(db, "SELECT * FROM {t} WHERE ts < '2024-01-02' AND id < 10 ORDER BY id")
     # The same conditions are checked on lake values before rows become tuples.
     assert "Rows Skipped Before Conversion: 291" in plan, plan
+    # Late materialisation: of the 3 lake files (one batch each) whose string bounds admit 'v1236',
+    # the 2 without it decode v only.
+    plan = "\n".join(r[0] for r in db.query("EXPLAIN (ANALYZE, COSTS OFF) SELECT * FROM events WHERE v = 'v1236'"))
+    assert "Lake Files: 3" in plan and "Batches Skipped Before Decoding: 2" in plan, plan
     # The row estimate comes from the lake's record count (2100 rows in 7 days).
     (line,) = [r[0] for r in db.query("EXPLAIN SELECT * FROM events") if "TierDB Cold Scan" in r[0]]
     assert "rows=2100 " in line, line

@@ -99,6 +99,13 @@ class Tierdb:
         problems = schema_json_mismatches(self.schema_json(path), path)
         assert not problems, f"parquet schema --json {path.name}: " + "; ".join(problems[:10])
 
+    def check_deferred_read(self, path) -> None:
+        """Late materialisation (deferred columns, loaded for some batches)
+        reads the same values as a plain read: build/tools/pqskip."""
+        proc = subprocess.run([str(_program("tools/pqskip")), str(path)], capture_output=True, text=True,
+                              timeout=CAT_TIMEOUT, stdin=subprocess.DEVNULL)
+        assert proc.returncode == 0, f"pqskip {path.name}: {proc.stderr.strip()}"
+
 
 @pytest.fixture(scope="session")
 def tierdb(tierdb_bin) -> Tierdb:

@@ -5,8 +5,9 @@ pyarrow's writer options (dictionary, page v1/v2, the delta and
 byte-stream-split encodings, every codec, many row groups and pages,
 statistics, checksums, INT96, no stored Arrow schema), cat must print exactly
 what pyarrow itself reads back from the same file, rendered by the rules in
-parquet_values, and `parquet schema --json` must agree with pyarrow about the
-footer. Files DuckDB writes (its own encoding choices) are read the same way.
+parquet_values, `parquet schema --json` must agree with pyarrow about the
+footer, and a read with late materialisation (build/tools/pqskip) must
+decode the same values as a plain one. Files DuckDB writes (its own encoding choices) are read the same way.
 """
 
 from __future__ import annotations
@@ -100,6 +101,7 @@ def expected_rows(path, columns=None, limit=None):
 def check_file(tierdb, path, columns=None, limit=None):
     if columns is None and limit is None:
         tierdb.check_schema(path)
+        tierdb.check_deferred_read(path)
     rows = tierdb.cat(path, columns=columns, limit=limit)
     compare_rows(kinds_of_file(path), expected_rows(path, columns, limit), rows, context=str(path.name))
     return rows

@@ -107,6 +107,17 @@ tl_pq_batch *tl_ice_reader_batch_new(const tl_ice_reader *r, int64_t capacity);
  * until the next call.
  */
 int64_t tl_ice_reader_next(tl_ice_reader *r, tl_pq_batch *batch, tl_error *err);
+/*
+ * Late materialisation. tl_ice_reader_defer (before the first
+ * tl_ice_reader_next; deferred[i] for output column i, NULL for none) makes
+ * batches arrive without those columns' values; tl_ice_reader_load then
+ * fills them in for the batch just returned. A caller that filters rows
+ * defers the columns its filter does not read and loads a batch only when
+ * some of its rows pass: the others are then skipped undecoded. Either
+ * returns 0, or -1 with err set.
+ */
+int tl_ice_reader_defer(tl_ice_reader *r, const bool *deferred, tl_error *err);
+int tl_ice_reader_load(tl_ice_reader *r, tl_pq_batch *batch, tl_error *err);
 const tl_ice_reader_stats *tl_ice_reader_stats_get(const tl_ice_reader *r);
 /* The data file the last batch came from (NULL before the first and at the end), for messages. */
 const char *tl_ice_reader_current_file(const tl_ice_reader *r);

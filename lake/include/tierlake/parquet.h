@@ -250,6 +250,24 @@ int tl_pq_reader_prune(tl_pq_reader *r, const tl_pq_predicate *preds, int npreds
 int tl_pq_reader_select_row_group(tl_pq_reader *r, int row_group, tl_error *err);
 
 /*
+ * Defers the decoding of projected columns (deferred[i] for the projection's
+ * column i; NULL defers none): tl_pq_reader_next leaves them out of its
+ * batches, and tl_pq_reader_load_column decodes one for the batch just
+ * returned. The rows of batches a column is not loaded for are skipped:
+ * whole pages without decompressing them, and a row group none of whose
+ * batches load the column never reads its chunk. For late materialisation:
+ * decode the columns a filter needs, then the others only for batches with
+ * rows that pass. Call before the first tl_pq_reader_next.
+ */
+int tl_pq_reader_defer(tl_pq_reader *r, const bool *deferred, tl_error *err);
+/*
+ * Decodes deferred column `column` of the batch the last tl_pq_reader_next
+ * returned into that batch (a second call for the same batch does nothing).
+ * Returns 0, or -1 with err set.
+ */
+int tl_pq_reader_load_column(tl_pq_reader *r, tl_pq_batch *batch, int column, tl_error *err);
+
+/*
  * A batch shaped for the projected columns, sized for `capacity` rows; free
  * it with tl_pq_batch_free.
  */

@@ -12,6 +12,13 @@
  * the table's Parquet form; strings stay views into the file batch, valid
  * until the next call.
  *
+ * Output columns may be deferred (tl_ice_reader_defer): a batch then
+ * arrives without them, and tl_ice_reader_load decodes them for that
+ * batch when the caller's filter kept some of its rows. A batch that
+ * deletes touch is compacted row by row, so it is loaded whole at once;
+ * so is every batch of a file with equality deletes, whose keys may be
+ * among the deferred columns.
+ *
  * Row groups whose statistics rule the scan's filter out are skipped. The
  * Parquet reader can restrict itself to one row group only, so a file with
  * skipped row groups is read through one Parquet reader per kept row group
@@ -45,6 +52,7 @@ struct tl_ice_reader {
 	ice_eq_set **eq_cache;       /* every equality delete file loaded so far */
 	int neq_cache;
 	tl_buf key;
+	bool *deferred;              /* per output column, or NULL */
 	bool failed;
 	tl_error failure;
 
@@ -61,6 +69,8 @@ struct tl_ice_reader {
 	bool *keep_row_group;        /* not empty, not ruled out by the filter */
 	bool per_row_group;          /* some row group is skipped: one Parquet reader per kept one */
 	int nkept;                   /* row groups to read */
+	bool *source_deferred;       /* per file projection column: deferred in the Parquet reader */
+	bool load_pending;           /* the last batch still lacks its deferred columns */
 	int64_t *deleted;            /* sorted positions to drop */
 	size_t ndeleted;
 	size_t deleted_cursor;
@@ -153,6 +163,19 @@ tl_ice_reader *tl_ice_reader_open_task(const tl_ice_scan *scan, int task, const 
 	}
 	const tl_ice_scan_task *one = tl_ice_scan_task_at(scan, task);
 	return ice_reader_new(tl_ice_scan_schema(scan), tl_ice_scan_filter(scan), &one, 1, field_ids, nfields, err);
+}
+
+int tl_ice_reader_defer(tl_ice_reader *r, const bool *deferred, tl_error *err)
+{
+	if (r->next_task > 0)
+		return tl_error_set(err, TL_ERR_INVALID, "deferred columns must be chosen before reading starts");
+	free(r->deferred);
+	r->deferred = NULL;
+	if (deferred != NULL && r->nout > 0) {
+		r->deferred = tl_malloc(sizeof(bool) * (size_t)r->nout);
+		memcpy(r->deferred, deferred, sizeof(bool) * (size_t)r->nout);
+	}
+	return 0;
 }
 
 const tl_pq_schema *tl_ice_reader_schema(const tl_ice_reader *r)
@@ -292,6 +315,9 @@ static void close_file(tl_ice_reader *r)
 	r->row_group_start = NULL;
 	free(r->keep_row_group);
 	r->keep_row_group = NULL;
+	free(r->source_deferred);
+	r->source_deferred = NULL;
+	r->load_pending = false;
 	free(r->deleted);
 	r->deleted = NULL;
 	r->ndeleted = 0;
@@ -337,6 +363,24 @@ static int plan_row_groups(tl_ice_reader *r, tl_error *err)
 	return kept;
 }
 
+/*
+ * Defers, in the file's Parquet reader, the file columns of the deferred
+ * output columns; none when the file has equality deletes.
+ */
+static int defer_sources(tl_ice_reader *r, tl_error *err)
+{
+	if (r->deferred == NULL || r->ngroups > 0)
+		return 0;
+	if (r->source_deferred == NULL) {
+		int nsources = r->fp.nprojection;
+		r->source_deferred = tl_calloc((size_t)(nsources ? nsources : 1), sizeof(bool));
+		for (int c = 0; c < r->nout; c++)
+			if (r->deferred[c] && r->fp.columns[c].source >= 0)
+				r->source_deferred[r->fp.columns[c].source] = true;
+	}
+	return tl_pq_reader_defer(r->pq, r->source_deferred, err);
+}
+
 static int open_task(tl_ice_reader *r, const tl_ice_scan_task *t, tl_error *err)
 {
 	const char *path = t->file.file_path;
@@ -366,7 +410,7 @@ static int open_task(tl_ice_reader *r, const tl_ice_scan_task *t, tl_error *err)
 	/* Deletes matter only when rows are read. */
 	const tl_ice_delete_file *const *deletes = t->deletes;
 	if (kept > 0 && (ice_positions_load(path, deletes, t->ndeletes, &r->deleted, &r->ndeleted, err) < 0 ||
-	                 load_equality_deletes(r, fields, nfields, err) < 0)) {
+	                 load_equality_deletes(r, fields, nfields, err) < 0 || defer_sources(r, err) < 0)) {
 		free(fields);
 		close_file(r);
 		return -1;
@@ -457,32 +501,66 @@ static bool copy_verbatim(const ice_fp_column *c, const tl_vector *src, tl_vecto
 }
 
 /*
- * A batch no delete touches: every row survives, so the columns are copied
- * whole, verbatim ones with memcpy and the others value by value.
+ * Output column c of a batch no delete touches: every row survives, so the
+ * column is copied whole, with memcpy when verbatim, else value by value.
  */
-static int64_t copy_all_rows(tl_ice_reader *r, tl_pq_batch *out, tl_error *err)
+static int copy_column(tl_ice_reader *r, tl_pq_batch *out, int c, tl_error *err)
 {
+	const ice_fp_column *col = &r->fp.columns[c];
 	int64_t n = r->src->nrows;
-	for (int c = 0; c < r->nout; c++) {
-		const ice_fp_column *col = &r->fp.columns[c];
-		if (column_is_verbatim(col) && copy_verbatim(col, &r->src->columns[col->source], &out->columns[c], n))
-			continue;
-		for (int64_t row = 0; row < n; row++) {
-			ice_value v;
-			if (ice_fp_read(col, r->src, row, &v, err) < 0)
-				return -1;
-			ice_value_store(&r->out_schema->columns[c], &v, &out->columns[c], row, &out->arena);
-		}
+	if (column_is_verbatim(col) && copy_verbatim(col, &r->src->columns[col->source], &out->columns[c], n))
+		return 0;
+	for (int64_t row = 0; row < n; row++) {
+		ice_value v;
+		if (ice_fp_read(col, r->src, row, &v, err) < 0)
+			return -1;
+		ice_value_store(&r->out_schema->columns[c], &v, &out->columns[c], row, &out->arena);
 	}
-	return n;
+	return 0;
 }
 
-/* Keeps the rows of the file batch that no delete removes; returns how many. */
-static int64_t compact_survivors(tl_ice_reader *r, tl_pq_batch *out, tl_error *err)
+static bool is_deferred(const tl_ice_reader *r, int c)
 {
-	if (r->ngroups == 0 && (r->deleted_cursor >= r->ndeleted ||
-	                        r->deleted[r->deleted_cursor] >= r->next_position + r->src->nrows))
-		return copy_all_rows(r, out, err);
+	return r->source_deferred != NULL && r->deferred[c];
+}
+
+/* Decodes the file columns of deferred output columns for the current file batch. */
+static int load_sources(tl_ice_reader *r, tl_error *err)
+{
+	for (int c = 0; c < r->nout; c++) {
+		int source = r->fp.columns[c].source;
+		if (is_deferred(r, c) && source >= 0 && tl_pq_reader_load_column(r->pq, r->src, source, err) < 0)
+			return -1;
+	}
+	return 0;
+}
+
+/* Whether any delete applies to a row of the current file batch. */
+static bool deletes_touch_batch(const tl_ice_reader *r)
+{
+	return r->ngroups > 0 || (r->deleted_cursor < r->ndeleted &&
+	                          r->deleted[r->deleted_cursor] < r->next_position + r->src->nrows);
+}
+
+/*
+ * Fills the output batch from the file batch: the columns that are not
+ * deferred when no delete touches it (the rest wait for
+ * tl_ice_reader_load), else the rows no delete removes, every column.
+ * Returns the output's row count.
+ */
+static int64_t fill_output(tl_ice_reader *r, tl_pq_batch *out, tl_error *err)
+{
+	if (!deletes_touch_batch(r)) {
+		for (int c = 0; c < r->nout; c++) {
+			if (is_deferred(r, c))
+				r->load_pending = true;
+			else if (copy_column(r, out, c, err) < 0)
+				return -1;
+		}
+		return r->src->nrows;
+	}
+	if (r->source_deferred != NULL && load_sources(r, err) < 0)
+		return -1;
 	int64_t kept = 0;
 	int64_t base = r->next_position;
 	for (int64_t row = 0; row < r->src->nrows; row++) {
@@ -545,7 +623,8 @@ static int reopen_at_row_group(tl_ice_reader *r, int g, tl_error *err)
 	r->pq = tl_pq_reader_open(r->in, err);
 	if (r->pq == NULL)
 		return -1;
-	if (ice_fp_project(&r->fp, r->pq, err) < 0 || tl_pq_reader_select_row_group(r->pq, g, err) < 0)
+	if (ice_fp_project(&r->fp, r->pq, err) < 0 || tl_pq_reader_select_row_group(r->pq, g, err) < 0 ||
+	    defer_sources(r, err) < 0)
 		return -1;
 	return 0;
 }
@@ -582,7 +661,8 @@ static int64_t read_open_file(tl_ice_reader *r, tl_pq_batch *out, tl_error *err)
 			return n;
 		if (account_rows(r, n, err) < 0)
 			return -1;
-		int64_t kept = compact_survivors(r, out, err);
+		r->load_pending = false;
+		int64_t kept = fill_output(r, out, err);
 		r->next_position += n;
 		if (kept != 0)
 			return kept;
@@ -634,6 +714,35 @@ int64_t tl_ice_reader_next(tl_ice_reader *r, tl_pq_batch *batch, tl_error *err)
 	}
 }
 
+int tl_ice_reader_load(tl_ice_reader *r, tl_pq_batch *batch, tl_error *err)
+{
+	tl_error local;
+	if (err == NULL) {
+		tl_error_clear(&local);
+		err = &local;
+	}
+	if (r->failed) {
+		*err = r->failure;
+		return -1;
+	}
+	if (!r->load_pending)
+		return 0;
+	if (batch->nrows != r->src->nrows)
+		return tl_error_set(err, TL_ERR_INVALID, "the batch is not the one the reader returned last");
+	if (load_sources(r, err) < 0) {
+		ice_error_name_file(err, "data file", r->task->file.file_path);
+		return fail(r, err);
+	}
+	for (int c = 0; c < r->nout; c++) {
+		if (is_deferred(r, c) && copy_column(r, batch, c, err) < 0) {
+			ice_error_name_file(err, "data file", r->task->file.file_path);
+			return fail(r, err);
+		}
+	}
+	r->load_pending = false;
+	return 0;
+}
+
 void tl_ice_reader_free(tl_ice_reader *r)
 {
 	if (r == NULL)
@@ -643,6 +752,7 @@ void tl_ice_reader_free(tl_ice_reader *r)
 		ice_eq_set_free(r->eq_cache[i]);
 	free(r->eq_cache);
 	tl_buf_free(&r->key);
+	free(r->deferred);
 	tl_pq_schema_free(r->out_schema);
 	free(r->out_fields);
 	free(r->tasks);

@@ -390,11 +390,25 @@ static int start_data_page_v2(pq_column_reader *cr, const pq_page_header *h, con
 	return start_values(cr, dp->num_values - dp->num_nulls, err);
 }
 
-/* Moves to the next data page, reading any dictionary page on the way. */
-static int next_data_page(pq_column_reader *cr, tl_error *err)
+static int check_crc(pq_column_reader *cr, const pq_page_header *h, const uint8_t *body, tl_error *err)
+{
+	if (h->has_crc && pq_crc32(body, (size_t)h->compressed_page_size) != (uint32_t)h->crc)
+		return corrupt(cr, err, "page CRC does not match its contents");
+	return 0;
+}
+
+/*
+ * Moves to the next data page, reading any dictionary page on the way.
+ * With `skip`, data pages holding no more rows than *skip are passed over
+ * without being checked or decompressed, their rows counted off *skip; it
+ * returns with no page started once *skip reaches 0.
+ */
+static int next_data_page(pq_column_reader *cr, int64_t *skip, tl_error *err)
 {
 	retire_page(cr);
 	for (;;) {
+		if (skip != NULL && *skip == 0)
+			return 0;
 		if (cr->chunk_pos >= cr->chunk_len) {
 			char what[160];
 			snprintf(what, sizeof(what), "column chunk ends after %lld of %lld rows", (long long)cr->rows_read,
@@ -414,13 +428,11 @@ static int next_data_page(pq_column_reader *cr, tl_error *err)
 			return corrupt(cr, err, "page's uncompressed size is out of range");
 		const uint8_t *body = cr->chunk + cr->chunk_pos;
 		cr->chunk_pos += (size_t)h.compressed_page_size;
-		if (h.has_crc && pq_crc32(body, (size_t)h.compressed_page_size) != (uint32_t)h.crc)
-			return corrupt(cr, err, "page CRC does not match its contents");
 
 		int64_t values = 0;
 		switch (h.type) {
 		case PQ_PAGE_DICTIONARY:
-			if (read_dictionary(cr, &h, body, err) < 0)
+			if (check_crc(cr, &h, body, err) < 0 || read_dictionary(cr, &h, body, err) < 0)
 				return -1;
 			continue;
 		case PQ_PAGE_DATA:
@@ -436,6 +448,13 @@ static int next_data_page(pq_column_reader *cr, tl_error *err)
 			return corrupt(cr, err, "page value count is out of range");
 		if (values > cr->rows_expected - cr->rows_read)
 			return corrupt(cr, err, "page holds more values than its row group has rows left");
+		if (skip != NULL && values <= *skip) {
+			*skip -= values;
+			cr->rows_read += values;
+			continue;
+		}
+		if (check_crc(cr, &h, body, err) < 0)
+			return -1;
 		int rc = h.type == PQ_PAGE_DATA ? start_data_page_v1(cr, &h, body, err)
 		                                : start_data_page_v2(cr, &h, body, err);
 		if (rc < 0)
@@ -643,7 +662,7 @@ static void spread(uint8_t *base, int width, const uint8_t *valid, int64_t k, in
 	}
 }
 
-/* Decodes m definition levels into valid[]; returns the number of non-null rows or -1. */
+/* Decodes m definition levels into valid[] (NULL: only counted); returns the number of non-null rows or -1. */
 static int64_t read_definitions(pq_column_reader *cr, uint8_t *valid, int64_t m, tl_error *err)
 {
 	ensure_scratch(cr, m);
@@ -657,10 +676,17 @@ static int64_t read_definitions(pq_column_reader *cr, uint8_t *valid, int64_t m,
 		return corrupt(cr, err, "definition levels end before the page's values do");
 	int64_t present = 0;
 	uint32_t bad = 0;
-	for (int64_t i = 0; i < m; i++) {
-		bad |= levels[i] & ~1u;
-		valid[i] = (uint8_t)levels[i];
-		present += levels[i];
+	if (valid != NULL) {
+		for (int64_t i = 0; i < m; i++) {
+			bad |= levels[i] & ~1u;
+			valid[i] = (uint8_t)levels[i];
+			present += levels[i];
+		}
+	} else {
+		for (int64_t i = 0; i < m; i++) {
+			bad |= levels[i] & ~1u;
+			present += levels[i];
+		}
 	}
 	if (bad)
 		return corrupt(cr, err, "definition level is above the column's maximum of 1");
@@ -673,7 +699,7 @@ int pq_column_reader_read(pq_column_reader *cr, tl_vector *vec, int64_t offset, 
 	uint8_t *base = (uint8_t *)vec->v.b;
 	int width = cr->value_width;
 	while (n > 0) {
-		if (cr->page_values_left == 0 && next_data_page(cr, err) < 0)
+		if (cr->page_values_left == 0 && next_data_page(cr, NULL, err) < 0)
 			return -1;
 		int64_t m = n < cr->page_values_left ? n : cr->page_values_left;
 		uint8_t *dst = base + (size_t)offset * (size_t)width;
@@ -695,6 +721,78 @@ int pq_column_reader_read(pq_column_reader *cr, tl_vector *vec, int64_t offset, 
 		cr->page_values_left -= m;
 		cr->rows_read += m;
 		offset += m;
+		n -= m;
+	}
+	return 0;
+}
+
+/*
+ * Passes over k non-null values of the page: by arithmetic where the
+ * encoding allows, else decoded into scratch and dropped (never gathered
+ * from the dictionary, copied or owned).
+ */
+static int skip_values(pq_column_reader *cr, int64_t k, tl_error *err)
+{
+	const tl_pq_column *col = cr->column;
+	switch (cr->encoding) {
+	case PQ_ENC_PLAIN:
+		if (col->physical == TL_PQ_BOOLEAN || col->physical == TL_PQ_BYTE_ARRAY)
+			break;
+		if ((uint64_t)k > (cr->values_len - cr->values_pos) / (size_t)plain_width_of(col))
+			return corrupt(cr, err, "PLAIN page holds fewer values than its rows need");
+		cr->values_pos += (size_t)k * (size_t)plain_width_of(col);
+		return 0;
+	case PQ_ENC_BYTE_STREAM_SPLIT:
+		if (k > cr->split_total - cr->split_position)
+			return corrupt(cr, err, "BYTE_STREAM_SPLIT page holds fewer values than its rows need");
+		cr->split_position += k;
+		return 0;
+	case PQ_ENC_PLAIN_DICTIONARY:
+	case PQ_ENC_RLE_DICTIONARY: {
+		ensure_scratch(cr, k);
+		int64_t got = pq_rle_decode(&cr->index_decoder, cr->scratch_u32, k, err);
+		if (got < 0) {
+			tl_error_prefix(err, "%s: column \"%s\": dictionary indexes", cr->file_name, col->name);
+			return -1;
+		}
+		return got < k ? corrupt(cr, err, "dictionary indexes end before the page's values do") : 0;
+	}
+	case PQ_ENC_DELTA_LENGTH_BYTE_ARRAY:
+	case PQ_ENC_DELTA_BYTE_ARRAY: {
+		tl_bytes *views = (tl_bytes *)ensure_scratch_bytes(cr, (size_t)k * sizeof(tl_bytes));
+		int64_t got = pq_bytes_decode(&cr->bytes_decoder, views, k, err);
+		if (got < 0) {
+			tl_error_prefix(err, "%s: column \"%s\"", cr->file_name, col->name);
+			return -1;
+		}
+		return got < k ? corrupt(cr, err, "byte-array values end before the page's rows do") : 0;
+	}
+	default:
+		break;
+	}
+	/* PLAIN booleans and byte arrays, RLE booleans, DELTA_BINARY_PACKED: none of them own bytes, so no arena. */
+	return decode_values(cr, ensure_scratch_bytes(cr, (size_t)k * sizeof(tl_bytes)), k, NULL, err);
+}
+
+int pq_column_reader_skip(pq_column_reader *cr, int64_t n, tl_error *err)
+{
+	if (n < 0 || n > cr->rows_expected - cr->rows_read)
+		return tl_error_set(err, TL_ERR_INVALID, "%s: column \"%s\": cannot skip %lld rows with %lld left",
+		                    cr->file_name, cr->column->name, (long long)n,
+		                    (long long)(cr->rows_expected - cr->rows_read));
+	while (n > 0) {
+		if (cr->page_values_left == 0) {
+			if (next_data_page(cr, &n, err) < 0)
+				return -1;
+			if (n == 0)
+				break;
+		}
+		int64_t m = n < cr->page_values_left ? n : cr->page_values_left;
+		int64_t k = cr->max_definition > 0 ? read_definitions(cr, NULL, m, err) : m;
+		if (k < 0 || (k > 0 && skip_values(cr, k, err) < 0))
+			return -1;
+		cr->page_values_left -= m;
+		cr->rows_read += m;
 		n -= m;
 	}
 	return 0;

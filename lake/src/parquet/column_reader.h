@@ -92,6 +92,13 @@ void pq_column_reader_begin_batch(pq_column_reader *cr);
 int pq_column_reader_read(pq_column_reader *cr, tl_vector *vec, int64_t offset, int64_t n,
                           tl_arena *arena, tl_error *err);
 
+/*
+ * Passes over the next n rows without producing them: whole pages are
+ * skipped unread (not even decompressed), the rest of a page by advancing
+ * its decoders.
+ */
+int pq_column_reader_skip(pq_column_reader *cr, int64_t n, tl_error *err);
+
 /* INT96 (nanoseconds of the day, then the Julian day) as nanoseconds since the epoch. */
 int64_t pq_int96_to_nanos(const uint8_t bytes[12]);
 

@@ -39,11 +39,14 @@ struct tl_pq_reader {
 	tl_pq_schema *projected_schema;
 	bool *skip_row_group;
 	int only_row_group;          /* -1: every row group not skipped */
+	bool *deferred;              /* per projected column, or NULL: decoded on request only */
 
 	/* Where reading is. */
 	int row_group;               /* the row group being read, or -1 before the first */
 	int64_t rows_left;           /* in that row group */
-	pq_column_reader *columns;   /* one per projected column */
+	int64_t batch_start;         /* the last batch's first row, within the row group */
+	int64_t batch_rows;          /* and its row count (0: no batch to load columns of) */
+	pq_column_reader *columns;   /* one per projected column; a deferred one is zeroed until loaded */
 	bool started;
 	bool failed;
 	tl_error failure;
@@ -576,6 +579,7 @@ void tl_pq_reader_free(tl_pq_reader *r)
 	}
 	free(r->metadata);
 	free(r->projection);
+	free(r->deferred);
 	free(r->skip_row_group);
 	free(r);
 }
@@ -618,6 +622,8 @@ int tl_pq_reader_project(tl_pq_reader *r, const int *columns, int ncolumns, tl_e
 			return tl_error_set(err, TL_ERR_INVALID, "column index %d is out of range (the file has %d columns)",
 			                    columns[i], r->schema->ncolumns);
 	free(r->projection);
+	free(r->deferred);
+	r->deferred = NULL;
 	tl_pq_schema_free(r->projected_schema);
 	r->projection = tl_malloc(sizeof(int) * (size_t)(ncolumns ? ncolumns : 1));
 	r->projected_schema = tl_pq_schema_new();
@@ -627,6 +633,24 @@ int tl_pq_reader_project(tl_pq_reader *r, const int *columns, int ncolumns, tl_e
 	}
 	r->nprojection = ncolumns;
 	return 0;
+}
+
+int tl_pq_reader_defer(tl_pq_reader *r, const bool *deferred, tl_error *err)
+{
+	if (r->started)
+		return tl_error_set(err, TL_ERR_INVALID, "deferred columns must be chosen before reading starts");
+	free(r->deferred);
+	r->deferred = NULL;
+	if (deferred != NULL && r->nprojection > 0) {
+		r->deferred = tl_malloc(sizeof(bool) * (size_t)r->nprojection);
+		memcpy(r->deferred, deferred, sizeof(bool) * (size_t)r->nprojection);
+	}
+	return 0;
+}
+
+static bool is_deferred(const tl_pq_reader *r, int i)
+{
+	return r->deferred != NULL && r->deferred[i];
 }
 
 int tl_pq_reader_prune(tl_pq_reader *r, const tl_pq_predicate *preds, int npreds)
@@ -677,27 +701,32 @@ static bool wanted(const tl_pq_reader *r, int g)
 	return !r->skip_row_group[g];
 }
 
-/* Fetches every projected chunk of row group g and prepares its decoders. */
+/* Fetches projected column i's chunk of the current row group and prepares its decoder. */
+static int open_column(tl_pq_reader *r, int i, tl_error *err)
+{
+	const pq_row_group *rg = &r->md.row_groups[r->row_group];
+	const pq_column_meta *m = &rg->columns[r->projection[i]].meta_data;
+	size_t len = (size_t)m->total_compressed_size;
+	uint8_t *chunk = tl_malloc(len);
+	if (tl_input_read(r->in, (uint64_t)chunk_start(m), chunk, len, err) < 0) {
+		free(chunk);
+		return -1;
+	}
+	pq_column_reader_init(&r->columns[i], &r->projected_schema->columns[i], r->in->name, (tl_pq_codec)m->codec,
+	                      chunk, len, rg->num_rows);
+	return 0;
+}
+
+/* Moves to row group g: fetches its chunks, but a deferred column's only when it is loaded. */
 static int open_row_group(tl_pq_reader *r, int g, tl_error *err)
 {
 	release_columns(r);
 	r->columns = tl_calloc((size_t)(r->nprojection ? r->nprojection : 1), sizeof(pq_column_reader));
-	const pq_row_group *rg = &r->md.row_groups[g];
-	for (int i = 0; i < r->nprojection; i++) {
-		int c = r->projection[i];
-		const pq_column_meta *m = &rg->columns[c].meta_data;
-		int64_t start = chunk_start(m);
-		size_t len = (size_t)m->total_compressed_size;
-		uint8_t *chunk = tl_malloc(len);
-		if (tl_input_read(r->in, (uint64_t)start, chunk, len, err) < 0) {
-			free(chunk);
-			return -1;
-		}
-		pq_column_reader_init(&r->columns[i], &r->projected_schema->columns[i], r->in->name,
-		                      (tl_pq_codec)m->codec, chunk, len, rg->num_rows);
-	}
 	r->row_group = g;
-	r->rows_left = rg->num_rows;
+	r->rows_left = r->md.row_groups[g].num_rows;
+	for (int i = 0; i < r->nprojection; i++)
+		if (!is_deferred(r, i) && open_column(r, i, err) < 0)
+			return -1;
 	return 0;
 }
 
@@ -721,6 +750,7 @@ int64_t tl_pq_reader_next(tl_pq_reader *r, tl_pq_batch *batch, tl_error *err)
 	if (batch->capacity <= 0)
 		return tl_error_set(err, TL_ERR_INVALID, "the batch has no room for rows");
 	r->started = true;
+	r->batch_rows = 0;
 	batch->nrows = 0;
 	tl_arena_reset(&batch->arena);
 	while (r->rows_left == 0) {
@@ -737,11 +767,39 @@ int64_t tl_pq_reader_next(tl_pq_reader *r, tl_pq_batch *batch, tl_error *err)
 	}
 	int64_t n = batch->capacity < r->rows_left ? batch->capacity : r->rows_left;
 	for (int i = 0; i < r->nprojection; i++) {
+		if (is_deferred(r, i))
+			continue;
 		pq_column_reader_begin_batch(&r->columns[i]);
 		if (pq_column_reader_read(&r->columns[i], &batch->columns[i], 0, n, &batch->arena, err) < 0)
 			return fail(r, err);
 	}
+	r->batch_start = r->md.row_groups[r->row_group].num_rows - r->rows_left;
+	r->batch_rows = n;
 	r->rows_left -= n;
 	batch->nrows = n;
 	return n;
+}
+
+int tl_pq_reader_load_column(tl_pq_reader *r, tl_pq_batch *batch, int column, tl_error *err)
+{
+	if (r->failed) {
+		if (err && err->code == TL_OK)
+			*err = r->failure;
+		return -1;
+	}
+	if (column < 0 || column >= r->nprojection || !is_deferred(r, column))
+		return tl_error_set(err, TL_ERR_INVALID, "column %d is not a deferred column of the projection", column);
+	if (r->batch_rows == 0 || batch->nrows != r->batch_rows)
+		return tl_error_set(err, TL_ERR_INVALID, "there is no batch to load column %d of", column);
+	pq_column_reader *cr = &r->columns[column];
+	if (cr->column == NULL && open_column(r, column, err) < 0)
+		return fail(r, err);
+	if (cr->rows_read == r->batch_start + r->batch_rows)
+		return 0; /* loaded already */
+	/* Rows of batches nobody loaded this column for are passed over now, in one go. */
+	pq_column_reader_begin_batch(cr);
+	if (pq_column_reader_skip(cr, r->batch_start - cr->rows_read, err) < 0 ||
+	    pq_column_reader_read(cr, &batch->columns[column], 0, r->batch_rows, &batch->arena, err) < 0)
+		return fail(r, err);
+	return 0;
 }

@@ -5,7 +5,8 @@
  * footer is accepted, the target walks everything a caller can reach: the
  * schema, every row group's chunk statistics, pruning with predicates built
  * from the input, a full scan of every column, and a scan of a reordered
- * subset of columns. Values are touched one by one so AddressSanitizer sees
+ * subset of columns, and a scan deferring columns and loading them for
+ * some batches only. Values are touched one by one so AddressSanitizer sees
  * any view that points outside the memory the reader owns.
  *
  * Besides crashes, leaks and undefined behaviour, the target aborts on broken
@@ -122,10 +123,11 @@ static int64_t touch_footer(tl_pq_reader *r)
 	return rows;
 }
 
-static void touch_batch(const tl_pq_reader *r, const tl_pq_batch *batch, const int *columns)
+/* Touches the batch's first `ncolumns` columns (the decoded ones). */
+static void touch_batch(const tl_pq_reader *r, const tl_pq_batch *batch, const int *columns, int ncolumns)
 {
 	const tl_pq_schema *schema = tl_pq_reader_schema(r);
-	for (int k = 0; k < batch->ncolumns; k++) {
+	for (int k = 0; k < ncolumns; k++) {
 		const tl_pq_column *col = &schema->columns[columns ? columns[k] : k];
 		const tl_vector *vec = &batch->columns[k];
 		for (int64_t row = 0; row < batch->nrows; row++) {
@@ -198,10 +200,51 @@ static int64_t scan(tl_pq_reader *r, const int *columns, int ncolumns, int64_t r
 		total += n;
 		/* More rows than the footer declares means the reader is inventing them. */
 		FUZZ_REQUIRE(total <= rows_allowed);
-		touch_batch(r, batch, columns);
+		touch_batch(r, batch, columns, batch->ncolumns);
 	}
 	tl_pq_batch_free(batch);
 	return total;
+}
+
+/*
+ * Pass 4's scan: every column but the first deferred, and loaded for every
+ * third batch only, so the skipping of rows (whole pages, parts of pages,
+ * whole chunks) meets the input's pages too. Only decoded columns are
+ * touched.
+ */
+static void scan_deferred(tl_pq_reader *r, int ncolumns, int64_t rows_allowed)
+{
+	tl_error err;
+	tl_error_clear(&err);
+	bool *deferred = tl_calloc((size_t)ncolumns + 1, sizeof(bool));
+	for (int c = 1; c < ncolumns; c++)
+		deferred[c] = true;
+	FUZZ_REQUIRE(tl_pq_reader_defer(r, deferred, &err) == 0);
+	free(deferred);
+	tl_pq_batch *batch = tl_pq_reader_batch_new(r, FUZZ_BATCH_ROWS);
+	int64_t total = 0;
+	for (int64_t index = 0;; index++) {
+		int64_t n = tl_pq_reader_next(r, batch, &err);
+		if (n < 0) {
+			require_failure_reported(&err);
+			break;
+		}
+		if (n == 0)
+			break;
+		total += n;
+		FUZZ_REQUIRE(total <= rows_allowed);
+		bool load = index % 3 == 2;
+		int c = 1;
+		for (; load && c < ncolumns; c++)
+			if (tl_pq_reader_load_column(r, batch, c, &err) < 0)
+				break;
+		if (load && c < ncolumns) {
+			require_failure_reported(&err);
+			break;
+		}
+		touch_batch(r, batch, NULL, load ? ncolumns : (ncolumns > 0 ? 1 : 0));
+	}
+	tl_pq_batch_free(batch);
 }
 
 /*
@@ -317,6 +360,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			require_failure_reported(&err);
 		}
 	}
+	tl_pq_reader_free(r);
+
+	/* Pass 4: late materialisation. */
+	r = open_reader(in);
+	FUZZ_REQUIRE(r != NULL);
+	scan_deferred(r, ncolumns, group_rows);
 	tl_pq_reader_free(r);
 
 	free(subset);
