@@ -264,6 +264,7 @@ void tdb_lake_writer_options(const char *op_id, tl_ice_writer_options *opts)
 	tl_ice_writer_options_init(opts);
 	opts->file_prefix = op_id;
 	opts->parquet.row_group_rows = TDB_LAKE_ROW_GROUP_ROWS;
+	opts->parquet.page_rows = TDB_LAKE_PAGE_ROWS;
 }
 
 /* "<a><sep><b>", malloc'd. */

@@ -106,6 +106,15 @@ int tdb_oplog_record_files(PGconn *c, const char *op_id, const tl_ice_writer *co
 #define TDB_LAKE_ROW_GROUP_ROWS 262144
 
 /*
+ * Rows per data page: the extension's cold scan batch (lake_scan.c), so a
+ * batch whose rows all fail a filter is one page of each other column,
+ * stepped over without being decompressed (late materialisation). With
+ * parquet-cpp's 20,000 a filter passing one row in ten thousand still
+ * decompressed every page, the most of such a scan's time.
+ */
+#define TDB_LAKE_PAGE_ROWS 4096
+
+/*
  * Writer options for an operation's files: the defaults but for the row
  * group size above, with names starting "<op_id>-" so that undoing the
  * operation finds every file it wrote, including those a crash left before

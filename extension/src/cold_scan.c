@@ -44,6 +44,7 @@
 #include "executor/tuptable.h"
 #include "fmgr.h"
 #include "funcapi.h"
+#include "mb/pg_wchar.h"
 #include "miscadmin.h"
 #include "nodes/extensible.h"
 #include "nodes/makefuncs.h"
@@ -86,6 +87,7 @@ typedef struct ColdReader
 	List	   *conditions;		/* EvaluatedCondition *: the query's, for pruning */
 	const tl_ice_expr *filter;	/* built from them once the lake is open, or NULL */
 	int			pushed;			/* conditions in the filter */
+	Bitmapset  *lake_checked;	/* the scan's quals (by index) the lake checks exactly on its rows */
 	tl_arena	filter_arena;	/* holds filter */
 	bool		skip;			/* the conditions keep the read at or above T */
 	bool		opened;
@@ -106,6 +108,7 @@ typedef struct EvaluatedCondition
 	Oid			typid;
 	tl_ice_expr_op op;
 	Datum		value;
+	int			qual_index;		/* the scan's qual it came from */
 } EvaluatedCondition;
 
 /*
@@ -258,7 +261,8 @@ build_filter(ColdReader *r)
 				.integer = narrow ? value->v.i32 : value->v.i64, .boolean = value->v.b,
 			.bytes = value->ptr, .len = value->len};
 
-			lake_scan_add_row_condition(r->lake, &rc, !OidIsValid(coll) || get_collation_isdeterministic(coll));
+			if (lake_scan_add_row_condition(r->lake, &rc, !OidIsValid(coll) || get_collation_isdeterministic(coll)))
+				r->lake_checked = bms_add_member(r->lake_checked, c->qual_index);
 		}
 	}
 	if (r->filter != NULL)
@@ -401,7 +405,8 @@ lake_value_of(const tl_ice_field *field, Oid typid, Datum d, tl_arena *arena, tl
 			out->v.i64 = seam_key_canonical(SEAM_KEY_TIMESTAMP, typid, d);
 			return true;
 		case TL_ICE_STRING:
-			if (typid != TEXTOID && typid != VARCHAROID)
+			/* The lake's strings are UTF-8: bytes compare like text only in a UTF-8 database. */
+			if ((typid != TEXTOID && typid != VARCHAROID) || GetDatabaseEncoding() != PG_UTF8)
 				return false;
 			{
 				text	   *t = DatumGetTextPP(d);
@@ -468,6 +473,7 @@ typedef struct PushedCondition
 	tl_ice_expr_op op;
 	Expr	   *value;
 	ExprState  *state;			/* NULL until evaluated */
+	int			qual_index;		/* the scan's qual it is */
 } PushedCondition;
 
 /* Recognises "column op value" among the scan's conditions. */
@@ -526,12 +532,15 @@ typedef struct ColdScanState
 	TupleDesc	tupdesc;		/* the table's, once the lake or the delta is read */
 	ColdReader	reader;
 	List	   *conditions;		/* PushedCondition *, the tier key's lower bounds first */
+	ExprState  *all_quals;		/* the plan's quals; ps.qual keeps those the lake does not check */
+	Bitmapset  *lake_checked;	/* the quals left out of ps.qual */
 } ColdScanState;
 
 /*
  * The plan's custom_private: the table, the attributes the query reads
  * (pull_varattnos' numbering), and the pushable conditions' columns, value
- * types and operators, whose values are the custom_exprs in the same order.
+ * types, operators and places among the quals; their values are the
+ * custom_exprs in the same order.
  */
 enum
 {
@@ -539,7 +548,8 @@ enum
 	COLD_PRIVATE_ATTRS,
 	COLD_PRIVATE_CONDITION_ATTNOS,
 	COLD_PRIVATE_CONDITION_TYPES,
-	COLD_PRIVATE_CONDITION_OPS
+	COLD_PRIVATE_CONDITION_OPS,
+	COLD_PRIVATE_CONDITION_QUALS	/* each condition's index among the quals */
 };
 
 #define cold_private(cscan, which) ((List *) list_nth((cscan)->custom_private, (which)))
@@ -750,7 +760,8 @@ plan_cold_scan(PlannerInfo *root, RelOptInfo *rel, CustomPath *best_path, List *
 		List	   *pulled = NIL;
 		List	   *attnos = NIL,
 				   *types = NIL,
-				   *ops = NIL;
+				   *ops = NIL,
+				   *places = NIL;
 		ListCell   *lc;
 		int			i = -1;
 
@@ -767,9 +778,11 @@ plan_cold_scan(PlannerInfo *root, RelOptInfo *rel, CustomPath *best_path, List *
 			attnos = lappend_int(attnos, c.attno);
 			types = lappend_oid(types, c.typid);
 			ops = lappend_int(ops, (int) c.op);
+			places = lappend_int(places, foreach_current_index(lc));
 			cscan->custom_exprs = lappend(cscan->custom_exprs, copyObject(c.value));
 		}
 		cscan->custom_private = list_make5(list_make1_oid(relid), pulled, attnos, types, ops);
+		cscan->custom_private = lappend(cscan->custom_private, places);
 	}
 	cscan->methods = &cold_scan_methods;
 	return &cscan->scan.plan;
@@ -854,6 +867,7 @@ evaluate_conditions(ColdScanState *s)
 		e->typid = c->typid;
 		e->op = c->op;
 		e->value = datumCopy(value, get_typbyval(c->typid), get_typlen(c->typid));
+		e->qual_index = c->qual_index;
 		r->conditions = lappend(r->conditions, e);
 	}
 }
@@ -869,6 +883,7 @@ begin_cold_scan(CustomScanState *node, EState *estate, int eflags)
 	CustomScan *cscan = (CustomScan *) node->ss.ps.plan;
 
 	check_select_privilege(linitial_oid(cold_private(cscan, COLD_PRIVATE_RELID)));
+	((ColdScanState *) node)->all_quals = node->ss.ps.qual;
 }
 
 /* The registration, the pin, the columns and the conditions, once. */
@@ -881,6 +896,7 @@ set_up_cold_scan(ColdScanState *s)
 			   *type,
 			   *op,
 			   *value;
+	int			i = 0;
 
 	if (s->table != NULL)
 		return;
@@ -904,6 +920,7 @@ set_up_cold_scan(ColdScanState *s)
 		c->typid = lfirst_oid(type);
 		c->op = (tl_ice_expr_op) lfirst_int(op);
 		c->value = lfirst(value);
+		c->qual_index = list_nth_int(cold_private(cscan, COLD_PRIVATE_CONDITION_QUALS), i++);
 		s->conditions = bounds_tier_key_below(s, c) ? lcons(c, s->conditions) : lappend(s->conditions, c);
 	}
 }
@@ -922,6 +939,32 @@ table_tupdesc(ColdScanState *s)
 	return s->tupdesc;
 }
 
+/*
+ * Leaves out of the executor's filter the quals the lake checks exactly on
+ * every lake row (its row conditions, on the lake's values before
+ * conversion): checked twice they cost a fifth of an aggregate's scan.
+ * Which those are is known once the reader is open, and may change at a
+ * rescan (a parameter's new value out of the column's range is not pushed).
+ * The delta's row images never meet the lake's checks: cold_scan_access
+ * applies all the quals to them.
+ */
+static void
+filter_what_the_lake_does_not(ColdScanState *s)
+{
+	List	   *quals = s->css.ss.ps.plan->qual;
+	List	   *rest = NIL;
+	ListCell   *lc;
+
+	if (bms_equal(s->lake_checked, s->reader.lake_checked))
+		return;
+	foreach(lc, quals)
+		if (!bms_is_member(foreach_current_index(lc), s->reader.lake_checked))
+			rest = lappend(rest, lfirst(lc));
+	s->css.ss.ps.qual = list_length(rest) == list_length(quals) ? s->all_quals
+		: ExecInitQual(rest, &s->css.ss.ps);
+	s->lake_checked = bms_copy(s->reader.lake_checked);
+}
+
 /* Evaluates the conditions and opens the reader: at the first row, or for EXPLAIN. */
 static void
 open_for_scan(ColdScanState *s)
@@ -933,6 +976,7 @@ open_for_scan(ColdScanState *s)
 	if (!s->reader.skip)
 		s->reader.tupdesc = table_tupdesc(s);
 	cold_reader_open(&s->reader);
+	filter_what_the_lake_does_not(s);
 }
 
 static TupleTableSlot *
@@ -940,10 +984,20 @@ cold_scan_access(ScanState *ss)
 {
 	ColdScanState *s = (ColdScanState *) ss;
 	TupleTableSlot *slot = ss->ss_ScanTupleSlot;
+	ExprContext *econtext = ss->ps.ps_ExprContext;
 
 	open_for_scan(s);
-	if (cold_reader_next(&s->reader, slot))
+	while (cold_reader_next(&s->reader, slot))
+	{
+		/* A row image from the delta (the lake is done): the quals the lake checked apply too. */
+		if (s->reader.lake_done && ss->ps.qual != s->all_quals)
+		{
+			econtext->ecxt_scantuple = slot;
+			if (!ExecQual(s->all_quals, econtext))
+				continue;
+		}
 		return slot;
+	}
 	return ExecClearTuple(slot);
 }
 
@@ -982,6 +1036,9 @@ rescan_cold_scan(CustomScanState *node)
 
 	if (s->table == NULL)
 		return;					/* not set up yet: nothing to start over */
+	/* ExecScan takes ps.qual as a call starts: all of them, until the reader is open again. */
+	s->css.ss.ps.qual = s->all_quals;
+	s->lake_checked = NULL;
 	cold_reader_end(&s->reader);
 	cold_reader_begin(&s->reader, s->table, NULL, seam_pin(s->table));
 	s->reader.attrs = attrs;
