@@ -71,6 +71,30 @@ catalog_relid(const char *name)
 	return OidIsValid(nsp) ? get_relname_relid(name, nsp) : InvalidOid;
 }
 
+/*
+ * tierdb.tables and tierdb.cutline, which every planning and every pin
+ * ask for, looked up once: forget_registrations forgets them when either
+ * relation changes (dropped with the extension, say) and on a full reset.
+ * Cached only while that callback is registered.
+ */
+static Oid	tables_catalog = InvalidOid;
+static Oid	cutline_catalog = InvalidOid;
+static bool catalog_callback_registered = false;
+
+static Oid
+cached_catalog_relid(Oid *cache, const char *name)
+{
+	if (!OidIsValid(*cache))
+	{
+		Oid			relid = catalog_relid(name);
+
+		if (!catalog_callback_registered)
+			return relid;
+		*cache = relid;
+	}
+	return *cache;
+}
+
 /* The text value of column `name` of a catalog tuple, or NULL. */
 static char *
 text_column(Relation rel, HeapTuple tuple, const char *name)
@@ -238,6 +262,8 @@ forget_registrations(Datum arg, Oid relid)
 	HASH_SEQ_STATUS seq;
 	RegistrationEntry *e;
 
+	if (!OidIsValid(relid) || relid == tables_catalog || relid == cutline_catalog)
+		tables_catalog = cutline_catalog = InvalidOid;
 	if (registrations == NULL)
 		return;
 	hash_seq_init(&seq, registrations);
@@ -265,11 +291,17 @@ copy_table(const SeamTable *from, MemoryContext cxt)
 SeamTable *
 seam_lookup_table(Oid relid)
 {
-	Oid			catalog = catalog_relid("tables");
+	Oid			catalog;
 	RegistrationEntry *e;
 	SeamTable  *read;
 	bool		found;
 
+	if (!catalog_callback_registered)
+	{
+		CacheRegisterRelcacheCallback(forget_registrations, (Datum) 0);
+		catalog_callback_registered = true;
+	}
+	catalog = cached_catalog_relid(&tables_catalog, "tables");
 	if (!OidIsValid(catalog))
 		return NULL;
 	if (registrations == NULL)
@@ -277,7 +309,6 @@ seam_lookup_table(Oid relid)
 		HASHCTL		ctl = {.keysize = sizeof(Oid), .entrysize = sizeof(RegistrationEntry)};
 
 		registrations = hash_create("tierdb registrations", 64, &ctl, HASH_ELEM | HASH_BLOBS);
-		CacheRegisterRelcacheCallback(forget_registrations, (Datum) 0);
 	}
 	if (catalog != registrations_catalog)
 	{
@@ -341,7 +372,7 @@ find_pin(Oid relid, Snapshot snap)
 static HeapTuple
 fetch_cutline(Oid relid, Snapshot snapshot, Relation *rel_out)
 {
-	Oid			catalog = catalog_relid("cutline");
+	Oid			catalog = cached_catalog_relid(&cutline_catalog, "cutline");
 	RegistrationEntry *e;
 	Relation	rel;
 	HeapTuple	found = NULL;
@@ -384,18 +415,16 @@ fetch_cutline(Oid relid, Snapshot snapshot, Relation *rel_out)
 	return found;
 }
 
-/* Reads the cut-line with a snapshot taken after the lock (seam.h says why). */
+/* The cut-line as `snapshot` sees it. */
 static SeamPin
-read_cutline(const SeamTable *table)
+cutline_at(const SeamTable *table, Snapshot snapshot)
 {
 	Relation	rel;
-	Snapshot	latest = RegisterSnapshot(GetLatestSnapshot());
-	HeapTuple	tuple = fetch_cutline(table->relid, latest, &rel);
+	HeapTuple	tuple = fetch_cutline(table->relid, snapshot, &rel);
 	SeamPin		pin = {0};
 	bool		isnull;
 	Datum		d;
 
-	UnregisterSnapshot(latest);
 	if (tuple == NULL)
 		ereport(ERROR,
 				(errcode(ERRCODE_DATA_CORRUPTED),
@@ -413,6 +442,17 @@ read_cutline(const SeamTable *table)
 	pin.snapshot_id = isnull ? 0 : DatumGetInt64(d);
 	heap_freetuple(tuple);
 	table_close(rel, AccessShareLock);
+	return pin;
+}
+
+/* Reads the cut-line with a snapshot taken after the lock (seam.h says why). */
+static SeamPin
+read_cutline(const SeamTable *table)
+{
+	Snapshot	latest = RegisterSnapshot(GetLatestSnapshot());
+	SeamPin		pin = cutline_at(table, latest);
+
+	UnregisterSnapshot(latest);
 	return pin;
 }
 
@@ -437,6 +477,24 @@ seam_pin(const SeamTable *table)
 	pins = lappend(pins, e);
 	MemoryContextSwitchTo(old);
 	return e->pin;
+}
+
+/*
+ * T for a read of heap rows only (tierdb_seam_guard): the statement's pin
+ * when it has one, else the cut-line its own snapshot sees, without
+ * pinning. Such a read touches neither the lake nor the delta, so it needs
+ * no reader key: the partitions it reads are locked by the statement
+ * itself, and a snapshot that shows T shows every correction at or above
+ * T in the heap. Nor does it leave a pin behind, which another reference
+ * in the same statement, one that reads the lake, must take properly.
+ */
+int64
+seam_statement_t(const SeamTable *table)
+{
+	Snapshot	snap = reading_snapshot();
+	PinEntry   *e = find_pin(table->relid, snap);
+
+	return e != NULL ? e->pin.tier_key_hi : cutline_at(table, snap).tier_key_hi;
 }
 
 int64
@@ -600,7 +658,6 @@ tierdb_seam_guard(PG_FUNCTION_ARGS)
 	Oid			typid = get_fn_expr_argtype(fcinfo->flinfo, 1);
 	SeamTable  *table = seam_lookup_table(relid);
 	int64		planned;
-	SeamPin		pin;
 
 	if (table == NULL)
 		ereport(ERROR,
@@ -608,8 +665,7 @@ tierdb_seam_guard(PG_FUNCTION_ARGS)
 				 errmsg("table \"%s\" is no longer registered with TierDB in tiered mode", get_rel_name(relid)),
 				 errhint("Run the statement again.")));
 	planned = seam_key_canonical(table->key_kind, typid, PG_GETARG_DATUM(1));
-	pin = seam_pin(table);
-	if (pin.tier_key_hi != planned)
+	if (seam_statement_t(table) != planned)
 		ereport(ERROR,
 				(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
 				 errmsg("the cut-line of table \"%s\" advanced between planning and running this statement",

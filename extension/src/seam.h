@@ -85,6 +85,8 @@ extern SeamPin seam_pin(const SeamTable *table);
  * without pinning: whatever the plan assumes, tierdb.seam_guard checks
  * against the statement's pin when it runs.
  */
+extern int64 seam_statement_t(const SeamTable *table);
+
 extern int64 seam_planning_t(const SeamTable *table);
 
 /* Forgets pins: at transaction end, and at each statement under READ COMMITTED. */

@@ -185,6 +185,22 @@ def test_a_query_kept_at_or_above_t_plans_as_a_plain_table(tiered, tierdb_bin, l
     assert db.query("SELECT tierdb.seam_guard('events'::regclass::oid, '2024-01-10 00:00:00+00'::timestamptz)") == [("t",)]
 
 
+def test_a_heap_only_read_takes_no_reader_key(tiered):
+    """A heap-only read does not pin: its guard compares T with the
+    cut-line its snapshot sees, and takes no advisory lock; a read of the
+    lake in the same transaction still takes the reader key."""
+    db = tiered
+    advisory = "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND pid = pg_backend_pid();\n"
+    out = db.query(
+        "BEGIN;\n"
+        "SELECT count(*) FROM events WHERE ts >= '2024-01-09';\n" + advisory
+        + "SELECT count(*) FROM events;\n" + advisory
+        + "COMMIT;\n"
+    )
+    rows = [x for r in out for x in "|".join(r).split("\n")]
+    assert rows == ["600", "0", "3000", "1"], rows
+
+
 def test_a_cut_line_advance_invalidates_plans_made_for_the_old_t(tiered):
     """The trigger on tierdb.cutline, alone: a cached heap-only plan is
     planned again when T moves (here by hand, and back), with nothing else
