@@ -781,8 +781,7 @@ plan_cold_scan(PlannerInfo *root, RelOptInfo *rel, CustomPath *best_path, List *
 			places = lappend_int(places, foreach_current_index(lc));
 			cscan->custom_exprs = lappend(cscan->custom_exprs, copyObject(c.value));
 		}
-		cscan->custom_private = list_make5(list_make1_oid(relid), pulled, attnos, types, ops);
-		cscan->custom_private = lappend(cscan->custom_private, places);
+		cscan->custom_private = lappend(list_make5(list_make1_oid(relid), pulled, attnos, types, ops), places);
 	}
 	cscan->methods = &cold_scan_methods;
 	return &cscan->scan.plan;
@@ -895,8 +894,8 @@ set_up_cold_scan(ColdScanState *s)
 	ListCell   *attno,
 			   *type,
 			   *op,
+			   *place,
 			   *value;
-	int			i = 0;
 
 	if (s->table != NULL)
 		return;
@@ -909,9 +908,10 @@ set_up_cold_scan(ColdScanState *s)
 	cold_reader_begin(&s->reader, s->table, NULL, seam_pin(s->table));
 	set_needed_attrs(&s->reader, cold_private(cscan, COLD_PRIVATE_ATTRS));
 
-	forfour(attno, cold_private(cscan, COLD_PRIVATE_CONDITION_ATTNOS),
+	forfive(attno, cold_private(cscan, COLD_PRIVATE_CONDITION_ATTNOS),
 			type, cold_private(cscan, COLD_PRIVATE_CONDITION_TYPES),
 			op, cold_private(cscan, COLD_PRIVATE_CONDITION_OPS),
+			place, cold_private(cscan, COLD_PRIVATE_CONDITION_QUALS),
 			value, cscan->custom_exprs)
 	{
 		PushedCondition *c = palloc0(sizeof(PushedCondition));
@@ -920,7 +920,7 @@ set_up_cold_scan(ColdScanState *s)
 		c->typid = lfirst_oid(type);
 		c->op = (tl_ice_expr_op) lfirst_int(op);
 		c->value = lfirst(value);
-		c->qual_index = list_nth_int(cold_private(cscan, COLD_PRIVATE_CONDITION_QUALS), i++);
+		c->qual_index = lfirst_int(place);
 		s->conditions = bounds_tier_key_below(s, c) ? lcons(c, s->conditions) : lappend(s->conditions, c);
 	}
 }
@@ -965,6 +965,41 @@ filter_what_the_lake_does_not(ColdScanState *s)
 	s->lake_checked = bms_copy(s->reader.lake_checked);
 }
 
+/*
+ * Spares the lake scan converting the columns only the lake-checked quals
+ * read: nothing above the scan looks at them (an aggregate over a range of
+ * ts then converts no ts). The delta's keys are matched on the rows, so
+ * the primary key is converted while the delta names any.
+ */
+static void
+convert_only_what_is_read(ColdScanState *s)
+{
+	ColdReader *r = &s->reader;
+	Bitmapset  *read = NULL;
+	ListCell   *lc;
+
+	if (r->lake == NULL || r->all_attrs || bms_is_empty(r->lake_checked))
+		return;
+	pull_varattnos((Node *) s->css.ss.ps.plan->targetlist, INDEX_VAR, &read);
+	foreach(lc, s->css.ss.ps.plan->qual)
+		if (!bms_is_member(foreach_current_index(lc), r->lake_checked))
+			pull_varattnos(lfirst(lc), INDEX_VAR, &read);
+	if (r->delta_keys != NULL)
+		for (int i = 0; i < r->table->npk; i++)
+			read = bms_add_member(read, r->table->pk_attnos[i] - FirstLowInvalidHeapAttributeNumber);
+	/* A whole-row reference (attribute 0) reads everything. */
+	if (bms_is_member(-FirstLowInvalidHeapAttributeNumber, read))
+		return;
+	foreach(lc, r->conditions)
+	{
+		EvaluatedCondition *c = lfirst(lc);
+
+		if (bms_is_member(c->qual_index, r->lake_checked) &&
+			!bms_is_member(c->attno - FirstLowInvalidHeapAttributeNumber, read))
+			lake_scan_skip_conversion(r->lake, c->attno);
+	}
+}
+
 /* Evaluates the conditions and opens the reader: at the first row, or for EXPLAIN. */
 static void
 open_for_scan(ColdScanState *s)
@@ -977,6 +1012,7 @@ open_for_scan(ColdScanState *s)
 		s->reader.tupdesc = table_tupdesc(s);
 	cold_reader_open(&s->reader);
 	filter_what_the_lake_does_not(s);
+	convert_only_what_is_read(s);
 }
 
 static TupleTableSlot *
@@ -986,7 +1022,7 @@ cold_scan_access(ScanState *ss)
 	TupleTableSlot *slot = ss->ss_ScanTupleSlot;
 	ExprContext *econtext = ss->ps.ps_ExprContext;
 
-	open_for_scan(s);
+	open_for_scan(s);			/* done already, unless called other than through exec_cold_scan */
 	while (cold_reader_next(&s->reader, slot))
 	{
 		/* A row image from the delta (the lake is done): the quals the lake checked apply too. */
@@ -1007,9 +1043,15 @@ cold_scan_recheck(ScanState *ss, TupleTableSlot *slot)
 	return true;
 }
 
+/*
+ * The reader is opened before ExecScan takes ps.qual, which it does as each
+ * call starts: the quals the lake checks are then out of it from the first
+ * row on (the columns only they read are no longer converted).
+ */
 static TupleTableSlot *
 exec_cold_scan(CustomScanState *node)
 {
+	open_for_scan((ColdScanState *) node);
 	return ExecScan(&node->ss, cold_scan_access, cold_scan_recheck);
 }
 
@@ -1036,7 +1078,7 @@ rescan_cold_scan(CustomScanState *node)
 
 	if (s->table == NULL)
 		return;					/* not set up yet: nothing to start over */
-	/* ExecScan takes ps.qual as a call starts: all of them, until the reader is open again. */
+	/* All the quals until the reader is open again: the lake may check other ones then. */
 	s->css.ss.ps.qual = s->all_quals;
 	s->lake_checked = NULL;
 	cold_reader_end(&s->reader);

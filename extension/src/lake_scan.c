@@ -83,6 +83,7 @@ typedef struct LakeColumn
 	int			batch_index;	/* its column in the reader's batches */
 	LakeValueConverter conv;
 	TextCacheSlot *text_cache;	/* text columns only */
+	bool		unconverted;	/* read for the row conditions only: NULL in the rows */
 } LakeColumn;
 
 struct LakeScan
@@ -310,7 +311,8 @@ map_columns(LakeScan *scan, const Bitmapset *attrs, bool all_attrs)
 		col->batch_index = scan->nfields;
 		scan->read_attrs[scan->nfields] = i;
 		scan->field_ids[scan->nfields++] = col->field->id;
-		scan->row_allocates |= !att->attbyval;
+		/* Cached text is made in the batch's context. */
+		scan->row_allocates |= !att->attbyval && col->text_cache == NULL;
 	}
 }
 
@@ -429,6 +431,15 @@ lake_scan_add_row_condition(LakeScan *scan, const LakeRowCondition *cond, bool d
 	scan->row_conditions = lappend(scan->row_conditions, copy);
 	MemoryContextSwitchTo(old);
 	return true;
+}
+
+void
+lake_scan_skip_conversion(LakeScan *scan, AttrNumber attno)
+{
+	if (attno < 1 || attno > scan->tupdesc->natts || scan->columns[attno - 1].batch_index < 0)
+		return;
+	scan->columns[attno - 1].unconverted = true;
+	scan->nulls_set_in = NULL;
 }
 
 static bool
@@ -692,6 +703,8 @@ fill_row(LakeScan *scan, Datum *values, bool *isnull)
 		int			i = scan->read_attrs[b];
 		LakeColumn *col = &scan->columns[i];
 
+		if (col->unconverted)
+			continue;
 		scan->converting = i;
 		if (col->text_cache != NULL)
 			values[i] = cached_text(scan, col, &scan->batch->columns[b], scan->next_row, &isnull[i]);
@@ -706,7 +719,7 @@ set_unread_nulls(LakeScan *scan, TupleTableSlot *slot)
 {
 	for (int i = 0; i < scan->tupdesc->natts; i++)
 	{
-		if (scan->columns[i].batch_index < 0)
+		if (scan->columns[i].batch_index < 0 || scan->columns[i].unconverted)
 		{
 			slot->tts_values[i] = (Datum) 0;
 			slot->tts_isnull[i] = true;

@@ -92,9 +92,9 @@ extern void lake_scan_set_filter(LakeScan *scan, const tl_ice_expr *filter);
 /*
  * A condition checked on the lake values of each row before the row is
  * converted into a tuple: rows failing one are skipped. Only for
- * comparisons whose lake outcome is exactly Postgres' (lake_scan_set_row_
- * conditions says which); the caller still evaluates its quals, so this
- * only saves the conversion of rows that cannot match.
+ * comparisons whose lake outcome is exactly Postgres'
+ * (lake_scan_add_row_condition says which), so a caller need not check
+ * an accepted condition again on the rows it gets.
  */
 typedef struct LakeRowCondition
 {
@@ -116,6 +116,13 @@ typedef struct LakeRowCondition
  * accepted.
  */
 extern bool lake_scan_add_row_condition(LakeScan *scan, const LakeRowCondition *cond, bool deterministic);
+
+/*
+ * Leaves attribute attno NULL in the rows: the lake still reads it for the
+ * row conditions, but the caller needs no value of it (its only use was a
+ * condition the lake checks). Call before the first lake_scan_next.
+ */
+extern void lake_scan_skip_conversion(LakeScan *scan, AttrNumber attno);
 
 /*
  * Plans the scan (manifests read, files chosen) if not done yet; the first
