@@ -676,17 +676,34 @@ static int64_t fail(tl_ice_reader *r, tl_error *err)
 	return -1;
 }
 
+/* fail() for an error while reading the open data file, which the message then names. */
+static int64_t fail_in_file(tl_ice_reader *r, tl_error *err)
+{
+	ice_error_name_file(err, "data file", r->task->file.file_path);
+	return fail(r, err);
+}
+
+/*
+ * The start of every reading call: points *err at `local` when the caller
+ * passed none, and returns false with the earlier failure once the reader
+ * has failed.
+ */
+static bool still_reading(const tl_ice_reader *r, tl_error **err, tl_error *local)
+{
+	if (*err == NULL) {
+		tl_error_clear(local);
+		*err = local;
+	}
+	if (r->failed)
+		**err = r->failure;
+	return !r->failed;
+}
+
 int64_t tl_ice_reader_next(tl_ice_reader *r, tl_pq_batch *batch, tl_error *err)
 {
 	tl_error local;
-	if (err == NULL) {
-		tl_error_clear(&local);
-		err = &local;
-	}
-	if (r->failed) {
-		*err = r->failure;
+	if (!still_reading(r, &err, &local))
 		return -1;
-	}
 	if (batch->ncolumns != r->nout)
 		return tl_error_set(err, TL_ERR_INVALID, "the batch has %d columns but the reader yields %d",
 		                    batch->ncolumns, r->nout);
@@ -702,10 +719,8 @@ int64_t tl_ice_reader_next(tl_ice_reader *r, tl_pq_batch *batch, tl_error *err)
 				return fail(r, err);
 		}
 		int64_t n = read_open_file(r, batch, err);
-		if (n < 0) {
-			ice_error_name_file(err, "data file", r->task->file.file_path);
-			return fail(r, err);
-		}
+		if (n < 0)
+			return fail_in_file(r, err);
 		if (n > 0) {
 			batch->nrows = n;
 			return n;
@@ -717,28 +732,17 @@ int64_t tl_ice_reader_next(tl_ice_reader *r, tl_pq_batch *batch, tl_error *err)
 int tl_ice_reader_load(tl_ice_reader *r, tl_pq_batch *batch, tl_error *err)
 {
 	tl_error local;
-	if (err == NULL) {
-		tl_error_clear(&local);
-		err = &local;
-	}
-	if (r->failed) {
-		*err = r->failure;
+	if (!still_reading(r, &err, &local))
 		return -1;
-	}
 	if (!r->load_pending)
 		return 0;
 	if (batch->nrows != r->src->nrows)
 		return tl_error_set(err, TL_ERR_INVALID, "the batch is not the one the reader returned last");
-	if (load_sources(r, err) < 0) {
-		ice_error_name_file(err, "data file", r->task->file.file_path);
-		return fail(r, err);
-	}
-	for (int c = 0; c < r->nout; c++) {
-		if (is_deferred(r, c) && copy_column(r, batch, c, err) < 0) {
-			ice_error_name_file(err, "data file", r->task->file.file_path);
-			return fail(r, err);
-		}
-	}
+	if (load_sources(r, err) < 0)
+		return (int)fail_in_file(r, err);
+	for (int c = 0; c < r->nout; c++)
+		if (is_deferred(r, c) && copy_column(r, batch, c, err) < 0)
+			return (int)fail_in_file(r, err);
 	r->load_pending = false;
 	return 0;
 }
