@@ -1087,21 +1087,6 @@ rescan_cold_scan(CustomScanState *node)
 	s->reader.all_attrs = all_attrs;
 }
 
-/* The canonical tier-key value in the key's own type, as text. */
-static char *
-key_text(const SeamTable *table, TupleDesc desc, int64 canonical)
-{
-	Oid			typid = TupleDescAttr(desc, table->tier_key_attno - 1)->atttypid;
-	Oid			out;
-	bool		varlena;
-	Datum		d = seam_key_datum(table->key_kind, canonical);
-
-	if (table->key_kind == SEAM_KEY_BIGINT && typid != INT8OID)
-		return psprintf(INT64_FORMAT, canonical);
-	getTypeOutputInfo(typid, &out, &varlena);
-	return OidOutputFunctionCall(out, d);
-}
-
 static void
 explain_cold_scan(CustomScanState *node, List *ancestors, ExplainState *es)
 {
@@ -1112,7 +1097,7 @@ explain_cold_scan(CustomScanState *node, List *ancestors, ExplainState *es)
 	set_up_cold_scan(s);
 	ExplainPropertyText("Table", quote_qualified_identifier(get_namespace_name(get_rel_namespace(s->table->relid)),
 															 get_rel_name(s->table->relid)), es);
-	ExplainPropertyText("Cut-line T", key_text(s->table, table_tupdesc(s), r->pin.tier_key_hi), es);
+	ExplainPropertyText("Cut-line T", seam_key_text(s->table, r->pin.tier_key_hi), es);
 	if (r->pin.has_snapshot)
 		ExplainPropertyInteger("Lake Snapshot", NULL, r->pin.snapshot_id, es);
 	else

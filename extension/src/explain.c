@@ -56,6 +56,7 @@
 #include "parser/parse_func.h"
 #include "parser/parse_node.h"
 #include "parser/parsetree.h"
+#include "catalog/partition.h"
 #include "partitioning/partdesc.h"
 #include "tcop/cmdtag.h"
 #include "tcop/tcopprot.h"
@@ -68,6 +69,7 @@
 #include "utils/snapmgr.h"
 #include "utils/varlena.h"
 
+#include "heap_only.h"
 #include "seam.h"
 
 /* cold_scan.c's custom scan, recognised by name as EXPLAIN shows it. */
@@ -536,41 +538,21 @@ heap_partitions(CustomScanState *scan, const SeamTable *t)
 
 /*
  * A reference transparent.c left a plain table because its conditions keep
- * it at or above T shows in the plan as scans of its partitions under
- * Results whose one-time filter is tierdb.seam_guard(table, T). Those
- * partitions are exactly the ones read, so they are read off the plan.
+ * it at or above T reads the partitions of it the plan scans, under the
+ * "TierDB Heap-Only Guard" on top of the plan, which names the table and
+ * its T. Those partitions are exactly the ones read, so they are read off
+ * the plan.
  */
-typedef struct HeapOnlyReads
+typedef struct ScannedPartitions
 {
-	Oid			guard;			/* tierdb.seam_guard(oid, anyelement) */
+	Oid			table;
 	List	   *rtable;
-	List	   *tables;			/* Oid per table read heap-only */
-	List	   *cutlines;		/* char * T, per table */
-	List	   *partitions;		/* List * of partition names, per table */
-} HeapOnlyReads;
+	List	   *names;			/* char * per partition of table scanned */
+} ScannedPartitions;
 
-static Oid	helper(const char *name, int nargs, Oid *argtypes);
-
-/* The seam_guard call among a Result's one-time filters, or NULL. */
-static FuncExpr *
-seam_guard_call(Plan *plan, Oid guard)
-{
-	ListCell   *lc;
-
-	if (!IsA(plan, Result) || ((Result *) plan)->resconstantqual == NULL)
-		return NULL;
-	foreach(lc, (List *) ((Result *) plan)->resconstantqual)
-		if (IsA(lfirst(lc), FuncExpr) && ((FuncExpr *) lfirst(lc))->funcid == guard)
-			return lfirst(lc);
-	return NULL;
-}
-
-/* Appends the relations scanned in the plan below plan to *names. */
 static bool
-scanned_relations(PlanState *ps, void *context)
+scanned_partitions(PlanState *ps, ScannedPartitions *s)
 {
-	HeapOnlyReads *r = linitial(context);
-	List	  **names = lsecond(context);
 	Plan	   *plan = ps->plan;
 
 	switch (nodeTag(plan))
@@ -582,47 +564,44 @@ scanned_relations(PlanState *ps, void *context)
 		case T_BitmapHeapScan:
 		case T_TidScan:
 		case T_TidRangeScan:
-			*names = lappend(*names, get_rel_name(rt_fetch(((Scan *) plan)->scanrelid, r->rtable)->relid));
-			break;
+			{
+				Oid			rel = rt_fetch(((Scan *) plan)->scanrelid, s->rtable)->relid;
+
+				if (get_rel_relispartition(rel) && list_member_oid(get_partition_ancestors(rel), s->table))
+					s->names = lappend(s->names, get_rel_name(rel));
+				break;
+			}
 		default:
 			break;
 	}
-	return planstate_tree_walker(ps, scanned_relations, context);
+	return planstate_tree_walker(ps, scanned_partitions, s);
 }
 
-static bool
-heap_only_walker(PlanState *ps, HeapOnlyReads *r)
+/* The lines of the tables a plan reads heap-only; removes them from *expected. */
+static void
+heap_only_lines(PlanState *top, List *rtable, Explainer *e, List **expected)
 {
-	FuncExpr   *call;
+	HeapOnlyReads reads;
+	ListCell   *relid;
+	ListCell   *t;
 
-	if (ps == NULL)
-		return false;
-	call = seam_guard_call(ps->plan, r->guard);
-	if (call != NULL && IsA(linitial(call->args), Const) && IsA(lsecond(call->args), Const))
+	if (!heap_only_guarded(top->plan, &reads))
+		return;
+	forboth(relid, reads.relids, t, reads.tier_key_his)
 	{
-		Oid			table = DatumGetObjectId(((Const *) linitial(call->args))->constvalue);
-		Const	   *t = lsecond(call->args);
-		int			i = -1;
-		List	   *names = NIL;
-		Oid			out;
-		bool		varlena;
+		SeamTable  *table = seam_lookup_table(lfirst_oid(relid));
+		ScannedPartitions scanned = {.table = lfirst_oid(relid), .rtable = rtable};
 
-		for (int k = 0; k < list_length(r->tables) && i < 0; k++)
-			if (list_nth_oid(r->tables, k) == table)
-				i = k;
-		if (i < 0)
-		{
-			getTypeOutputInfo(t->consttype, &out, &varlena);
-			r->tables = lappend_oid(r->tables, table);
-			r->cutlines = lappend(r->cutlines, OidOutputFunctionCall(out, t->constvalue));
-			r->partitions = lappend(r->partitions, NIL);
-			i = list_length(r->tables) - 1;
-		}
-		planstate_tree_walker(ps, scanned_relations, list_make2(r, &names));
-		list_nth_cell(r->partitions, i)->ptr_value = list_concat(list_nth(r->partitions, i), names);
-		return false;
+		if (table == NULL)
+			continue;
+		scanned_partitions(top, &scanned);
+		e->lines = lappend(e->lines,
+						   psprintf("%s: reads the heap at or above T %s (%s) and the lake is not read: "
+									"the conditions keep the query at or above T", table_name(table->relid),
+									seam_key_text(table, DatumGetInt64(((Const *) lfirst(t))->constvalue)),
+									partitions_text(scanned.names)));
+		*expected = list_delete_oid(*expected, table->relid);
 	}
-	return planstate_tree_walker(ps, heap_only_walker, r);
 }
 
 /* ------------------------------------------------------------ the lines of a read */
@@ -690,23 +669,7 @@ explain_plan(Query *q, const char *sql, Explainer *e)
 	desc = CreateQueryDesc(plan, sql, GetActiveSnapshot(), InvalidSnapshot, None_Receiver, NULL, NULL, 0);
 	ExecutorStart(desc, EXEC_FLAG_EXPLAIN_ONLY);
 	cold_scan_walker(desc->planstate, &found);
-	{
-		Oid			argtypes[2] = {OIDOID, ANYELEMENTOID};
-		HeapOnlyReads heap_only = {.guard = helper("seam_guard", 2, argtypes), .rtable = plan->rtable};
-
-		heap_only_walker(desc->planstate, &heap_only);
-		for (int i = 0; i < list_length(heap_only.tables); i++)
-		{
-			Oid			table = list_nth_oid(heap_only.tables, i);
-
-			e->lines = lappend(e->lines,
-							   psprintf("%s: reads the heap at or above T %s (%s) and the lake is not read: "
-										"the conditions keep the query at or above T", table_name(table),
-										(char *) list_nth(heap_only.cutlines, i),
-										partitions_text(list_nth(heap_only.partitions, i))));
-			expected = list_delete_oid(expected, table);
-		}
-	}
+	heap_only_lines(desc->planstate, plan->rtable, e, &expected);
 	foreach(lc, found)
 	{
 		CustomScanState *scan = lfirst(lc);

@@ -29,6 +29,7 @@
 #include "lib/stringinfo.h"
 #include "storage/bufmgr.h"
 #include "storage/proc.h"
+#include "storage/smgr.h"
 #include "utils/array.h"
 #include "parser/parse_relation.h"
 #include "utils/builtins.h"
@@ -362,85 +363,105 @@ find_pin(Oid relid, Snapshot snap)
 }
 
 /*
- * The table's tierdb.cutline row visible to `snapshot`, copied, or NULL.
- * Every statement pins, so the row is first looked for where it was last
- * seen: under an MVCC snapshot at most one version of it is visible, so a
- * visible tuple at that TID with the table's id is the row a scan would
- * return, for one buffer access instead of a scan. After an update (the
- * daemon advancing the cut-line) the TID is stale and the table is scanned.
+ * Whether block blkno of rel exists, mostly without asking the kernel: the
+ * size smgr last saw is a lower bound, as long as the relation was not
+ * truncated since, and a truncation (VACUUM's, under an exclusive lock)
+ * sends an smgr invalidation at once, which closes our smgr relation and
+ * so forgets that size the next time we lock the table. Asking (lseek)
+ * cost a point lookup 1% of its time.
  */
-static HeapTuple
-fetch_cutline(Oid relid, Snapshot snapshot, Relation *rel_out)
+static bool
+block_exists(Relation rel, BlockNumber blkno)
 {
-	Oid			catalog = cached_catalog_relid(&cutline_catalog, "cutline");
-	RegistrationEntry *e;
-	Relation	rel;
-	HeapTuple	found = NULL;
+	BlockNumber known = RelationGetSmgr(rel)->smgr_cached_nblocks[MAIN_FORKNUM];
 
-	*rel_out = NULL;
-	if (!OidIsValid(catalog))
-		return NULL;
-	rel = table_open(catalog, AccessShareLock);
-	/* Looked up after the lock: invalidations it accepted may have dropped the entry. */
-	e = registrations ? hash_search(registrations, &relid, HASH_FIND, NULL) : NULL;
-	if (e != NULL && ItemPointerIsValid(&e->cutline_tid) &&
-		ItemPointerGetBlockNumber(&e->cutline_tid) < RelationGetNumberOfBlocks(rel))
-	{
-		HeapTupleData tuple;
-		Buffer		buffer;
-		bool		isnull;
+	if (known != InvalidBlockNumber && blkno < known)
+		return true;
+	return blkno < RelationGetNumberOfBlocks(rel);	/* remembers the size */
+}
 
-		tuple.t_self = e->cutline_tid;
-		if (heap_fetch(rel, snapshot, &tuple, &buffer, false))
-		{
-			Datum		id = heap_getattr(&tuple, attnameAttNum(rel, "table_id", false), RelationGetDescr(rel), &isnull);
+/* The cut-line in the table's tierdb.cutline tuple. */
+static SeamPin
+cutline_of(const SeamTable *table, Relation rel, HeapTuple tuple)
+{
+	TupleDesc	desc = RelationGetDescr(rel);
+	SeamPin		pin = {0};
+	bool		isnull;
+	Datum		d = heap_getattr(tuple, attnameAttNum(rel, "tier_key_hi", false), desc, &isnull);
 
-			if (!isnull && DatumGetInt64(id) == (int64) relid)
-				found = heap_copytuple(&tuple);
-			ReleaseBuffer(buffer);
-		}
-	}
-	if (found == NULL)
-	{
-		Relation	scanned;
+	if (isnull)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_CORRUPTED),
+				 errmsg("the TierDB cut-line of table \"%s\" has no tier_key_hi", get_rel_name(table->relid))));
+	pin.tier_key_hi = DatumGetInt64(d);
+	d = heap_getattr(tuple, attnameAttNum(rel, "lake_snapshot_id", false), desc, &isnull);
+	pin.has_snapshot = !isnull;
+	pin.snapshot_id = isnull ? 0 : DatumGetInt64(d);
+	return pin;
+}
 
-		table_close(rel, AccessShareLock);
-		found = catalog_row("cutline", relid, snapshot, &scanned);
-		rel = scanned;
-		e = registrations ? hash_search(registrations, &relid, HASH_FIND, NULL) : NULL;
-		if (found != NULL && e != NULL)
-			e->cutline_tid = found->t_self;
-	}
-	*rel_out = rel;
-	return found;
+/*
+ * Reads the cut-line from the table's tierdb.cutline row at the TID where
+ * it was last seen, if a version visible to `snapshot` is there: under an
+ * MVCC snapshot at most one version of the row is visible, so a visible
+ * tuple at that TID with the table's id is the row a scan would return,
+ * for one buffer access instead of a scan. False after an update (the
+ * daemon advancing the cut-line) has moved the row.
+ */
+static bool
+cutline_where_last_seen(const SeamTable *table, Relation rel, Snapshot snapshot, SeamPin *pin)
+{
+	RegistrationEntry *e = registrations ? hash_search(registrations, &table->relid, HASH_FIND, NULL) : NULL;
+	HeapTupleData tuple;
+	Buffer		buffer;
+	Datum		id;
+	bool		isnull;
+	bool		ours;
+
+	if (e == NULL || !ItemPointerIsValid(&e->cutline_tid) ||
+		!block_exists(rel, ItemPointerGetBlockNumber(&e->cutline_tid)))
+		return false;
+	tuple.t_self = e->cutline_tid;
+	if (!heap_fetch(rel, snapshot, &tuple, &buffer, false))
+		return false;
+	id = heap_getattr(&tuple, attnameAttNum(rel, "table_id", false), RelationGetDescr(rel), &isnull);
+	ours = !isnull && DatumGetInt64(id) == (int64) table->relid;
+	if (ours)
+		*pin = cutline_of(table, rel, &tuple);
+	ReleaseBuffer(buffer);
+	return ours;
 }
 
 /* The cut-line as `snapshot` sees it. */
 static SeamPin
 cutline_at(const SeamTable *table, Snapshot snapshot)
 {
-	Relation	rel;
-	HeapTuple	tuple = fetch_cutline(table->relid, snapshot, &rel);
-	SeamPin		pin = {0};
-	bool		isnull;
-	Datum		d;
+	Oid			catalog = cached_catalog_relid(&cutline_catalog, "cutline");
+	Relation	rel = OidIsValid(catalog) ? table_open(catalog, AccessShareLock) : NULL;
+	HeapTuple	found;
+	RegistrationEntry *e;
+	SeamPin		pin;
 
-	if (tuple == NULL)
+	/* The registration is looked up after the lock: invalidations it accepted may have dropped it. */
+	if (rel != NULL && cutline_where_last_seen(table, rel, snapshot, &pin))
+	{
+		table_close(rel, AccessShareLock);
+		return pin;
+	}
+	if (rel != NULL)
+		table_close(rel, AccessShareLock);
+	found = catalog_row("cutline", table->relid, snapshot, &rel);
+	if (found == NULL)
 		ereport(ERROR,
 				(errcode(ERRCODE_DATA_CORRUPTED),
 				 errmsg("table \"%s\" is registered with TierDB but has no tierdb.cutline row",
 						get_rel_name(table->relid)),
 				 errhint("Re-register the table with tierdb register.")));
-	d = heap_getattr(tuple, attnameAttNum(rel, "tier_key_hi", false), RelationGetDescr(rel), &isnull);
-	if (isnull)
-		ereport(ERROR,
-				(errcode(ERRCODE_DATA_CORRUPTED),
-				 errmsg("the TierDB cut-line of table \"%s\" has no tier_key_hi", get_rel_name(table->relid))));
-	pin.tier_key_hi = DatumGetInt64(d);
-	d = heap_getattr(tuple, attnameAttNum(rel, "lake_snapshot_id", false), RelationGetDescr(rel), &isnull);
-	pin.has_snapshot = !isnull;
-	pin.snapshot_id = isnull ? 0 : DatumGetInt64(d);
-	heap_freetuple(tuple);
+	e = registrations ? hash_search(registrations, &table->relid, HASH_FIND, NULL) : NULL;
+	if (e != NULL)
+		e->cutline_tid = found->t_self;
+	pin = cutline_of(table, rel, found);
+	heap_freetuple(found);
 	table_close(rel, AccessShareLock);
 	return pin;
 }
@@ -480,7 +501,7 @@ seam_pin(const SeamTable *table)
 }
 
 /*
- * T for a read of heap rows only (tierdb_seam_guard): the statement's pin
+ * T for a read of heap rows only (heap_only.c's guard): the statement's pin
  * when it has one, else the cut-line its own snapshot sees, without
  * pinning. Such a read touches neither the lake nor the delta, so it needs
  * no reader key: the partitions it reads are locked by the statement
@@ -489,12 +510,11 @@ seam_pin(const SeamTable *table)
  * in the same statement, one that reads the lake, must take properly.
  */
 int64
-seam_statement_t(const SeamTable *table)
+seam_statement_t(const SeamTable *table, Snapshot snapshot)
 {
-	Snapshot	snap = reading_snapshot();
-	PinEntry   *e = find_pin(table->relid, snap);
+	PinEntry   *e = find_pin(table->relid, snapshot);
 
-	return e != NULL ? e->pin.tier_key_hi : cutline_at(table, snap).tier_key_hi;
+	return e != NULL ? e->pin.tier_key_hi : cutline_at(table, snapshot).tier_key_hi;
 }
 
 int64
@@ -558,6 +578,19 @@ seam_key_datum(SeamKeyKind kind, int64 canonical)
 			return DateADTGetDatum((DateADT) (canonical - UNIX_TO_PG_DAYS));
 	}
 	return (Datum) 0;
+}
+
+char *
+seam_key_text(const SeamTable *table, int64 canonical)
+{
+	Oid			typid = get_atttype(table->relid, table->tier_key_attno);
+	Oid			out;
+	bool		varlena;
+
+	if (table->key_kind == SEAM_KEY_BIGINT && typid != INT8OID)
+		return psprintf(INT64_FORMAT, canonical);
+	getTypeOutputInfo(typid, &out, &varlena);
+	return OidOutputFunctionCall(out, seam_key_datum(table->key_kind, canonical));
 }
 
 int64
@@ -636,45 +669,6 @@ tierdb_seam_t_date(PG_FUNCTION_ARGS)
 	return pinned_t(PG_GETARG_OID(0), SEAM_KEY_DATE);
 }
 
-/* ------------------------------------------------------------ SQL: the guard of heap-only reads */
-
-PG_FUNCTION_INFO_V1(tierdb_seam_guard);
-
-/*
- * tierdb.seam_guard(table oid, planned_t anyelement): true when the
- * statement's pin has the T a heap-only read was planned with
- * (transparent.c). The plan reads the heap only because its conditions
- * kept the query at or above that T; once T has advanced, rows the query
- * wants may be corrected in the delta, so the statement must not run on.
- * Cached plans are invalidated when T advances (the trigger on
- * tierdb.cutline), so only a statement planned in the instant before an
- * advance and run after it gets here: it ends with a serialization
- * failure, which the client retries, rather than a stale row.
- */
-Datum
-tierdb_seam_guard(PG_FUNCTION_ARGS)
-{
-	Oid			relid = PG_GETARG_OID(0);
-	Oid			typid = get_fn_expr_argtype(fcinfo->flinfo, 1);
-	SeamTable  *table = seam_lookup_table(relid);
-	int64		planned;
-
-	if (table == NULL)
-		ereport(ERROR,
-				(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
-				 errmsg("table \"%s\" is no longer registered with TierDB in tiered mode", get_rel_name(relid)),
-				 errhint("Run the statement again.")));
-	planned = seam_key_canonical(table->key_kind, typid, PG_GETARG_DATUM(1));
-	if (seam_statement_t(table) != planned)
-		ereport(ERROR,
-				(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
-				 errmsg("the cut-line of table \"%s\" advanced between planning and running this statement",
-						get_rel_name(relid)),
-				 errdetail("The statement was planned to read the heap only, at or above the cut-line of then."),
-				 errhint("Run the statement again: it will be planned with the new cut-line.")));
-	PG_RETURN_BOOL(true);
-}
-
 /* ------------------------------------------------------------ SQL: plan invalidation */
 
 PG_FUNCTION_INFO_V1(tierdb_registration_changed);
@@ -685,7 +679,7 @@ PG_FUNCTION_INFO_V1(tierdb_registration_changed);
  * invalidation of the table), so that a prepared statement planned before
  * registration starts reading the lake and one planned before
  * unregistration stops. Also on tierdb.cutline, when T advances: heap-only
- * plans were made for the old T.
+ * plans were made for the old T (heap_only.h).
  */
 Datum
 tierdb_registration_changed(PG_FUNCTION_ARGS)

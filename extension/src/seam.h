@@ -35,6 +35,7 @@
 #include "postgres.h"
 
 #include "access/attnum.h"
+#include "utils/snapshot.h"
 
 /* The tier key's canonical family (tables.tier_key_type, SPEC §2). */
 typedef enum SeamKeyKind
@@ -82,18 +83,26 @@ extern SeamPin seam_pin(const SeamTable *table);
  * T as the planner should assume it: the transaction's pin under
  * REPEATABLE READ and SERIALIZABLE; otherwise the cut-line as last read,
  * cached until it advances (the trigger on tierdb.cutline invalidates it),
- * without pinning: whatever the plan assumes, tierdb.seam_guard checks
- * against the statement's pin when it runs.
+ * without pinning: a plan that depends on it, one reading the heap only,
+ * checks it when it starts (heap_only.c); the seam union reads with the
+ * statement's pin whatever was assumed.
  */
-extern int64 seam_statement_t(const SeamTable *table);
-
 extern int64 seam_planning_t(const SeamTable *table);
+
+/*
+ * The cut-line `snapshot` sees, for a statement that reads heap rows only
+ * (heap_only.c): its pin if it has one, else read without pinning.
+ */
+extern int64 seam_statement_t(const SeamTable *table, Snapshot snapshot);
 
 /* Forgets pins: at transaction end, and at each statement under READ COMMITTED. */
 extern void seam_init(void);
 
 /* A canonical tier-key value as a Datum of the key column's type family. */
 extern Datum seam_key_datum(SeamKeyKind kind, int64 canonical);
+
+/* A canonical tier-key value in the key column's own type, as text. */
+extern char *seam_key_text(const SeamTable *table, int64 canonical);
 
 /* The canonical value of a Datum of the tier key's type (typid: the column's). */
 extern int64 seam_key_canonical(SeamKeyKind kind, Oid typid, Datum value);

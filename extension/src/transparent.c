@@ -27,14 +27,14 @@
  * pruned); the cold scan checks SELECT on the table itself too.  Row-level
  * security quals stay on the replaced reference and so filter both arms.
  *
- * Heap-only references.  When a query's own conditions put the tier key
+ * Heap-only references.  When a SELECT's own conditions put the tier key
  * at or above the T of its pin while it is planned (tier_key = / >= / > a
  * constant, after constant folding, with a custom plan's parameters
  * folded in), the reference is left a plain partitioned table: planning
- * the union costs more than a point lookup itself.  A one-time filter,
- * tierdb.seam_guard(table, T), checks when the statement runs that its pin
- * still has that T (seam.c says what happens if not); plans cached with a
- * T are invalidated when the cut-line advances.
+ * the union costs more than a point lookup itself.  The node "TierDB
+ * Heap-Only Guard" on top of the plan checks when the statement starts
+ * that it still sees that T (heap_only.h says what happens if not); plans
+ * cached with a T are invalidated when the cut-line advances.
  *
  * A query reading the table's system columns (ctid, tableoid, ...) is
  * refused: lake rows have none.
@@ -68,6 +68,7 @@
 #include "utils/typcache.h"
 
 #include "cold_scan.h"
+#include "heap_only.h"
 #include "seam.h"
 #include "transparent.h"
 
@@ -351,8 +352,12 @@ tier_key_lower_bound(Query *q, Index rti, const SeamTable *t, ParamListInfo para
 	only = linitial(q->jointree->fromlist);
 	if (!IsA(only, RangeTblRef) || only->rtindex != (int) rti)
 		return false;
-	/* Folded as the planner will: constants computed, a custom plan's parameters substituted. */
-	quals = eval_const_expressions(&root, copyObject(q->jointree->quals));
+	/*
+	 * Folded as the planner will: constants computed, a custom plan's
+	 * parameters substituted. The result is a new tree; the input is left
+	 * as it was, but for the operators' function oids it fills in.
+	 */
+	quals = eval_const_expressions(&root, q->jointree->quals);
 	/*
 	 * The planner would fold them again, at the same cost (a point lookup's
 	 * key is often computed), so the query takes the folded form; unless a
@@ -374,45 +379,17 @@ tier_key_lower_bound(Query *q, Index rti, const SeamTable *t, ParamListInfo para
 	return found;
 }
 
-/* tierdb.seam_guard's oid, looked up once per backend and forgotten when pg_proc changes. */
-static Oid	seam_guard_oid = InvalidOid;
-
-static void
-forget_seam_guard(Datum arg, int cacheid, uint32 hashvalue)
-{
-	seam_guard_oid = InvalidOid;
-}
-
-/*
- * Adds "AND tierdb.seam_guard(table, T)" to the query's conditions (see the
- * file's comment); false, changing nothing, if the installed catalog lacks
- * the function.
- */
-static bool
-add_seam_guard(Query *q, const SeamTable *t, int64 tier_key_hi)
-{
-	Oid			key_type = get_atttype(t->relid, t->tier_key_attno);
-	Oid			argtypes[2] = {OIDOID, ANYELEMENTOID};
-	Oid			guard = OidIsValid(seam_guard_oid)
-		? seam_guard_oid
-		: (seam_guard_oid = LookupFuncName(list_make2(makeString("tierdb"), makeString("seam_guard")), 2,
-										   argtypes, true));
-	List	   *args;
-
-	if (!OidIsValid(guard))
-		return false;
-	args = list_make2(makeConst(OIDOID, -1, InvalidOid, sizeof(Oid), ObjectIdGetDatum(t->relid), false, true),
-					  makeConst(key_type, -1, InvalidOid, get_typlen(key_type),
-								seam_key_datum(t->key_kind, tier_key_hi), false, get_typbyval(key_type)));
-	q->jointree->quals = make_and_qual(q->jointree->quals,
-									   (Node *) makeFuncExpr(guard, BOOLOID, args, InvalidOid, InvalidOid,
-															 COERCE_EXPLICIT_CALL));
-	return true;
-}
-
 /* ------------------------------------------------------------ rewriting */
 
-static void rewrite_query(Query *q, ParamListInfo params);
+/* What rewriting one statement needs and finds. */
+typedef struct Rewrite
+{
+	ParamListInfo params;		/* a custom plan's parameter values, or NULL */
+	bool		heap_only_allowed;	/* whether the statement may read tables heap-only */
+	HeapOnlyReads heap_only;	/* the references it reads heap-only */
+} Rewrite;
+
+static void rewrite_query(Query *q, Rewrite *rw);
 
 static bool
 rewrite_walker(Node *node, void *context)
@@ -421,7 +398,7 @@ rewrite_walker(Node *node, void *context)
 		return false;
 	if (IsA(node, Query))
 	{
-		rewrite_query((Query *) node, (ParamListInfo) context);
+		rewrite_query((Query *) node, (Rewrite *) context);
 		return false;
 	}
 	return expression_tree_walker(node, rewrite_walker, context);
@@ -432,26 +409,28 @@ rewrite_walker(Node *node, void *context)
  * subqueries, CTEs and sublinks, so the unions it adds are not visited.
  */
 static void
-rewrite_query(Query *q, ParamListInfo params)
+rewrite_query(Query *q, Rewrite *rw)
 {
 	Index		rti = 0;
 	ListCell   *lc;
 
 	if (q->hasSubLinks)
-		query_tree_walker(q, rewrite_walker, params, 0);
+		query_tree_walker(q, rewrite_walker, rw, 0);
 	else
 	{
 		/* Without sublinks, queries hide only in CTEs and FROM: walking every expression cost a point lookup 1%. */
 		foreach(lc, q->cteList)
-			rewrite_query(castNode(Query, ((CommonTableExpr *) lfirst(lc))->ctequery), params);
+			rewrite_query(castNode(Query, ((CommonTableExpr *) lfirst(lc))->ctequery), rw);
 		foreach(lc, q->rtable)
 			if (((RangeTblEntry *) lfirst(lc))->rtekind == RTE_SUBQUERY)
-				rewrite_query(((RangeTblEntry *) lfirst(lc))->subquery, params);
+				rewrite_query(((RangeTblEntry *) lfirst(lc))->subquery, rw);
 	}
 	foreach(lc, q->rtable)
 	{
 		RangeTblEntry *rte = lfirst(lc);
 		SeamTable  *t;
+		int64		lower;
+		int64		tier_key_hi;
 
 		rti++;
 		if (rte->rtekind != RTE_RELATION || rte->relkind != RELKIND_PARTITIONED_TABLE || !rte->inh ||
@@ -466,26 +445,39 @@ rewrite_query(Query *q, ParamListInfo params)
 					 errmsg("cannot read system columns of \"%s\": its older rows are in the lake",
 							get_rel_name(rte->relid)),
 					 errhint("SET tierdb.transparent_reads = off to read the heap's rows only.")));
-		{
-			int64		lower;
-			int64		tier_key_hi;
-
-			if (!(tier_key_lower_bound(q, rti, t, params, &lower) &&
-				  lower >= (tier_key_hi = seam_planning_t(t)) &&
-				  add_seam_guard(q, t, tier_key_hi)))
-				replace_reference(rte, t);
-		}
+		if (rw->heap_only_allowed && tier_key_lower_bound(q, rti, t, rw->params, &lower) &&
+			lower >= (tier_key_hi = seam_planning_t(t)))
+			heap_only_add(&rw->heap_only, t->relid, tier_key_hi);
+		else
+			replace_reference(rte, t);
 	}
 }
 
+/*
+ * Heap-only reads are guarded by a node on top of the plan (heap_only.c),
+ * which a plain SELECT takes (also under a cursor, LockRows or Material);
+ * a statement that writes keeps the seam union everywhere, so the top of
+ * its plan stays the ModifyTable the executor expects.
+ */
 static PlannedStmt *
 tierdb_planner(Query *parse, const char *query_string, int cursorOptions, ParamListInfo boundParams)
 {
+	Rewrite		rw = {.params = boundParams};
+	PlannedStmt *stmt;
+
 	if (transparent_reads && OidIsValid(get_namespace_oid("tierdb", true)))
-		rewrite_query(parse, boundParams);
+	{
+		rw.heap_only_allowed = parse->commandType == CMD_SELECT && !parse->hasModifyingCTE &&
+			parse->utilityStmt == NULL;
+		rewrite_query(parse, &rw);
+	}
 	if (prev_planner_hook)
-		return prev_planner_hook(parse, query_string, cursorOptions, boundParams);
-	return standard_planner(parse, query_string, cursorOptions, boundParams);
+		stmt = prev_planner_hook(parse, query_string, cursorOptions, boundParams);
+	else
+		stmt = standard_planner(parse, query_string, cursorOptions, boundParams);
+	if (rw.heap_only.relids != NIL)
+		heap_only_guard(stmt, &rw.heap_only);
+	return stmt;
 }
 
 void
@@ -503,7 +495,7 @@ transparent_reads_init(bool preloading)
 		return;
 	prev_planner_hook = planner_hook;
 	planner_hook = tierdb_planner;
-	CacheRegisterSyscacheCallback(PROCOID, forget_seam_guard, (Datum) 0);
 	cold_scan_init();
+	heap_only_init();
 	seam_init();
 }

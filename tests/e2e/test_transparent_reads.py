@@ -132,7 +132,7 @@ def test_a_query_at_or_above_t_never_opens_the_lake(tiered):
     # Known at planning: a plain partitioned table, no cold scan at all.
     plan = "\n".join(r[0] for r in db.query(
         "EXPLAIN (ANALYZE, COSTS OFF) SELECT * FROM events WHERE ts >= '2024-01-08'"))
-    assert "TierDB Cold Scan" not in plan and "tierdb.seam_guard" in plan, plan
+    assert "TierDB Cold Scan" not in plan and "TierDB Heap-Only Guard" in plan, plan
     # Known at run time only (a join's condition): the cold scan is there and does not read.
     plan = "\n".join(r[0] for r in db.query(
         "EXPLAIN (ANALYZE, COSTS OFF) SELECT * FROM events e JOIN plain p USING (id) WHERE e.ts >= '2024-01-08'"))
@@ -162,12 +162,12 @@ def test_a_query_kept_at_or_above_t_plans_as_a_plain_table(tiered, tierdb_bin, l
                   "SELECT * FROM {t} WHERE ts > '2024-01-09 00:00:00+00'::timestamptz + interval '1 hour' ORDER BY id"):
         same(db, query)
     plan = "\n".join(r[0] for r in db.query("EXPLAIN (COSTS OFF) " + sql.format(t="events")))
-    assert "TierDB Cold Scan" not in plan and "tierdb.seam_guard" in plan, plan
+    assert "TierDB Cold Scan" not in plan and "TierDB Heap-Only Guard" in plan, plan
     # A prepared statement's custom plans count its parameters as constants.
     plan = "\n".join(r[0] for r in db.query(
         "SET plan_cache_mode = force_custom_plan; PREPARE p(timestamptz) AS SELECT count(*) FROM events WHERE ts >= $1;"
         " EXPLAIN (COSTS OFF) EXECUTE p('2024-01-09');"))
-    assert "TierDB Cold Scan" not in plan and "tierdb.seam_guard" in plan, plan
+    assert "TierDB Cold Scan" not in plan and "TierDB Heap-Only Guard" in plan, plan
     want = db.query(SESSION + sql.format(t="plain"))
     env = " ".join(f"{k}={v}" for k, v in {**db.env, "TIERDB_WAREHOUSE": lake, "TIERDB_TIERING_LAG": "1h"}.items())
     out = db.query(
@@ -180,9 +180,64 @@ def test_a_query_kept_at_or_above_t_plans_as_a_plain_table(tiered, tierdb_bin, l
     rows = [x for r in out for x in "|".join(r).split("\n")]
     assert rows[1] == "1704844800000000", rows  # T advanced to 2024-01-10, past the bound
     assert [rows[0], rows[2]] == ["|".join(want[0])] * 2, rows
-    error = db.error("SELECT tierdb.seam_guard('events'::regclass::oid, '2024-01-08 00:00:00+00'::timestamptz)")
-    assert "advanced between planning and running this statement" in error and "Run the statement again" in error, error
-    assert db.query("SELECT tierdb.seam_guard('events'::regclass::oid, '2024-01-10 00:00:00+00'::timestamptz)") == [("t",)]
+
+
+def test_the_guard_stops_a_heap_only_read_planned_for_a_t_that_moved(tiered):
+    """Only a statement planned just before an advance and started after it
+    can find T moved (the advance invalidates plans made for the old T);
+    the guard on top of its plan then stops it before it reads a row. Here
+    the advance is made without its invalidation (session_replication_role
+    = replica skips the trigger), so the session plans with the T it last
+    read, and the race is deterministic."""
+    db = tiered
+    env = " ".join(f"{k}={v}" for k, v in db.env.items())
+    quietly = "SET session_replication_role = replica; UPDATE tierdb.cutline SET tier_key_hi = {}"
+    heap_only = "SELECT count(*) FROM events WHERE ts >= '2024-01-09';\n"
+    try:
+        error = db.error(
+            heap_only  # plans with T = 2024-01-08, which the session keeps
+            + f"\\! {env} psql -X -q -c '{quietly.format(1704844800000000)}' >/dev/null\n"  # T = 2024-01-10
+            + heap_only
+        )
+    finally:
+        db.psql(quietly.format(1704672000000000))
+    assert "ERROR:  40001: the cut-line of table \"events\" advanced between planning and running" in error, error
+    assert "Run the statement again" in error, error
+    same(db, "SELECT count(*) FROM {t} WHERE ts >= '2024-01-09'")
+
+
+def test_the_guard_passes_rows_through_unchanged(tiered):
+    """The guard's output is its child's: ordered, with columns the query
+    sorts by but does not return left out, through a scrollable cursor
+    read backwards, and in EXPLAIN VERBOSE, also of a grouping set."""
+    db = tiered
+    hot = "ts >= '2024-01-09 06:00:00+00'"
+    for sql in ("SELECT id, v FROM {t} WHERE " + hot + " ORDER BY amount DESC, id LIMIT 7",
+                "SELECT v, count(*), grouping(v) FROM {t} WHERE " + hot + " GROUP BY ROLLUP (v) ORDER BY 1 LIMIT 5",
+                "SELECT * FROM {t} WHERE " + hot + " AND id IN (SELECT id FROM plain WHERE id % 7 = 0) ORDER BY id"):
+        same(db, sql)
+    cursor = ("BEGIN; DECLARE c SCROLL CURSOR FOR SELECT id FROM {t} WHERE " + hot + " ORDER BY id;"
+              " FETCH FORWARD 3 FROM c; FETCH BACKWARD 2 FROM c; FETCH ABSOLUTE 10 FROM c; COMMIT;")
+    assert db.query(SESSION + cursor.format(t="events")) == db.query(SESSION + cursor.format(t="plain"))
+    plan = "\n".join(r[0] for r in db.query(
+        SESSION + "EXPLAIN (VERBOSE, COSTS OFF) SELECT v, count(*), grouping(v) FROM events WHERE " + hot + " GROUP BY ROLLUP (v)"))
+    assert plan.startswith("Custom Scan (TierDB Heap-Only Guard)"), plan
+    assert "Output: events.v, (count(*)), (GROUPING(events.v))" in plan, plan
+    assert "Heap Only: public.events at or above T 2024-01-08 00:00:00+00" in plan, plan
+
+
+def test_a_statement_that_writes_reads_through_the_seam_union(tiered):
+    """The guard goes on top of a plan, where a statement that writes has
+    its ModifyTable: such a statement reads even a range above T through
+    the union, whose cold scan then does not open the lake."""
+    db = tiered
+    plan = "\n".join(r[0] for r in db.query(
+        "EXPLAIN (COSTS OFF) INSERT INTO plain SELECT * FROM events WHERE ts >= '2024-01-09' AND id < 0"))
+    assert "TierDB Heap-Only Guard" not in plan and "Lake: not read" in plan, plan
+    rows = db.query("BEGIN; CREATE TEMP TABLE copied AS SELECT * FROM events WHERE false;"
+                    " WITH moved AS (INSERT INTO copied SELECT * FROM events WHERE ts >= '2024-01-09' RETURNING id)"
+                    " SELECT count(*), sum(id) FROM moved; ROLLBACK;")
+    assert rows == db.query(SESSION + "SELECT count(*), sum(id) FROM plain WHERE ts >= '2024-01-09'"), rows
 
 
 def test_a_heap_only_read_takes_no_reader_key(tiered):
@@ -217,7 +272,7 @@ def test_a_cut_line_advance_invalidates_plans_made_for_the_old_t(tiered):
     plans = "\n".join(r[0] for r in out).split("--")
     assert len(plans) == 3, plans
     assert ["TierDB Cold Scan" in p for p in plans] == [False, True, False], plans
-    assert ["tierdb.seam_guard" in p for p in plans] == [True, False, True], plans
+    assert ["TierDB Heap-Only Guard" in p for p in plans] == [True, False, True], plans
 
 
 def test_repeatable_read_plans_with_its_transaction_pin(tiered):

@@ -31,15 +31,6 @@ CREATE FUNCTION tierdb.seam_t_date(relid oid) RETURNS date
 LANGUAGE C STABLE STRICT PARALLEL RESTRICTED
 AS 'MODULE_PATHNAME', 'tierdb_seam_t_date';
 
--- A query whose own conditions keep the tier key at or above T when it is
--- planned (tier_key = / >= / > a constant) reads the heap only, as a plain
--- partitioned table, under this one-time filter: true while the
--- statement's pin still has the T it was planned with, a serialization
--- failure (40001, run it again) if T advanced in between.
-CREATE FUNCTION tierdb.seam_guard(relid oid, planned_t anyelement) RETURNS boolean
-LANGUAGE C STABLE STRICT PARALLEL RESTRICTED
-AS 'MODULE_PATHNAME', 'tierdb_seam_guard';
-
 -- lake@S ⊕ delta below T for the statement's pin: the cold branch.  The
 -- planner runs it as the custom scan "TierDB Cold Scan"; called directly it
 -- is a plain set-returning function returning the same rows.
@@ -71,7 +62,8 @@ CREATE TRIGGER registration_changed AFTER INSERT OR UPDATE OR DELETE ON tierdb.t
     FOR EACH ROW EXECUTE FUNCTION tierdb.registration_changed();
 
 -- So does advancing the cut-line T: plans that read the heap only were
--- planned for the old T (tierdb.seam_guard above).
+-- planned for the old T (the "TierDB Heap-Only Guard" on top of such a
+-- plan stops a statement that was planned just before an advance).
 CREATE TRIGGER cutline_advanced AFTER UPDATE OF tier_key_hi ON tierdb.cutline
     FOR EACH ROW WHEN (OLD.tier_key_hi IS DISTINCT FROM NEW.tier_key_hi)
     EXECUTE FUNCTION tierdb.registration_changed();
