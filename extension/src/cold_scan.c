@@ -65,6 +65,7 @@
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/rel.h"
+#include "utils/ruleutils.h"
 #include "utils/snapmgr.h"
 #include "utils/typcache.h"
 
@@ -532,6 +533,7 @@ typedef struct ColdScanState
 	TupleDesc	tupdesc;		/* the table's, once the lake or the delta is read */
 	ColdReader	reader;
 	List	   *conditions;		/* PushedCondition *, the tier key's lower bounds first */
+	bool		filter_set;		/* ps.qual and all_quals made for the open reader */
 	ExprState  *all_quals;		/* the plan's quals; ps.qual keeps those the lake does not check */
 	Bitmapset  *lake_checked;	/* the quals left out of ps.qual */
 } ColdScanState;
@@ -539,8 +541,15 @@ typedef struct ColdScanState
 /*
  * The plan's custom_private: the table, the attributes the query reads
  * (pull_varattnos' numbering), and the pushable conditions' columns, value
- * types, operators and places among the quals; their values are the
- * custom_exprs in the same order.
+ * types, operators and places among the quals; their values are the first
+ * custom_exprs, in the same order.
+ *
+ * The quals follow them in custom_exprs (cold_scan_quals), not in the
+ * plan's qual: the executor would compile those as the scan starts, and a
+ * generic plan's point lookup on hot rows starts this scan at every
+ * execution only to find it need not read. They are compiled when the
+ * scan reads (filter_what_the_lake_does_not), and shown in EXPLAIN as the
+ * plan's quals would be.
  */
 enum
 {
@@ -553,6 +562,12 @@ enum
 };
 
 #define cold_private(cscan, which) ((List *) list_nth((cscan)->custom_private, (which)))
+
+List *
+cold_scan_quals(CustomScan *cscan)
+{
+	return list_copy_tail(cscan->custom_exprs, list_length(cold_private(cscan, COLD_PRIVATE_CONDITION_ATTNOS)));
+}
 
 static Plan *plan_cold_scan(PlannerInfo *root, RelOptInfo *rel, CustomPath *best_path, List *tlist,
 							List *clauses, List *custom_plans);
@@ -752,7 +767,6 @@ plan_cold_scan(PlannerInfo *root, RelOptInfo *rel, CustomPath *best_path, List *
 	pull_varattnos((Node *) quals, rel->relid, &attrs);
 
 	cscan->scan.plan.targetlist = tlist;
-	cscan->scan.plan.qual = quals;
 	cscan->scan.scanrelid = 0;
 	cscan->custom_scan_tlist = scan_tlist;
 	/* custom_private must be copyable nodes: the pulled attribute set goes as an integer list. */
@@ -767,7 +781,7 @@ plan_cold_scan(PlannerInfo *root, RelOptInfo *rel, CustomPath *best_path, List *
 
 		while ((i = bms_next_member(attrs, i)) >= 0)
 			pulled = lappend_int(pulled, i);
-		/* The values are copied: setrefs rewrites custom_exprs and the quals separately. */
+		/* The values are copied: setrefs rewrites each of custom_exprs on its own. */
 		cscan->custom_exprs = NIL;
 		foreach(lc, quals)
 		{
@@ -782,6 +796,7 @@ plan_cold_scan(PlannerInfo *root, RelOptInfo *rel, CustomPath *best_path, List *
 			cscan->custom_exprs = lappend(cscan->custom_exprs, copyObject(c.value));
 		}
 		cscan->custom_private = lappend(list_make5(list_make1_oid(relid), pulled, attnos, types, ops), places);
+		cscan->custom_exprs = list_concat(cscan->custom_exprs, quals);
 	}
 	cscan->methods = &cold_scan_methods;
 	return &cscan->scan.plan;
@@ -882,7 +897,6 @@ begin_cold_scan(CustomScanState *node, EState *estate, int eflags)
 	CustomScan *cscan = (CustomScan *) node->ss.ps.plan;
 
 	check_select_privilege(linitial_oid(cold_private(cscan, COLD_PRIVATE_RELID)));
-	((ColdScanState *) node)->all_quals = node->ss.ps.qual;
 }
 
 /* The registration, the pin, the columns and the conditions, once. */
@@ -940,29 +954,32 @@ table_tupdesc(ColdScanState *s)
 }
 
 /*
- * Leaves out of the executor's filter the quals the lake checks exactly on
- * every lake row (its row conditions, on the lake's values before
- * conversion): checked twice they cost a fifth of an aggregate's scan.
- * Which those are is known once the reader is open, and may change at a
- * rescan (a parameter's new value out of the column's range is not pushed).
- * The delta's row images never meet the lake's checks: cold_scan_access
- * applies all the quals to them.
+ * Sets the executor's filter for the open reader: the quals but those the
+ * lake checks exactly on every lake row (its row conditions, on the lake's
+ * values before conversion): checked twice they cost a fifth of an
+ * aggregate's scan. Which those are is known once the reader is open, and
+ * may change at a rescan (a parameter's new value out of the column's
+ * range is not pushed). The delta's row images never meet the lake's
+ * checks: cold_scan_access applies all the quals to them.
  */
 static void
 filter_what_the_lake_does_not(ColdScanState *s)
 {
-	List	   *quals = s->css.ss.ps.plan->qual;
+	List	   *quals = cold_scan_quals((CustomScan *) s->css.ss.ps.plan);
 	List	   *rest = NIL;
 	ListCell   *lc;
 
-	if (bms_equal(s->lake_checked, s->reader.lake_checked))
+	if (s->filter_set && bms_equal(s->lake_checked, s->reader.lake_checked))
 		return;
+	if (!s->filter_set && s->all_quals == NULL)
+		s->all_quals = ExecInitQual(quals, &s->css.ss.ps);
 	foreach(lc, quals)
 		if (!bms_is_member(foreach_current_index(lc), s->reader.lake_checked))
 			rest = lappend(rest, lfirst(lc));
 	s->css.ss.ps.qual = list_length(rest) == list_length(quals) ? s->all_quals
 		: ExecInitQual(rest, &s->css.ss.ps);
 	s->lake_checked = bms_copy(s->reader.lake_checked);
+	s->filter_set = true;
 }
 
 /*
@@ -981,7 +998,7 @@ convert_only_what_is_read(ColdScanState *s)
 	if (r->lake == NULL || r->all_attrs || bms_is_empty(r->lake_checked))
 		return;
 	pull_varattnos((Node *) s->css.ss.ps.plan->targetlist, INDEX_VAR, &read);
-	foreach(lc, s->css.ss.ps.plan->qual)
+	foreach(lc, cold_scan_quals((CustomScan *) s->css.ss.ps.plan))
 		if (!bms_is_member(foreach_current_index(lc), r->lake_checked))
 			pull_varattnos(lfirst(lc), INDEX_VAR, &read);
 	if (r->delta_keys != NULL)
@@ -1011,6 +1028,8 @@ open_for_scan(ColdScanState *s)
 	if (!s->reader.skip)
 		s->reader.tupdesc = table_tupdesc(s);
 	cold_reader_open(&s->reader);
+	if (s->reader.skip)
+		return;					/* no row to filter: the filter is never even compiled */
 	filter_what_the_lake_does_not(s);
 	convert_only_what_is_read(s);
 }
@@ -1078,13 +1097,35 @@ rescan_cold_scan(CustomScanState *node)
 
 	if (s->table == NULL)
 		return;					/* not set up yet: nothing to start over */
-	/* All the quals until the reader is open again: the lake may check other ones then. */
-	s->css.ss.ps.qual = s->all_quals;
-	s->lake_checked = NULL;
+	/* The filter is set again when the reader opens: the lake may check other quals then. */
+	s->filter_set = false;
 	cold_reader_end(&s->reader);
 	cold_reader_begin(&s->reader, s->table, NULL, seam_pin(s->table));
 	s->reader.attrs = attrs;
 	s->reader.all_attrs = all_attrs;
+}
+
+/*
+ * The quals' lines, as EXPLAIN shows a plan's own (cold_scan_quals says
+ * why they are not): "Filter", and with ANALYZE the rows it removed.
+ */
+static void
+explain_filter(ColdScanState *s, List *ancestors, ExplainState *es)
+{
+	PlanState  *ps = &s->css.ss.ps;
+	List	   *quals = cold_scan_quals((CustomScan *) ps->plan);
+	List	   *context;
+
+	if (quals == NIL || es->deparse_cxt == NIL)
+		return;					/* tierdb_explain asks for the other lines, with nothing to deparse against */
+	context = set_deparse_context_plan(es->deparse_cxt, ps->plan, ancestors);
+	ExplainPropertyText("Filter", deparse_expression((Node *) make_ands_explicit(quals), context, es->verbose, false),
+						es);
+	if (es->analyze && ps->instrument != NULL &&
+		(ps->instrument->nfiltered1 > 0 || es->format != EXPLAIN_FORMAT_TEXT))
+		ExplainPropertyFloat("Rows Removed by Filter", NULL,
+							 ps->instrument->nloops > 0 ? ps->instrument->nfiltered1 / ps->instrument->nloops : 0,
+							 0, es);
 }
 
 static void
@@ -1094,6 +1135,7 @@ explain_cold_scan(CustomScanState *node, List *ancestors, ExplainState *es)
 	ColdReader *r = &s->reader;
 	LakeScanStats st;
 
+	explain_filter(s, ancestors, es);
 	set_up_cold_scan(s);
 	ExplainPropertyText("Table", quote_qualified_identifier(get_namespace_name(get_rel_namespace(s->table->relid)),
 															 get_rel_name(s->table->relid)), es);

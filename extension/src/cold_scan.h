@@ -24,6 +24,11 @@
 #ifndef TIERDB_COLD_SCAN_H
 #define TIERDB_COLD_SCAN_H
 
+#include "nodes/plannodes.h"
+
+/* A cold scan's quals (they are kept among its custom_exprs: cold_scan.c says why). */
+extern List *cold_scan_quals(CustomScan *cscan);
+
 /* Installs the planner hook and registers the custom scan; from _PG_init while preloading. */
 extern void cold_scan_init(void);
 

@@ -69,6 +69,7 @@
 #include "utils/snapmgr.h"
 #include "utils/varlena.h"
 
+#include "cold_scan.h"
 #include "heap_only.h"
 #include "seam.h"
 
@@ -530,7 +531,7 @@ heap_partitions(CustomScanState *scan, const SeamTable *t)
 {
 	List	   *names = NIL;
 
-	partitions_read(t, t->relid, scan->ss.ps.plan->qual, seam_pin(t).tier_key_hi, &names);
+	partitions_read(t, t->relid, cold_scan_quals((CustomScan *) scan->ss.ps.plan), seam_pin(t).tier_key_hi, &names);
 	return partitions_text(names);
 }
 

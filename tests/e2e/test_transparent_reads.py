@@ -307,6 +307,13 @@ def test_conditions_prune_lake_files(tiered):
     # the 2 without it decode v only.
     plan = "\n".join(r[0] for r in db.query("EXPLAIN (ANALYZE, COSTS OFF) SELECT * FROM events WHERE v = 'v1236'"))
     assert "Lake Files: 3" in plan and "Batches Skipped Before Decoding: 2" in plan, plan
+    # The executor's filter is compiled only when the cold scan reads, and EXPLAIN shows it as a plan's own.
+    plan = "\n".join(r[0] for r in db.query(
+        SESSION + "EXPLAIN (ANALYZE, COSTS OFF) SELECT id FROM events WHERE ts < '2024-01-03' AND id % 7 = 0"))
+    (removed,) = db.query(SESSION + "SELECT count(*) FROM plain WHERE ts < '2024-01-03' AND id % 7 <> 0")[0]
+    cold = plan[plan.index("TierDB Cold Scan"):]
+    assert "Filter: ((ts < '2024-01-03 00:00:00+00'::timestamp with time zone) AND ((id % '7'::bigint) = 0))" in cold, plan
+    assert f"Rows Removed by Filter: {removed}\n" in cold, plan
     # The row estimate comes from the lake's record count (2100 rows in 7 days).
     (line,) = [r[0] for r in db.query("EXPLAIN SELECT * FROM events") if "TierDB Cold Scan" in r[0]]
     assert "rows=2100 " in line, line
