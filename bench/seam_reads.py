@@ -450,10 +450,75 @@ def lookup_cpu(dsn, rows, days, repeat):
     return result
 
 
+# The same lookups counted in instructions: callgrind runs a single-user backend on the
+# stopped cluster, which executes the lookups one statement at a time, as a client's would
+# be. The count is the same at every run, where times on a shared machine move by tens of
+# percent, so it shows the overhead the times cannot. Per lookup: the instructions of a run
+# of WARM + N lookups less those of WARM lookups, so start-up and the warm-up do not count.
+INSTRUCTION_LOOKUPS = 1000
+INSTRUCTION_WARM = 200
+INSTRUCTION_MODES = [("custom plans (prepared)", "force_custom_plan"),
+                     ("generic plan (prepared)", "force_generic_plan"),
+                     ("unprepared (planned each time)", None)]
+INSTRUCTION_SIDES = [("tiered", "events_tiered", "on"), ("heap", "events_heap", "on"),
+                     ("tiered, transparent_reads off", "events_tiered", "off")]
+
+
+def single_user_lookups(table, transparent_reads, plan_cache_mode, ids, rows, days):
+    """The input of a single-user backend that looks up `ids`, one statement per line."""
+    lines = [f"SET tierdb.transparent_reads = {transparent_reads};"]
+    if plan_cache_mode is None:
+        lines += [lookup_sql(table, f"{i}::bigint", rows, days) + ";" for i in ids]
+    else:
+        lines += [f"SET plan_cache_mode = {plan_cache_mode};",
+                  f"PREPARE lookup(bigint) AS {lookup_sql(table, '$1', rows, days)};"]
+        lines += [f"EXECUTE lookup({i});" for i in ids]
+    return "\n".join(lines) + "\n"
+
+
+def instructions(data_dir, script, lookups):
+    """Instructions a single-user backend executes for `script`, which must find one row per lookup."""
+    postgres = Path(os.environ.get("PG_BINDIR", "/usr/lib/postgresql/15/bin")) / "postgres"
+    cmd = ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", str(postgres), "--single",
+           "-D", str(data_dir), "-c", "shared_buffers=256MB", "-c", "shared_preload_libraries=tierdb",
+           "-c", "jit=off", "-c", "max_parallel_workers_per_gather=0", "postgres"]
+    if os.geteuid() == 0:  # the cluster belongs to the postgres user (scripts/pg-cluster.sh)
+        cmd = ["runuser", "-u", "postgres", "--"] + cmd
+    proc = subprocess.run(cmd, input=script, capture_output=True, text=True)
+    counted = re.search(r"Collected : (\d+)", proc.stderr)
+    found = len(re.findall(r"^\t 1: id = ", proc.stdout, re.M))
+    if proc.returncode != 0 or not counted or "ERROR" in proc.stdout + proc.stderr or found != lookups:
+        fail(f"the single-user lookups under callgrind failed (found {found} of {lookups} rows):\n"
+             f"{proc.stdout[-2000:]}\n{proc.stderr[-2000:]}")
+    return int(counted.group(1))
+
+
+def lookup_instructions(data_dir, rows, days):
+    """Instructions per point lookup, per mode and side."""
+    import shutil
+
+    if shutil.which("valgrind") is None:
+        fail("valgrind is not installed: run scripts/install-deps.sh")
+    lo, hi = rows + 1, rows + tiering_peer.HOT_ROWS
+    ids = random.Random(7).choices(range(lo, hi + 1), k=INSTRUCTION_WARM + INSTRUCTION_LOOKUPS)
+    result = {}
+    for mode, plan_cache_mode in INSTRUCTION_MODES:
+        result[mode] = {}
+        for side, table, transparent_reads in INSTRUCTION_SIDES:
+            count = {n: instructions(data_dir, single_user_lookups(table, transparent_reads, plan_cache_mode,
+                                                                   ids[:n], rows, days), n)
+                     for n in (INSTRUCTION_WARM, INSTRUCTION_WARM + INSTRUCTION_LOOKUPS)}
+            result[mode][side] = (count[INSTRUCTION_WARM + INSTRUCTION_LOOKUPS] - count[INSTRUCTION_WARM]) \
+                / INSTRUCTION_LOOKUPS
+        say(f"lookup instructions, {mode}: tiered {result[mode]['tiered']:,.0f}, heap {result[mode]['heap']:,.0f}")
+    return result
+
+
 # ------------------------------------------------------------------ the report
 
 
-def report(facts, results, tps, cpu, args, scripts, load_seconds, tier_seconds, cached_bytes):
+def report(facts, results, problems, tps, cpu, instructions, args, scripts, load_seconds, tier_seconds,
+           cached_bytes):
     cut = facts["cut"]
     print()
     print(f"read benchmark: {facts['heap_below_cut'] + facts['hot_rows']:,} event rows; best of {args.repeat}, "
@@ -507,6 +572,14 @@ def report(facts, results, tps, cpu, args, scripts, load_seconds, tier_seconds, 
         print(f"  {mode:<32}{us['tiered']:>10.1f}{us['heap']:>10.1f}{us['tiered'] / us['heap']:>12.3f}x")
     print("  (tps ratios: above 1.000x the tiered table is faster; CPU ratios: below 1.000x)")
     print()
+    if instructions:
+        print(f"  the same lookups in instructions, per lookup (callgrind, a single-user backend, "
+              f"{INSTRUCTION_LOOKUPS:,} lookups after {INSTRUCTION_WARM}; the same count every run):")
+        print(f"  {'':<32}{'tiered':>10}{'heap':>10}{'tiered/heap':>13}{'transparent_reads off':>23}")
+        for mode, n in instructions.items():
+            print(f"  {mode:<32}{n['tiered']:>10,.0f}{n['heap']:>10,.0f}{n['tiered'] / n['heap']:>12.3f}x"
+                  f"{n['tiered, transparent_reads off']:>23,.0f}")
+        print()
     worst = {clock: max(r[clock]["tiered"] / r[clock]["heap"] for r in results)
              for clock in ("seconds", "cpu_seconds")}
     lookup = {mode: best["tiered"] / best["heap"] for mode, best in tps.items()}
@@ -519,9 +592,14 @@ def report(facts, results, tps, cpu, args, scripts, load_seconds, tier_seconds, 
         ratio = us["tiered"] / us["heap"]
         print(f"  target: hot point lookups within 5% of plain Postgres ({mode}): {ratio:.3f}x CPU: "
               f"{'met' if ratio <= 1.05 else 'NOT met'}")
+    for mode, n in (instructions or {}).items():
+        ratio = n["tiered"] / n["heap"]
+        print(f"  target: hot point lookups within 5% of plain Postgres ({mode}): {ratio:.3f}x instructions: "
+              f"{'met' if ratio <= 1.05 else 'NOT met'}")
     print(json.dumps({"benchmark": "seam_reads", "rows": facts["heap_below_cut"] + facts["hot_rows"],
                       "lake_rows": facts["lake_rows"], "hot_rows": facts["hot_rows"], "cut": cut.isoformat(),
-                      "scans": results, "pgbench_tps": tps, "lookup_cpu_us": cpu},
+                      "scans": results, "pgbench_tps": tps, "lookup_cpu_us": cpu,
+                      "lookup_instructions": instructions},
                      default=str))
 
 
@@ -536,7 +614,17 @@ def benchmark(args):
         keep = bool(args.keep_cluster and args.dir)
         with tiering_peer.private_cluster(work, SETTINGS, keep=keep, say=say) as (dsn, port):
             say(f"{args.rows:,} rows over {args.days} days, twice; cluster on port {port}, files in {work}")
-            return measure(args, work, dsn, port)
+            measured = measure(args, work, dsn, port)
+        if keep:
+            say("lookup instructions not counted: they need the cluster stopped (--keep-cluster)")
+            measured["instructions"] = None
+        else:
+            say("point lookups in instructions (callgrind on single-user backends)")
+            measured["instructions"] = lookup_instructions(work / "pg" / "data", args.rows, args.days)
+        report(args=args, **measured)
+        for p in measured["problems"]:
+            print(f"read-bench: MISMATCH: {p}", file=sys.stderr)
+        return 1 if measured["problems"] else 0
     finally:
         if cleanup:
             cleanup.cleanup()
@@ -564,10 +652,8 @@ def measure(args, work, dsn, port):
     say("point lookups")
     tps, scripts = run_lookups(work, port, args.rows, args.days, args.repeat, args.pgbench_seconds)
     cpu = lookup_cpu(dsn, args.rows, args.days, args.repeat)
-    report(facts, results, tps, cpu, args, scripts, load_seconds, tier_seconds, cached)
-    for p in problems:
-        print(f"read-bench: MISMATCH: {p}", file=sys.stderr)
-    return 1 if problems else 0
+    return {"facts": facts, "results": results, "problems": problems, "tps": tps, "cpu": cpu, "scripts": scripts,
+            "load_seconds": load_seconds, "tier_seconds": tier_seconds, "cached_bytes": cached}
 
 
 def main():

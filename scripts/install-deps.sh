@@ -12,6 +12,7 @@ debian_packages=(
   postgresql-15 postgresql-server-dev-15
   python3-venv
   openjdk-17-jdk-headless maven
+  valgrind  # the read benchmark counts a lookup's instructions with callgrind
 )
 
 missing=()
