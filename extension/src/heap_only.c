@@ -230,14 +230,12 @@ create_guard_state(CustomScan *cscan)
 static void
 check_cutline(Oid relid, int64 planned, Snapshot snapshot)
 {
-	SeamTable  *table = seam_lookup_table(relid);
-
-	if (table == NULL)
+	if (!seam_is_tiered(relid))
 		ereport(ERROR,
 				(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
 				 errmsg("table \"%s\" is no longer registered with TierDB in tiered mode", get_rel_name(relid)),
 				 errhint("Run the statement again.")));
-	if (seam_statement_t(table, snapshot) != planned)
+	if (seam_statement_t(relid, snapshot) != planned)
 		ereport(ERROR,
 				(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
 				 errmsg("the cut-line of table \"%s\" advanced between planning and running this statement",

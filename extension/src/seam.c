@@ -289,8 +289,9 @@ copy_table(const SeamTable *from, MemoryContext cxt)
 	return t;
 }
 
-SeamTable *
-seam_lookup_table(Oid relid)
+/* The table's entry in the registrations cache, read on a miss; NULL without the extension. */
+static RegistrationEntry *
+registration(Oid relid)
 {
 	Oid			catalog;
 	RegistrationEntry *e;
@@ -318,7 +319,7 @@ seam_lookup_table(Oid relid)
 	}
 	e = hash_search(registrations, &relid, HASH_FIND, NULL);
 	if (e != NULL)
-		return e->tiered ? copy_table(&e->table, CurrentMemoryContext) : NULL;
+		return e;
 
 	/* Read first, then enter: an error while reading leaves no half-made entry. */
 	read = read_registration(relid);
@@ -332,8 +333,25 @@ seam_lookup_table(Oid relid)
 
 		e->table = *cached;
 		pfree(cached);
+		pfree(read);
 	}
-	return read;
+	return e;
+}
+
+SeamTable *
+seam_lookup_table(Oid relid)
+{
+	RegistrationEntry *e = registration(relid);
+
+	return e != NULL && e->tiered ? copy_table(&e->table, CurrentMemoryContext) : NULL;
+}
+
+bool
+seam_is_tiered(Oid relid)
+{
+	RegistrationEntry *e = registration(relid);
+
+	return e != NULL && e->tiered;
 }
 
 /* ------------------------------------------------------------ pins */
@@ -382,7 +400,7 @@ block_exists(Relation rel, BlockNumber blkno)
 
 /* The cut-line in the table's tierdb.cutline tuple. */
 static SeamPin
-cutline_of(const SeamTable *table, Relation rel, HeapTuple tuple)
+cutline_of(Oid relid, Relation rel, HeapTuple tuple)
 {
 	TupleDesc	desc = RelationGetDescr(rel);
 	SeamPin		pin = {0};
@@ -392,7 +410,7 @@ cutline_of(const SeamTable *table, Relation rel, HeapTuple tuple)
 	if (isnull)
 		ereport(ERROR,
 				(errcode(ERRCODE_DATA_CORRUPTED),
-				 errmsg("the TierDB cut-line of table \"%s\" has no tier_key_hi", get_rel_name(table->relid))));
+				 errmsg("the TierDB cut-line of table \"%s\" has no tier_key_hi", get_rel_name(relid))));
 	pin.tier_key_hi = DatumGetInt64(d);
 	d = heap_getattr(tuple, attnameAttNum(rel, "lake_snapshot_id", false), desc, &isnull);
 	pin.has_snapshot = !isnull;
@@ -409,9 +427,9 @@ cutline_of(const SeamTable *table, Relation rel, HeapTuple tuple)
  * daemon advancing the cut-line) has moved the row.
  */
 static bool
-cutline_where_last_seen(const SeamTable *table, Relation rel, Snapshot snapshot, SeamPin *pin)
+cutline_where_last_seen(Oid relid, Relation rel, Snapshot snapshot, SeamPin *pin)
 {
-	RegistrationEntry *e = registrations ? hash_search(registrations, &table->relid, HASH_FIND, NULL) : NULL;
+	RegistrationEntry *e = registrations ? hash_search(registrations, &relid, HASH_FIND, NULL) : NULL;
 	HeapTupleData tuple;
 	Buffer		buffer;
 	Datum		id;
@@ -425,16 +443,16 @@ cutline_where_last_seen(const SeamTable *table, Relation rel, Snapshot snapshot,
 	if (!heap_fetch(rel, snapshot, &tuple, &buffer, false))
 		return false;
 	id = heap_getattr(&tuple, attnameAttNum(rel, "table_id", false), RelationGetDescr(rel), &isnull);
-	ours = !isnull && DatumGetInt64(id) == (int64) table->relid;
+	ours = !isnull && DatumGetInt64(id) == (int64) relid;
 	if (ours)
-		*pin = cutline_of(table, rel, &tuple);
+		*pin = cutline_of(relid, rel, &tuple);
 	ReleaseBuffer(buffer);
 	return ours;
 }
 
 /* The cut-line as `snapshot` sees it. */
 static SeamPin
-cutline_at(const SeamTable *table, Snapshot snapshot)
+cutline_at(Oid relid, Snapshot snapshot)
 {
 	Oid			catalog = cached_catalog_relid(&cutline_catalog, "cutline");
 	Relation	rel = OidIsValid(catalog) ? table_open(catalog, AccessShareLock) : NULL;
@@ -443,24 +461,24 @@ cutline_at(const SeamTable *table, Snapshot snapshot)
 	SeamPin		pin;
 
 	/* The registration is looked up after the lock: invalidations it accepted may have dropped it. */
-	if (rel != NULL && cutline_where_last_seen(table, rel, snapshot, &pin))
+	if (rel != NULL && cutline_where_last_seen(relid, rel, snapshot, &pin))
 	{
 		table_close(rel, AccessShareLock);
 		return pin;
 	}
 	if (rel != NULL)
 		table_close(rel, AccessShareLock);
-	found = catalog_row("cutline", table->relid, snapshot, &rel);
+	found = catalog_row("cutline", relid, snapshot, &rel);
 	if (found == NULL)
 		ereport(ERROR,
 				(errcode(ERRCODE_DATA_CORRUPTED),
 				 errmsg("table \"%s\" is registered with TierDB but has no tierdb.cutline row",
-						get_rel_name(table->relid)),
+						get_rel_name(relid)),
 				 errhint("Re-register the table with tierdb register.")));
-	e = registrations ? hash_search(registrations, &table->relid, HASH_FIND, NULL) : NULL;
+	e = registrations ? hash_search(registrations, &relid, HASH_FIND, NULL) : NULL;
 	if (e != NULL)
 		e->cutline_tid = found->t_self;
-	pin = cutline_of(table, rel, found);
+	pin = cutline_of(relid, rel, found);
 	heap_freetuple(found);
 	table_close(rel, AccessShareLock);
 	return pin;
@@ -471,7 +489,7 @@ static SeamPin
 read_cutline(const SeamTable *table)
 {
 	Snapshot	latest = RegisterSnapshot(GetLatestSnapshot());
-	SeamPin		pin = cutline_at(table, latest);
+	SeamPin		pin = cutline_at(table->relid, latest);
 
 	UnregisterSnapshot(latest);
 	return pin;
@@ -510,11 +528,11 @@ seam_pin(const SeamTable *table)
  * in the same statement, one that reads the lake, must take properly.
  */
 int64
-seam_statement_t(const SeamTable *table, Snapshot snapshot)
+seam_statement_t(Oid relid, Snapshot snapshot)
 {
-	PinEntry   *e = find_pin(table->relid, snapshot);
+	PinEntry   *e = find_pin(relid, snapshot);
 
-	return e != NULL ? e->pin.tier_key_hi : cutline_at(table, snapshot).tier_key_hi;
+	return e != NULL ? e->pin.tier_key_hi : cutline_at(relid, snapshot).tier_key_hi;
 }
 
 int64

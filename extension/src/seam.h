@@ -76,6 +76,9 @@ typedef struct SeamPin
  */
 extern SeamTable *seam_lookup_table(Oid relid);
 
+/* Whether relid is registered in tiered mode: seam_lookup_table without the copy. */
+extern bool seam_is_tiered(Oid relid);
+
 /* The statement's pin of the table, taken on first use (see above). */
 extern SeamPin seam_pin(const SeamTable *table);
 
@@ -93,7 +96,7 @@ extern int64 seam_planning_t(const SeamTable *table);
  * The cut-line `snapshot` sees, for a statement that reads heap rows only
  * (heap_only.c): its pin if it has one, else read without pinning.
  */
-extern int64 seam_statement_t(const SeamTable *table, Snapshot snapshot);
+extern int64 seam_statement_t(Oid relid, Snapshot snapshot);
 
 /* Forgets pins: at transaction end, and at each statement under READ COMMITTED. */
 extern void seam_init(void);
