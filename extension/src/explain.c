@@ -539,10 +539,9 @@ heap_partitions(CustomScanState *scan, const SeamTable *t)
 
 /*
  * A reference transparent.c left a plain table because its conditions keep
- * it at or above T reads the partitions of it the plan scans, under the
- * "TierDB Heap-Only Guard" on top of the plan, which names the table and
- * its T. Those partitions are exactly the ones read, so they are read off
- * the plan.
+ * it at or above T reads the partitions of it the plan scans; the plan's
+ * "TierDB Heap-Only Guard" names the table and its T. Those partitions are
+ * exactly the ones read, so they are read off the plan.
  */
 typedef struct ScannedPartitions
 {
@@ -580,18 +579,18 @@ scanned_partitions(PlanState *ps, ScannedPartitions *s)
 
 /* The lines of the tables a plan reads heap-only; removes them from *expected. */
 static void
-heap_only_lines(PlanState *top, List *rtable, Explainer *e, List **expected)
+heap_only_lines(PlannedStmt *stmt, PlanState *top, Explainer *e, List **expected)
 {
 	HeapOnlyReads reads;
 	ListCell   *relid;
 	ListCell   *t;
 
-	if (!heap_only_guarded(top->plan, &reads))
+	if (!heap_only_guarded(stmt, &reads))
 		return;
 	forboth(relid, reads.relids, t, reads.tier_key_his)
 	{
 		SeamTable  *table = seam_lookup_table(lfirst_oid(relid));
-		ScannedPartitions scanned = {.table = lfirst_oid(relid), .rtable = rtable};
+		ScannedPartitions scanned = {.table = lfirst_oid(relid), .rtable = stmt->rtable};
 
 		if (table == NULL)
 			continue;
@@ -670,7 +669,7 @@ explain_plan(Query *q, const char *sql, Explainer *e)
 	desc = CreateQueryDesc(plan, sql, GetActiveSnapshot(), InvalidSnapshot, None_Receiver, NULL, NULL, 0);
 	ExecutorStart(desc, EXEC_FLAG_EXPLAIN_ONLY);
 	cold_scan_walker(desc->planstate, &found);
-	heap_only_lines(desc->planstate, plan->rtable, e, &expected);
+	heap_only_lines(plan, desc->planstate, e, &expected);
 	foreach(lc, found)
 	{
 		CustomScanState *scan = lfirst(lc);

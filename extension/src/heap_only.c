@@ -4,18 +4,18 @@
  *		The guard of heap-only reads (heap_only.h says what it is for).
  *
  * The planner hook (transparent.c) decides which references read the heap
- * only before the query is planned, and puts this node on top of the plan
- * standard_planner returns:
+ * only before the query is planned, and adds the guard to the plan
+ * standard_planner returns, under its top node:
  *
- *	 Custom Scan (TierDB Heap-Only Guard)
- *	   Heap Only: public.events at or above T 2024-01-08 00:00:00+00
- *	   ->  Index Scan using events_20240109_pkey on events_20240109 events
+ *	 Index Scan using events_20240109_pkey on events_20240109 events
+ *	   Index Cond: ((id = 2400) AND (ts = '2024-01-09 08:00:00+00'::timestamp with time zone))
+ *	   InitPlan 1 (checked when the statement starts)
+ *		 ->  Custom Scan (TierDB Heap-Only Guard)
+ *			   Heap Only: public.events at or above T 2024-01-08 00:00:00+00
  *
  * When the executor starts, it compares each table's planned T with the
  * cut-line the statement's snapshot sees (seam_statement_t: no pin, no
- * lock), then passes the rows of its child through unchanged: it does not
- * project, so it costs a point lookup one plan node and one catalog read.
- * Added after planning, on top, it guards every heap-only reference
+ * lock). Added to the finished plan, it guards every heap-only reference
  * wherever the planner put it (a subquery pulled up, a CTE), and it runs
  * before any of them reads a row.
  *
@@ -28,7 +28,6 @@
 #include "executor/executor.h"
 #include "nodes/extensible.h"
 #include "nodes/makefuncs.h"
-#include "nodes/nodeFuncs.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
 
@@ -123,95 +122,68 @@ highest_plan_node_id(Plan *plan)
 }
 
 /*
- * The guard's output is its child's, column for column: its targetlist
- * points into custom_scan_tlist (INDEX_VAR), which describes the child's
- * output (OUTER_VAR), so the executor sees nothing to project. The entries
- * keep the child's names, junk flags and column origins, which the client
- * is told. The child is the node's outer plan, as a Result's would be, not
- * one of custom_plans: EXPLAIN VERBOSE resolves OUTER_VAR there, and a
- * child in both places would be copied twice with every plan the plan
- * cache keeps.
+ * Adds the guard as an initplan of the plan's top node that sets no
+ * parameter: the executor starts every subplan before the plan's own nodes,
+ * which runs the guard's check; nothing ever asks it for a value, so it is
+ * never run. It describes no rows (no target list), so it costs the plan
+ * cache's copy and the executor's start almost nothing: a node on top of
+ * the plan, passing its rows through, cost a point lookup four times as
+ * much, most of it in target lists. EXPLAIN shows it under the top node:
+ *
+ *	 InitPlan 1 (checked when the statement starts)
+ *	   ->  Custom Scan (TierDB Heap-Only Guard)
+ *			 Heap Only: public.events at or above T 2024-01-08 00:00:00+00
  */
-/*
- * Sets the guard's two target lists (see above). The nodes are made in two
- * arrays rather than one by one: a point lookup's custom plan is made, and
- * copied into the plan cache, at every execution.
- */
-static void
-pass_through(CustomScan *guard, List *columns)
-{
-	int			n = list_length(columns);
-	TargetEntry *entries = palloc(sizeof(TargetEntry) * 2 * n);
-	Var		   *vars = palloc(sizeof(Var) * 2 * n);
-	ListCell   *lc;
-
-	foreach(lc, columns)
-	{
-		TargetEntry *column = lfirst(lc);
-		int			i = foreach_current_index(lc);
-		Var		   *in = &vars[2 * i];
-		Var		   *out = &vars[2 * i + 1];
-
-		*in = (Var) {
-			.xpr.type = T_Var,
-			.varno = OUTER_VAR,
-			.varattno = column->resno,
-			.vartype = exprType((Node *) column->expr),
-			.vartypmod = exprTypmod((Node *) column->expr),
-			.varcollid = exprCollation((Node *) column->expr),
-			.varnosyn = OUTER_VAR,
-			.varattnosyn = column->resno,
-			.location = -1,
-		};
-		*out = *in;
-		out->varno = INDEX_VAR;
-		out->varnosyn = INDEX_VAR;
-		entries[2 * i] = *column;
-		entries[2 * i].expr = (Expr *) in;
-		entries[2 * i + 1] = *column;
-		entries[2 * i + 1].expr = (Expr *) out;
-		guard->custom_scan_tlist = lappend(guard->custom_scan_tlist, &entries[2 * i]);
-		guard->scan.plan.targetlist = lappend(guard->scan.plan.targetlist, &entries[2 * i + 1]);
-	}
-}
-
 void
 heap_only_guard(PlannedStmt *stmt, const HeapOnlyReads *reads)
 {
-	Plan	   *child = stmt->planTree;
 	CustomScan *guard = makeNode(CustomScan);
-	int			next_id = highest_plan_node_id(child);
+	SubPlan    *initplan = makeNode(SubPlan);
+	int			highest = highest_plan_node_id(stmt->planTree);
 	ListCell   *lc;
 
 	foreach(lc, stmt->subplans)
-		next_id = Max(next_id, highest_plan_node_id(lfirst(lc)));
-	pass_through(guard, child->targetlist);
-	guard->scan.plan.startup_cost = child->startup_cost;
-	guard->scan.plan.total_cost = child->total_cost;
-	guard->scan.plan.plan_rows = child->plan_rows;
-	guard->scan.plan.plan_width = child->plan_width;
+		highest = Max(highest, highest_plan_node_id(lfirst(lc)));
+	guard->scan.plan.plan_node_id = highest + 1;
 	guard->scan.plan.parallel_safe = false;
-	guard->scan.plan.plan_node_id = next_id + 1;
-	guard->scan.plan.lefttree = child;
-	guard->scan.plan.extParam = bms_copy(child->extParam);
-	guard->scan.plan.allParam = bms_copy(child->allParam);
 	guard->scan.scanrelid = 0;
-	guard->flags = ExecSupportsBackwardScan(child) ? CUSTOMPATH_SUPPORT_BACKWARD_SCAN : 0;
 	guard->custom_private = list_make2(list_copy(reads->relids), copyObject(reads->tier_key_his));
 	guard->methods = &guard_scan_methods;
-	stmt->planTree = (Plan *) guard;
+	stmt->subplans = lappend(stmt->subplans, guard);
+
+	initplan->subLinkType = EXPR_SUBLINK;
+	initplan->plan_id = list_length(stmt->subplans);
+	initplan->plan_name = psprintf("InitPlan %d (checked when the statement starts)", initplan->plan_id);
+	initplan->firstColType = VOIDOID;
+	initplan->firstColTypmod = -1;
+	stmt->planTree->initPlan = lappend(stmt->planTree->initPlan, initplan);
 }
 
 bool
-heap_only_guarded(Plan *plan, HeapOnlyReads *reads)
+heap_only_guarded(PlannedStmt *stmt, HeapOnlyReads *reads)
 {
-	CustomScan *guard = (CustomScan *) plan;
+	ListCell   *lc;
 
-	if (!IsA(plan, CustomScan) || guard->methods != &guard_scan_methods)
-		return false;
+	foreach(lc, stmt->subplans)
+	{
+		CustomScan *guard = lfirst(lc);
+
+		if (guard != NULL && IsA(guard, CustomScan) && guard->methods == &guard_scan_methods)
+		{
+			reads->relids = list_nth(guard->custom_private, GUARD_PRIVATE_RELIDS);
+			reads->tier_key_his = list_nth(guard->custom_private, GUARD_PRIVATE_TIER_KEY_HIS);
+			return true;
+		}
+	}
+	return false;
+}
+
+/* The reads the guard checks. */
+static void
+guarded_reads(CustomScan *guard, HeapOnlyReads *reads)
+{
 	reads->relids = list_nth(guard->custom_private, GUARD_PRIVATE_RELIDS);
 	reads->tier_key_his = list_nth(guard->custom_private, GUARD_PRIVATE_TIER_KEY_HIS);
-	return true;
 }
 
 /* ------------------------------------------------------------ execution */
@@ -247,36 +219,32 @@ check_cutline(Oid relid, int64 planned, Snapshot snapshot)
 static void
 begin_guard(CustomScanState *node, EState *estate, int eflags)
 {
-	CustomScan *cscan = (CustomScan *) node->ss.ps.plan;
 	HeapOnlyReads reads;
 	ListCell   *relid;
 	ListCell   *t;
 
-	heap_only_guarded((Plan *) cscan, &reads);
-	if (!(eflags & EXEC_FLAG_EXPLAIN_ONLY))
-		forboth(relid, reads.relids, t, reads.tier_key_his)
-			check_cutline(lfirst_oid(relid), DatumGetInt64(((Const *) lfirst(t))->constvalue), estate->es_snapshot);
-	outerPlanState(node) = ExecInitNode(outerPlan(cscan), estate, eflags);
+	if (eflags & EXEC_FLAG_EXPLAIN_ONLY)
+		return;
+	guarded_reads((CustomScan *) node->ss.ps.plan, &reads);
+	forboth(relid, reads.relids, t, reads.tier_key_his)
+		check_cutline(lfirst_oid(relid), DatumGetInt64(((Const *) lfirst(t))->constvalue), estate->es_snapshot);
 }
 
+/* Never asked for a row (heap_only_guard says why), and it has none. */
 static TupleTableSlot *
 exec_guard(CustomScanState *node)
 {
-	return ExecProcNode(outerPlanState(node));
+	return NULL;
 }
 
 static void
 end_guard(CustomScanState *node)
 {
-	ExecEndNode(outerPlanState(node));
 }
 
 static void
 rescan_guard(CustomScanState *node)
 {
-	/* ExecReScan has passed the changed parameters on to the outer plan. */
-	if (outerPlanState(node)->chgParam == NULL)
-		ExecReScan(outerPlanState(node));
 }
 
 static void
@@ -287,7 +255,7 @@ explain_guard(CustomScanState *node, List *ancestors, ExplainState *es)
 	ListCell   *t;
 	List	   *lines = NIL;
 
-	heap_only_guarded(node->ss.ps.plan, &reads);
+	guarded_reads((CustomScan *) node->ss.ps.plan, &reads);
 	forboth(relid, reads.relids, t, reads.tier_key_his)
 	{
 		Oid			table = lfirst_oid(relid);

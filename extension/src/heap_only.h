@@ -18,8 +18,8 @@
  * Why a node of its own rather than a one-time filter: a point lookup
  * spends most of its time planning and starting its plan, and a filter
  * qual costs planning work in every partition plus a projecting Result;
- * the guard node is added to the finished plan and passes its child's
- * rows through untouched.
+ * the guard node is added to the finished plan, where it describes no rows
+ * (heap_only.c).
  *
  *-------------------------------------------------------------------------
  */
@@ -41,11 +41,11 @@ typedef struct HeapOnlyReads
 /* Records that table relid is read heap-only, planned with T tier_key_hi. */
 extern void heap_only_add(HeapOnlyReads *reads, Oid relid, int64 tier_key_hi);
 
-/* Puts the guard of `reads` on top of the finished plan. */
+/* Adds the guard of `reads` to the finished plan. */
 extern void heap_only_guard(PlannedStmt *stmt, const HeapOnlyReads *reads);
 
-/* The heap-only reads a plan node guards, if it is the guard: for tierdb_explain. */
-extern bool heap_only_guarded(Plan *plan, HeapOnlyReads *reads);
+/* The heap-only reads a plan guards, if it has the guard: for tierdb_explain. */
+extern bool heap_only_guarded(PlannedStmt *stmt, HeapOnlyReads *reads);
 
 /* Registers the guard's plan node; from _PG_init while preloading. */
 extern void heap_only_init(void);

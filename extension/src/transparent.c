@@ -27,14 +27,14 @@
  * pruned); the cold scan checks SELECT on the table itself too.  Row-level
  * security quals stay on the replaced reference and so filter both arms.
  *
- * Heap-only references.  When a SELECT's own conditions put the tier key
+ * Heap-only references.  When a query's own conditions put the tier key
  * at or above the T of its pin while it is planned (tier_key = / >= / > a
  * constant, after constant folding, with a custom plan's parameters
  * folded in), the reference is left a plain partitioned table: planning
- * the union costs more than a point lookup itself.  The node "TierDB
- * Heap-Only Guard" on top of the plan checks when the statement starts
- * that it still sees that T (heap_only.h says what happens if not); plans
- * cached with a T are invalidated when the cut-line advances.
+ * the union costs more than a point lookup itself.  The plan's "TierDB
+ * Heap-Only Guard" checks when the statement starts that it still sees
+ * that T (heap_only.h says what happens if not); plans cached with a T are
+ * invalidated when the cut-line advances.
  *
  * A query reading the table's system columns (ctid, tableoid, ...) is
  * refused: lake rows have none.
@@ -385,7 +385,6 @@ tier_key_lower_bound(Query *q, Index rti, const SeamTable *t, ParamListInfo para
 typedef struct Rewrite
 {
 	ParamListInfo params;		/* a custom plan's parameter values, or NULL */
-	bool		heap_only_allowed;	/* whether the statement may read tables heap-only */
 	HeapOnlyReads heap_only;	/* the references it reads heap-only */
 } Rewrite;
 
@@ -445,7 +444,7 @@ rewrite_query(Query *q, Rewrite *rw)
 					 errmsg("cannot read system columns of \"%s\": its older rows are in the lake",
 							get_rel_name(rte->relid)),
 					 errhint("SET tierdb.transparent_reads = off to read the heap's rows only.")));
-		if (rw->heap_only_allowed && tier_key_lower_bound(q, rti, t, rw->params, &lower) &&
+		if (tier_key_lower_bound(q, rti, t, rw->params, &lower) &&
 			lower >= (tier_key_hi = seam_planning_t(t)))
 			heap_only_add(&rw->heap_only, t->relid, tier_key_hi);
 		else
@@ -453,12 +452,7 @@ rewrite_query(Query *q, Rewrite *rw)
 	}
 }
 
-/*
- * Heap-only reads are guarded by a node on top of the plan (heap_only.c),
- * which a plain SELECT takes (also under a cursor, LockRows or Material);
- * a statement that writes keeps the seam union everywhere, so the top of
- * its plan stays the ModifyTable the executor expects.
- */
+/* Rewrites, plans, and guards the references left heap-only (heap_only.c). */
 static PlannedStmt *
 tierdb_planner(Query *parse, const char *query_string, int cursorOptions, ParamListInfo boundParams)
 {
@@ -466,11 +460,7 @@ tierdb_planner(Query *parse, const char *query_string, int cursorOptions, ParamL
 	PlannedStmt *stmt;
 
 	if (transparent_reads && OidIsValid(get_namespace_oid("tierdb", true)))
-	{
-		rw.heap_only_allowed = parse->commandType == CMD_SELECT && !parse->hasModifyingCTE &&
-			parse->utilityStmt == NULL;
 		rewrite_query(parse, &rw);
-	}
 	if (prev_planner_hook)
 		stmt = prev_planner_hook(parse, query_string, cursorOptions, boundParams);
 	else

@@ -206,8 +206,8 @@ def test_the_guard_stops_a_heap_only_read_planned_for_a_t_that_moved(tiered):
     same(db, "SELECT count(*) FROM {t} WHERE ts >= '2024-01-09'")
 
 
-def test_the_guard_passes_rows_through_unchanged(tiered):
-    """The guard's output is its child's: ordered, with columns the query
+def test_heap_only_plans_read_as_the_plain_table_does(tiered):
+    """Heap-only plans with their guard: ordered, with columns the query
     sorts by but does not return left out, through a scrollable cursor
     read backwards, and in EXPLAIN VERBOSE, also of a grouping set."""
     db = tiered
@@ -216,29 +216,34 @@ def test_the_guard_passes_rows_through_unchanged(tiered):
                 "SELECT v, count(*), grouping(v) FROM {t} WHERE " + hot + " GROUP BY ROLLUP (v) ORDER BY 1 LIMIT 5",
                 "SELECT * FROM {t} WHERE " + hot + " AND id IN (SELECT id FROM plain WHERE id % 7 = 0) ORDER BY id"):
         same(db, sql)
+    # In parallel workers too (the guard is checked by the leader, which starts the plan).
+    parallel = ("SET force_parallel_mode = on; SET parallel_setup_cost = 0; SET parallel_tuple_cost = 0;"
+                " SET min_parallel_table_scan_size = 0; SET max_parallel_workers_per_gather = 2;")
+    same(db, parallel + " SELECT count(*), sum(amount) FROM {t} WHERE " + hot)
+    plan = "\n".join(r[0] for r in db.query(parallel + " EXPLAIN (COSTS OFF) SELECT count(*) FROM events WHERE " + hot))
+    assert "Gather" in plan and "TierDB Heap-Only Guard" in plan, plan
     cursor = ("BEGIN; DECLARE c SCROLL CURSOR FOR SELECT id FROM {t} WHERE " + hot + " ORDER BY id;"
               " FETCH FORWARD 3 FROM c; FETCH BACKWARD 2 FROM c; FETCH ABSOLUTE 10 FROM c; COMMIT;")
     assert db.query(SESSION + cursor.format(t="events")) == db.query(SESSION + cursor.format(t="plain"))
     plan = "\n".join(r[0] for r in db.query(
         SESSION + "EXPLAIN (VERBOSE, COSTS OFF) SELECT v, count(*), grouping(v) FROM events WHERE " + hot + " GROUP BY ROLLUP (v)"))
-    assert plan.startswith("Custom Scan (TierDB Heap-Only Guard)"), plan
-    assert "Output: events.v, (count(*)), (GROUPING(events.v))" in plan, plan
+    assert plan.startswith("MixedAggregate\n  Output: events.v, count(*), GROUPING(events.v)"), plan
+    assert "InitPlan 1 (checked when the statement starts)\n    ->  Custom Scan (TierDB Heap-Only Guard)\n" in plan
     assert "Heap Only: public.events at or above T 2024-01-08 00:00:00+00" in plan, plan
 
 
-def test_a_statement_that_writes_reads_through_the_seam_union(tiered):
-    """The guard goes on top of a plan, where a statement that writes has
-    its ModifyTable: such a statement reads even a range above T through
-    the union, whose cold scan then does not open the lake."""
+def test_a_statement_that_writes_reads_heap_only_too(tiered):
+    """The guard is an initplan of the plan's top node, whatever it is: a
+    statement that writes what it reads above T reads the heap only too."""
     db = tiered
     plan = "\n".join(r[0] for r in db.query(
         "EXPLAIN (COSTS OFF) INSERT INTO plain SELECT * FROM events WHERE ts >= '2024-01-09' AND id < 0"))
-    assert "TierDB Heap-Only Guard" not in plan and "Lake: not read" in plan, plan
+    assert plan.startswith("Insert on plain") and "TierDB Heap-Only Guard" in plan, plan
+    assert "TierDB Cold Scan" not in plan, plan
     rows = db.query("BEGIN; CREATE TEMP TABLE copied AS SELECT * FROM events WHERE false;"
                     " WITH moved AS (INSERT INTO copied SELECT * FROM events WHERE ts >= '2024-01-09' RETURNING id)"
                     " SELECT count(*), sum(id) FROM moved; ROLLBACK;")
     assert rows == db.query(SESSION + "SELECT count(*), sum(id) FROM plain WHERE ts >= '2024-01-09'"), rows
-
 
 def test_a_heap_only_read_takes_no_reader_key(tiered):
     """A heap-only read does not pin: its guard compares T with the
