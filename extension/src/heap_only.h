@@ -2,8 +2,7 @@
  *
  * heap_only.h
  *		The guard of heap-only reads: the plan node "TierDB Heap-Only Guard"
- *		on top of a statement some of whose table references read the heap
- *		only.
+ *		in a statement some of whose table references read the heap only.
  *
  * A reference whose own conditions keep the tier key at or above the T the
  * planner assumed (transparent.c) is planned as the plain partitioned
