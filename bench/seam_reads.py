@@ -23,7 +23,10 @@ shared_preload_libraries=tierdb:
 - point lookups by primary key on hot rows: pgbench, one client, a custom
   script, -M prepared (with the default plan_cache_mode, and with the
   generic plan forced) and -M simple, on events_tiered (transparent reads on
-  and, for reference, off) and on events_heap; the best TPS of R runs.
+  and, for reference, off) and on events_heap; the best TPS of R runs. The
+  same lookups timed by the backend's CPU, and, once the cluster is stopped,
+  counted in instructions by callgrind on a single-user backend, which
+  gives the same count every run where times on a shared machine do not.
 
 The server runs with max_parallel_workers_per_gather=0 (one process per
 query on either side, as DuckDB's threads=1), jit=off, shared_buffers 2GB
