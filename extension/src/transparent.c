@@ -63,6 +63,7 @@
 #include "utils/inval.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
+#include "utils/plancache.h"
 #include "utils/rel.h"
 #include "utils/syscache.h"
 #include "utils/typcache.h"
@@ -470,6 +471,18 @@ tierdb_planner(Query *parse, const char *query_string, int cursorOptions, ParamL
 	return stmt;
 }
 
+/*
+ * A plan cached with one setting would go on reading (or not reading) the
+ * lake after the other is set: turning it on or off makes the session's
+ * cached plans be planned again, as DISCARD PLANS does.
+ */
+static void
+replan_on_change(bool newval, void *extra)
+{
+	if (newval != transparent_reads)
+		ResetPlanCache();
+}
+
 void
 transparent_reads_init(bool preloading)
 {
@@ -480,7 +493,7 @@ transparent_reads_init(bool preloading)
 							 true,
 							 PGC_USERSET,
 							 0,
-							 NULL, NULL, NULL);
+							 NULL, replan_on_change, NULL);
 	if (!preloading)
 		return;
 	prev_planner_hook = planner_hook;

@@ -343,6 +343,17 @@ def test_transparent_reads_off_reads_the_heap(tiered):
     assert db.query("SET tierdb.transparent_reads = off; SELECT count(*) FROM events") == [("900",)]
     plan = "\n".join(r[0] for r in db.query("EXPLAIN SELECT count(*) FROM events"))
     assert "TierDB Cold Scan" in plan
+    # Plans cached with one setting are planned again under the other: prepared statements and PL/pgSQL's.
+    db.psql("CREATE FUNCTION counted() RETURNS bigint LANGUAGE plpgsql AS $$"
+            " BEGIN RETURN (SELECT count(*) FROM events); END $$")
+    out = db.query(
+        "SET plan_cache_mode = force_generic_plan; PREPARE q AS SELECT count(*) FROM events;\n"
+        "EXECUTE q; SELECT counted();\n"
+        "SET tierdb.transparent_reads = off; EXECUTE q; SELECT counted();\n"
+        "SET tierdb.transparent_reads = on; EXECUTE q; SELECT counted();\n"
+    )
+    rows = [x for r in out for x in "|".join(r).split("\n")]
+    assert rows == ["3000", "3000", "900", "900", "3000", "3000"], rows
 
 
 @pytest.mark.parametrize("sql", [
