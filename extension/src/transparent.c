@@ -53,7 +53,6 @@
 #include "nodes/nodeFuncs.h"
 #include "optimizer/optimizer.h"
 #include "optimizer/planner.h"
-#include "parser/parse_func.h"
 #include "parser/analyze.h"
 #include "parser/parsetree.h"
 #include "tcop/tcopprot.h"
@@ -65,7 +64,6 @@
 #include "utils/memutils.h"
 #include "utils/plancache.h"
 #include "utils/rel.h"
-#include "utils/syscache.h"
 #include "utils/typcache.h"
 
 #include "cold_scan.h"
