@@ -583,23 +583,29 @@ heap_only_lines(PlannedStmt *stmt, PlanState *top, Explainer *e, List **expected
 {
 	HeapOnlyReads reads;
 	ListCell   *relid;
-	ListCell   *t;
 
 	if (!heap_only_guarded(stmt, &reads))
 		return;
-	forboth(relid, reads.relids, t, reads.tier_key_his)
+	if (OidIsValid(reads.checked_relid))
+		reads.relids = lappend_oid(list_copy(reads.relids), reads.checked_relid);
+	foreach(relid, reads.relids)
 	{
 		SeamTable  *table = seam_lookup_table(lfirst_oid(relid));
 		ScannedPartitions scanned = {.table = lfirst_oid(relid), .rtable = stmt->rtable};
+		bool		checked = lfirst_oid(relid) == reads.checked_relid;
+		int64		tier_key_hi;
 
 		if (table == NULL)
 			continue;
+		/* The checked table's T is the one its check just compared with (heap_only.c). */
+		tier_key_hi = checked ? seam_statement_t(table->relid, GetActiveSnapshot())
+			: DatumGetInt64(((Const *) list_nth(reads.tier_key_his, foreach_current_index(relid)))->constvalue);
 		scanned_partitions(top, &scanned);
 		e->lines = lappend(e->lines,
 						   psprintf("%s: reads the heap at or above T %s (%s) and the lake is not read: "
-									"the conditions keep the query at or above T", table_name(table->relid),
-									seam_key_text(table, DatumGetInt64(((Const *) lfirst(t))->constvalue)),
-									partitions_text(scanned.names)));
+									"the conditions keep the query at or above T%s", table_name(table->relid),
+									seam_key_text(table, tier_key_hi), partitions_text(scanned.names),
+									checked ? " (checked when the statement starts)" : ""));
 		*expected = list_delete_oid(*expected, table->relid);
 	}
 }
@@ -667,9 +673,9 @@ explain_plan(Query *q, const char *sql, Explainer *e)
 	UpdateActiveSnapshotCommandId();
 	plan = pg_plan_query(q, sql, CURSOR_OPT_PARALLEL_OK, NULL);
 	desc = CreateQueryDesc(plan, sql, GetActiveSnapshot(), InvalidSnapshot, None_Receiver, NULL, NULL, 0);
-	ExecutorStart(desc, EXEC_FLAG_EXPLAIN_ONLY);
+	ExecutorStart(desc, EXEC_FLAG_EXPLAIN_ONLY);	/* which may choose another plan (heap_only.c) */
 	cold_scan_walker(desc->planstate, &found);
-	heap_only_lines(plan, desc->planstate, e, &expected);
+	heap_only_lines(desc->plannedstmt, desc->planstate, e, &expected);
 	foreach(lc, found)
 	{
 		CustomScanState *scan = lfirst(lc);

@@ -19,29 +19,63 @@
  * wherever the planner put it (a subquery pulled up, a CTE), and it runs
  * before any of them reads a row.
  *
+ * A table checked against bounds known only when the statement starts is
+ * checked earlier, by the executor start hook, which can still give the
+ * executor another plan (start_statement):
+ *
+ *	 Index Scan using events_20240109_pkey on events_20240109 events
+ *	   Index Cond: ((id = $1) AND (ts = $2))
+ *	   InitPlan 1 (checked when the statement starts)
+ *		 ->  Custom Scan (TierDB Heap-Only Guard)
+ *			   Heap Only: public.events if $2 is at or above T when the statement starts
+ *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
 
+#include "access/parallel.h"
 #include "catalog/pg_type.h"
 #include "commands/explain.h"
 #include "executor/executor.h"
 #include "nodes/extensible.h"
 #include "nodes/makefuncs.h"
+#include "nodes/nodeFuncs.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
+#include "utils/memutils.h"
+#include "utils/ruleutils.h"
 
 #include "heap_only.h"
 #include "seam.h"
+#include "transparent.h"
 
 #define GUARD_NAME "TierDB Heap-Only Guard"
 
-/* custom_private: list_make2(relids, tier_key_his) of HeapOnlyReads. */
+/*
+ * custom_private: list_make3(relids, tier_key_his, checked) of
+ * HeapOnlyReads; checked is NIL, or the table checked when the statement
+ * starts: list_make4(list_make2_int(relid, key kind), checked_bounds,
+ * unplanned, list_make1_int(cursor_options)).
+ */
 enum
 {
 	GUARD_PRIVATE_RELIDS,
-	GUARD_PRIVATE_TIER_KEY_HIS
+	GUARD_PRIVATE_TIER_KEY_HIS,
+	GUARD_PRIVATE_CHECKED
 };
+
+enum
+{
+	CHECKED_TABLE,
+	CHECKED_BOUNDS,
+	CHECKED_UNPLANNED,
+	CHECKED_CURSOR_OPTIONS
+};
+
+static ExecutorStart_hook_type prev_executor_start = NULL;
+
+/* The guard whose bounds the executor start hook checked last: begin_guard need not again. */
+static const CustomScan *checked_guard = NULL;
 
 static Node *create_guard_state(CustomScan *cscan);
 static void begin_guard(CustomScanState *node, EState *estate, int eflags);
@@ -149,7 +183,12 @@ heap_only_guard(PlannedStmt *stmt, const HeapOnlyReads *reads)
 	guard->scan.plan.plan_node_id = highest + 1;
 	guard->scan.plan.parallel_safe = false;
 	guard->scan.scanrelid = 0;
-	guard->custom_private = list_make2(list_copy(reads->relids), copyObject(reads->tier_key_his));
+	guard->custom_private = list_make3(list_copy(reads->relids), copyObject(reads->tier_key_his), NIL);
+	if (OidIsValid(reads->checked_relid))
+		lthird(guard->custom_private) =
+			list_make4(list_make2_int(reads->checked_relid, reads->checked_key_kind),
+					   copyObject(reads->checked_bounds), copyObject(reads->unplanned),
+					   list_make1_int(reads->cursor_options));
 	guard->methods = &guard_scan_methods;
 	stmt->subplans = lappend(stmt->subplans, guard);
 
@@ -163,28 +202,149 @@ heap_only_guard(PlannedStmt *stmt, const HeapOnlyReads *reads)
 
 /* The reads the guard checks. */
 static void
-guarded_reads(CustomScan *guard, HeapOnlyReads *reads)
+guarded_reads(const CustomScan *guard, HeapOnlyReads *reads)
 {
+	List	   *checked = list_nth(guard->custom_private, GUARD_PRIVATE_CHECKED);
+
+	memset(reads, 0, sizeof(*reads));
 	reads->relids = list_nth(guard->custom_private, GUARD_PRIVATE_RELIDS);
 	reads->tier_key_his = list_nth(guard->custom_private, GUARD_PRIVATE_TIER_KEY_HIS);
+	if (checked == NIL)
+		return;
+	reads->checked_relid = linitial_int(list_nth(checked, CHECKED_TABLE));
+	reads->checked_key_kind = lsecond_int(list_nth(checked, CHECKED_TABLE));
+	reads->checked_bounds = list_nth(checked, CHECKED_BOUNDS);
+	reads->unplanned = list_nth(checked, CHECKED_UNPLANNED);
+	reads->cursor_options = linitial_int(list_nth(checked, CHECKED_CURSOR_OPTIONS));
+}
+
+/* The plan's guard, or NULL: heap_only_guard adds it last, after planning. */
+static CustomScan *
+guard_of(PlannedStmt *stmt)
+{
+	CustomScan *guard;
+
+	if (stmt->subplans == NIL)
+		return NULL;
+	guard = llast(stmt->subplans);
+	return guard != NULL && IsA(guard, CustomScan) && guard->methods == &guard_scan_methods ? guard : NULL;
 }
 
 bool
 heap_only_guarded(PlannedStmt *stmt, HeapOnlyReads *reads)
 {
-	ListCell   *lc;
+	CustomScan *guard = guard_of(stmt);
 
-	foreach(lc, stmt->subplans)
+	if (guard != NULL)
+		guarded_reads(guard, reads);
+	return guard != NULL;
+}
+
+/* ------------------------------------------------------------ bounds known when the statement starts */
+
+/*
+ * The canonical value of a lower bound on the tier key, computed with the
+ * statement's parameters; false when it is null, so that no row meets the
+ * condition. A bare parameter, a generic plan's point lookup, is read
+ * directly: compiling an expression costs a lookup a few percent.
+ */
+static bool
+bound_value(Expr *bound, SeamKeyKind kind, ParamListInfo params, int64 *canonical)
+{
+	static ExprContext *econtext = NULL;
+	Oid			typid = exprType((Node *) bound);
+	MemoryContext caller;
+	Datum		value;
+	bool		isnull;
+
+	if (IsA(bound, Param) && params != NULL)
 	{
-		CustomScan *guard = lfirst(lc);
+		Param	   *param = (Param *) bound;
+		ParamExternData workspace;
+		ParamExternData *prm = NULL;
 
-		if (guard != NULL && IsA(guard, CustomScan) && guard->methods == &guard_scan_methods)
+		if (param->paramid > 0 && param->paramid <= params->numParams)
+			prm = params->paramFetch != NULL ? params->paramFetch(params, param->paramid, false, &workspace)
+				: &params->params[param->paramid - 1];
+		if (prm != NULL && prm->ptype == param->paramtype)
 		{
-			guarded_reads(guard, reads);
-			return true;
+			if (!prm->isnull)
+				*canonical = seam_key_canonical(kind, typid, prm->value);
+			return !prm->isnull;
 		}
 	}
+	if (econtext == NULL)
+	{
+		caller = MemoryContextSwitchTo(TopMemoryContext);
+		econtext = CreateStandaloneExprContext();
+		MemoryContextSwitchTo(caller);
+	}
+	ResetExprContext(econtext);
+	caller = MemoryContextSwitchTo(econtext->ecxt_per_tuple_memory);
+	econtext->ecxt_param_list_info = params;
+	value = ExecEvalExpr(ExecInitExprWithParams(bound, params), econtext, &isnull);
+	if (!isnull)
+		*canonical = seam_key_canonical(kind, typid, value);
+	econtext->ecxt_param_list_info = NULL;
+	MemoryContextSwitchTo(caller);
+	ResetExprContext(econtext);
+	return !isnull;
+}
+
+/*
+ * Whether the heap alone holds every row the checked table's conditions
+ * let through: one of its lower bounds is at or above the T the
+ * statement's snapshot sees, or null (no row qualifies).
+ */
+static bool
+bounds_hold(const HeapOnlyReads *reads, ParamListInfo params, Snapshot snapshot)
+{
+	int64		tier_key_hi;
+	ListCell   *lc;
+
+	if (!seam_is_tiered(reads->checked_relid))
+		return true;			/* unregistered since: the heap is the table, as the planner would now read it */
+	tier_key_hi = seam_statement_t(reads->checked_relid, snapshot);
+	foreach(lc, reads->checked_bounds)
+	{
+		int64		bound = 0;
+
+		if (!bound_value(lfirst(lc), reads->checked_key_kind, params, &bound) || bound >= tier_key_hi)
+			return true;
+	}
 	return false;
+}
+
+/*
+ * The executor start hook: a statement whose guard checks bounds known
+ * only now runs its heap-only plan when they hold, and otherwise the plan
+ * of the same statement with the seam union, made now with the
+ * parameters' values, as a custom plan would have been. The planner's
+ * output for the statement does not change, so the portal, the cursor or
+ * EXPLAIN that started it reads the replacement as it would the original.
+ * Parallel workers run what their leader chose.
+ */
+static void
+start_statement(QueryDesc *query, int eflags)
+{
+	CustomScan *guard;
+	HeapOnlyReads reads;
+
+	checked_guard = NULL;
+	if (!IsParallelWorker() && (guard = guard_of(query->plannedstmt)) != NULL &&
+		list_nth(guard->custom_private, GUARD_PRIVATE_CHECKED) != NIL)
+	{
+		guarded_reads(guard, &reads);
+		if (bounds_hold(&reads, query->params, query->snapshot))
+			checked_guard = guard;
+		else
+			query->plannedstmt = transparent_plan_with_unions(copyObject(reads.unplanned), query->sourceText,
+															  reads.cursor_options, query->params);
+	}
+	if (prev_executor_start)
+		prev_executor_start(query, eflags);
+	else
+		standard_ExecutorStart(query, eflags);
 }
 
 /* ------------------------------------------------------------ execution */
@@ -229,6 +389,16 @@ begin_guard(CustomScanState *node, EState *estate, int eflags)
 	guarded_reads((CustomScan *) node->ss.ps.plan, &reads);
 	forboth(relid, reads.relids, t, reads.tier_key_his)
 		check_cutline(lfirst_oid(relid), DatumGetInt64(((Const *) lfirst(t))->constvalue), estate->es_snapshot);
+	/* Checked by start_statement, unless another extension's hook started the executor without ours. */
+	if (OidIsValid(reads.checked_relid) && node->ss.ps.plan != (Plan *) checked_guard &&
+		!bounds_hold(&reads, estate->es_param_list_info, estate->es_snapshot))
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("this statement's plan reads table \"%s\" heap-only, which its parameters do not allow",
+						get_rel_name(reads.checked_relid)),
+				 errdetail("The plan was started without TierDB's executor start hook, which would have planned "
+						   "it again with the lake."),
+				 errhint("Load tierdb after the other libraries in shared_preload_libraries.")));
 }
 
 /* Never asked for a row (heap_only_guard says why), and it has none. */
@@ -248,6 +418,35 @@ rescan_guard(CustomScanState *node)
 {
 }
 
+static char *
+qualified_name(Oid relid)
+{
+	return quote_qualified_identifier(get_namespace_name(get_rel_namespace(relid)), get_rel_name(relid));
+}
+
+/* The bounds as SQL, "$2" or "one of $2, now() - '01:00:00'::interval". */
+static char *
+bounds_text(CustomScanState *node, List *bounds, List *ancestors, ExplainState *es)
+{
+	StringInfoData text;
+	List	   *context;
+	ListCell   *lc;
+
+	if (es->deparse_cxt == NIL)
+		return pstrdup("the tier key's lower bound");	/* a caller that deparses nothing (explain.c) */
+	context = set_deparse_context_plan(es->deparse_cxt, node->ss.ps.plan, ancestors);
+	initStringInfo(&text);
+	if (list_length(bounds) > 1)
+		appendStringInfoString(&text, "one of ");
+	foreach(lc, bounds)
+	{
+		if (foreach_current_index(lc) > 0)
+			appendStringInfoString(&text, ", ");
+		appendStringInfoString(&text, deparse_expression(lfirst(lc), context, false, false));
+	}
+	return text.data;
+}
+
 static void
 explain_guard(CustomScanState *node, List *ancestors, ExplainState *es)
 {
@@ -257,15 +456,17 @@ explain_guard(CustomScanState *node, List *ancestors, ExplainState *es)
 	List	   *lines = NIL;
 
 	guarded_reads((CustomScan *) node->ss.ps.plan, &reads);
+	if (OidIsValid(reads.checked_relid))
+		lines = lappend(lines, psprintf("%s if %s is at or above T when the statement starts",
+										qualified_name(reads.checked_relid),
+										bounds_text(node, reads.checked_bounds, ancestors, es)));
 	forboth(relid, reads.relids, t, reads.tier_key_his)
 	{
 		Oid			table = lfirst_oid(relid);
 		SeamTable  *registered = seam_lookup_table(table);
 		int64		tier_key_hi = DatumGetInt64(((Const *) lfirst(t))->constvalue);
 
-		lines = lappend(lines, psprintf("%s at or above T %s",
-										quote_qualified_identifier(get_namespace_name(get_rel_namespace(table)),
-																   get_rel_name(table)),
+		lines = lappend(lines, psprintf("%s at or above T %s", qualified_name(table),
 										registered ? seam_key_text(registered, tier_key_hi)
 										: psprintf(INT64_FORMAT, tier_key_hi)));
 	}
@@ -276,4 +477,6 @@ void
 heap_only_init(void)
 {
 	RegisterCustomScanMethods(&guard_scan_methods);
+	prev_executor_start = ExecutorStart_hook;
+	ExecutorStart_hook = start_statement;
 }

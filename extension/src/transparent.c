@@ -289,55 +289,76 @@ replace_reference(RangeTblEntry *rte, const SeamTable *t)
 /* ------------------------------------------------------------ heap-only references */
 
 /*
- * The canonical lower bound a conjunct "tk op constant" (or "constant op
- * tk") puts on the tier key of range table entry rti, if it is one: op is
- * =, >= or > of the key type's btree family, between the key and a
- * non-null constant of its own type.
+ * The value side of a conjunct "tk op value" (or "value op tk") that puts a
+ * lower bound on the tier key of range table entry rti, or NULL: op is =,
+ * >= or > of the key type's btree family, and the value is of the key's
+ * own type.
  */
-static bool
-conjunct_lower_bound(Node *clause, Index rti, const SeamTable *t, int64 *bound)
+static Expr *
+conjunct_lower_bound(Node *clause, Index rti, const SeamTable *t)
 {
 	OpExpr	   *op;
 	Node	   *left;
 	Node	   *right;
 	Var		   *var;
-	Const	   *value;
+	Node	   *value;
 	bool		var_left;
 	Oid			opfamily;
 	int			strategy;
 
 	if (!IsA(clause, OpExpr) || list_length(((OpExpr *) clause)->args) != 2)
-		return false;
+		return NULL;
 	op = (OpExpr *) clause;
 	left = strip_implicit_coercions(linitial(op->args));
 	right = strip_implicit_coercions(lsecond(op->args));
 	var_left = IsA(left, Var);
 	var = (Var *) (var_left ? left : right);
-	value = (Const *) (var_left ? right : left);
-	if (!IsA(var, Var) || !IsA(value, Const) || var->varno != (int) rti || var->varlevelsup != 0 ||
-		var->varattno != t->tier_key_attno || value->constisnull || value->consttype != var->vartype)
-		return false;
+	value = var_left ? right : left;
+	if (!IsA(var, Var) || var->varno != (int) rti || var->varlevelsup != 0 || var->varattno != t->tier_key_attno ||
+		exprType(value) != var->vartype)
+		return NULL;
 	opfamily = lookup_type_cache(var->vartype, TYPECACHE_BTREE_OPFAMILY)->btree_opf;
 	if (!OidIsValid(opfamily))
-		return false;
+		return NULL;
 	strategy = get_op_opfamily_strategy(op->opno, opfamily);
 	if (strategy != BTEqualStrategyNumber &&
 		strategy != (var_left ? BTGreaterEqualStrategyNumber : BTLessEqualStrategyNumber) &&
 		strategy != (var_left ? BTGreaterStrategyNumber : BTLessStrategyNumber))
+		return NULL;
+	return (Expr *) value;
+}
+
+/* True for what makes an expression's value depend on more than the statement's parameters and snapshot. */
+static bool
+reads_rows_walker(Node *node, void *context)
+{
+	if (node == NULL)
 		return false;
-	*bound = seam_key_canonical(t->key_kind, var->vartype, value->constvalue);
-	return true;
+	if (IsA(node, Var) || IsA(node, SubLink) || IsA(node, Aggref) || IsA(node, WindowFunc) ||
+		IsA(node, GroupingFunc) || IsA(node, PlaceHolderVar) || IsA(node, CurrentOfExpr) ||
+		(IsA(node, Param) && ((Param *) node)->paramkind != PARAM_EXTERN))
+		return true;
+	return expression_tree_walker(node, reads_rows_walker, context);
+}
+
+/* Whether an expression can be computed when the statement starts: from parameters, constants, stable functions. */
+static bool
+known_at_start(Expr *value)
+{
+	return !reads_rows_walker((Node *) value, NULL) && !contain_volatile_functions((Node *) value);
 }
 
 /*
- * The highest lower bound the query's conditions put on the tier key of
- * its only relation, range table entry rti; false when they put none.
- * Only a query level reading that one relation qualifies: its WHERE
- * conditions are then the relation's own (in a join they might apply to a
- * nullable side, or not to the relation at all).
+ * The lower bounds the query's conditions put on the tier key of its only
+ * relation, range table entry rti: true, with the highest in *lower, when
+ * some are constants; in *at_start, those computed only when the statement
+ * starts (parameters of a generic plan, stable functions). Only a query
+ * level reading that one relation qualifies: its WHERE conditions are then
+ * the relation's own (in a join they might apply to a nullable side, or
+ * not to the relation at all).
  */
 static bool
-tier_key_lower_bound(Query *q, Index rti, const SeamTable *t, ParamListInfo params, int64 *lower)
+tier_key_bounds(Query *q, Index rti, const SeamTable *t, ParamListInfo params, int64 *lower, List **at_start)
 {
 	PlannerGlobal glob = {.type = T_PlannerGlobal, .boundParams = params};
 	PlannerInfo root = {.type = T_PlannerInfo, .glob = &glob};
@@ -346,6 +367,7 @@ tier_key_lower_bound(Query *q, Index rti, const SeamTable *t, ParamListInfo para
 	ListCell   *lc;
 	bool		found;
 
+	*at_start = NIL;
 	if (q->jointree == NULL || q->jointree->quals == NULL || list_length(q->jointree->fromlist) != 1)
 		return false;
 	only = linitial(q->jointree->fromlist);
@@ -367,13 +389,22 @@ tier_key_lower_bound(Query *q, Index rti, const SeamTable *t, ParamListInfo para
 	found = false;
 	foreach(lc, make_ands_implicit((Expr *) quals))
 	{
+		Expr	   *value = conjunct_lower_bound(lfirst(lc), rti, t);
 		int64		bound;
 
-		if (conjunct_lower_bound(lfirst(lc), rti, t, &bound) && (!found || bound > *lower))
+		if (value == NULL)
+			continue;
+		if (IsA(value, Const))
 		{
-			*lower = bound;
+			if (((Const *) value)->constisnull)
+				continue;
+			bound = seam_key_canonical(t->key_kind, ((Const *) value)->consttype, ((Const *) value)->constvalue);
+			if (!found || bound > *lower)
+				*lower = bound;
 			found = true;
 		}
+		else if (known_at_start(value))
+			*at_start = lappend(*at_start, value);
 	}
 	return found;
 }
@@ -384,8 +415,16 @@ tier_key_lower_bound(Query *q, Index rti, const SeamTable *t, ParamListInfo para
 typedef struct Rewrite
 {
 	ParamListInfo params;		/* a custom plan's parameter values, or NULL */
+	Query	   *statement;		/* the statement's top query level */
+	bool		with_unions;	/* no reference may be checked at start (it failed its check) */
+	bool		replaced;		/* some reference was replaced by the seam union */
+	RangeTblEntry *checked;		/* the reference left to check when the statement starts, if any */
+	const SeamTable *checked_table;
 	HeapOnlyReads heap_only;	/* the references it reads heap-only */
 } Rewrite;
+
+/* Set by transparent_plan_with_unions for the planner call it makes. */
+static bool planning_with_unions = false;
 
 static void rewrite_query(Query *q, Rewrite *rw);
 
@@ -429,6 +468,7 @@ rewrite_query(Query *q, Rewrite *rw)
 		SeamTable  *t;
 		int64		lower;
 		int64		tier_key_hi;
+		List	   *at_start;
 
 		rti++;
 		if (rte->rtekind != RTE_RELATION || rte->relkind != RELKIND_PARTITIONED_TABLE || !rte->inh ||
@@ -443,30 +483,74 @@ rewrite_query(Query *q, Rewrite *rw)
 					 errmsg("cannot read system columns of \"%s\": its older rows are in the lake",
 							get_rel_name(rte->relid)),
 					 errhint("SET tierdb.transparent_reads = off to read the heap's rows only.")));
-		if (tier_key_lower_bound(q, rti, t, rw->params, &lower) &&
+		if (tier_key_bounds(q, rti, t, rw->params, &lower, &at_start) &&
 			lower >= (tier_key_hi = seam_planning_t(t)))
 			heap_only_add(&rw->heap_only, t->relid, tier_key_hi);
+		else if (at_start != NIL && q == rw->statement && q->commandType == CMD_SELECT && !q->hasModifyingCTE &&
+				 q->rowMarks == NIL && !rw->with_unions)
+		{
+			/* The query of this one table: tierdb_planner decides once the rest is rewritten. */
+			rw->checked = rte;
+			rw->checked_table = t;
+			rw->heap_only.checked_bounds = at_start;
+		}
 		else
+		{
 			replace_reference(rte, t);
+			rw->replaced = true;
+		}
 	}
+}
+
+/*
+ * The reference whose bounds are known only when the statement starts is
+ * read heap-only, with the statement kept as it is now to plan again with
+ * the union if they do not hold then (heap_only.h); unless another
+ * reference was replaced already, which planning that copy again would
+ * replace a second time.
+ */
+static void
+check_at_start(Query *parse, Rewrite *rw, int cursor_options)
+{
+	if (rw->replaced)
+	{
+		replace_reference(rw->checked, rw->checked_table);
+		return;
+	}
+	rw->heap_only.checked_relid = rw->checked_table->relid;
+	rw->heap_only.checked_key_kind = rw->checked_table->key_kind;
+	rw->heap_only.unplanned = copyObject(parse);
+	rw->heap_only.cursor_options = cursor_options;
 }
 
 /* Rewrites, plans, and guards the references left heap-only (heap_only.c). */
 static PlannedStmt *
 tierdb_planner(Query *parse, const char *query_string, int cursorOptions, ParamListInfo boundParams)
 {
-	Rewrite		rw = {.params = boundParams};
+	Rewrite		rw = {.params = boundParams, .statement = parse, .with_unions = planning_with_unions};
 	PlannedStmt *stmt;
 
+	planning_with_unions = false;	/* for this statement only, not those planned while planning it */
 	if (transparent_reads && OidIsValid(get_namespace_oid("tierdb", true)))
+	{
 		rewrite_query(parse, &rw);
+		if (rw.checked != NULL)
+			check_at_start(parse, &rw, cursorOptions);
+	}
 	if (prev_planner_hook)
 		stmt = prev_planner_hook(parse, query_string, cursorOptions, boundParams);
 	else
 		stmt = standard_planner(parse, query_string, cursorOptions, boundParams);
-	if (rw.heap_only.relids != NIL)
+	if (rw.heap_only.relids != NIL || OidIsValid(rw.heap_only.checked_relid))
 		heap_only_guard(stmt, &rw.heap_only);
 	return stmt;
+}
+
+PlannedStmt *
+transparent_plan_with_unions(Query *query, const char *query_string, int cursor_options, ParamListInfo params)
+{
+	planning_with_unions = true;
+	return planner(query, query_string, cursor_options, params);
 }
 
 /*

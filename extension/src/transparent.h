@@ -9,6 +9,10 @@
 #ifndef TIERDB_TRANSPARENT_H
 #define TIERDB_TRANSPARENT_H
 
+#include "nodes/params.h"
+#include "nodes/parsenodes.h"
+#include "nodes/plannodes.h"
+
 /*
  * Defines tierdb.transparent_reads (whenever the library loads, so the
  * setting is known everywhere) and, while the library is preloaded,
@@ -17,5 +21,14 @@
  * the same way from its first statement.
  */
 extern void transparent_reads_init(bool preloading);
+
+/*
+ * Plans a statement whose heap-only plan was checked when it started and
+ * found wrong (heap_only.c): every reference to a tiered table it has is
+ * read with the seam union, but those its conditions keep at or above T
+ * once the parameters' values are folded in.
+ */
+extern PlannedStmt *transparent_plan_with_unions(Query *query, const char *query_string, int cursor_options,
+												 ParamListInfo params);
 
 #endif							/* TIERDB_TRANSPARENT_H */

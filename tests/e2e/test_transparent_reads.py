@@ -245,6 +245,75 @@ def test_a_statement_that_writes_reads_heap_only_too(tiered):
                     " SELECT count(*), sum(id) FROM moved; ROLLBACK;")
     assert rows == db.query(SESSION + "SELECT count(*), sum(id) FROM plain WHERE ts >= '2024-01-09'"), rows
 
+def test_a_generic_plan_reads_heap_only_when_its_parameters_keep_it_above_t(tiered):
+    """A generic plan's bound on the tier key is a parameter: the plan is
+    heap-only, and each execution checks the bound against T when it
+    starts. Below T, that execution runs the statement planned again with
+    the seam union and the parameters' values. One cached plan serves both."""
+    db = tiered
+    generic = SESSION + "SET plan_cache_mode = force_generic_plan;\n"
+    prepare = ("PREPARE since(timestamptz) AS SELECT count(*), sum(id) FROM {t} WHERE ts >= $1;\n"
+               "PREPARE lookup(bigint, timestamptz) AS SELECT * FROM {t} WHERE id = $1 AND ts = $2;\n")
+    days = [f"2024-01-{d:02} 06:00:00+00" for d in (9, 2, 10, 7, 8, 1, 9)]
+    keys = db.query(SESSION + "SELECT id, ts FROM plain WHERE id IN (2400, 5, 2999, 1800, 2100, 1, 3000)")
+    run = "".join(f"EXECUTE since('{d}');\n" for d in days) + "".join(
+        f"EXECUTE lookup({i}, '{ts}');\n" for i, ts in keys)
+    assert db.query(generic + prepare.format(t="events") + run) == db.query(generic + prepare.format(t="plain") + run)
+    out = db.query(generic + prepare.format(t="events") + run
+                   + "SELECT name, generic_plans, custom_plans FROM pg_prepared_statements ORDER BY name;\n")
+    rows = [x for r in out for x in "|".join(r).split("\n")]
+    assert rows[-2:] == ["lookup|7|0", "since|7|0"], rows
+    # EXPLAIN EXECUTE starts the plan as an execution does: it shows the plan that execution would run.
+    explain = generic + prepare.format(t="events") + "EXPLAIN (COSTS OFF) EXECUTE since('{}');"
+    hot = "\n".join(r[0] for r in db.query(explain.format("2024-01-09")))
+    assert "TierDB Cold Scan" not in hot and "TierDB Heap-Only Guard" in hot, hot
+    assert "Heap Only: public.events if $1 is at or above T when the statement starts" in hot, hot
+    cold = "\n".join(r[0] for r in db.query(explain.format("2024-01-02")))
+    assert "TierDB Cold Scan" in cold and "Heap-Only Guard" not in cold, cold
+    assert "Lake Files Pruned" in cold, cold
+
+
+def test_a_bound_known_when_the_statement_starts_checks_then(tiered):
+    """Stable functions (now()), and PL/pgSQL's variables, in a bound
+    computed only when the statement starts: heap-only when it is at or
+    above T, both tiers otherwise, with PL/pgSQL's cached plans and a
+    scrollable cursor read backwards."""
+    db = tiered
+    for sql in ("SELECT count(*) FROM {t} WHERE ts >= now() - interval '1 day'",  # the data is from 2024
+                "SELECT count(*), sum(id) FROM {t} WHERE ts >= now() - interval '10 years'",
+                "SELECT count(*) FROM {t} WHERE ts > statement_timestamp() - interval '10 years' AND id % 3 = 0"):
+        same(db, sql)
+    plan = "\n".join(r[0] for r in db.query(
+        "EXPLAIN (COSTS OFF) SELECT count(*) FROM events WHERE ts >= now() - interval '1 day'"))
+    assert "Heap Only: public.events if (now() - '1 day'::interval) is at or above T" in plan, plan
+    plan = "\n".join(r[0] for r in db.query(
+        "EXPLAIN (COSTS OFF) SELECT count(*) FROM events WHERE ts >= now() - interval '10 years'"))
+    assert "TierDB Cold Scan" in plan, plan
+    line = db.query("SELECT tierdb_explain('SELECT count(*) FROM events WHERE ts >= now() - interval ''1 day''')")
+    assert "reads the heap at or above T 2024-01-08 00:00:00+00" in line[0][0], line
+    assert "(checked when the statement starts)" in line[0][0], line
+    function = """
+        CREATE FUNCTION {t}_since(since timestamptz) RETURNS text LANGUAGE plpgsql AS $$
+        DECLARE
+            c SCROLL CURSOR FOR SELECT id FROM {t} WHERE ts >= since + interval '1 hour' ORDER BY id;
+            last_ids text := '';
+            r record;
+        BEGIN
+            OPEN c;
+            FETCH LAST FROM c INTO r;
+            last_ids := last_ids || coalesce(r.id::text, '-');
+            FETCH PRIOR FROM c INTO r;
+            last_ids := last_ids || ',' || coalesce(r.id::text, '-');
+            CLOSE c;
+            RETURN (SELECT count(*) FROM {t} WHERE ts >= since) || ':' || last_ids;
+        END $$;
+    """
+    db.psql(function.format(t="events") + function.format(t="plain"))
+    calls = "".join(f"SELECT {{t}}_since('2024-01-{d:02}');\n" for d in (9, 3, 10, 8, 7, 9, 1, 9, 11))
+    for mode in ("auto", "force_generic_plan"):
+        same(db, f"SET plan_cache_mode = {mode};\n" + calls)
+
+
 def test_a_heap_only_read_takes_no_reader_key(tiered):
     """A heap-only read does not pin: its guard compares T with the
     cut-line its snapshot sees, and takes no advisory lock; a read of the
