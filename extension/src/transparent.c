@@ -34,7 +34,11 @@
  * the union costs more than a point lookup itself.  The plan's "TierDB
  * Heap-Only Guard" checks when the statement starts that it still sees
  * that T (heap_only.h says what happens if not); plans cached with a T are
- * invalidated when the cut-line advances.
+ * invalidated when the cut-line advances.  A bound known only when the
+ * statement starts (a generic plan's parameter, now()) is checked then,
+ * for a SELECT of the table alone: the guard keeps the statement as it is
+ * before planning, to plan it again with the union when the bound turns
+ * out below T (check_at_start, heap_only.c).
  *
  * A query reading the table's system columns (ctid, tableoid, ...) is
  * refused: lake rows have none.

@@ -253,16 +253,17 @@ def test_a_generic_plan_reads_heap_only_when_its_parameters_keep_it_above_t(tier
     db = tiered
     generic = SESSION + "SET plan_cache_mode = force_generic_plan;\n"
     prepare = ("PREPARE since(timestamptz) AS SELECT count(*), sum(id) FROM {t} WHERE ts >= $1;\n"
-               "PREPARE lookup(bigint, timestamptz) AS SELECT * FROM {t} WHERE id = $1 AND ts = $2;\n")
+               "PREPARE lookup(bigint, timestamptz) AS SELECT * FROM {t} WHERE id = $1 AND ts = $2;\n"
+               "PREPARE recent(timestamptz) AS SELECT count(*), max(id) FROM {t} WHERE ts > $1 - interval '6 hours';\n")
     days = [f"2024-01-{d:02} 06:00:00+00" for d in (9, 2, 10, 7, 8, 1, 9)]
     keys = db.query(SESSION + "SELECT id, ts FROM plain WHERE id IN (2400, 5, 2999, 1800, 2100, 1, 3000)")
-    run = "".join(f"EXECUTE since('{d}');\n" for d in days) + "".join(
+    run = "".join(f"EXECUTE since('{d}');\nEXECUTE recent('{d}');\n" for d in days) + "".join(
         f"EXECUTE lookup({i}, '{ts}');\n" for i, ts in keys)
     assert db.query(generic + prepare.format(t="events") + run) == db.query(generic + prepare.format(t="plain") + run)
     out = db.query(generic + prepare.format(t="events") + run
                    + "SELECT name, generic_plans, custom_plans FROM pg_prepared_statements ORDER BY name;\n")
     rows = [x for r in out for x in "|".join(r).split("\n")]
-    assert rows[-2:] == ["lookup|7|0", "since|7|0"], rows
+    assert rows[-3:] == ["lookup|7|0", "recent|7|0", "since|7|0"], rows
     # EXPLAIN EXECUTE starts the plan as an execution does: it shows the plan that execution would run.
     explain = generic + prepare.format(t="events") + "EXPLAIN (COSTS OFF) EXECUTE since('{}');"
     hot = "\n".join(r[0] for r in db.query(explain.format("2024-01-09")))
