@@ -298,14 +298,14 @@ compiled_bounds_of(const CustomScan *guard, List *bounds)
 }
 
 /*
- * A bound's value, computed with the statement's parameters, canonical;
- * false when it is null, so that no row meets the condition. A bare
- * parameter, a generic plan's point lookup, is read directly.
+ * A bound's value, computed with the statement's parameters in econtext,
+ * canonical; false when it is null, so that no row meets the condition. A
+ * bare parameter, a generic plan's point lookup, is read directly.
  */
 static bool
-bound_value(Expr *bound, ExprState *compiled, SeamKeyKind kind, ParamListInfo params, int64 *canonical)
+bound_value(Expr *bound, ExprState *compiled, SeamKeyKind kind, ExprContext *econtext, int64 *canonical)
 {
-	static ExprContext *econtext = NULL;
+	ParamListInfo params = econtext->ecxt_param_list_info;
 	Oid			typid = exprType((Node *) bound);
 	MemoryContext caller;
 	Datum		value;
@@ -327,21 +327,12 @@ bound_value(Expr *bound, ExprState *compiled, SeamKeyKind kind, ParamListInfo pa
 			return !prm->isnull;
 		}
 	}
-	if (econtext == NULL)
-	{
-		caller = MemoryContextSwitchTo(TopMemoryContext);
-		econtext = CreateStandaloneExprContext();
-		MemoryContextSwitchTo(caller);
-	}
-	ResetExprContext(econtext);
 	caller = MemoryContextSwitchTo(econtext->ecxt_per_tuple_memory);
-	econtext->ecxt_param_list_info = params;
 	if (compiled == NULL)
 		compiled = ExecInitExprWithParams(bound, params);
 	value = ExecEvalExpr(compiled, econtext, &isnull);
 	if (!isnull)
 		*canonical = seam_key_canonical(kind, typid, value);
-	econtext->ecxt_param_list_info = NULL;
 	MemoryContextSwitchTo(caller);
 	ResetExprContext(econtext);
 	return !isnull;
@@ -352,11 +343,16 @@ bound_value(Expr *bound, ExprState *compiled, SeamKeyKind kind, ParamListInfo pa
  * let through: one of its lower bounds is at or above the T the
  * statement's snapshot sees, or null (no row qualifies). The bounds are
  * compiled once per plan, unless the parameters compile into them
- * (PL/pgSQL's do) or the compiled ones are being computed already.
+ * (PL/pgSQL's do) or the compiled ones are being computed already; they
+ * are computed in an expression context kept for the purpose, but in a
+ * fresh one when a bound's function runs a statement that checks its own.
  */
 static bool
 bounds_hold(const CustomScan *guard, const HeapOnlyReads *reads, ParamListInfo params, Snapshot snapshot)
 {
+	static ExprContext *kept = NULL;
+	static bool kept_in_use = false;
+	ExprContext *volatile econtext;
 	CompiledBounds *volatile compiled = NULL;
 	int64		tier_key_hi;
 	volatile bool hold = false;
@@ -371,8 +367,19 @@ bounds_hold(const CustomScan *guard, const HeapOnlyReads *reads, ParamListInfo p
 		if (compiled->in_use)
 			compiled = NULL;
 	}
+	if (kept == NULL)
+	{
+		MemoryContext caller = MemoryContextSwitchTo(TopMemoryContext);
+
+		kept = CreateStandaloneExprContext();
+		MemoryContextSwitchTo(caller);
+	}
+	econtext = kept_in_use ? CreateStandaloneExprContext() : kept;
+	econtext->ecxt_param_list_info = params;
 	if (compiled != NULL)
 		compiled->in_use = true;
+	if (econtext == kept)
+		kept_in_use = true;
 	PG_TRY();
 	{
 		foreach(lc, reads->checked_bounds)
@@ -380,7 +387,7 @@ bounds_hold(const CustomScan *guard, const HeapOnlyReads *reads, ParamListInfo p
 			ExprState  *state = compiled != NULL ? list_nth(compiled->states, foreach_current_index(lc)) : NULL;
 			int64		bound = 0;
 
-			if (!bound_value(lfirst(lc), state, reads->checked_key_kind, params, &bound) || bound >= tier_key_hi)
+			if (!bound_value(lfirst(lc), state, reads->checked_key_kind, econtext, &bound) || bound >= tier_key_hi)
 			{
 				hold = true;
 				break;
@@ -391,6 +398,14 @@ bounds_hold(const CustomScan *guard, const HeapOnlyReads *reads, ParamListInfo p
 	{
 		if (compiled != NULL)
 			compiled->in_use = false;
+		if (econtext == kept)
+		{
+			ResetExprContext(kept);
+			kept->ecxt_param_list_info = NULL;
+			kept_in_use = false;
+		}
+		else
+			FreeExprContext(econtext, false);
 	}
 	PG_END_TRY();
 	return hold;
@@ -402,8 +417,10 @@ bounds_hold(const CustomScan *guard, const HeapOnlyReads *reads, ParamListInfo p
  * of the same statement with the seam union, made now with the
  * parameters' values, as a custom plan would have been. The planner's
  * output for the statement does not change, so the portal, the cursor or
- * EXPLAIN that started it reads the replacement as it would the original.
- * Parallel workers run what their leader chose.
+ * EXPLAIN that started it reads the replacement as it would the original;
+ * a cursor the portal lets scroll backwards because the original plan can
+ * has the replacement planned to scroll too. Parallel workers run what
+ * their leader chose.
  */
 static void
 start_statement(QueryDesc *query, int eflags)
@@ -419,8 +436,10 @@ start_statement(QueryDesc *query, int eflags)
 		if (bounds_hold(guard, &reads, query->params, query->snapshot))
 			checked_guard = guard;
 		else
-			query->plannedstmt = transparent_plan_with_unions(copyObject(reads.unplanned), query->sourceText,
-															  reads.cursor_options, query->params);
+			query->plannedstmt =
+				transparent_plan_with_unions(copyObject(reads.unplanned), query->sourceText,
+											 reads.cursor_options | (eflags & EXEC_FLAG_BACKWARD ? CURSOR_OPT_SCROLL : 0),
+											 query->params);
 	}
 	if (prev_executor_start)
 		prev_executor_start(query, eflags);

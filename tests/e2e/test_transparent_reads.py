@@ -313,6 +313,18 @@ def test_a_bound_known_when_the_statement_starts_checks_then(tiered):
     calls = "".join(f"SELECT {{t}}_since('2024-01-{d:02}');\n" for d in (9, 3, 10, 8, 7, 9, 1, 9, 11))
     for mode in ("auto", "force_generic_plan"):
         same(db, f"SET plan_cache_mode = {mode};\n" + calls)
+    # A bound whose function reads the table with a bound of its own, checked while the first is computed.
+    db.psql("CREATE FUNCTION first_ts(tbl regclass) RETURNS timestamptz STABLE LANGUAGE plpgsql AS $$"
+            " DECLARE r timestamptz; BEGIN"
+            " EXECUTE format('SELECT min(ts) FROM %s WHERE ts >= now() - interval ''10 years''', tbl) INTO r;"
+            " RETURN r; END $$")
+    for days in (0, 9):
+        same(db, f"SELECT count(*), sum(id) FROM {{t}} WHERE ts >= first_ts('{{t}}') + interval '{days} days'")
+    # A cursor declared without SCROLL scrolls when its plan can: the plan run instead scrolls too.
+    cursor = ("BEGIN; DECLARE c CURSOR FOR SELECT id FROM {t} WHERE ts >= now() - interval '10 years';"
+              " MOVE FORWARD ALL IN c; FETCH BACKWARD ALL FROM c; COMMIT;")
+    got = sorted(int(x) for r in db.query(SESSION + cursor.format(t="events")) for x in r[0].split("\n"))
+    assert got == list(range(1, 3001)), got[:10]
 
 
 def test_a_heap_only_read_takes_no_reader_key(tiered):
