@@ -24,7 +24,8 @@ shared_preload_libraries=tierdb:
   script, -M prepared (with the default plan_cache_mode, and with the
   generic plan forced) and -M simple, on events_tiered (transparent reads on
   and, for reference, off) and on events_heap; the best TPS of R runs. The
-  same lookups timed by the backend's CPU, and, once the cluster is stopped,
+  same lookups timed by the backend's CPU, the sides taking turns in short
+  rounds (the median of the rounds' ratios), and, once the cluster is stopped,
   counted in instructions by callgrind on a single-user backend, which
   gives the same count every run where times on a shared machine do not.
 
@@ -45,6 +46,7 @@ import math
 import os
 import random
 import re
+import statistics
 import subprocess
 import sys
 import time
@@ -408,28 +410,37 @@ def run_lookups(work, port, rows, days, repeat, seconds):
     return tps, scripts
 
 
-# The same lookups timed by the backend's CPU (/proc/PID/schedstat), which a
-# busy machine disturbs far less than pgbench's transactions per second: how
-# many lookups per run, and the plan each way of sending them gets.
-LOOKUP_CPU_CALLS = 2000
+# The same lookups timed by the backend's CPU (/proc/PID/schedstat). This VM's
+# speed drifts by tens of percent over seconds, so the sides take turns in short
+# rounds (LOOKUP_CPU_ROUND lookups each, the order rotating), and the ratio
+# reported is the median of the rounds' ratios: each round's sides ran within
+# a few milliseconds of each other. Runs of 2,000 lookups per side, best of five,
+# measured 1.09x and 1.34x for the same build minutes apart; rounds agree
+# within 2%. The plan each way of sending them gets:
+LOOKUP_CPU_ROUND = 50
+LOOKUP_CPU_ROUNDS = 100  # per --repeat
 LOOKUP_CPU_MODES = [("custom plans (prepared)", "force_custom_plan", True),
                     ("generic plan (prepared)", "force_generic_plan", True),
                     ("unprepared (planned each time)", "auto", False)]
+LOOKUP_CPU_SIDES = [("tiered", "events_tiered", "on"), ("heap", "events_heap", "on"),
+                    ("tiered, transparent_reads off", "events_tiered", "off")]
 
 
 def lookup_cpu(dsn, rows, days, repeat):
-    """Backend CPU microseconds per point lookup, per mode and table: the best of `repeat` runs
-    (at least 5), the two tables taking turns so that the machine's drift hits both alike."""
+    """Backend CPU microseconds per point lookup, per mode and side (all rounds together), and
+    "tiered/heap" and "tiered/off": the median of the rounds' ratios."""
     import psycopg
 
     lo, hi = rows + 1, rows + tiering_peer.HOT_ROWS
-    ids = random.Random(7).choices(range(lo, hi + 1), k=LOOKUP_CPU_CALLS)
+    rounds = LOOKUP_CPU_ROUNDS * max(repeat, 1)
+    ids = random.Random(7).choices(range(lo, hi + 1), k=LOOKUP_CPU_ROUND * rounds)
     result = {}
     for mode, plan_cache_mode, prepared in LOOKUP_CPU_MODES:
-        sides = {}
-        for name, table in (("tiered", "events_tiered"), ("heap", "events_heap")):
+        sides = []
+        for name, table, transparent_reads in LOOKUP_CPU_SIDES:
             conn = psycopg.connect(dsn, autocommit=True)
             conn.execute(f"SET plan_cache_mode = {plan_cache_mode}")
+            conn.execute(f"SET tierdb.transparent_reads = {transparent_reads}")
             if prepared:
                 sql = lookup_sql(table, "$ID", rows, days).replace("%", "%%").replace("$ID", "%(id)s::bigint")
                 lookup = (lambda c, q: lambda i: c.execute(q, {"id": i}, prepare=True).fetchall())(conn, sql)
@@ -438,18 +449,26 @@ def lookup_cpu(dsn, rows, days, repeat):
             for i in ids[:200]:  # warm-up: caches, the prepared statement
                 if len(lookup(i)) != 1:
                     fail(f"the lookup of id {i} on {table} ({mode}) does not find its row")
-            sides[name] = (conn, backend_cpu(conn), lookup)
-        best = {name: math.inf for name in sides}
-        for _ in range(max(repeat, 5)):
-            for name, (_, cpu, lookup) in sides.items():
+            sides.append((name, conn, backend_cpu(conn), lookup))
+        total = {name: 0.0 for name, *_ in sides}
+        ratios = {"tiered/heap": [], "tiered/off": []}
+        for r in range(rounds):
+            chunk = ids[r * LOOKUP_CPU_ROUND:(r + 1) * LOOKUP_CPU_ROUND]
+            spent = {}
+            for name, _, cpu, lookup in sides[r % 3:] + sides[:r % 3]:
                 start = cpu()
-                for i in ids:
+                for i in chunk:
                     lookup(i)
-                best[name] = min(best[name], (cpu() - start) / len(ids) * 1e6)
-        for conn, _, _ in sides.values():
+                spent[name] = cpu() - start
+                total[name] += spent[name]
+            ratios["tiered/heap"].append(spent["tiered"] / spent["heap"])
+            ratios["tiered/off"].append(spent["tiered"] / spent["tiered, transparent_reads off"])
+        for _, conn, _, _ in sides:
             conn.close()
-        result[mode] = best
-        say(f"lookup CPU, {mode}: tiered {best['tiered']:.1f} us, heap {best['heap']:.1f} us")
+        result[mode] = {name: t / len(ids) * 1e6 for name, t in total.items()}
+        result[mode].update({k: statistics.median(v) for k, v in ratios.items()})
+        say(f"lookup CPU, {mode}: tiered {result[mode]['tiered']:.1f} us, heap {result[mode]['heap']:.1f} us, "
+            f"tiered/heap {result[mode]['tiered/heap']:.3f}x")
     return result
 
 
@@ -568,11 +587,13 @@ def report(facts, results, problems, tps, cpu, instructions, args, scripts, load
               f"{best['tiered'] / best['heap']:>12.3f}x{best['tiered, transparent_reads off']:>23,.0f}")
     print(f"  script: {scripts['events_tiered'].read_text().strip()}".replace("\n", "\n          "))
     print()
-    print(f"  the same lookups, backend CPU per lookup ({LOOKUP_CPU_CALLS:,} lookups, best of {max(args.repeat, 5)}; "
-          f"steadier than tps on a shared machine):")
-    print(f"  {'':<32}{'tiered us':>10}{'heap us':>10}{'tiered/heap':>13}")
+    print(f"  the same lookups, backend CPU per lookup ({LOOKUP_CPU_ROUNDS * max(args.repeat, 1)} rounds of "
+          f"{LOOKUP_CPU_ROUND} lookups per side, taking turns; ratios: the median of the rounds'):")
+    print(f"  {'':<32}{'tiered us':>10}{'heap us':>10}{'tiered/heap':>13}{'off us':>10}{'tiered/off':>12}")
     for mode, us in cpu.items():
-        print(f"  {mode:<32}{us['tiered']:>10.1f}{us['heap']:>10.1f}{us['tiered'] / us['heap']:>12.3f}x")
+        print(f"  {mode:<32}{us['tiered']:>10.1f}{us['heap']:>10.1f}{us['tiered/heap']:>12.3f}x"
+              f"{us['tiered, transparent_reads off']:>10.1f}{us['tiered/off']:>11.3f}x")
+    print("  (off: the tiered table with transparent_reads off, the extension's cost on the same table)")
     print("  (tps ratios: above 1.000x the tiered table is faster; CPU ratios: below 1.000x)")
     print()
     if instructions:
@@ -592,7 +613,7 @@ def report(facts, results, problems, tps, cpu, instructions, args, scripts, load
         print(f"  target: hot point lookups within 5% of plain Postgres (pgbench {mode}): {lookup[mode]:.3f}x tps: "
               f"{'met' if lookup[mode] >= 0.95 else 'NOT met'}")
     for mode, us in cpu.items():
-        ratio = us["tiered"] / us["heap"]
+        ratio = us["tiered/heap"]
         print(f"  target: hot point lookups within 5% of plain Postgres ({mode}): {ratio:.3f}x CPU: "
               f"{'met' if ratio <= 1.05 else 'NOT met'}")
     for mode, n in (instructions or {}).items():

@@ -427,19 +427,22 @@ start_statement(QueryDesc *query, int eflags)
 {
 	CustomScan *guard;
 	HeapOnlyReads reads;
+	bool		hold;
 
 	checked_guard = NULL;
 	if (!IsParallelWorker() && (guard = guard_of(query->plannedstmt)) != NULL &&
 		list_nth(guard->custom_private, GUARD_PRIVATE_CHECKED) != NIL)
 	{
 		guarded_reads(guard, &reads);
-		if (bounds_hold(guard, &reads, query->params, query->snapshot))
-			checked_guard = guard;
-		else
-			query->plannedstmt =
-				transparent_plan_with_unions(copyObject(reads.unplanned), query->sourceText,
-											 reads.cursor_options | (eflags & EXEC_FLAG_BACKWARD ? CURSOR_OPT_SCROLL : 0),
-											 query->params);
+		hold = bounds_hold(guard, &reads, query->params, query->snapshot);
+		checked_guard = hold ? guard : NULL;	/* after the bounds, which may have started statements */
+		if (!hold)
+		{
+			if (eflags & EXEC_FLAG_BACKWARD)
+				reads.cursor_options |= CURSOR_OPT_SCROLL;
+			query->plannedstmt = transparent_plan_with_unions(copyObject(reads.unplanned), query->sourceText,
+															  reads.cursor_options, query->params);
+		}
 	}
 	if (prev_executor_start)
 		prev_executor_start(query, eflags);
