@@ -43,6 +43,7 @@
 #include "utils/snapmgr.h"
 #include "utils/syscache.h"
 
+#include "cutline_changes.h"
 #include "seam.h"
 
 /* Days between 1970-01-01 and Postgres' epoch 2000-01-01. */
@@ -242,6 +243,9 @@ typedef struct RegistrationEntry
 	ItemPointerData cutline_tid;	/* where its tierdb.cutline row was last seen */
 	bool		planning_t_known;
 	int64		planning_t;		/* seam_planning_t's */
+	bool		statement_t_known;
+	int64		statement_t;	/* seam_statement_t's, while tierdb.cutline is unchanged since: */
+	uint64		statement_t_changes;	/* the count of its writes then (cutline_changes.h) */
 } RegistrationEntry;
 
 static HTAB *registrations = NULL;
@@ -327,6 +331,7 @@ registration(Oid relid)
 	e->tiered = read != NULL;
 	ItemPointerSetInvalid(&e->cutline_tid);
 	e->planning_t_known = false;
+	e->statement_t_known = false;
 	if (read != NULL)
 	{
 		SeamTable  *cached = copy_table(read, CacheMemoryContext);
@@ -531,8 +536,38 @@ int64
 seam_statement_t(Oid relid, Snapshot snapshot)
 {
 	PinEntry   *e = find_pin(relid, snapshot);
+	RegistrationEntry *r;
+	uint64		changes;
 
-	return e != NULL ? e->pin.tier_key_hi : cutline_at(relid, snapshot).tier_key_hi;
+	if (e != NULL)
+		return e->pin.tier_key_hi;
+	r = registrations ? hash_search(registrations, &relid, HASH_FIND, NULL) : NULL;
+	if (r != NULL && r->statement_t_known && cutline_unchanged_since(r->statement_t_changes))
+		return r->statement_t;
+	/*
+	 * Cached from a snapshot taken after the counters were found quiet, so
+	 * that it holds for any snapshot taken while they stay the same
+	 * (cutline_changes.h). The snapshot of a statement can be older than
+	 * that (a function's statement reads with its caller's): it then sees
+	 * the same T or a lower one, as T only advances, and reading the heap
+	 * only at or above the higher T reads the same rows.
+	 */
+	if (cutline_changes_quiet(&changes))
+	{
+		Snapshot	latest = RegisterSnapshot(GetLatestSnapshot());
+		int64		t = cutline_at(relid, latest).tier_key_hi;
+
+		UnregisterSnapshot(latest);
+		/* Looked up again: reading the cut-line may have accepted an invalidation. */
+		r = registrations ? hash_search(registrations, &relid, HASH_FIND, NULL) : NULL;
+		if (r != NULL)
+		{
+			r->statement_t = t;
+			r->statement_t_changes = changes;
+			r->statement_t_known = true;
+		}
+	}
+	return cutline_at(relid, snapshot).tier_key_hi;
 }
 
 int64
@@ -578,6 +613,7 @@ void
 seam_init(void)
 {
 	RegisterXactCallback(forget_pins, NULL);
+	cutline_changes_init();
 }
 
 /* ------------------------------------------------------------ tier-key values */

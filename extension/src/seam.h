@@ -94,7 +94,9 @@ extern int64 seam_planning_t(const SeamTable *table);
 
 /*
  * The cut-line `snapshot` sees, for a statement that reads heap rows only
- * (heap_only.c): its pin if it has one, else read without pinning.
+ * (heap_only.c): its pin if it has one, else read without pinning; the
+ * catalog is read only after tierdb.cutline was written
+ * (cutline_changes.h).
  */
 extern int64 seam_statement_t(Oid relid, Snapshot snapshot);
 

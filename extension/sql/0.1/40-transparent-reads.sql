@@ -68,6 +68,18 @@ CREATE TRIGGER cutline_advanced AFTER UPDATE OF tier_key_hi ON tierdb.cutline
     FOR EACH ROW WHEN (OLD.tier_key_hi IS DISTINCT FROM NEW.tier_key_hi)
     EXECUTE FUNCTION tierdb.registration_changed();
 
+-- Every statement that writes tierdb.cutline is counted in shared memory,
+-- in every replication role, so that a statement reading the heap only can
+-- trust the cut-line its session read last while nothing was written since
+-- (extension/src/cutline_changes.h).
+CREATE FUNCTION tierdb.cutline_writing() RETURNS trigger
+LANGUAGE C
+AS 'MODULE_PATHNAME', 'tierdb_cutline_writing';
+
+CREATE TRIGGER cutline_writing BEFORE INSERT OR UPDATE OR DELETE OR TRUNCATE ON tierdb.cutline
+    FOR EACH STATEMENT EXECUTE FUNCTION tierdb.cutline_writing();
+ALTER TABLE tierdb.cutline ENABLE ALWAYS TRIGGER cutline_writing;
+
 -- Readers of tiered tables call these from their own queries: they need the
 -- schema, and the functions check the table's own privileges.
 GRANT USAGE ON SCHEMA tierdb TO PUBLIC;
