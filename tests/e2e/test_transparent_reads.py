@@ -206,6 +206,33 @@ def test_the_guard_stops_a_heap_only_read_planned_for_a_t_that_moved(tiered):
     same(db, "SELECT count(*) FROM {t} WHERE ts >= '2024-01-09'")
 
 
+def test_the_guard_reads_the_catalog_again_once_the_cut_line_was_written(tiered):
+    """The guard trusts the cut-line its session read last only while
+    tierdb.cutline is unchanged since: a write counts as begun when its
+    statement starts and as done when its transaction ends, after its
+    commit is visible. While one is in flight the guard reads the catalog
+    (and caches nothing); once it is done, the new T is read, even in
+    replica mode, which skips the invalidation of plans."""
+    import psycopg
+
+    db = tiered
+    hot = "SELECT count(*) FROM events WHERE ts >= '2024-01-09'"
+    want = db.query(SESSION + "SELECT count(*) FROM plain WHERE ts >= '2024-01-09'")[0][0]
+    with psycopg.connect(db.dsn, autocommit=True) as reader, psycopg.connect(db.dsn, autocommit=True) as writer:
+        assert str(reader.execute(hot).fetchone()[0]) == want  # plans and caches T = 2024-01-08
+        writer.execute("BEGIN")
+        writer.execute("SET LOCAL session_replication_role = replica")
+        writer.execute("UPDATE tierdb.cutline SET tier_key_hi = 1704844800000000")  # 2024-01-10, in flight
+        assert str(reader.execute(hot).fetchone()[0]) == want  # still T = 2024-01-08 for its snapshot
+        writer.execute("COMMIT")
+        try:
+            with pytest.raises(psycopg.errors.SerializationFailure, match="advanced between planning and running"):
+                reader.execute(hot)
+        finally:
+            writer.execute("SET session_replication_role = replica;"
+                           " UPDATE tierdb.cutline SET tier_key_hi = 1704672000000000")
+
+
 def test_heap_only_plans_read_as_the_plain_table_does(tiered):
     """Heap-only plans with their guard: ordered, with columns the query
     sorts by but does not return left out, through a scrollable cursor
