@@ -187,8 +187,7 @@ heap_only_guard(PlannedStmt *stmt, const HeapOnlyReads *reads)
 	if (OidIsValid(reads->checked_relid))
 		lthird(guard->custom_private) =
 			list_make4(list_make2_int(reads->checked_relid, reads->checked_key_kind),
-					   copyObject(reads->checked_bounds), copyObject(reads->unplanned),
-					   list_make1_int(reads->cursor_options));
+					   reads->checked_bounds, reads->unplanned, list_make1_int(reads->cursor_options));
 	guard->methods = &guard_scan_methods;
 	stmt->subplans = lappend(stmt->subplans, guard);
 

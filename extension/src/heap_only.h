@@ -57,7 +57,7 @@ typedef struct HeapOnlyReads
 /* Records that table relid is read heap-only, planned with T tier_key_hi. */
 extern void heap_only_add(HeapOnlyReads *reads, Oid relid, int64 tier_key_hi);
 
-/* Adds the guard of `reads` to the finished plan. */
+/* Adds the guard of `reads` to the finished plan, which takes checked_bounds and unplanned as they are. */
 extern void heap_only_guard(PlannedStmt *stmt, const HeapOnlyReads *reads);
 
 /* The heap-only reads a plan guards, if it has the guard: for tierdb_explain. */

@@ -523,6 +523,8 @@ check_at_start(Query *parse, Rewrite *rw, int cursor_options)
 	}
 	rw->heap_only.checked_relid = rw->checked_table->relid;
 	rw->heap_only.checked_key_kind = rw->checked_table->key_kind;
+	/* Copied before the planner, which may scribble on the query. */
+	rw->heap_only.checked_bounds = copyObject(rw->heap_only.checked_bounds);
 	rw->heap_only.unplanned = copyObject(parse);
 	rw->heap_only.cursor_options = cursor_options;
 }
