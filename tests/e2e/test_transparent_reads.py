@@ -565,12 +565,39 @@ def test_an_integer_key_with_a_composite_pk(db, tierdb):
 def test_reads_stay_exact_while_the_daemon_tiers_and_folds(tiered, tierdb_bin, lake):
     """A reader loop checks the whole table, per statement and inside
     REPEATABLE READ transactions, while the daemon moves the remaining
-    partitions and folds no-op corrections (same row images) meanwhile."""
+    partitions and folds no-op corrections (same row images) meanwhile.
+    A second reader keeps one session: generic plans whose parameter
+    crosses T as it advances (checked when each execution starts), and a
+    query kept above T when planned (whose guard may ask for a retry)."""
+    import psycopg
+
     db = tiered
     summary = "SELECT count(*) || ' ' || sum(id) || ' ' || sum(amount) FROM {t}"
     (want,) = db.query(summary.format(t="plain"))[0]
     tid = cutline(db, "events")["table_id"]
     failures, stop = [], threading.Event()
+    since = "SELECT count(*), sum(id) FROM {t} WHERE ts >= %s::timestamptz"
+    bounds = [f"2024-01-{d:02} {h:02}:00:00+00" for d in (8, 9, 10) for h in (0, 12)]
+    want_since = {b: db.query(SESSION + since.format(t="plain").replace("%s", f"'{b}'"))[0] for b in bounds}
+    above = "SELECT count(*), sum(id) FROM {t} WHERE ts >= '2024-01-10 18:00:00+00'"
+    want_above = db.query(SESSION + above.format(t="plain"))[0]
+    retries, rounds = [], []
+
+    def session_loop():
+        with psycopg.connect(db.dsn, autocommit=True) as conn:
+            conn.execute("SET plan_cache_mode = force_generic_plan")
+            while not stop.is_set():
+                rounds.append(1)
+                for b in bounds:
+                    got = tuple(str(v) for v in conn.execute(since.format(t="events"), (b,), prepare=True).fetchone())
+                    if got != want_since[b]:
+                        failures.append(("generic plan", b, got))
+                try:
+                    got = tuple(str(v) for v in conn.execute(above.format(t="events")).fetchone())
+                    if got != want_above:
+                        failures.append(("kept above T", got))
+                except psycopg.errors.SerializationFailure:
+                    retries.append(1)
 
     def read_loop():
         while not stop.is_set():
@@ -584,8 +611,17 @@ def test_reads_stay_exact_while_the_daemon_tiers_and_folds(tiered, tierdb_bin, l
             if [line for line in lines if line[0].isdigit()] != [want, want]:
                 failures.append(("repeatable read", out))
 
-    reader = threading.Thread(target=read_loop)
-    reader.start()
+    def reporting(loop):
+        def run():
+            try:
+                loop()
+            except Exception as e:  # a reader that dies must fail the test, not end quietly
+                failures.append((loop.__name__, repr(e)))
+        return run
+
+    readers = [threading.Thread(target=reporting(read_loop)), threading.Thread(target=reporting(session_loop))]
+    for reader in readers:
+        reader.start()
     try:
         import subprocess
         from pg_cluster import clean_env
@@ -605,8 +641,10 @@ def test_reads_stay_exact_while_the_daemon_tiers_and_folds(tiered, tierdb_bin, l
             assert proc.returncode == 0, proc.stderr
     finally:
         stop.set()
-        reader.join()
+        for reader in readers:
+            reader.join()
     assert failures == [], failures[:3]
+    assert len(rounds) > 1, rounds
     assert heap_count(db) < 900
     assert db.query(f"SELECT count(*) FROM tierdb.delta WHERE table_id = {tid}") == [("0",)]
 
