@@ -42,6 +42,7 @@
 #include "utils/rel.h"
 #include "utils/snapmgr.h"
 #include "utils/syscache.h"
+#include "utils/typcache.h"
 
 #include "cutline_changes.h"
 #include "seam.h"
@@ -210,6 +211,8 @@ read_registration(Oid relid)
 			t->lake_location = text_column(rel, tuple, "lake_table_ref");
 			t->tier_key_attno = registered_column(relid, text_column(rel, tuple, "tier_key_col"));
 			t->key_kind = parse_key_kind(text_column(rel, tuple, "tier_key_type"));
+			t->tier_key_opfamily = lookup_type_cache(get_atttype(relid, t->tier_key_attno),
+													 TYPECACHE_BTREE_OPFAMILY)->btree_opf;
 			if (isnull)
 				ereport(ERROR,
 						(errcode(ERRCODE_DATA_CORRUPTED),

@@ -54,6 +54,7 @@ typedef struct SeamTable
 	int64		reader_lock_key;	/* the advisory lock readers share (seam_pin) */
 	char	   *lake_location;	/* tierdb.tables.lake_table_ref */
 	AttrNumber	tier_key_attno;
+	Oid			tier_key_opfamily;	/* its type's default btree operator family, or InvalidOid */
 	SeamKeyKind key_kind;
 	int			npk;
 	AttrNumber *pk_attnos;		/* the merge key's columns (tables.primary_key_cols) */

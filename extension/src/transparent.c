@@ -68,7 +68,6 @@
 #include "utils/memutils.h"
 #include "utils/plancache.h"
 #include "utils/rel.h"
-#include "utils/typcache.h"
 
 #include "cold_scan.h"
 #include "heap_only.h"
@@ -307,7 +306,6 @@ conjunct_lower_bound(Node *clause, Index rti, const SeamTable *t)
 	Var		   *var;
 	Node	   *value;
 	bool		var_left;
-	Oid			opfamily;
 	int			strategy;
 
 	if (!IsA(clause, OpExpr) || list_length(((OpExpr *) clause)->args) != 2)
@@ -321,10 +319,9 @@ conjunct_lower_bound(Node *clause, Index rti, const SeamTable *t)
 	if (!IsA(var, Var) || var->varno != (int) rti || var->varlevelsup != 0 || var->varattno != t->tier_key_attno ||
 		exprType(value) != var->vartype)
 		return NULL;
-	opfamily = lookup_type_cache(var->vartype, TYPECACHE_BTREE_OPFAMILY)->btree_opf;
-	if (!OidIsValid(opfamily))
+	if (!OidIsValid(t->tier_key_opfamily))
 		return NULL;
-	strategy = get_op_opfamily_strategy(op->opno, opfamily);
+	strategy = get_op_opfamily_strategy(op->opno, t->tier_key_opfamily);
 	if (strategy != BTEqualStrategyNumber &&
 		strategy != (var_left ? BTGreaterEqualStrategyNumber : BTLessEqualStrategyNumber) &&
 		strategy != (var_left ? BTGreaterStrategyNumber : BTLessStrategyNumber))
