@@ -82,6 +82,7 @@ catalog_relid(const char *name)
  */
 static Oid	tables_catalog = InvalidOid;
 static Oid	cutline_catalog = InvalidOid;
+static int	cutline_counted = -1;	/* cutline_writes_counted's answer; -1: not known yet */
 static bool catalog_callback_registered = false;
 
 static Oid
@@ -271,7 +272,10 @@ forget_registrations(Datum arg, Oid relid)
 	RegistrationEntry *e;
 
 	if (!OidIsValid(relid) || relid == tables_catalog || relid == cutline_catalog)
+	{
 		tables_catalog = cutline_catalog = InvalidOid;
+		cutline_counted = -1;
+	}
 	if (registrations == NULL)
 		return;
 	hash_seq_init(&seq, registrations);
@@ -535,6 +539,37 @@ seam_pin(const SeamTable *table)
  * T in the heap. Nor does it leave a pin behind, which another reference
  * in the same statement, one that reads the lake, must take properly.
  */
+/*
+ * Whether writes to tierdb.cutline are counted (cutline_changes.h): its
+ * trigger cutline_writing is there and fires in every replication role. Not
+ * in a database whose extension predates the trigger, nor once someone
+ * disables it; enabling or disabling it invalidates the catalog's relcache
+ * entry, which makes this be asked again.
+ */
+static bool
+cutline_writes_counted(void)
+{
+	Oid			catalog;
+	Relation	rel;
+
+	if (cutline_counted >= 0)
+		return cutline_counted > 0;
+	catalog = cached_catalog_relid(&cutline_catalog, "cutline");
+	if (!OidIsValid(catalog))
+		return false;
+	rel = table_open(catalog, AccessShareLock);
+	cutline_counted = 0;
+	for (int i = 0; rel->trigdesc != NULL && i < rel->trigdesc->numtriggers; i++)
+	{
+		Trigger    *trigger = &rel->trigdesc->triggers[i];
+
+		if (strcmp(trigger->tgname, "cutline_writing") == 0 && trigger->tgenabled == TRIGGER_FIRES_ALWAYS)
+			cutline_counted = 1;
+	}
+	table_close(rel, AccessShareLock);
+	return cutline_counted > 0;
+}
+
 int64
 seam_statement_t(Oid relid, Snapshot snapshot)
 {
@@ -545,7 +580,8 @@ seam_statement_t(Oid relid, Snapshot snapshot)
 	if (e != NULL)
 		return e->pin.tier_key_hi;
 	r = registrations ? hash_search(registrations, &relid, HASH_FIND, NULL) : NULL;
-	if (r != NULL && r->statement_t_known && cutline_unchanged_since(r->statement_t_changes))
+	if (r != NULL && r->statement_t_known && cutline_unchanged_since(r->statement_t_changes) &&
+		cutline_writes_counted())
 		return r->statement_t;
 	/*
 	 * Cached from a snapshot taken after the counters were found quiet, so
@@ -555,7 +591,7 @@ seam_statement_t(Oid relid, Snapshot snapshot)
 	 * the same T or a lower one, as T only advances, and reading the heap
 	 * only at or above the higher T reads the same rows.
 	 */
-	if (cutline_changes_quiet(&changes))
+	if (cutline_writes_counted() && cutline_changes_quiet(&changes))
 	{
 		Snapshot	latest = RegisterSnapshot(GetLatestSnapshot());
 		int64		t = cutline_at(relid, latest).tier_key_hi;

@@ -206,6 +206,15 @@ def test_the_guard_stops_a_heap_only_read_planned_for_a_t_that_moved(tiered):
     same(db, "SELECT count(*) FROM {t} WHERE ts >= '2024-01-09'")
 
 
+def test_the_guard_reads_the_catalog_when_writes_to_it_are_not_counted(tiered):
+    """Without the trigger that counts writes to tierdb.cutline (a database
+    whose extension predates it, or the trigger disabled), the guard reads
+    the cut-line from the catalog at every statement, and still stops a
+    read planned for a T that moved."""
+    tiered.psql("ALTER TABLE tierdb.cutline DISABLE TRIGGER cutline_writing")
+    test_the_guard_stops_a_heap_only_read_planned_for_a_t_that_moved(tiered)
+
+
 def test_the_guard_reads_the_catalog_again_once_the_cut_line_was_written(tiered):
     """The guard trusts the cut-line its session read last only while
     tierdb.cutline is unchanged since: a write counts as begun when its
