@@ -1147,8 +1147,7 @@ explain_cold_scan(CustomScanState *node, List *ancestors, ExplainState *es)
 
 	explain_filter(s, ancestors, es);
 	set_up_cold_scan(s);
-	ExplainPropertyText("Table", quote_qualified_identifier(get_namespace_name(get_rel_namespace(s->table->relid)),
-															 get_rel_name(s->table->relid)), es);
+	ExplainPropertyText("Table", seam_table_name(s->table->relid), es);
 	ExplainPropertyText("Cut-line T", seam_key_text(s->table, r->pin.tier_key_hi), es);
 	if (r->pin.has_snapshot)
 		ExplainPropertyInteger("Lake Snapshot", NULL, r->pin.snapshot_id, es);

@@ -86,12 +86,6 @@ typedef struct Explainer
 	const char *heap_reason;	/* why no reference is read transparently, or NULL */
 } Explainer;
 
-static char *
-table_name(Oid relid)
-{
-	return quote_qualified_identifier(get_namespace_name(get_rel_namespace(relid)), get_rel_name(relid));
-}
-
 /* Adds a line unless the same line is there already (a table read twice the same way). */
 static void
 add_line_once(Explainer *e, char *line)
@@ -268,13 +262,13 @@ explain_reference(Explainer *e, Query *q, Index rti, RangeTblEntry *rte)
 		return;
 	if (seam_lookup_table(rte->relid) == NULL)
 	{
-		add_line_once(e, psprintf("%s: not registered with TierDB in tiered mode: plain heap", table_name(rte->relid)));
+		add_line_once(e, psprintf("%s: not registered with TierDB in tiered mode: plain heap", seam_table_name(rte->relid)));
 		return;
 	}
 	e->registered_seen = true;
 	reason = heap_only_reason(e, q, rti, rte);
 	if (reason != NULL)
-		add_line_once(e, psprintf("%s: heap only (%s)", table_name(rte->relid), reason));
+		add_line_once(e, psprintf("%s: heap only (%s)", seam_table_name(rte->relid), reason));
 	else
 		e->transparent = lappend_oid(e->transparent, rte->relid);
 }
@@ -603,7 +597,7 @@ heap_only_lines(PlannedStmt *stmt, PlanState *top, Explainer *e, List **expected
 		scanned_partitions(top, &scanned);
 		e->lines = lappend(e->lines,
 						   psprintf("%s: reads the heap at or above T %s (%s) and the lake is not read: "
-									"the conditions keep the query at or above T%s", table_name(table->relid),
+									"the conditions keep the query at or above T%s", seam_table_name(table->relid),
 									seam_key_text(table, tier_key_hi), partitions_text(scanned.names),
 									checked ? " (checked when the statement starts)" : ""));
 		*expected = list_delete_oid(*expected, table->relid);
@@ -653,9 +647,9 @@ read_line(CustomScanState *scan, bool rewritten)
 	if (cutline == NULL)
 		cutline = "(unknown)";
 	if (!rewritten)
-		return psprintf("%s: tierdb.cold_rows reads the rows below T %s only: %s", table_name(t->relid), cutline,
+		return psprintf("%s: tierdb.cold_rows reads the rows below T %s only: %s", seam_table_name(t->relid), cutline,
 						lake_part(props));
-	return psprintf("%s: reads the heap at or above T %s (%s) and %s", table_name(t->relid), cutline,
+	return psprintf("%s: reads the heap at or above T %s (%s) and %s", seam_table_name(t->relid), cutline,
 					heap_partitions(scan, t), lake_part(props));
 }
 
@@ -690,7 +684,7 @@ explain_plan(Query *q, const char *sql, Explainer *e)
 	foreach(lc, expected)
 		e->lines = lappend(e->lines,
 						   psprintf("%s: read from neither tier: the planner removed the read (its conditions "
-									"select no rows, or nothing uses its rows)", table_name(lfirst_oid(lc))));
+									"select no rows, or nothing uses its rows)", seam_table_name(lfirst_oid(lc))));
 	ExecutorEnd(desc);
 	FreeQueryDesc(desc);
 	PopActiveSnapshot();

@@ -520,12 +520,6 @@ rescan_guard(CustomScanState *node)
 {
 }
 
-static char *
-qualified_name(Oid relid)
-{
-	return quote_qualified_identifier(get_namespace_name(get_rel_namespace(relid)), get_rel_name(relid));
-}
-
 /* The bounds as SQL, "$2" or "one of $2, now() - '01:00:00'::interval". */
 static char *
 bounds_text(CustomScanState *node, List *bounds, List *ancestors, ExplainState *es)
@@ -560,7 +554,7 @@ explain_guard(CustomScanState *node, List *ancestors, ExplainState *es)
 	guarded_reads((CustomScan *) node->ss.ps.plan, &reads);
 	if (OidIsValid(reads.checked_relid))
 		lines = lappend(lines, psprintf("%s if %s is at or above T when the statement starts",
-										qualified_name(reads.checked_relid),
+										seam_table_name(reads.checked_relid),
 										bounds_text(node, reads.checked_bounds, ancestors, es)));
 	forboth(relid, reads.relids, t, reads.tier_key_his)
 	{
@@ -568,7 +562,7 @@ explain_guard(CustomScanState *node, List *ancestors, ExplainState *es)
 		SeamTable  *registered = seam_lookup_table(table);
 		int64		tier_key_hi = DatumGetInt64(((Const *) lfirst(t))->constvalue);
 
-		lines = lappend(lines, psprintf("%s at or above T %s", qualified_name(table),
+		lines = lappend(lines, psprintf("%s at or above T %s", seam_table_name(table),
 										registered ? seam_key_text(registered, tier_key_hi)
 										: psprintf(INT64_FORMAT, tier_key_hi)));
 	}

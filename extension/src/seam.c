@@ -674,6 +674,12 @@ seam_key_datum(SeamKeyKind kind, int64 canonical)
 }
 
 char *
+seam_table_name(Oid relid)
+{
+	return quote_qualified_identifier(get_namespace_name(get_rel_namespace(relid)), get_rel_name(relid));
+}
+
+char *
 seam_key_text(const SeamTable *table, int64 canonical)
 {
 	Oid			typid = get_atttype(table->relid, table->tier_key_attno);
