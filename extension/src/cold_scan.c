@@ -612,7 +612,7 @@ cold_rows_target(RangeTblEntry *rte)
 	if (!IsA(rtf->funcexpr, FuncExpr))
 		return InvalidOid;
 	call = (FuncExpr *) rtf->funcexpr;
-	nsp = get_namespace_oid("tierdb", true);
+	nsp = seam_namespace();
 	if (!OidIsValid(nsp) || get_func_namespace(call->funcid) != nsp ||
 		strcmp(get_func_name(call->funcid), "cold_rows") != 0 || list_length(call->args) != 1)
 		return InvalidOid;

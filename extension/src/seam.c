@@ -65,11 +65,42 @@ static List *pins = NIL;
 
 /* ------------------------------------------------------------ catalog access */
 
+/*
+ * The tierdb schema, looked up once per change to pg_namespace: every
+ * planning asks (0.1% of a point lookup).
+ */
+static Oid	tierdb_namespace = InvalidOid;
+static bool tierdb_namespace_known = false;
+
+static void
+forget_namespace(Datum arg, int cacheid, uint32 hashvalue)
+{
+	tierdb_namespace_known = false;
+}
+
+Oid
+seam_namespace(void)
+{
+	static bool callback_registered = false;
+
+	if (!callback_registered)
+	{
+		CacheRegisterSyscacheCallback(NAMESPACEOID, forget_namespace, (Datum) 0);
+		callback_registered = true;
+	}
+	if (!tierdb_namespace_known)
+	{
+		tierdb_namespace = get_namespace_oid("tierdb", true);
+		tierdb_namespace_known = true;
+	}
+	return tierdb_namespace;
+}
+
 /* The relation tierdb.<name>, or InvalidOid when the extension is not installed here. */
 static Oid
 catalog_relid(const char *name)
 {
-	Oid			nsp = get_namespace_oid("tierdb", true);
+	Oid			nsp = seam_namespace();
 
 	return OidIsValid(nsp) ? get_relname_relid(name, nsp) : InvalidOid;
 }

@@ -77,6 +77,9 @@ typedef struct SeamPin
  */
 extern SeamTable *seam_lookup_table(Oid relid);
 
+/* The tierdb schema, or InvalidOid where the extension is not installed. */
+extern Oid	seam_namespace(void);
+
 /* Whether relid is registered in tiered mode: seam_lookup_table without the copy. */
 extern bool seam_is_tiered(Oid relid);
 

@@ -212,7 +212,7 @@ forget_unions(Datum arg, Oid relid)
 static Query *
 cached_seam_union(const SeamTable *t, RangeTblEntry *rte)
 {
-	Oid			nsp = get_namespace_oid("tierdb", true);
+	Oid			nsp = seam_namespace();
 	CachedUnion *e;
 	bool		found;
 	Query	   *query,
@@ -534,7 +534,7 @@ tierdb_planner(Query *parse, const char *query_string, int cursorOptions, ParamL
 	PlannedStmt *stmt;
 
 	planning_with_unions = false;	/* for this statement only, not those planned while planning it */
-	if (transparent_reads && OidIsValid(get_namespace_oid("tierdb", true)))
+	if (transparent_reads && OidIsValid(seam_namespace()))
 	{
 		rewrite_query(parse, &rw);
 		if (rw.checked != NULL)
