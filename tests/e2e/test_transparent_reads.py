@@ -182,6 +182,40 @@ def test_a_query_kept_at_or_above_t_plans_as_a_plain_table(tiered, tierdb_bin, l
     assert [rows[0], rows[2]] == ["|".join(want[0])] * 2, rows
 
 
+def test_bounds_found_folded_read_heap_only_and_follow_their_functions(tiered):
+    """Bounds the planner finds only by folding (a NOT turned around, an
+    SQL function computed) read heap-only too; a plan whose bound inlined a
+    function is made again when that function changes, as the plain
+    table's is, even a function the statement does not name."""
+    db = tiered
+    db.psql("CREATE FUNCTION hot_start() RETURNS timestamptz LANGUAGE sql IMMUTABLE"
+            " AS $$ SELECT timestamptz '2024-01-09 00:00:00+00' $$")
+    for sql in ("SELECT count(*), sum(id) FROM {t} WHERE NOT (ts < '2024-01-09 00:00:00+00')",
+                "SELECT count(*), sum(id) FROM {t} WHERE ts >= hot_start()",
+                "SELECT count(*), sum(id) FROM {t} WHERE id > 10 AND ts >= hot_start() + interval '1 hour'"):
+        same(db, sql)
+        plan = "\n".join(r[0] for r in db.query("EXPLAIN (COSTS OFF) " + sql.format(t="events")))
+        assert "TierDB Cold Scan" not in plan and "TierDB Heap-Only Guard" in plan, plan
+
+    def counts(table):
+        out = db.query(
+            "CREATE FUNCTION shifted(t timestamptz) RETURNS timestamptz LANGUAGE sql STABLE"
+            " AS $$ SELECT t + interval '7 days' $$;\n"
+            "CREATE FUNCTION week_after(t timestamptz) RETURNS timestamptz LANGUAGE sql STABLE"
+            " AS $$ SELECT shifted(t) $$;\n"
+            "SET plan_cache_mode = force_generic_plan;\n"
+            f"PREPARE q(timestamptz) AS SELECT count(*) FROM {table} WHERE ts >= week_after($1);\n"
+            "EXECUTE q('2024-01-02 00:00:00+00');\n"
+            "CREATE OR REPLACE FUNCTION shifted(t timestamptz) RETURNS timestamptz LANGUAGE sql STABLE"
+            " AS $$ SELECT t $$;\n"
+            "EXECUTE q('2024-01-02 00:00:00+00');\n"
+            "DROP FUNCTION week_after(timestamptz), shifted(timestamptz);\n")
+        return [x for r in out for x in "|".join(r).split("\n")]
+
+    got, want = counts("events"), counts("plain")
+    assert got == want and want[0] != want[1], (got, want)
+
+
 def test_the_guard_stops_a_heap_only_read_planned_for_a_t_that_moved(tiered):
     """Only a statement planned just before an advance and started after it
     can find T moved (the advance invalidates plans made for the old T);
