@@ -200,7 +200,6 @@ registered_column(Oid relid, const char *column)
 	return attno;
 }
 
-/* Reads the registration from tierdb.tables; NULL when not tiered. Palloc'd in the current context. */
 /*
  * The advisory lock key readers of the table share and the daemon takes
  * exclusively before it drops heap rows (cli/tiering.c), as SQL computes
@@ -217,6 +216,22 @@ reader_lock_key(int64 table_id)
 												 CStringGetTextDatum(key), Int64GetDatum(0)));
 }
 
+/*
+ * The tier key type's btree comparison operators, found once per
+ * registration: the planner asks which one a condition uses for every
+ * query (get_op_opfamily_strategy, 0.1% of a point lookup).
+ */
+static void
+tier_key_operators(SeamTable *t, Oid key_type)
+{
+	Oid			opfamily = lookup_type_cache(key_type, TYPECACHE_BTREE_OPFAMILY)->btree_opf;
+
+	for (int strategy = 1; strategy <= BTMaxStrategyNumber; strategy++)
+		t->tier_key_ops[strategy - 1] = OidIsValid(opfamily)
+			? get_opfamily_member(opfamily, key_type, key_type, strategy) : InvalidOid;
+}
+
+/* Reads the registration from tierdb.tables; NULL when not tiered. Palloc'd in the current context. */
 static SeamTable *
 read_registration(Oid relid)
 {
@@ -243,8 +258,7 @@ read_registration(Oid relid)
 			t->lake_location = text_column(rel, tuple, "lake_table_ref");
 			t->tier_key_attno = registered_column(relid, text_column(rel, tuple, "tier_key_col"));
 			t->key_kind = parse_key_kind(text_column(rel, tuple, "tier_key_type"));
-			t->tier_key_opfamily = lookup_type_cache(get_atttype(relid, t->tier_key_attno),
-													 TYPECACHE_BTREE_OPFAMILY)->btree_opf;
+			tier_key_operators(t, get_atttype(relid, t->tier_key_attno));
 			if (isnull)
 				ereport(ERROR,
 						(errcode(ERRCODE_DATA_CORRUPTED),

@@ -35,6 +35,7 @@
 #include "postgres.h"
 
 #include "access/attnum.h"
+#include "access/stratnum.h"
 #include "utils/snapshot.h"
 
 /* The tier key's canonical family (tables.tier_key_type, SPEC §2). */
@@ -54,7 +55,7 @@ typedef struct SeamTable
 	int64		reader_lock_key;	/* the advisory lock readers share (seam_pin) */
 	char	   *lake_location;	/* tierdb.tables.lake_table_ref */
 	AttrNumber	tier_key_attno;
-	Oid			tier_key_opfamily;	/* its type's default btree operator family, or InvalidOid */
+	Oid			tier_key_ops[BTMaxStrategyNumber];	/* its type's btree <, <=, =, >=, > (InvalidOid: none) */
 	SeamKeyKind key_kind;
 	int			npk;
 	AttrNumber *pk_attnos;		/* the merge key's columns (tables.primary_key_cols) */

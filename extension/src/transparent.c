@@ -319,9 +319,10 @@ conjunct_lower_bound(Node *clause, Index rti, const SeamTable *t)
 	if (!IsA(var, Var) || var->varno != (int) rti || var->varlevelsup != 0 || var->varattno != t->tier_key_attno ||
 		exprType(value) != var->vartype)
 		return NULL;
-	if (!OidIsValid(t->tier_key_opfamily))
-		return NULL;
-	strategy = get_op_opfamily_strategy(op->opno, t->tier_key_opfamily);
+	strategy = InvalidStrategy;
+	for (int i = 0; i < BTMaxStrategyNumber; i++)
+		if (OidIsValid(op->opno) && t->tier_key_ops[i] == op->opno)
+			strategy = i + 1;
 	if (strategy != BTEqualStrategyNumber &&
 		strategy != (var_left ? BTGreaterEqualStrategyNumber : BTLessEqualStrategyNumber) &&
 		strategy != (var_left ? BTGreaterStrategyNumber : BTLessStrategyNumber))
