@@ -724,8 +724,8 @@ def measure(args, work, dsn, port):
     say("point lookups")
     pgbench_us, scripts = run_lookups(work, port, args.rows, args.days, args.repeat, args.pgbench_seconds)
     cpu = lookup_cpu(dsn, args.rows, args.days, args.repeat)
-    return {"facts": facts, "results": results, "problems": problems, "pgbench_us": pgbench_us, "cpu": cpu, "scripts": scripts,
-            "load_seconds": load_seconds, "tier_seconds": tier_seconds, "cached_bytes": cached}
+    return {"facts": facts, "results": results, "problems": problems, "pgbench_us": pgbench_us, "cpu": cpu,
+            "scripts": scripts, "load_seconds": load_seconds, "tier_seconds": tier_seconds, "cached_bytes": cached}
 
 
 def main():
@@ -733,7 +733,8 @@ def main():
     p.add_argument("--rows", type=positive_int, default=int(os.environ.get("BENCH_ROWS", DEFAULT_ROWS)))
     p.add_argument("--days", type=positive_int, default=DEFAULT_DAYS, help="daily partitions the cold rows fill")
     p.add_argument("--repeat", type=positive_int, default=int(os.environ.get("BENCH_REPEAT", 3)),
-                   help="timed runs of each query and pgbench run; the best counts")
+                   help="timed runs of each query (the best counts) and pgbench runs (the median ratio "
+                        f"counts); the lookup CPU rounds are {LOOKUP_CPU_ROUNDS} times as many")
     p.add_argument("--pgbench-seconds", type=positive_int, default=10, help="duration of each pgbench run")
     p.add_argument("--dir", default=os.environ.get("BENCH_DIR") or None,
                    help="keep the cluster, lake and logs in DIR/reads (default: a temporary directory)")
