@@ -576,15 +576,6 @@ seam_pin(const SeamTable *table)
 }
 
 /*
- * T for a read of heap rows only (heap_only.c's guard): the statement's pin
- * when it has one, else the cut-line its own snapshot sees, without
- * pinning. Such a read touches neither the lake nor the delta, so it needs
- * no reader key: the partitions it reads are locked by the statement
- * itself, and a snapshot that shows T shows every correction at or above
- * T in the heap. Nor does it leave a pin behind, which another reference
- * in the same statement, one that reads the lake, must take properly.
- */
-/*
  * Whether writes to tierdb.cutline are counted (cutline_changes.h): its
  * trigger cutline_writing is there and fires in every replication role. Not
  * in a database whose extension predates the trigger, nor once someone
@@ -615,6 +606,15 @@ cutline_writes_counted(void)
 	return cutline_counted > 0;
 }
 
+/*
+ * T for a read of heap rows only (heap_only.c's guard): the statement's pin
+ * when it has one, else the cut-line its own snapshot sees, without
+ * pinning. Such a read touches neither the lake nor the delta, so it needs
+ * no reader key: the partitions it reads are locked by the statement
+ * itself, and a snapshot that shows T shows every correction at or above
+ * T in the heap. Nor does it leave a pin behind, which another reference
+ * in the same statement, one that reads the lake, must take properly.
+ */
 int64
 seam_statement_t(Oid relid, Snapshot snapshot)
 {
