@@ -151,8 +151,7 @@ seam_union(const SeamTable *t, RangeTblEntry *rte)
 {
 	Relation	rel = table_open(rte->relid, NoLock); /* locked by the parser already */
 	TupleDesc	desc = RelationGetDescr(rel);
-	char	   *table = quote_qualified_identifier(get_namespace_name(RelationGetNamespace(rel)),
-												   RelationGetRelationName(rel));
+	char	   *table = seam_table_name(rte->relid);
 	StringInfoData sql;
 	RawStmt    *raw;
 	Query	   *query;
@@ -321,7 +320,7 @@ conjunct_lower_bound(Node *clause, Index rti, const SeamTable *t)
 		return NULL;
 	strategy = InvalidStrategy;
 	for (int i = 0; i < BTMaxStrategyNumber; i++)
-		if (OidIsValid(op->opno) && t->tier_key_ops[i] == op->opno)
+		if (t->tier_key_ops[i] == op->opno)
 			strategy = i + 1;
 	if (strategy != BTEqualStrategyNumber &&
 		strategy != (var_left ? BTGreaterEqualStrategyNumber : BTLessEqualStrategyNumber) &&
