@@ -118,10 +118,16 @@ def test_values_are_typed_not_text(all_types_tiered):
     assert rows[1][4] == "f" and rows[1][6] == "0"
 
 
+# The extension refuses column changes of a registered table (src/ddl.c);
+# these tests build a lake whose schema differs from its table's, as a
+# foreign writer could, with the event trigger off for the session.
+BYPASS_DDL_GUARD = "SET session_replication_role = replica;\n"
+
+
 def test_columns_added_or_dropped_after_tiering(all_types_tiered):
     """A column the lake lacks reads as NULL; a dropped one is not returned."""
     db, before, snapshot = all_types_tiered
-    db.psql("ALTER TABLE s.all_types ADD COLUMN c_added int DEFAULT 7;"
+    db.psql(BYPASS_DDL_GUARD + "ALTER TABLE s.all_types ADD COLUMN c_added int DEFAULT 7;"
             " ALTER TABLE s.all_types DROP COLUMN c_text;")
     got = db.query(f"{SESSION}SELECT id, c_int4, c_added FROM tierdb.lake_scan(NULL::s.all_types, {snapshot})"
                    " ORDER BY id")
@@ -134,7 +140,7 @@ def test_columns_added_or_dropped_after_tiering(all_types_tiered):
 
 def test_type_changed_after_tiering_is_an_error(all_types_tiered):
     db, _, snapshot = all_types_tiered
-    db.psql("ALTER TABLE s.all_types ALTER COLUMN c_bool TYPE int USING c_bool::int")
+    db.psql(BYPASS_DDL_GUARD + "ALTER TABLE s.all_types ALTER COLUMN c_bool TYPE int USING c_bool::int")
     message = db.error(scan_sql("s.all_types", snapshot))
     assert "42804" in message  # datatype_mismatch
     assert 'column "c_bool" of type integer cannot be read from lake field "c_bool" of type boolean' in message

@@ -720,7 +720,11 @@ def test_a_column_added_later_reads_null_from_the_lake(tiered):
     db = tiered
     out = db.query(
         "SELECT count(*) FROM events;\n"
+        # (column changes of a registered table are refused, src/ddl.c: this
+        # builds one with the guard off, for the cache's sake)
+        "SET session_replication_role = replica;\n"
         "ALTER TABLE events ADD COLUMN extra int;\n"
+        "RESET session_replication_role;\n"
         "SELECT count(*), count(extra) FROM events;\n"
         "UPDATE events SET extra = 1 WHERE id = 3000;\n"
         "SELECT count(*), count(extra), sum(extra) FROM events;\n"

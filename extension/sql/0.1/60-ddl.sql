@@ -1,0 +1,20 @@
+/*
+ * 60-ddl.sql: the guard against schema changes a registered table's lake
+ * does not follow (SPEC §6); a part of the install script tierdb--0.1.sql,
+ * which extension/Makefile assembles from sql/0.1/.
+ *
+ * tierdb.ddl_guard() (src/ddl.c) looks at each ALTER TABLE and CREATE TABLE
+ * before it runs and refuses, with an error that says why, a change of a
+ * registered table's columns (add, drop, rename, change of type), renaming
+ * or moving the table, and a DEFAULT partition of it.  See
+ * docs/schema-changes.md.
+ */
+
+CREATE FUNCTION tierdb.ddl_guard()
+RETURNS event_trigger
+LANGUAGE c
+AS 'MODULE_PATHNAME', 'tierdb_ddl_guard';
+
+CREATE EVENT TRIGGER tierdb_ddl_guard ON ddl_command_start
+    WHEN TAG IN ('ALTER TABLE', 'CREATE TABLE')
+    EXECUTE FUNCTION tierdb.ddl_guard();

@@ -1,0 +1,267 @@
+/*-------------------------------------------------------------------------
+ *
+ * ddl.c
+ *		The guard against DDL that would make a registered table's reads
+ *		wrong (SPEC §6): tierdb.ddl_guard(), an event trigger on
+ *		ddl_command_start (sql/0.1/60-ddl.sql).
+ *
+ * The rows of a registered table below the cut-line live in its Iceberg
+ * lake, written with the columns the table had when they moved.  A column
+ * change that the lake does not follow turns those rows' values wrong
+ * without an error: a renamed column reads NULL, an added column's
+ * default is missing from the old rows, a changed type no longer matches
+ * the files.  Until schema changes are carried into the lake by Iceberg
+ * schema evolution (docs/schema-changes.md), every change of a registered
+ * table's columns is refused before it happens:
+ *
+ *	- ALTER TABLE ... ADD COLUMN, DROP COLUMN, ALTER COLUMN ... TYPE;
+ *	- ALTER TABLE ... RENAME COLUMN, and renaming the table or moving it to
+ *	  another schema (tierdb.tables names it by schema and name);
+ *	- a DEFAULT partition, by ALTER TABLE ... ATTACH PARTITION ... DEFAULT or
+ *	  CREATE TABLE ... PARTITION OF ... DEFAULT: it would take rows below the
+ *	  cut-line, which TierDB reads from the lake only, so they would vanish.
+ *
+ * Everything else (defaults, constraints, indexes, storage, owners, ...)
+ * passes.  Why an event trigger rather than a ProcessUtility hook: the
+ * extension's objects install it in every database that has the extension,
+ * whether or not the library is preloaded (CREATE EXTENSION alone loads
+ * tierdb.so only in the backend that ran it), and ddl_command_start sees the
+ * parse tree before anything is changed, so nothing is half-applied.  It
+ * fires for the statements a user types; commands Postgres runs internally
+ * for them do not reach it, and they change nothing it refuses.  Like every
+ * event trigger it does not fire under session_replication_role = replica
+ * (a superuser's deliberate escape, which the tests use to build a lake
+ * that disagrees with its table).
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/genam.h"
+#include "access/htup_details.h"
+#include "access/table.h"
+#include "catalog/namespace.h"
+#include "commands/event_trigger.h"
+#include "fmgr.h"
+#include "nodes/parsenodes.h"
+#include "parser/parse_relation.h"
+#include "utils/builtins.h"
+#include "utils/fmgroids.h"
+#include "utils/lsyscache.h"
+#include "utils/rel.h"
+
+/* A refused change: what the message says is refused, and why. */
+typedef struct Refusal
+{
+	const char *action;			/* "add column \"x\" to", "rename column \"x\" of", ... */
+	const char *reason;			/* the detail's second sentence */
+} Refusal;
+
+static const char *const COLUMNS_NOT_CARRIED =
+"This version of TierDB does not carry column changes into the lake, so the rows "
+"already there would read wrong values.";
+
+/*
+ * Whether relid has a row in tierdb.tables (any mode).  Read directly, as
+ * the readers do: the table's owner may alter it without any privilege on
+ * the catalog.  False where the extension's catalog is missing.
+ */
+static bool
+is_registered(Oid relid)
+{
+	Oid			nsp = get_namespace_oid("tierdb", true);
+	Oid			catalog = OidIsValid(nsp) ? get_relname_relid("tables", nsp) : InvalidOid;
+	Relation	rel;
+	SysScanDesc scan;
+	ScanKeyData key;
+	bool		found;
+
+	if (!OidIsValid(relid) || !OidIsValid(catalog))
+		return false;
+	rel = table_open(catalog, AccessShareLock);
+	ScanKeyInit(&key, attnameAttNum(rel, "table_id", false), BTEqualStrategyNumber, F_INT8EQ,
+				Int64GetDatum((int64) relid));
+	scan = systable_beginscan(rel, InvalidOid, false, NULL, 1, &key);
+	found = HeapTupleIsValid(systable_getnext(scan));
+	systable_endscan(scan);
+	table_close(rel, AccessShareLock);
+	return found;
+}
+
+/* The registered table a statement names, or InvalidOid. */
+static Oid
+registered_relation(RangeVar *rv)
+{
+	Oid			relid = rv != NULL ? RangeVarGetRelid(rv, NoLock, true) : InvalidOid;
+
+	return is_registered(relid) ? relid : InvalidOid;
+}
+
+static void
+refuse(Oid relid, const Refusal *r)
+{
+	char	   *name = quote_qualified_identifier(get_namespace_name(get_rel_namespace(relid)),
+												  get_rel_name(relid));
+
+	ereport(ERROR,
+			(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+			 errmsg("cannot %s table %s: it is registered with TierDB", r->action, name),
+			 errdetail("Its rows below the cut-line live in the table's Iceberg lake. %s", r->reason),
+			 errhint("See docs/schema-changes.md for the changes a registered table accepts "
+					 "and how to make the others.")));
+}
+
+static void
+refuse_default_partition(Oid parent)
+{
+	char	   *name = quote_qualified_identifier(get_namespace_name(get_rel_namespace(parent)),
+												  get_rel_name(parent));
+
+	ereport(ERROR,
+			(errcode(ERRCODE_INVALID_TABLE_DEFINITION),
+			 errmsg("cannot add a DEFAULT partition to table %s: it is registered with TierDB", name),
+			 errdetail("A DEFAULT partition would take rows below the cut-line, which TierDB reads "
+					   "from the lake only: they would vanish from reads."),
+			 errhint("Create range partitions for the values instead; rows below the cut-line "
+					 "are written with tierdb_upsert(); see docs/schema-changes.md.")));
+}
+
+/* The refusal of an ALTER TABLE subcommand that changes a column, or NULL. */
+static const Refusal *
+refused_subcommand(const AlterTableCmd *cmd, Refusal *out)
+{
+	switch (cmd->subtype)
+	{
+		case AT_AddColumn:
+		case AT_AddColumnRecurse:
+			out->action = psprintf("add column \"%s\" to", castNode(ColumnDef, cmd->def)->colname);
+			break;
+		case AT_DropColumn:
+		case AT_DropColumnRecurse:
+			out->action = psprintf("drop column \"%s\" of", cmd->name);
+			break;
+		case AT_AlterColumnType:
+			out->action = psprintf("change the type of column \"%s\" of", cmd->name);
+			break;
+		default:
+			return NULL;
+	}
+	out->reason = COLUMNS_NOT_CARRIED;
+	return out;
+}
+
+static bool
+attaches_default_partition(const AlterTableCmd *cmd)
+{
+	const PartitionCmd *pc;
+
+	if (cmd->subtype != AT_AttachPartition)
+		return false;
+	pc = castNode(PartitionCmd, cmd->def);
+	return pc->bound != NULL && pc->bound->is_default;
+}
+
+static void
+check_alter_table(AlterTableStmt *stmt)
+{
+	Oid			relid;
+	ListCell   *lc;
+
+	if (stmt->objtype != OBJECT_TABLE)
+		return;
+	relid = registered_relation(stmt->relation);
+	if (!OidIsValid(relid))
+		return;
+	foreach(lc, stmt->cmds)
+	{
+		AlterTableCmd *cmd = lfirst_node(AlterTableCmd, lc);
+		Refusal		r;
+
+		if (attaches_default_partition(cmd))
+			refuse_default_partition(relid);
+		if (refused_subcommand(cmd, &r) != NULL)
+			refuse(relid, &r);
+	}
+}
+
+static void
+check_rename(RenameStmt *stmt)
+{
+	Refusal		r = {.reason = COLUMNS_NOT_CARRIED};
+	Oid			relid;
+
+	if (stmt->renameType == OBJECT_COLUMN && stmt->relationType == OBJECT_TABLE)
+		r.action = psprintf("rename column \"%s\" of", stmt->subname);
+	else if (stmt->renameType == OBJECT_TABLE)
+	{
+		r.action = "rename";
+		r.reason = "The catalog (tierdb.tables) and the lake's location name the table by its name.";
+	}
+	else
+		return;
+	relid = registered_relation(stmt->relation);
+	if (OidIsValid(relid))
+		refuse(relid, &r);
+}
+
+static void
+check_set_schema(AlterObjectSchemaStmt *stmt)
+{
+	Refusal		r = {
+		.action = "move to another schema",
+		.reason = "The catalog (tierdb.tables) and the lake's location name the table by its schema.",
+	};
+	Oid			relid;
+
+	if (stmt->objectType != OBJECT_TABLE)
+		return;
+	relid = registered_relation(stmt->relation);
+	if (OidIsValid(relid))
+		refuse(relid, &r);
+}
+
+/* CREATE TABLE x PARTITION OF registered DEFAULT. */
+static void
+check_create(CreateStmt *stmt)
+{
+	Oid			parent;
+
+	if (stmt->partbound == NULL || !stmt->partbound->is_default || list_length(stmt->inhRelations) != 1)
+		return;
+	parent = registered_relation(linitial_node(RangeVar, stmt->inhRelations));
+	if (OidIsValid(parent))
+		refuse_default_partition(parent);
+}
+
+PG_FUNCTION_INFO_V1(tierdb_ddl_guard);
+
+/* The ddl_command_start event trigger function. */
+Datum
+tierdb_ddl_guard(PG_FUNCTION_ARGS)
+{
+	Node	   *parsetree;
+
+	if (!CALLED_AS_EVENT_TRIGGER(fcinfo))
+		ereport(ERROR,
+				(errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
+				 errmsg("tierdb.ddl_guard() must be called as an event trigger")));
+	parsetree = ((EventTriggerData *) fcinfo->context)->parsetree;
+	switch (nodeTag(parsetree))
+	{
+		case T_AlterTableStmt:
+			check_alter_table((AlterTableStmt *) parsetree);
+			break;
+		case T_RenameStmt:
+			check_rename((RenameStmt *) parsetree);
+			break;
+		case T_AlterObjectSchemaStmt:
+			check_set_schema((AlterObjectSchemaStmt *) parsetree);
+			break;
+		case T_CreateStmt:
+			check_create((CreateStmt *) parsetree);
+			break;
+		default:
+			break;
+	}
+	PG_RETURN_VOID();
+}

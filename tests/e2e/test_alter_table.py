@@ -1,0 +1,161 @@
+"""Schema changes of a registered table (SPEC §6; extension/src/ddl.c,
+docs/schema-changes.md).
+
+The rows below the cut-line live in the lake with the columns they had
+when they moved.  Until TierDB carries column changes into the lake, every
+change of a registered table's columns (add, drop, rename, change of type),
+renaming or moving the table, and a DEFAULT partition of it are refused
+before they happen, with an error that says why; nothing is changed, reads
+stay exact and `tierdb verify` still passes.  Changes that leave the
+columns alone (defaults, constraints, indexes, a range partition) pass.
+
+The database reads with production defaults (transparent reads on).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from test_tiering import SESSION, make_events, run_once
+
+LAG = "2d"
+
+# What a registered table's shape is made of: the columns with their types
+# and defaults, its name and schema, its partitions.
+SHAPE = (
+    "SELECT string_agg(format('%s %s %s', a.attname, format_type(a.atttypid, a.atttypmod),"
+    " coalesce(pg_get_expr(d.adbin, d.adrelid), '-')), ', ' ORDER BY a.attnum)"
+    " || ' | ' || (SELECT string_agg(c.relname || ' ' || pg_get_expr(c.relpartbound, c.oid), ', '"
+    "   ORDER BY c.relname) FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid"
+    "   WHERE i.inhparent = 'public.events'::regclass)"
+    " FROM pg_attribute a LEFT JOIN pg_attrdef d ON d.adrelid = a.attrelid AND d.adnum = a.attnum"
+    " WHERE a.attrelid = 'public.events'::regclass AND a.attnum > 0 AND NOT a.attisdropped"
+)
+# Every row as the table reads (heap and lake), in one value.
+ROWS = SESSION + "SELECT md5(string_agg(e::text, ',' ORDER BY id)), count(*) FROM events e"
+
+
+def verify_ok(tierdb):
+    proc = tierdb(["verify", "--table", "public.events"])
+    assert proc.returncode == 0, f"exit {proc.returncode}\nstdout: {proc.stdout}\nstderr: {proc.stderr}"
+
+
+@pytest.fixture
+def tiered(db, tierdb):
+    """events registered and tiered (7 of 10 daily partitions in the lake),
+    with a correction of a cold row in the delta, read transparently."""
+    make_events(db)
+    db.psql(f'ALTER DATABASE "{db.name}" SET tierdb.transparent_reads = on')
+    proc = tierdb(["register", "--table", "public.events", "--pk", "id", "--tier-key", "ts"])
+    assert proc.returncode == 0, proc.stderr
+    run_once(tierdb, LAG)
+    db.psql(SESSION + "SELECT tierdb_upsert('events', jsonb_build_object("
+            "'id', 10, 'ts', '2024-01-01 02:00:00+00', 'v', 'corrected', 'amount', 1.25))")
+    assert db.query("SELECT count(*) FROM tierdb.delta")[0][0] == "1"
+    assert db.query("SELECT v FROM events WHERE id = 10") == [("corrected",)]
+    verify_ok(tierdb)
+    return db
+
+
+# (statement, SQLSTATE, what the message must say)
+REFUSED = [
+    ("ALTER TABLE events ADD COLUMN extra int", "0A000",
+     'cannot add column "extra" to table public.events: it is registered with TierDB'),
+    ("ALTER TABLE events ADD COLUMN extra int NOT NULL DEFAULT 42", "0A000",
+     'cannot add column "extra" to table public.events'),
+    ("ALTER TABLE events ADD COLUMN extra timestamptz DEFAULT now()", "0A000",
+     'cannot add column "extra" to table public.events'),
+    ("ALTER TABLE events DROP COLUMN v", "0A000",
+     'cannot drop column "v" of table public.events'),
+    ("ALTER TABLE events RENAME COLUMN v TO w", "0A000",
+     'cannot rename column "v" of table public.events'),
+    ("ALTER TABLE events RENAME ts TO at", "0A000",
+     'cannot rename column "ts" of table public.events'),
+    ("ALTER TABLE events RENAME COLUMN id TO event_id", "0A000",
+     'cannot rename column "id" of table public.events'),
+    ("ALTER TABLE events ALTER COLUMN amount TYPE numeric(14,2)", "0A000",
+     'cannot change the type of column "amount" of table public.events'),
+    ("ALTER TABLE events ALTER COLUMN v TYPE int USING length(v)", "0A000",
+     'cannot change the type of column "v" of table public.events'),
+    ("ALTER TABLE events ALTER COLUMN id TYPE numeric", "0A000",
+     'cannot change the type of column "id" of table public.events'),
+    # nothing half-applied: the allowed first subcommand is not kept
+    ("ALTER TABLE events ALTER COLUMN v SET DEFAULT 'x', DROP COLUMN amount", "0A000",
+     'cannot drop column "amount" of table public.events'),
+    ("ALTER TABLE events RENAME TO events_renamed", "0A000",
+     "cannot rename table public.events: it is registered with TierDB"),
+    ("CREATE SCHEMA other; ALTER TABLE events SET SCHEMA other", "0A000",
+     "cannot move to another schema table public.events"),
+    ("CREATE TABLE events_rest (LIKE events);"
+     " ALTER TABLE events ATTACH PARTITION events_rest DEFAULT", "42P16",
+     "cannot add a DEFAULT partition to table public.events: it is registered with TierDB"),
+    ("CREATE TABLE events_rest PARTITION OF events DEFAULT", "42P16",
+     "cannot add a DEFAULT partition to table public.events: it is registered with TierDB"),
+]
+
+
+@pytest.mark.parametrize("statement,sqlstate,message", REFUSED, ids=[s for s, _, _ in REFUSED])
+def test_a_change_the_lake_does_not_follow_is_refused_and_changes_nothing(tiered, tierdb, statement,
+                                                                            sqlstate, message):
+    db = tiered
+    shape, rows = db.query(SHAPE), db.query(ROWS)
+    err = db.error("\\set ON_ERROR_STOP on\n" + statement)
+    assert f"ERROR:  {sqlstate}: {message}" in err, err
+    assert "docs/schema-changes.md" in err, err
+    assert db.query(SHAPE) == shape
+    assert db.query(ROWS) == rows
+    verify_ok(tierdb)
+    # ... and the next cycle still tiers and folds.
+    run_once(tierdb, LAG)
+    assert db.query(ROWS) == rows
+    assert db.query("SELECT count(*) FROM tierdb.delta")[0][0] == "0"
+    verify_ok(tierdb)
+
+
+def test_the_owner_is_refused_without_rights_on_the_catalog(tiered, tierdb):
+    """The guard reads the catalog itself: an owner without any privilege on
+    tierdb.tables gets the refusal (not "permission denied"), and may still
+    make the changes that are allowed."""
+    db = tiered
+    db.psql("CREATE ROLE ddl_owner; ALTER TABLE events OWNER TO ddl_owner;\n"
+            "DO $$ DECLARE p regclass; BEGIN FOR p IN SELECT inhrelid FROM pg_inherits"
+            " WHERE inhparent = 'events'::regclass LOOP"
+            " EXECUTE format('ALTER TABLE %s OWNER TO ddl_owner', p); END LOOP; END $$;")
+    err = db.error("SET ROLE ddl_owner; ALTER TABLE events ADD COLUMN extra int")
+    assert 'cannot add column "extra" to table public.events' in err, err
+    db.psql("SET ROLE ddl_owner; ALTER TABLE events ALTER COLUMN v SET DEFAULT 'fresh'")
+    assert "'fresh'::text" in db.query(SHAPE)[0][0]
+
+
+def test_changes_that_keep_the_columns_pass(tiered, tierdb):
+    """Defaults, constraints, indexes, comments, a new range partition and
+    other tables' column changes are untouched by the guard."""
+    db = tiered
+    rows = db.query(ROWS)
+    db.psql(
+        "ALTER TABLE events ALTER COLUMN v SET DEFAULT 'fresh';\n"
+        "ALTER TABLE events ADD CONSTRAINT amount_small CHECK (amount < 1e9) NOT VALID;\n"
+        "ALTER TABLE events ALTER COLUMN amount SET STATISTICS 500;\n"
+        "CREATE INDEX events_v ON events (v);\n"
+        "COMMENT ON COLUMN events.v IS 'a value';\n"
+        "CREATE TABLE events_20240301 PARTITION OF events"
+        " FOR VALUES FROM ('2024-03-01 00:00:00+00') TO ('2024-03-02 00:00:00+00');\n"
+        "CREATE TABLE plain (a int); ALTER TABLE plain ADD COLUMN b int; ALTER TABLE plain RENAME a TO c;\n"
+        "ALTER TABLE plain ALTER COLUMN b TYPE bigint; ALTER TABLE plain DROP COLUMN c;\n"
+        "CREATE TABLE parted (k int) PARTITION BY RANGE (k);"
+        " CREATE TABLE parted_rest PARTITION OF parted DEFAULT;\n"
+    )
+    assert db.query(ROWS) == rows
+    db.psql(SESSION + "INSERT INTO events (id, ts) VALUES (5001, '2024-03-01 01:00:00+00')")
+    assert db.query("SELECT v FROM events WHERE id = 5001") == [("fresh",)]
+    verify_ok(tierdb)
+    run_once(tierdb, LAG)
+    verify_ok(tierdb)
+
+
+def test_an_unregistered_table_may_change_again(tiered, tierdb):
+    db = tiered
+    proc = tierdb(["unregister", "--table", "public.events"])
+    assert proc.returncode == 0, proc.stderr
+    db.psql("ALTER TABLE events ADD COLUMN extra int DEFAULT 42")
+    assert db.query("SELECT DISTINCT extra FROM events") == [("42",)]
