@@ -28,10 +28,11 @@
  * tierdb.so only in the backend that ran it), and ddl_command_start sees the
  * parse tree before anything is changed, so nothing is half-applied.  It
  * fires for the statements a user types; commands Postgres runs internally
- * for them do not reach it, and they change nothing it refuses.  Like every
- * event trigger it does not fire under session_replication_role = replica
- * (a superuser's deliberate escape, which the tests use to build a lake
- * that disagrees with its table).
+ * for them do not reach it, and they change nothing it refuses.  It is
+ * enabled ALWAYS, so a session replaying DDL with session_replication_role
+ * = replica is guarded too; the only escape is a superuser's deliberate
+ * ALTER EVENT TRIGGER tierdb_ddl_guard DISABLE (which the tests use to
+ * build a lake that disagrees with its table).
  *
  *-------------------------------------------------------------------------
  */

@@ -127,6 +127,16 @@ def test_the_owner_is_refused_without_rights_on_the_catalog(tiered, tierdb):
     assert "'fresh'::text" in db.query(SHAPE)[0][0]
 
 
+def test_a_replica_session_is_refused_too(tiered):
+    """The guard is enabled ALWAYS: DDL replayed with
+    session_replication_role = replica would leave the lake behind as well."""
+    db = tiered
+    shape = db.query(SHAPE)
+    err = db.error("SET session_replication_role = replica; ALTER TABLE events RENAME COLUMN v TO w")
+    assert 'cannot rename column "v" of table public.events' in err, err
+    assert db.query(SHAPE) == shape
+
+
 def test_changes_that_keep_the_columns_pass(tiered, tierdb):
     """Defaults, constraints, indexes, comments, a new range partition and
     other tables' column changes are untouched by the guard."""
@@ -142,6 +152,7 @@ def test_changes_that_keep_the_columns_pass(tiered, tierdb):
         " FOR VALUES FROM ('2024-03-01 00:00:00+00') TO ('2024-03-02 00:00:00+00');\n"
         "CREATE TABLE plain (a int); ALTER TABLE plain ADD COLUMN b int; ALTER TABLE plain RENAME a TO c;\n"
         "ALTER TABLE plain ALTER COLUMN b TYPE bigint; ALTER TABLE plain DROP COLUMN c;\n"
+        "ALTER TABLE IF EXISTS no_such_table ADD COLUMN x int;\n"
         "CREATE TABLE parted (k int) PARTITION BY RANGE (k);"
         " CREATE TABLE parted_rest PARTITION OF parted DEFAULT;\n"
     )

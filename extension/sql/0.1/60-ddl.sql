@@ -18,3 +18,7 @@ AS 'MODULE_PATHNAME', 'tierdb_ddl_guard';
 CREATE EVENT TRIGGER tierdb_ddl_guard ON ddl_command_start
     WHEN TAG IN ('ALTER TABLE', 'CREATE TABLE')
     EXECUTE FUNCTION tierdb.ddl_guard();
+-- in every replication role too: a session replaying DDL as a replica
+-- would leave the lake behind all the same.  (A superuser can still
+-- ALTER EVENT TRIGGER tierdb_ddl_guard DISABLE, deliberately.)
+ALTER EVENT TRIGGER tierdb_ddl_guard ENABLE ALWAYS;
