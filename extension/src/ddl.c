@@ -62,6 +62,9 @@ static const char *const COLUMNS_NOT_CARRIED =
 "This version of TierDB does not carry column changes into the lake, so the rows "
 "already there would read wrong values.";
 
+static const char *const TABLE_NAMED =
+"The catalog (tierdb.tables) and the lake's location name the table by its schema and name.";
+
 /*
  * Whether relid has a row in tierdb.tables (any mode).  Read directly, as
  * the readers do: the table's owner may alter it without any privilege on
@@ -98,11 +101,16 @@ registered_relation(RangeVar *rv)
 	return is_registered(relid) ? relid : InvalidOid;
 }
 
+static char *
+qualified_name(Oid relid)
+{
+	return quote_qualified_identifier(get_namespace_name(get_rel_namespace(relid)), get_rel_name(relid));
+}
+
 static void
 refuse(Oid relid, const Refusal *r)
 {
-	char	   *name = quote_qualified_identifier(get_namespace_name(get_rel_namespace(relid)),
-												  get_rel_name(relid));
+	char	   *name = qualified_name(relid);
 
 	ereport(ERROR,
 			(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
@@ -115,8 +123,7 @@ refuse(Oid relid, const Refusal *r)
 static void
 refuse_default_partition(Oid parent)
 {
-	char	   *name = quote_qualified_identifier(get_namespace_name(get_rel_namespace(parent)),
-												  get_rel_name(parent));
+	char	   *name = qualified_name(parent);
 
 	ereport(ERROR,
 			(errcode(ERRCODE_INVALID_TABLE_DEFINITION),
@@ -194,10 +201,7 @@ check_rename(RenameStmt *stmt)
 	if (stmt->renameType == OBJECT_COLUMN && stmt->relationType == OBJECT_TABLE)
 		r.action = psprintf("rename column \"%s\" of", stmt->subname);
 	else if (stmt->renameType == OBJECT_TABLE)
-	{
-		r.action = "rename";
-		r.reason = "The catalog (tierdb.tables) and the lake's location name the table by its name.";
-	}
+		r = (Refusal) {"rename", TABLE_NAMED};
 	else
 		return;
 	relid = registered_relation(stmt->relation);
@@ -208,17 +212,10 @@ check_rename(RenameStmt *stmt)
 static void
 check_set_schema(AlterObjectSchemaStmt *stmt)
 {
-	Refusal		r = {
-		.action = "move to another schema",
-		.reason = "The catalog (tierdb.tables) and the lake's location name the table by its schema.",
-	};
-	Oid			relid;
+	Oid			relid = stmt->objectType == OBJECT_TABLE ? registered_relation(stmt->relation) : InvalidOid;
 
-	if (stmt->objectType != OBJECT_TABLE)
-		return;
-	relid = registered_relation(stmt->relation);
 	if (OidIsValid(relid))
-		refuse(relid, &r);
+		refuse(relid, &(Refusal) {"change the schema of", TABLE_NAMED});
 }
 
 /* CREATE TABLE x PARTITION OF registered DEFAULT. */

@@ -85,7 +85,7 @@ REFUSED = [
     ("ALTER TABLE events RENAME TO events_renamed", "0A000",
      "cannot rename table public.events: it is registered with TierDB"),
     ("CREATE SCHEMA other; ALTER TABLE events SET SCHEMA other", "0A000",
-     "cannot move to another schema table public.events"),
+     "cannot change the schema of table public.events: it is registered with TierDB"),
     ("CREATE TABLE events_rest (LIKE events);"
      " ALTER TABLE events ATTACH PARTITION events_rest DEFAULT", "42P16",
      "cannot add a DEFAULT partition to table public.events: it is registered with TierDB"),
