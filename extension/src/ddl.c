@@ -17,6 +17,8 @@
  *	- ALTER TABLE ... ADD COLUMN, DROP COLUMN, ALTER COLUMN ... TYPE;
  *	- ALTER TABLE ... RENAME COLUMN, and renaming the table or moving it to
  *	  another schema (tierdb.tables names it by schema and name);
+ *	- ALTER TYPE ... RENAME VALUE of an enum a registered table's column
+ *	  holds (the lake stores enum labels);
  *	- a DEFAULT partition, by ALTER TABLE ... ATTACH PARTITION ... DEFAULT or
  *	  CREATE TABLE ... PARTITION OF ... DEFAULT: it would take rows below the
  *	  cut-line, which TierDB reads from the lake only, so they would vanish.
@@ -40,12 +42,17 @@
 
 #include "access/genam.h"
 #include "access/htup_details.h"
+#include "access/relation.h"
 #include "access/table.h"
 #include "catalog/namespace.h"
 #include "commands/event_trigger.h"
 #include "fmgr.h"
 #include "nodes/parsenodes.h"
+#include "miscadmin.h"
+#include "nodes/makefuncs.h"
 #include "parser/parse_relation.h"
+#include "parser/parse_type.h"
+#include "utils/typcache.h"
 #include "utils/builtins.h"
 #include "utils/fmgroids.h"
 #include "utils/lsyscache.h"
@@ -66,30 +73,43 @@ static const char *const TABLE_NAMED =
 "The catalog (tierdb.tables) and the lake's location name the table by its schema and name.";
 
 /*
- * Whether relid has a row in tierdb.tables (any mode).  Read directly, as
+ * The oids of the tables in tierdb.tables (any mode).  Read directly, as
  * the readers do: the table's owner may alter it without any privilege on
- * the catalog.  False where the extension's catalog is missing.
+ * the catalog.  NIL where the extension's catalog is missing.
  */
-static bool
-is_registered(Oid relid)
+static List *
+registered_tables(void)
 {
 	Oid			nsp = get_namespace_oid("tierdb", true);
 	Oid			catalog = OidIsValid(nsp) ? get_relname_relid("tables", nsp) : InvalidOid;
 	Relation	rel;
 	SysScanDesc scan;
-	ScanKeyData key;
-	bool		found;
+	HeapTuple	tuple;
+	AttrNumber	table_id;
+	List	   *oids = NIL;
 
-	if (!OidIsValid(relid) || !OidIsValid(catalog))
-		return false;
+	if (!OidIsValid(catalog))
+		return NIL;
 	rel = table_open(catalog, AccessShareLock);
-	ScanKeyInit(&key, attnameAttNum(rel, "table_id", false), BTEqualStrategyNumber, F_INT8EQ,
-				Int64GetDatum((int64) relid));
-	scan = systable_beginscan(rel, InvalidOid, false, NULL, 1, &key);
-	found = HeapTupleIsValid(systable_getnext(scan));
+	table_id = attnameAttNum(rel, "table_id", false);
+	scan = systable_beginscan(rel, InvalidOid, false, NULL, 0, NULL);
+	while (HeapTupleIsValid(tuple = systable_getnext(scan)))
+	{
+		bool		isnull;
+		Datum		id = heap_getattr(tuple, table_id, RelationGetDescr(rel), &isnull);
+
+		if (!isnull)
+			oids = lappend_oid(oids, (Oid) DatumGetInt64(id));
+	}
 	systable_endscan(scan);
 	table_close(rel, AccessShareLock);
-	return found;
+	return oids;
+}
+
+static bool
+is_registered(Oid relid)
+{
+	return OidIsValid(relid) && list_member_oid(registered_tables(), relid);
 }
 
 /* The registered table a statement names, or InvalidOid. */
@@ -231,6 +251,92 @@ check_create(CreateStmt *stmt)
 		refuse_default_partition(parent);
 }
 
+/*
+ * Whether values of type typid hold values of type target: it is target,
+ * or a domain over, an array of, or a composite with a field of such a
+ * type.
+ */
+static bool
+type_holds(Oid typid, Oid target)
+{
+	Oid			elem;
+	Oid			relid;
+
+	check_stack_depth();
+	typid = getBaseType(typid);
+	if (typid == target)
+		return true;
+	elem = get_element_type(typid);
+	if (OidIsValid(elem))
+		return type_holds(elem, target);
+	relid = get_typ_typrelid(typid);
+	if (OidIsValid(relid))
+	{
+		TupleDesc	desc = lookup_rowtype_tupdesc(typid, -1);
+		bool		holds = false;
+
+		for (int i = 0; i < desc->natts && !holds; i++)
+			holds = !TupleDescAttr(desc, i)->attisdropped &&
+				type_holds(TupleDescAttr(desc, i)->atttypid, target);
+		ReleaseTupleDesc(desc);
+		return holds;
+	}
+	return false;
+}
+
+/* A registered table with a column whose values hold type target, or InvalidOid. */
+static Oid
+registered_table_holding(Oid target)
+{
+	ListCell   *lc;
+
+	foreach(lc, registered_tables())
+	{
+		Relation	rel = try_relation_open(lfirst_oid(lc), AccessShareLock);
+		bool		holds = false;
+
+		if (rel == NULL)
+			continue;
+		for (int i = 0; i < RelationGetDescr(rel)->natts && !holds; i++)
+		{
+			Form_pg_attribute att = TupleDescAttr(RelationGetDescr(rel), i);
+
+			holds = !att->attisdropped && type_holds(att->atttypid, target);
+		}
+		relation_close(rel, AccessShareLock);
+		if (holds)
+			return lfirst_oid(lc);
+	}
+	return InvalidOid;
+}
+
+/*
+ * ALTER TYPE e RENAME VALUE 'a' TO 'b' of an enum a registered table uses:
+ * the lake holds enum values as their labels (SPEC §6), so the rows there
+ * with 'a' would no longer read.  (Adding a value changes no label.)
+ */
+static void
+check_alter_enum(AlterEnumStmt *stmt)
+{
+	Oid			enum_type;
+	Oid			relid;
+
+	if (stmt->oldVal == NULL)
+		return;
+	enum_type = LookupTypeNameOid(NULL, makeTypeNameFromNameList(stmt->typeName), true);
+	relid = OidIsValid(enum_type) ? registered_table_holding(enum_type) : InvalidOid;
+	if (OidIsValid(relid))
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("cannot rename value \"%s\" of enum %s: registered table %s uses the type",
+						stmt->oldVal, format_type_be(enum_type), qualified_name(relid)),
+				 errdetail("The table's rows below the cut-line live in its Iceberg lake, which "
+						   "holds enum values as their labels: rows with \"%s\" would no longer read.",
+						   stmt->oldVal),
+				 errhint("See docs/schema-changes.md for the changes a registered table accepts "
+						 "and how to make the others.")));
+}
+
 PG_FUNCTION_INFO_V1(tierdb_ddl_guard);
 
 /* The ddl_command_start event trigger function. */
@@ -257,6 +363,9 @@ tierdb_ddl_guard(PG_FUNCTION_ARGS)
 			break;
 		case T_CreateStmt:
 			check_create((CreateStmt *) parsetree);
+			break;
+		case T_AlterEnumStmt:
+			check_alter_enum((AlterEnumStmt *) parsetree);
 			break;
 		default:
 			break;

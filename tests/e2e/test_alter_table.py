@@ -170,3 +170,31 @@ def test_an_unregistered_table_may_change_again(tiered, tierdb):
     assert proc.returncode == 0, proc.stderr
     db.psql("ALTER TABLE events ADD COLUMN extra int DEFAULT 42")
     assert db.query("SELECT DISTINCT extra FROM events") == [("42",)]
+
+
+def test_renaming_a_value_of_an_enum_a_registered_table_holds_is_refused(db, tierdb):
+    """The lake holds enum values as their labels: renaming one would leave
+    the rows there unreadable.  The enum may be held directly, in an array,
+    through a domain or in a composite; adding a value, and renaming one of
+    an enum no registered table holds, pass."""
+    db.psql(
+        "CREATE TYPE direct AS ENUM ('a', 'b'); CREATE TYPE in_array AS ENUM ('a', 'b');"
+        " CREATE TYPE in_domain AS ENUM ('a', 'b'); CREATE TYPE in_row AS ENUM ('a', 'b');"
+        " CREATE TYPE unused AS ENUM ('a', 'b');\n"
+        "CREATE DOMAIN over_enum AS in_domain; CREATE TYPE pair AS (x int, y in_row);\n"
+        "CREATE TABLE moods (id int NOT NULL, k int NOT NULL, d direct, arr in_array[], dom over_enum, p pair)"
+        " PARTITION BY RANGE (k);\n"
+        "CREATE TABLE moods_0 PARTITION OF moods FOR VALUES FROM (0) TO (100);\n"
+        "INSERT INTO moods VALUES (1, 1, 'a', '{a,b}', 'a', '(1,a)');"
+    )
+    proc = tierdb(["register", "--table", "public.moods", "--pk", "id", "--tier-key", "k"])
+    assert proc.returncode == 0, proc.stderr
+    labels = "SELECT enumtypid::regtype::text, string_agg(enumlabel, ',' ORDER BY enumsortorder) FROM pg_enum GROUP BY 1 ORDER BY 1"
+    before = db.query(labels)
+    for enum in ("direct", "in_array", "in_domain", "in_row"):
+        err = db.error(f"ALTER TYPE {enum} RENAME VALUE 'a' TO 'z'")
+        assert (f'ERROR:  0A000: cannot rename value "a" of enum {enum}: registered table public.moods uses the type'
+                in err), err
+    assert db.query(labels) == before
+    db.psql("ALTER TYPE direct ADD VALUE 'c'; ALTER TYPE unused RENAME VALUE 'a' TO 'z'")
+    assert dict(db.query(labels)) == {**dict(before), "direct": "a,b,c", "unused": "z,b"}
