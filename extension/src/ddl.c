@@ -17,8 +17,9 @@
  *	- ALTER TABLE ... ADD COLUMN, DROP COLUMN, ALTER COLUMN ... TYPE;
  *	- ALTER TABLE ... RENAME COLUMN, and renaming the table or moving it to
  *	  another schema (tierdb.tables names it by schema and name);
- *	- ALTER TYPE ... RENAME VALUE of an enum a registered table's column
- *	  holds (the lake stores enum labels);
+ *	- ALTER TYPE ... RENAME VALUE of an enum, and adding, dropping or
+ *	  changing the type of an attribute of a composite type, that a
+ *	  registered table's column holds (the lake stores their text forms);
  *	- a DEFAULT partition, by ALTER TABLE ... ATTACH PARTITION ... DEFAULT or
  *	  CREATE TABLE ... PARTITION OF ... DEFAULT: it would take rows below the
  *	  cut-line, which TierDB reads from the lake only, so they would vanish.
@@ -178,79 +179,6 @@ refused_subcommand(const AlterTableCmd *cmd, Refusal *out)
 	return out;
 }
 
-static bool
-attaches_default_partition(const AlterTableCmd *cmd)
-{
-	const PartitionCmd *pc;
-
-	if (cmd->subtype != AT_AttachPartition)
-		return false;
-	pc = castNode(PartitionCmd, cmd->def);
-	return pc->bound != NULL && pc->bound->is_default;
-}
-
-static void
-check_alter_table(AlterTableStmt *stmt)
-{
-	Oid			relid;
-	ListCell   *lc;
-
-	if (stmt->objtype != OBJECT_TABLE)
-		return;
-	relid = registered_relation(stmt->relation);
-	if (!OidIsValid(relid))
-		return;
-	foreach(lc, stmt->cmds)
-	{
-		AlterTableCmd *cmd = lfirst_node(AlterTableCmd, lc);
-		Refusal		r;
-
-		if (attaches_default_partition(cmd))
-			refuse_default_partition(relid);
-		if (refused_subcommand(cmd, &r) != NULL)
-			refuse(relid, &r);
-	}
-}
-
-static void
-check_rename(RenameStmt *stmt)
-{
-	Refusal		r = {.reason = COLUMNS_NOT_CARRIED};
-	Oid			relid;
-
-	if (stmt->renameType == OBJECT_COLUMN && stmt->relationType == OBJECT_TABLE)
-		r.action = psprintf("rename column \"%s\" of", stmt->subname);
-	else if (stmt->renameType == OBJECT_TABLE)
-		r = (Refusal) {"rename", TABLE_NAMED};
-	else
-		return;
-	relid = registered_relation(stmt->relation);
-	if (OidIsValid(relid))
-		refuse(relid, &r);
-}
-
-static void
-check_set_schema(AlterObjectSchemaStmt *stmt)
-{
-	Oid			relid = stmt->objectType == OBJECT_TABLE ? registered_relation(stmt->relation) : InvalidOid;
-
-	if (OidIsValid(relid))
-		refuse(relid, &(Refusal) {"change the schema of", TABLE_NAMED});
-}
-
-/* CREATE TABLE x PARTITION OF registered DEFAULT. */
-static void
-check_create(CreateStmt *stmt)
-{
-	Oid			parent;
-
-	if (stmt->partbound == NULL || !stmt->partbound->is_default || list_length(stmt->inhRelations) != 1)
-		return;
-	parent = registered_relation(linitial_node(RangeVar, stmt->inhRelations));
-	if (OidIsValid(parent))
-		refuse_default_partition(parent);
-}
-
 /*
  * Whether values of type typid hold values of type target: it is target,
  * or a domain over, an array of, or a composite with a field of such a
@@ -310,6 +238,19 @@ registered_table_holding(Oid target)
 	return InvalidOid;
 }
 
+/* Refuses a change of type typid, which registered table holder holds. */
+static void
+refuse_type_change(Oid typid, Oid holder, const char *change, const char *why)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+			 errmsg("cannot %s of type %s: registered table %s uses the type",
+					change, format_type_be(typid), qualified_name(holder)),
+			 errdetail("The table's rows below the cut-line live in its Iceberg lake, which %s.", why),
+			 errhint("See docs/schema-changes.md for the changes a registered table accepts "
+					 "and how to make the others.")));
+}
+
 /*
  * ALTER TYPE e RENAME VALUE 'a' TO 'b' of an enum a registered table uses:
  * the lake holds enum values as their labels (SPEC §6), so the rows there
@@ -319,22 +260,120 @@ static void
 check_alter_enum(AlterEnumStmt *stmt)
 {
 	Oid			enum_type;
-	Oid			relid;
+	Oid			holder;
 
 	if (stmt->oldVal == NULL)
 		return;
 	enum_type = LookupTypeNameOid(NULL, makeTypeNameFromNameList(stmt->typeName), true);
-	relid = OidIsValid(enum_type) ? registered_table_holding(enum_type) : InvalidOid;
+	holder = OidIsValid(enum_type) ? registered_table_holding(enum_type) : InvalidOid;
+	if (OidIsValid(holder))
+		refuse_type_change(enum_type, holder, psprintf("rename value \"%s\"", stmt->oldVal),
+						   psprintf("holds enum values as their labels: rows with \"%s\" would "
+									"no longer read", stmt->oldVal));
+}
+
+/*
+ * ALTER TYPE c ADD/DROP ATTRIBUTE or ALTER ATTRIBUTE ... TYPE of a
+ * composite a registered table uses: the lake holds composite values in
+ * their text form, which then no longer reads.  (Renaming an attribute
+ * changes no text form.)
+ */
+static void
+check_alter_composite(AlterTableStmt *stmt)
+{
+	Oid			relid = RangeVarGetRelid(stmt->relation, NoLock, true);
+	Oid			typid = OidIsValid(relid) ? get_rel_type_id(relid) : InvalidOid;
+	ListCell   *lc;
+
+	foreach(lc, stmt->cmds)
+	{
+		Refusal		r;
+		Oid			holder;
+
+		if (!OidIsValid(typid) || refused_subcommand(lfirst_node(AlterTableCmd, lc), &r) == NULL)
+			continue;
+		holder = registered_table_holding(typid);
+		if (OidIsValid(holder))
+			refuse_type_change(typid, holder, "change the attributes",
+							   "holds composite values in their text form: the rows there would "
+							   "no longer read");
+		return;
+	}
+}
+
+static bool
+attaches_default_partition(const AlterTableCmd *cmd)
+{
+	const PartitionCmd *pc;
+
+	if (cmd->subtype != AT_AttachPartition)
+		return false;
+	pc = castNode(PartitionCmd, cmd->def);
+	return pc->bound != NULL && pc->bound->is_default;
+}
+
+static void
+check_alter_table(AlterTableStmt *stmt)
+{
+	Oid			relid;
+	ListCell   *lc;
+
+	if (stmt->objtype == OBJECT_TYPE)
+		check_alter_composite(stmt);
+	if (stmt->objtype != OBJECT_TABLE)
+		return;
+	relid = registered_relation(stmt->relation);
+	if (!OidIsValid(relid))
+		return;
+	foreach(lc, stmt->cmds)
+	{
+		AlterTableCmd *cmd = lfirst_node(AlterTableCmd, lc);
+		Refusal		r;
+
+		if (attaches_default_partition(cmd))
+			refuse_default_partition(relid);
+		if (refused_subcommand(cmd, &r) != NULL)
+			refuse(relid, &r);
+	}
+}
+
+static void
+check_rename(RenameStmt *stmt)
+{
+	Refusal		r = {.reason = COLUMNS_NOT_CARRIED};
+	Oid			relid;
+
+	if (stmt->renameType == OBJECT_COLUMN && stmt->relationType == OBJECT_TABLE)
+		r.action = psprintf("rename column \"%s\" of", stmt->subname);
+	else if (stmt->renameType == OBJECT_TABLE)
+		r = (Refusal) {"rename", TABLE_NAMED};
+	else
+		return;
+	relid = registered_relation(stmt->relation);
 	if (OidIsValid(relid))
-		ereport(ERROR,
-				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("cannot rename value \"%s\" of enum %s: registered table %s uses the type",
-						stmt->oldVal, format_type_be(enum_type), qualified_name(relid)),
-				 errdetail("The table's rows below the cut-line live in its Iceberg lake, which "
-						   "holds enum values as their labels: rows with \"%s\" would no longer read.",
-						   stmt->oldVal),
-				 errhint("See docs/schema-changes.md for the changes a registered table accepts "
-						 "and how to make the others.")));
+		refuse(relid, &r);
+}
+
+static void
+check_set_schema(AlterObjectSchemaStmt *stmt)
+{
+	Oid			relid = stmt->objectType == OBJECT_TABLE ? registered_relation(stmt->relation) : InvalidOid;
+
+	if (OidIsValid(relid))
+		refuse(relid, &(Refusal) {"change the schema of", TABLE_NAMED});
+}
+
+/* CREATE TABLE x PARTITION OF registered DEFAULT. */
+static void
+check_create(CreateStmt *stmt)
+{
+	Oid			parent;
+
+	if (stmt->partbound == NULL || !stmt->partbound->is_default || list_length(stmt->inhRelations) != 1)
+		return;
+	parent = registered_relation(linitial_node(RangeVar, stmt->inhRelations));
+	if (OidIsValid(parent))
+		refuse_default_partition(parent);
 }
 
 PG_FUNCTION_INFO_V1(tierdb_ddl_guard);

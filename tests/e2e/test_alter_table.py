@@ -172,7 +172,7 @@ def test_an_unregistered_table_may_change_again(tiered, tierdb):
     assert db.query("SELECT DISTINCT extra FROM events") == [("42",)]
 
 
-def test_renaming_a_value_of_an_enum_a_registered_table_holds_is_refused(db, tierdb):
+def test_changing_an_enum_or_composite_a_registered_table_holds_is_refused(db, tierdb):
     """The lake holds enum values as their labels: renaming one would leave
     the rows there unreadable.  The enum may be held directly, in an array,
     through a domain or in a composite; adding a value, and renaming one of
@@ -193,8 +193,21 @@ def test_renaming_a_value_of_an_enum_a_registered_table_holds_is_refused(db, tie
     before = db.query(labels)
     for enum in ("direct", "in_array", "in_domain", "in_row"):
         err = db.error(f"ALTER TYPE {enum} RENAME VALUE 'a' TO 'z'")
-        assert (f'ERROR:  0A000: cannot rename value "a" of enum {enum}: registered table public.moods uses the type'
+        assert (f'ERROR:  0A000: cannot rename value "a" of type {enum}: registered table public.moods uses the type'
                 in err), err
     assert db.query(labels) == before
     db.psql("ALTER TYPE direct ADD VALUE 'c'; ALTER TYPE unused RENAME VALUE 'a' TO 'z'")
     assert dict(db.query(labels)) == {**dict(before), "direct": "a,b,c", "unused": "z,b"}
+
+    # A composite's text form changes with its attributes (not with their names).
+    attributes = "SELECT string_agg(attname || ' ' || atttypid::regtype, ', ' ORDER BY attnum) FROM pg_attribute" \
+        " WHERE attrelid = 'pair'::regclass AND attnum > 0 AND NOT attisdropped"
+    before = db.query(attributes)
+    for change in ("ADD ATTRIBUTE z int", "DROP ATTRIBUTE x", "ALTER ATTRIBUTE x TYPE bigint"):
+        err = db.error(f"ALTER TYPE pair {change}")
+        assert ("ERROR:  0A000: cannot change the attributes of type pair: registered table public.moods"
+                " uses the type" in err), err
+    assert db.query(attributes) == before
+    db.psql("ALTER TYPE pair RENAME ATTRIBUTE x TO w; CREATE TYPE loose AS (x int); ALTER TYPE loose ADD ATTRIBUTE y int")
+    assert db.query(attributes) == [("w integer, y in_row",)]
+    assert db.query("SELECT p FROM moods") == [("(1,a)",)]
