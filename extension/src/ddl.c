@@ -30,8 +30,9 @@
  * whether or not the library is preloaded (CREATE EXTENSION alone loads
  * tierdb.so only in the backend that ran it), and ddl_command_start sees the
  * parse tree before anything is changed, so nothing is half-applied.  It
- * fires for the statements a user types; commands Postgres runs internally
- * for them do not reach it, and they change nothing it refuses.  It is
+ * fires for every such statement, also one run from a function or a DO
+ * block; the subcommands Postgres generates for a statement do not reach
+ * it, and they change nothing the statement itself did not ask for.  It is
  * enabled ALWAYS, so a session replaying DDL with session_replication_role
  * = replica is guarded too; the only escape is a superuser's deliberate
  * ALTER EVENT TRIGGER tierdb_ddl_guard DISABLE (which the tests use to
@@ -48,16 +49,16 @@
 #include "catalog/namespace.h"
 #include "commands/event_trigger.h"
 #include "fmgr.h"
-#include "nodes/parsenodes.h"
 #include "miscadmin.h"
 #include "nodes/makefuncs.h"
+#include "nodes/parsenodes.h"
 #include "parser/parse_relation.h"
 #include "parser/parse_type.h"
-#include "utils/typcache.h"
 #include "utils/builtins.h"
 #include "utils/fmgroids.h"
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
+#include "utils/typcache.h"
 
 /* A refused change: what the message says is refused, and why. */
 typedef struct Refusal
