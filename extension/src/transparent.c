@@ -503,7 +503,9 @@ guard_result_relation(Query *q, Rewrite *rw)
 	List	   *at_start;
 	bool		found;
 
-	if (rte->rtekind != RTE_RELATION || rte->relkind != RELKIND_PARTITIONED_TABLE || !rte->inh)
+	/* An INSERT's target has no inh (it has no ONLY); UPDATE ONLY, DELETE ONLY of a partitioned table reach nothing. */
+	if (rte->rtekind != RTE_RELATION || rte->relkind != RELKIND_PARTITIONED_TABLE ||
+		(!rte->inh && q->commandType != CMD_INSERT))
 		return;
 	t = seam_lookup_table(rte->relid);
 	if (t == NULL)
