@@ -85,6 +85,15 @@ dml_guard_needs_bound(const Query *q)
 	return false;				/* MERGE that only inserts: its rows are checked like INSERT's */
 }
 
+/* Where dml_guard_refuse records refusals instead of raising them, or NULL (dml_guard_describe_refusals). */
+static List **described_refusals = NULL;
+
+void
+dml_guard_describe_refusals(List **into)
+{
+	described_refusals = into;
+}
+
 void
 dml_guard_refuse(const Query *q, const SeamTable *t, int64 tier_key_hi)
 {
@@ -92,15 +101,22 @@ dml_guard_refuse(const Query *q, const SeamTable *t, int64 tier_key_hi)
 	const char *table = seam_table_name(t->relid);
 	const char *key = tier_key_name(t);
 	const char *cut = seam_key_text(t, tier_key_hi);
+	char	   *message = psprintf("%s of table \"%s\" may reach rows below its cut-line", command, table);
+	char	   *hint = psprintf("Add \"AND %s >= %s\" to change only the heap's rows; change older rows with "
+								"tierdb_upsert('%s', <row as jsonb>) or tierdb_delete('%s', <key>, <tier key>), "
+								"one row per call.", key, quote_literal_cstr(cut), table, table);
 
+	if (described_refusals != NULL)
+	{
+		*described_refusals = lappend(*described_refusals, psprintf("%s: refused: %s. %s", table, message, hint));
+		return;
+	}
 	ereport(ERROR,
 			(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-			 errmsg("%s of table \"%s\" may reach rows below its cut-line", command, table),
+			 errmsg("%s", message),
 			 errdetail("Rows with %s below the cut-line T %s live in the lake, which plain %s does not change; "
 					   "this statement's conditions do not keep %s at or above T.", key, cut, command, key),
-			 errhint("Add \"AND %s >= %s\" to change only the heap's rows; change older rows with "
-					 "tierdb_upsert('%s', <row as jsonb>) or tierdb_delete('%s', <key>, <tier key>), "
-					 "one row per call.", key, quote_literal_cstr(cut), table, table)));
+			 errhint("%s", hint)));
 }
 
 /* ------------------------------------------------------------ new rows */

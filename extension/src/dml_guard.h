@@ -43,9 +43,16 @@ extern bool dml_guard_needs_bound(const Query *q);
 
 /*
  * Refuses the query level, whose conditions do not keep table t's tier key
- * at or above T tier_key_hi: an error naming tierdb_upsert/tierdb_delete.
+ * at or above T tier_key_hi: an error naming tierdb_upsert/tierdb_delete;
+ * or, while refusals are described, a line for tierdb_explain, and returns.
  */
-extern void dml_guard_refuse(const Query *q, const SeamTable *t, int64 tier_key_hi) pg_attribute_noreturn();
+extern void dml_guard_refuse(const Query *q, const SeamTable *t, int64 tier_key_hi);
+
+/*
+ * From now on dml_guard_refuse appends its refusal to *into instead of
+ * raising it (tierdb_explain plans statements it does not run); NULL stops.
+ */
+extern void dml_guard_describe_refusals(List **into);
 
 /*
  * Wraps every new tier-key value the query level writes into its result

@@ -70,6 +70,7 @@
 #include "utils/varlena.h"
 
 #include "cold_scan.h"
+#include "dml_guard.h"
 #include "heap_only.h"
 #include "seam.h"
 
@@ -658,16 +659,26 @@ static void
 explain_plan(Query *q, const char *sql, Explainer *e)
 {
 	PlannedStmt *plan;
-	QueryDesc  *desc;
+	QueryDesc  *volatile desc;
 	List	   *found = NIL;
 	List	   *expected = e->transparent;
 	ListCell   *lc;
 
 	PushCopiedSnapshot(GetActiveSnapshot());
 	UpdateActiveSnapshotCommandId();
-	plan = pg_plan_query(q, sql, CURSOR_OPT_PARALLEL_OK, NULL);
-	desc = CreateQueryDesc(plan, sql, GetActiveSnapshot(), InvalidSnapshot, None_Receiver, NULL, NULL, 0);
-	ExecutorStart(desc, EXEC_FLAG_EXPLAIN_ONLY);	/* which may choose another plan (heap_only.c) */
+	/* Plain DML the guard would refuse (dml_guard.h) is planned anyway, and the refusal said. */
+	dml_guard_describe_refusals(&e->lines);
+	PG_TRY();
+	{
+		plan = pg_plan_query(q, sql, CURSOR_OPT_PARALLEL_OK, NULL);
+		desc = CreateQueryDesc(plan, sql, GetActiveSnapshot(), InvalidSnapshot, None_Receiver, NULL, NULL, 0);
+		ExecutorStart(desc, EXEC_FLAG_EXPLAIN_ONLY);	/* which may choose another plan (heap_only.c) */
+	}
+	PG_FINALLY();
+	{
+		dml_guard_describe_refusals(NULL);
+	}
+	PG_END_TRY();
 	cold_scan_walker(desc->planstate, &found);
 	heap_only_lines(desc->plannedstmt, desc->planstate, e, &expected);
 	foreach(lc, found)

@@ -629,7 +629,10 @@ static void
 check_dml_at_start(Query *parse, Rewrite *rw, int cursor_options)
 {
 	if (rw->replaced || rw->checked != NULL)
+	{
 		dml_guard_refuse(rw->dml_checked, rw->dml_checked_table, seam_planning_t(rw->dml_checked_table));
+		return;					/* tierdb_explain's planning: described, not raised */
+	}
 	check_when_starting(parse, rw, rw->dml_checked_table, rw->dml_checked_bounds, cursor_options);
 }
 
