@@ -47,11 +47,13 @@ static ProcessUtility_hook_type prev_process_utility = NULL;
 
 /* ------------------------------------------------------------ messages */
 
-static const char *
-command_name(CmdType command)
+const char *
+dml_command_name(CmdType command)
 {
 	switch (command)
 	{
+		case CMD_INSERT:
+			return "INSERT";
 		case CMD_UPDATE:
 			return "UPDATE";
 		case CMD_DELETE:
@@ -59,7 +61,7 @@ command_name(CmdType command)
 		case CMD_MERGE:
 			return "MERGE";
 		default:
-			return "INSERT";
+			return "the statement";
 	}
 }
 
@@ -97,7 +99,7 @@ dml_guard_describe_refusals(List **into)
 void
 dml_guard_refuse(const Query *q, const SeamTable *t, int64 tier_key_hi)
 {
-	const char *command = command_name(q->commandType);
+	const char *command = dml_command_name(q->commandType);
 	const char *table = seam_table_name(t->relid);
 	const char *key = tier_key_name(t);
 	const char *cut = seam_key_text(t, tier_key_hi);

@@ -38,6 +38,9 @@
 
 #include "seam.h"
 
+/* "INSERT", "UPDATE", "DELETE", "MERGE" or "the statement", for messages. */
+extern const char *dml_command_name(CmdType command);
+
 /* Whether the query level's result relation needs its tier key bounded: UPDATE, DELETE, MERGE ... WHEN MATCHED. */
 extern bool dml_guard_needs_bound(const Query *q);
 

@@ -203,24 +203,6 @@ lock_strength_name(LockClauseStrength strength)
 	}
 }
 
-static const char *
-command_name(CmdType type)
-{
-	switch (type)
-	{
-		case CMD_INSERT:
-			return "INSERT";
-		case CMD_UPDATE:
-			return "UPDATE";
-		case CMD_DELETE:
-			return "DELETE";
-		case CMD_MERGE:
-			return "MERGE";
-		default:
-			return "the statement";
-	}
-}
-
 /*
  * Why transparent.c leaves this reference to a registered table as a plain
  * heap read (the same tests in the same order), or NULL when it rewrites it.
@@ -237,7 +219,7 @@ heap_only_reason(Explainer *e, Query *q, Index rti, RangeTblEntry *rte)
 					   "to the delta");
 	if (rti == (Index) q->resultRelation)
 		return psprintf("target of %s: rows in the lake are not changed; tierdb_upsert and tierdb_delete route "
-						"changes to them", command_name(q->commandType));
+						"changes to them", dml_command_name(q->commandType));
 	foreach(lc, q->rowMarks)
 	{
 		RowMarkClause *mark = lfirst(lc);
