@@ -262,7 +262,8 @@ build_filter(ColdReader *r)
 			Oid			coll = TupleDescAttr(r->tupdesc, c->attno - 1)->attcollation;
 			bool		narrow = field->type.id == TL_ICE_INT || field->type.id == TL_ICE_DATE;
 			LakeRowCondition rc = {.attno = c->attno, .op = c->op,
-				.integer = narrow ? value->v.i32 : value->v.i64, .boolean = value->v.b,
+				.integer = narrow ? value->v.i32 : value->v.i64,
+				.boolean = field->type.id == TL_ICE_BOOLEAN && value->v.b,	/* the union member written */
 			.bytes = value->ptr, .len = value->len};
 
 			if (lake_scan_add_row_condition(r->lake, &rc, !OidIsValid(coll) || get_collation_isdeterministic(coll)))
