@@ -17,7 +17,9 @@
  *
  * Kept as they are, with plain heap semantics:
  *	- the target of INSERT, UPDATE, DELETE and MERGE, and a table locked by
- *	  SELECT ... FOR UPDATE/SHARE (rows in the lake cannot be locked);
+ *	  SELECT ... FOR UPDATE/SHARE (rows in the lake cannot be locked); a
+ *	  target is guarded instead (guard_result_relation, dml_guard.h): DML
+ *	  that could reach rows below T is refused, not applied to the heap's;
  *	- ONLY references (a partitioned table's own rows are none);
  *	- everything when tierdb.transparent_reads is off.
  *
