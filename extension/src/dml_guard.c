@@ -87,6 +87,19 @@ dml_guard_needs_bound(const Query *q)
 	return false;				/* MERGE that only inserts: its rows are checked like INSERT's */
 }
 
+/*
+ * T as text for messages, or NULL when the user may not read the table:
+ * the cut-line is catalog data about its rows (planning, where refusals
+ * are raised, comes before the executor checks the statement's privileges).
+ */
+static const char *
+cut_line_text(const SeamTable *t, int64 tier_key_hi)
+{
+	if (pg_class_aclcheck(t->relid, GetUserId(), ACL_SELECT) != ACLCHECK_OK)
+		return NULL;
+	return seam_key_text(t, tier_key_hi);
+}
+
 /* Where dml_guard_refuse records refusals instead of raising them, or NULL (dml_guard_describe_refusals). */
 static List **described_refusals = NULL;
 
@@ -102,11 +115,11 @@ dml_guard_refuse(const Query *q, const SeamTable *t, int64 tier_key_hi)
 	const char *command = dml_command_name(q->commandType);
 	const char *table = seam_table_name(t->relid);
 	const char *key = tier_key_name(t);
-	const char *cut = seam_key_text(t, tier_key_hi);
+	const char *cut = cut_line_text(t, tier_key_hi);
 	char	   *message = psprintf("%s of table \"%s\" may reach rows below its cut-line", command, table);
 	char	   *hint = psprintf("Add \"AND %s >= %s\" to change only the heap's rows; change older rows with "
 								"tierdb_upsert('%s', <row as jsonb>) or tierdb_delete('%s', <key>, <tier key>), "
-								"one row per call.", key, quote_literal_cstr(cut), table, table);
+								"one row per call.", key, cut != NULL ? quote_literal_cstr(cut) : "<T>", table, table);
 
 	if (described_refusals != NULL)
 	{
@@ -116,8 +129,9 @@ dml_guard_refuse(const Query *q, const SeamTable *t, int64 tier_key_hi)
 	ereport(ERROR,
 			(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 			 errmsg("%s", message),
-			 errdetail("Rows with %s below the cut-line T %s live in the lake, which plain %s does not change; "
-					   "this statement's conditions do not keep %s at or above T.", key, cut, command, key),
+			 errdetail("Rows with %s below the cut-line T%s%s live in the lake, which plain %s does not change; "
+					   "this statement's conditions do not keep %s at or above T.",
+					   key, cut != NULL ? " " : "", cut != NULL ? cut : "", command, key),
 			 errhint("%s", hint)));
 }
 
@@ -191,18 +205,17 @@ static void
 refuse_row(const KeyCheck *c, Datum value)
 {
 	const char *table = seam_table_name(c->table->relid);
+	const char *cut = cut_line_text(c->table, c->tier_key_hi);
 	Oid			out;
 	bool		varlena;
-	bool		may_read = pg_class_aclcheck(c->table->relid, GetUserId(), ACL_SELECT) == ACLCHECK_OK;
 
 	getTypeOutputInfo(c->typid, &out, &varlena);
 	ereport(ERROR,
 			(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 			 errmsg("cannot write a row of table \"%s\" below its cut-line with plain INSERT, UPDATE or MERGE",
 					table),
-			 may_read ? errdetail("The row's %s %s is below the cut-line T %s: rows there live in the lake.",
-								  tier_key_name(c->table), OidOutputFunctionCall(out, value),
-								  seam_key_text(c->table, c->tier_key_hi))
+			 cut != NULL ? errdetail("The row's %s %s is below the cut-line T %s: rows there live in the lake.",
+									 tier_key_name(c->table), OidOutputFunctionCall(out, value), cut)
 			 : errdetail("The row's %s is below the cut-line: rows there live in the lake.", tier_key_name(c->table)),
 			 errhint("Write it with SELECT tierdb_upsert('%s', <row as jsonb>).", table)));
 }
@@ -245,14 +258,16 @@ copy_hint(Oid relid)
 {
 	SeamTable  *t = OidIsValid(relid) ? seam_lookup_table(relid) : NULL;
 	const char *table;
+	const char *cut;
 
 	if (t == NULL)
 		return NULL;
 	table = seam_table_name(relid);
-	return psprintf("Rows of \"%s\" with %s below its cut-line T %s live in the lake: write them with "
+	cut = cut_line_text(t, seam_planning_t(t));
+	return psprintf("Rows of \"%s\" with %s below its cut-line T%s%s live in the lake: write them with "
 					"tierdb_upsert('%s', <row as jsonb>), or load many with tierdb ingest. "
 					"Rows past the newest partition need that partition first.",
-					table, tier_key_name(t), seam_key_text(t, seam_planning_t(t)), table);
+					table, tier_key_name(t), cut != NULL ? " " : "", cut != NULL ? cut : "", table);
 }
 
 /*

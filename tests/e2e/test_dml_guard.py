@@ -155,3 +155,40 @@ def test_routed_writes_still_work_with_transparent_reads_on(tiered):
         ("heap",)]
     assert rows(db, "SELECT id, v FROM events WHERE id IN (5, 2800, 2801) ORDER BY id") == [
         ("5", "routed"), ("2800", "routed")]
+
+
+def test_the_bound_is_checked_against_the_cutline_the_statement_runs_with(tiered):
+    """A plan made while T was lower is not trusted once T has passed its
+    bound: the cut-line's advance invalidates it (a constant bound is then
+    refused when planned again) and a parameter is checked when it starts."""
+    db = tiered
+    t_new = 1704758400000000  # 2024-01-09 00:00:00+00, as the daemon's next run would publish it
+    err = db.error(
+        SESSION + "SET plan_cache_mode = force_generic_plan;\n"
+        "PREPARE c AS UPDATE events SET v = 'c' WHERE ts >= '2024-01-08 12:00' AND id = 2800;\n"
+        "PREPARE p(timestamptz) AS UPDATE events SET v = 'p' WHERE ts >= $1 AND id = 2801;\n"
+        "EXECUTE c; EXECUTE p('2024-01-08 12:00');\n"
+        f"UPDATE tierdb.cutline SET tier_key_hi = {t_new} WHERE table_id = 'events'::regclass::oid::bigint;\n"
+        "EXECUTE p('2024-01-09 06:00');\n"
+        "EXECUTE c;\n")
+    assert REFUSED in err and "2024-01-09 00:00:00+00" in err, err
+    err = db.error(
+        SESSION + "SET plan_cache_mode = force_generic_plan;\n"
+        "PREPARE p(timestamptz) AS UPDATE events SET v = 'q' WHERE ts >= $1 AND id = 2801;\n"
+        "EXECUTE p('2024-01-08 12:00');\n")
+    assert REFUSED in err and "2024-01-09 00:00:00+00" in err, err
+    assert rows(db, "SELECT id, v FROM events WHERE id IN (2800, 2801) ORDER BY id") == [("2800", "c"), ("2801", "p")]
+
+
+def test_plpgsql_statements_are_guarded_with_custom_and_generic_plans(tiered):
+    db = tiered
+    db.psql("CREATE FUNCTION touch(since timestamptz, which bigint) RETURNS bigint LANGUAGE plpgsql AS $$"
+            " DECLARE n bigint; BEGIN UPDATE events SET v = 'f' WHERE ts >= since AND id = which;"
+            " GET DIAGNOSTICS n = ROW_COUNT; RETURN n; END $$")
+    # past the custom plans PL/pgSQL tries first, to its generic plan
+    out = db.query(SESSION + "".join(f"SELECT touch('2024-01-08', {2800 + i});\n" for i in range(8)))
+    assert [x for r in out for x in r[0].split("\n")] == ["1"] * 8
+    err = db.error(SESSION + "".join(f"SELECT touch('2024-01-08', {2900 + i});\n" for i in range(8))
+                   + "SELECT touch('2024-01-02', 5);\n")
+    assert REFUSED in err, err
+    assert rows(db, "SELECT count(*) FROM events WHERE v = 'f'") == [("16",)]
