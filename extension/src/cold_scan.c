@@ -40,6 +40,8 @@
 #include "catalog/pg_type.h"
 #include "commands/defrem.h"
 #include "commands/explain.h"
+#include "common/int.h"
+#include "datatype/timestamp.h"
 #include "executor/executor.h"
 #include "executor/tuptable.h"
 #include "fmgr.h"
@@ -59,6 +61,7 @@
 #include "storage/fd.h"
 #include "utils/acl.h"
 #include "utils/builtins.h"
+#include "utils/date.h"
 #include "utils/datum.h"
 #include "utils/fmgroids.h"
 #include "utils/hsearch.h"
@@ -259,7 +262,8 @@ build_filter(ColdReader *r)
 			Oid			coll = TupleDescAttr(r->tupdesc, c->attno - 1)->attcollation;
 			bool		narrow = field->type.id == TL_ICE_INT || field->type.id == TL_ICE_DATE;
 			LakeRowCondition rc = {.attno = c->attno, .op = c->op,
-				.integer = narrow ? value->v.i32 : value->v.i64, .boolean = value->v.b,
+				.integer = narrow ? value->v.i32 : value->v.i64,
+				.boolean = field->type.id == TL_ICE_BOOLEAN && value->v.b,	/* the union member written */
 			.bytes = value->ptr, .len = value->len};
 
 			if (lake_scan_add_row_condition(r->lake, &rc, !OidIsValid(coll) || get_collation_isdeterministic(coll)))
@@ -369,6 +373,35 @@ is_integer_type(Oid typid)
 	return typid == INT2OID || typid == INT4OID || typid == INT8OID;
 }
 
+/*
+ * A date as the lake's days since 1970, exactly; false for the values an
+ * Iceberg date cannot hold ('infinity' and '-infinity', which the daemon
+ * never writes): no lake value equals them, and the condition stays with
+ * the executor, which compares them as Postgres does. (Finite dates fit:
+ * the latest, 5874897-12-31, is 2^31 - 2,451,699 days after 2000-01-01.)
+ */
+static bool
+lake_date_of(DateADT date, int32 *out)
+{
+	if (DATE_NOT_FINITE(date))
+		return false;
+	return !pg_add_s32_overflow(date, (int32) (POSTGRES_EPOCH_JDATE - UNIX_EPOCH_JDATE), out);
+}
+
+/*
+ * A timestamp as the lake's microseconds since 1970, exactly; false for
+ * the infinities and for the instants after 294247-01-10
+ * 04:00:54.775807, which an Iceberg timestamp cannot hold (the epoch shift
+ * would overflow): as for dates, the executor checks those conditions.
+ */
+static bool
+lake_timestamp_of(Timestamp ts, int64 *out)
+{
+	if (TIMESTAMP_NOT_FINITE(ts))
+		return false;
+	return !pg_add_s64_overflow(ts, (int64) (POSTGRES_EPOCH_JDATE - UNIX_EPOCH_JDATE) * USECS_PER_DAY, out);
+}
+
 /* A Datum of a column's Postgres type as a lake value of its field's type; false if not comparable. */
 static bool
 lake_value_of(const tl_ice_field *field, Oid typid, Datum d, tl_arena *arena, tl_ice_value *out)
@@ -395,16 +428,14 @@ lake_value_of(const tl_ice_field *field, Oid typid, Datum d, tl_arena *arena, tl
 		case TL_ICE_DATE:
 			if (typid != DATEOID)
 				return false;
-			out->v.i32 = (int32) seam_key_canonical(SEAM_KEY_DATE, typid, d);
-			return true;
+			return lake_date_of(DatumGetDateADT(d), &out->v.i32);
 		case TL_ICE_TIMESTAMP:
 		case TL_ICE_TIMESTAMPTZ:
 			if (typid != TIMESTAMPOID && typid != TIMESTAMPTZOID)
 				return false;
 			if ((typid == TIMESTAMPTZOID) != (field->type.id == TL_ICE_TIMESTAMPTZ))
 				return false;
-			out->v.i64 = seam_key_canonical(SEAM_KEY_TIMESTAMP, typid, d);
-			return true;
+			return lake_timestamp_of(DatumGetTimestamp(d), &out->v.i64);
 		case TL_ICE_STRING:
 			/* The lake's strings are UTF-8: bytes compare like text only in a UTF-8 database. */
 			if ((typid != TEXTOID && typid != VARCHAROID) || GetDatabaseEncoding() != PG_UTF8)

@@ -70,6 +70,7 @@
 #include "utils/varlena.h"
 
 #include "cold_scan.h"
+#include "dml_guard.h"
 #include "heap_only.h"
 #include "seam.h"
 
@@ -202,24 +203,6 @@ lock_strength_name(LockClauseStrength strength)
 	}
 }
 
-static const char *
-command_name(CmdType type)
-{
-	switch (type)
-	{
-		case CMD_INSERT:
-			return "INSERT";
-		case CMD_UPDATE:
-			return "UPDATE";
-		case CMD_DELETE:
-			return "DELETE";
-		case CMD_MERGE:
-			return "MERGE";
-		default:
-			return "the statement";
-	}
-}
-
 /*
  * Why transparent.c leaves this reference to a registered table as a plain
  * heap read (the same tests in the same order), or NULL when it rewrites it.
@@ -236,7 +219,7 @@ heap_only_reason(Explainer *e, Query *q, Index rti, RangeTblEntry *rte)
 					   "to the delta");
 	if (rti == (Index) q->resultRelation)
 		return psprintf("target of %s: rows in the lake are not changed; tierdb_upsert and tierdb_delete route "
-						"changes to them", command_name(q->commandType));
+						"changes to them", dml_command_name(q->commandType));
 	foreach(lc, q->rowMarks)
 	{
 		RowMarkClause *mark = lfirst(lc);
@@ -658,16 +641,26 @@ static void
 explain_plan(Query *q, const char *sql, Explainer *e)
 {
 	PlannedStmt *plan;
-	QueryDesc  *desc;
+	QueryDesc  *volatile desc;
 	List	   *found = NIL;
 	List	   *expected = e->transparent;
 	ListCell   *lc;
 
 	PushCopiedSnapshot(GetActiveSnapshot());
 	UpdateActiveSnapshotCommandId();
-	plan = pg_plan_query(q, sql, CURSOR_OPT_PARALLEL_OK, NULL);
-	desc = CreateQueryDesc(plan, sql, GetActiveSnapshot(), InvalidSnapshot, None_Receiver, NULL, NULL, 0);
-	ExecutorStart(desc, EXEC_FLAG_EXPLAIN_ONLY);	/* which may choose another plan (heap_only.c) */
+	/* Plain DML the guard would refuse (dml_guard.h) is planned anyway, and the refusal said. */
+	dml_guard_describe_refusals(&e->lines);
+	PG_TRY();
+	{
+		plan = pg_plan_query(q, sql, CURSOR_OPT_PARALLEL_OK, NULL);
+		desc = CreateQueryDesc(plan, sql, GetActiveSnapshot(), InvalidSnapshot, None_Receiver, NULL, NULL, 0);
+		ExecutorStart(desc, EXEC_FLAG_EXPLAIN_ONLY);	/* which may choose another plan (heap_only.c) */
+	}
+	PG_FINALLY();
+	{
+		dml_guard_describe_refusals(NULL);
+	}
+	PG_END_TRY();
 	cold_scan_walker(desc->planstate, &found);
 	heap_only_lines(desc->plannedstmt, desc->planstate, e, &expected);
 	foreach(lc, found)

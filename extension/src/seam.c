@@ -24,6 +24,7 @@
 #include "catalog/namespace.h"
 #include "catalog/pg_collation.h"
 #include "catalog/pg_type.h"
+#include "common/int.h"
 #include "datatype/timestamp.h"
 #include "fmgr.h"
 #include "lib/stringinfo.h"
@@ -702,18 +703,31 @@ seam_init(void)
 
 /* ------------------------------------------------------------ tier-key values */
 
+/*
+ * Canonical values beyond what the type holds (T is INT64_MIN while a
+ * MINVALUE partition is the oldest) become the type's infinities, which
+ * compare with its values as the canonical value does with theirs.
+ */
 Datum
 seam_key_datum(SeamKeyKind kind, int64 canonical)
 {
+	int64		pg;
+
 	switch (kind)
 	{
 		case SEAM_KEY_BIGINT:
 			return Int64GetDatum(canonical);
 		case SEAM_KEY_TIMESTAMPTZ:
 		case SEAM_KEY_TIMESTAMP:
-			return Int64GetDatum(canonical - (int64) UNIX_TO_PG_DAYS * USECS_PER_DAY);
+			if (pg_sub_s64_overflow(canonical, (int64) UNIX_TO_PG_DAYS * USECS_PER_DAY, &pg))
+				pg = DT_NOBEGIN;	/* only below can it overflow: the epoch shift is positive */
+			return Int64GetDatum(pg);
 		case SEAM_KEY_DATE:
-			return DateADTGetDatum((DateADT) (canonical - UNIX_TO_PG_DAYS));
+			if (pg_sub_s64_overflow(canonical, UNIX_TO_PG_DAYS, &pg) || pg <= PG_INT32_MIN)
+				return DateADTGetDatum(DATEVAL_NOBEGIN);
+			if (pg >= PG_INT32_MAX)
+				return DateADTGetDatum(DATEVAL_NOEND);
+			return DateADTGetDatum((DateADT) pg);
 	}
 	return (Datum) 0;
 }
@@ -750,7 +764,19 @@ seam_key_canonical(SeamKeyKind kind, Oid typid, Datum value)
 			return DatumGetInt64(value);
 		case SEAM_KEY_TIMESTAMPTZ:
 		case SEAM_KEY_TIMESTAMP:
-			return DatumGetInt64(value) + (int64) UNIX_TO_PG_DAYS * USECS_PER_DAY;
+			{
+				int64		canonical;
+
+				/*
+				 * Only above can it overflow (the epoch shift is positive):
+				 * 'infinity' and instants after 294247-01-10 have no
+				 * canonical value and are above every one, as INT64_MAX is
+				 * at or above every T (issue 16 item 3).
+				 */
+				if (pg_add_s64_overflow(DatumGetInt64(value), (int64) UNIX_TO_PG_DAYS * USECS_PER_DAY, &canonical))
+					return PG_INT64_MAX;
+				return canonical;
+			}
 		case SEAM_KEY_DATE:
 			return (int64) DatumGetDateADT(value) + UNIX_TO_PG_DAYS;
 	}

@@ -117,7 +117,14 @@ extern char *seam_table_name(Oid relid);
 /* A canonical tier-key value in the key column's own type, as text. */
 extern char *seam_key_text(const SeamTable *table, int64 canonical);
 
-/* The canonical value of a Datum of the tier key's type (typid: the column's). */
+/*
+ * The canonical value of a Datum of the tier key's type (typid: the
+ * column's).  Order-preserving, never overflowing: timestamps after
+ * 294247-01-10 04:00:54.775807 and 'infinity', which have no canonical
+ * value, give INT64_MAX, above every T; that is exact for what the callers
+ * ask, whether a lower bound keeps rows at or above T.  Lake values need
+ * exactness instead (cold_scan.c).
+ */
 extern int64 seam_key_canonical(SeamKeyKind kind, Oid typid, Datum value);
 
 #endif							/* TIERDB_SEAM_H */

@@ -17,7 +17,9 @@
  *
  * Kept as they are, with plain heap semantics:
  *	- the target of INSERT, UPDATE, DELETE and MERGE, and a table locked by
- *	  SELECT ... FOR UPDATE/SHARE (rows in the lake cannot be locked);
+ *	  SELECT ... FOR UPDATE/SHARE (rows in the lake cannot be locked); a
+ *	  target is guarded instead (guard_result_relation, dml_guard.h): DML
+ *	  that could reach rows below T is refused, not applied to the heap's;
  *	- ONLY references (a partitioned table's own rows are none);
  *	- everything when tierdb.transparent_reads is off.
  *
@@ -70,6 +72,7 @@
 #include "utils/rel.h"
 
 #include "cold_scan.h"
+#include "dml_guard.h"
 #include "heap_only.h"
 #include "seam.h"
 #include "transparent.h"
@@ -379,9 +382,14 @@ add_lower_bound(Expr *value, const SeamTable *t, bool *found, int64 *lower, List
  *
  * Bounds are compared folded, as the planner will fold them: constants
  * computed, a custom plan's parameters substituted.
+ *
+ * The result relation of an UPDATE, DELETE or MERGE (result_relation)
+ * qualifies whatever else the level joins: every row it changes meets all
+ * the level's WHERE (MERGE: ON) conditions.
  */
 static bool
-tier_key_bounds(Query *q, Index rti, const SeamTable *t, ParamListInfo params, int64 *lower, List **at_start)
+tier_key_bounds(Query *q, Index rti, bool result_relation, const SeamTable *t, ParamListInfo params,
+				int64 *lower, List **at_start)
 {
 	PlannerGlobal glob = {.type = T_PlannerGlobal, .boundParams = params};
 	PlannerInfo root = {.type = T_PlannerInfo, .glob = &glob};
@@ -391,11 +399,16 @@ tier_key_bounds(Query *q, Index rti, const SeamTable *t, ParamListInfo params, i
 	bool		found = false;
 
 	*at_start = NIL;
-	if (q->jointree == NULL || q->jointree->quals == NULL || list_length(q->jointree->fromlist) != 1)
+	if (q->jointree == NULL || q->jointree->quals == NULL)
 		return false;
-	only = linitial(q->jointree->fromlist);
-	if (!IsA(only, RangeTblRef) || only->rtindex != (int) rti)
-		return false;
+	if (!result_relation)
+	{
+		if (list_length(q->jointree->fromlist) != 1)
+			return false;
+		only = linitial(q->jointree->fromlist);
+		if (!IsA(only, RangeTblRef) || only->rtindex != (int) rti)
+			return false;
+	}
 
 	/*
 	 * First the conditions as written, folding only the values compared
@@ -449,6 +462,9 @@ typedef struct Rewrite
 	bool		replaced;		/* some reference was replaced by the seam union */
 	RangeTblEntry *checked;		/* the reference left to check when the statement starts, if any */
 	const SeamTable *checked_table;
+	Query	   *dml_checked;	/* the level whose result relation is checked when the statement starts, if any */
+	const SeamTable *dml_checked_table;
+	List	   *dml_checked_bounds;
 	HeapOnlyReads heap_only;	/* the references it reads heap-only */
 } Rewrite;
 
@@ -468,6 +484,49 @@ rewrite_walker(Node *node, void *context)
 		return false;
 	}
 	return expression_tree_walker(node, rewrite_walker, context);
+}
+
+/*
+ * The result relation of a query level that writes to a tiered table
+ * (dml_guard.h): its new tier keys are checked per row, and an UPDATE,
+ * DELETE or MERGE must keep the tier key at or above T by its conditions,
+ * as a heap-only read does: a constant bound at or above T at planning,
+ * with T checked again when the statement starts (heap_only.h), or a bound
+ * known when it starts, checked then (by planning the statement again with
+ * the parameters' values, which comes back here). Anything else is refused.
+ */
+static void
+guard_result_relation(Query *q, Rewrite *rw)
+{
+	RangeTblEntry *rte = rt_fetch(q->resultRelation, q->rtable);
+	SeamTable  *t;
+	int64		lower;
+	int64		tier_key_hi;
+	List	   *at_start;
+	bool		found;
+
+	/* An INSERT's target has no inh (it has no ONLY); UPDATE ONLY, DELETE ONLY of a partitioned table reach nothing. */
+	if (rte->rtekind != RTE_RELATION || rte->relkind != RELKIND_PARTITIONED_TABLE ||
+		(!rte->inh && q->commandType != CMD_INSERT))
+		return;
+	t = seam_lookup_table(rte->relid);
+	if (t == NULL)
+		return;
+	dml_guard_check_new_rows(q, t);
+	if (!dml_guard_needs_bound(q))
+		return;
+	found = tier_key_bounds(q, q->resultRelation, true, t, rw->params, &lower, &at_start);
+	tier_key_hi = seam_planning_t(t);
+	if (found && lower >= tier_key_hi)
+		heap_only_add(&rw->heap_only, t->relid, tier_key_hi);
+	else if (at_start != NIL && !rw->with_unions && rw->dml_checked == NULL)
+	{
+		rw->dml_checked = q;
+		rw->dml_checked_table = t;
+		rw->dml_checked_bounds = at_start;
+	}
+	else
+		dml_guard_refuse(q, t, tier_key_hi);
 }
 
 /*
@@ -491,6 +550,8 @@ rewrite_query(Query *q, Rewrite *rw)
 			if (((RangeTblEntry *) lfirst(lc))->rtekind == RTE_SUBQUERY)
 				rewrite_query(((RangeTblEntry *) lfirst(lc))->subquery, rw);
 	}
+	if (q->resultRelation > 0)
+		guard_result_relation(q, rw);
 	foreach(lc, q->rtable)
 	{
 		RangeTblEntry *rte = lfirst(lc);
@@ -512,7 +573,7 @@ rewrite_query(Query *q, Rewrite *rw)
 					 errmsg("cannot read system columns of \"%s\": its older rows are in the lake",
 							get_rel_name(rte->relid)),
 					 errhint("SET tierdb.transparent_reads = off to read the heap's rows only.")));
-		if (tier_key_bounds(q, rti, t, rw->params, &lower, &at_start) &&
+		if (tier_key_bounds(q, rti, false, t, rw->params, &lower, &at_start) &&
 			lower >= (tier_key_hi = seam_planning_t(t)))
 			heap_only_add(&rw->heap_only, t->relid, tier_key_hi);
 		else if (at_start != NIL && q == rw->statement && q->commandType == CMD_SELECT && !q->hasModifyingCTE &&
@@ -539,6 +600,17 @@ rewrite_query(Query *q, Rewrite *rw)
  * replace a second time.
  */
 static void
+check_when_starting(Query *parse, Rewrite *rw, const SeamTable *t, List *bounds, int cursor_options)
+{
+	rw->heap_only.checked_relid = t->relid;
+	rw->heap_only.checked_key_kind = t->key_kind;
+	/* Copied before the planner, which may scribble on the query. */
+	rw->heap_only.checked_bounds = copyObject(bounds);
+	rw->heap_only.unplanned = copyObject(parse);
+	rw->heap_only.cursor_options = cursor_options;
+}
+
+static void
 check_at_start(Query *parse, Rewrite *rw, int cursor_options)
 {
 	if (rw->replaced)
@@ -546,12 +618,24 @@ check_at_start(Query *parse, Rewrite *rw, int cursor_options)
 		replace_reference(rw->checked, rw->checked_table);
 		return;
 	}
-	rw->heap_only.checked_relid = rw->checked_table->relid;
-	rw->heap_only.checked_key_kind = rw->checked_table->key_kind;
-	/* Copied before the planner, which may scribble on the query. */
-	rw->heap_only.checked_bounds = copyObject(rw->heap_only.checked_bounds);
-	rw->heap_only.unplanned = copyObject(parse);
-	rw->heap_only.cursor_options = cursor_options;
+	check_when_starting(parse, rw, rw->checked_table, rw->heap_only.checked_bounds, cursor_options);
+}
+
+/*
+ * The same for a result relation (guard_result_relation): planned again
+ * when its bounds fail, the statement is refused. A statement that reads
+ * another tiered table with the union cannot be planned again (the union
+ * would be added twice), nor one checking a read at start too: refused now.
+ */
+static void
+check_dml_at_start(Query *parse, Rewrite *rw, int cursor_options)
+{
+	if (rw->replaced || rw->checked != NULL)
+	{
+		dml_guard_refuse(rw->dml_checked, rw->dml_checked_table, seam_planning_t(rw->dml_checked_table));
+		return;					/* tierdb_explain's planning: described, not raised */
+	}
+	check_when_starting(parse, rw, rw->dml_checked_table, rw->dml_checked_bounds, cursor_options);
 }
 
 /* Rewrites, plans, and guards the references left heap-only (heap_only.c). */
@@ -565,7 +649,9 @@ tierdb_planner(Query *parse, const char *query_string, int cursorOptions, ParamL
 	if (transparent_reads && OidIsValid(seam_namespace()))
 	{
 		rewrite_query(parse, &rw);
-		if (rw.checked != NULL)
+		if (rw.dml_checked != NULL)
+			check_dml_at_start(parse, &rw, cursorOptions);
+		else if (rw.checked != NULL)
 			check_at_start(parse, &rw, cursorOptions);
 	}
 	if (prev_planner_hook)
@@ -575,6 +661,12 @@ tierdb_planner(Query *parse, const char *query_string, int cursorOptions, ParamL
 	if (rw.heap_only.relids != NIL || OidIsValid(rw.heap_only.checked_relid))
 		heap_only_guard(stmt, &rw.heap_only);
 	return stmt;
+}
+
+bool
+transparent_reads_on(void)
+{
+	return transparent_reads;
 }
 
 PlannedStmt *
@@ -613,5 +705,6 @@ transparent_reads_init(bool preloading)
 	planner_hook = tierdb_planner;
 	cold_scan_init();
 	heap_only_init();
+	dml_guard_init();
 	seam_init();
 }

@@ -22,6 +22,9 @@
  */
 extern void transparent_reads_init(bool preloading);
 
+/* Whether tierdb.transparent_reads is on: plain DML is guarded then too (dml_guard.h). */
+extern bool transparent_reads_on(void);
+
 /*
  * Plans a statement whose heap-only plan was checked when it started and
  * found wrong (heap_only.c): every reference to a tiered table it has is

@@ -134,10 +134,16 @@ def test_locked_and_written_tables_keep_heap_semantics(tiered):
         "public.events: heap only (FOR UPDATE locks heap rows; lake rows are not locked)"]
     assert explain(db, "SELECT * FROM events FOR KEY SHARE") == [
         "public.events: heap only (FOR KEY SHARE locks heap rows; lake rows are not locked)"]
-    (line,) = explain(db, "UPDATE events SET v = 'x' WHERE id = 1")
+    (line, *rest) = explain(db, "UPDATE events SET v = 'x' WHERE id = 1 AND ts >= '2024-01-09'")
+    # its bound, checked when it starts (dml_guard.h), as a heap-only read's
+    assert rest == [f"public.events: reads the heap at or above T {T} (partitions events_20240109 .. events_20240112)"
+                    " and the lake is not read: the conditions keep the query at or above T"], rest
     assert line.startswith("public.events: heap only (target of UPDATE: rows in the lake are not changed"), line
-    (line,) = explain(db, "DELETE FROM events")
+    # plain DML that could reach the lake's rows is refused when it runs (dml_guard.h): said, not raised
+    (line, refusal) = explain(db, "DELETE FROM events")
     assert line.startswith("public.events: heap only (target of DELETE"), line
+    assert refusal.startswith('public.events: refused: DELETE of table "public.events" may reach rows below its'
+                              " cut-line. Add \"AND ts >= '2024-01-08 00:00:00+00'\""), refusal
     assert explain(db, "INSERT INTO events VALUES (1, '2024-01-09', 'x', 1) ON CONFLICT DO NOTHING") == [
         "public.events: heap only (target of INSERT: rows go into the heap's partitions;"
         " tierdb_upsert routes rows below T to the delta)"]

@@ -657,6 +657,7 @@ CREATE FUNCTION tierdb.heap_exec(tbl regclass, st jsonb, tier_key bigint, statem
 RETURNS bigint
 LANGUAGE plpgsql
 SET search_path = pg_catalog, pg_temp
+SET tierdb.transparent_reads = off  -- the heap half of a routed write: plain DML's guard (dml_guard.c) is not for it
 AS $$
 DECLARE
     n bigint;

@@ -1,0 +1,321 @@
+/*-------------------------------------------------------------------------
+ *
+ * dml_guard.c
+ *		Plain DML that could reach a tiered table's lake rows is refused
+ *		rather than applied to its heap half alone (dml_guard.h says what
+ *		is checked where and why).
+ *
+ * The planner hook (transparent.c) calls in here for every query level
+ * whose result relation is a registered tiered table: it finds the lower
+ * bounds the level's conditions put on the tier key, and refuses with
+ * dml_guard_refuse what they do not keep at or above T; the new rows'
+ * tier keys are checked per row by tierdb.tier_key_check, which the
+ * planner hook wraps around every value written to the tier key:
+ *
+ *	 INSERT INTO events (id, ts) VALUES (1, tierdb.tier_key_check('events', '2024-01-02'))
+ *
+ * The check runs in the plan below ModifyTable, so a row below T is
+ * refused with an error that names tierdb_upsert before partition routing
+ * looks for a partition (dropped once its rows moved to the lake) and
+ * reports "no partition of relation ... found for row".
+ *
+ * COPY FROM is no planned statement: routing is the first to see its rows,
+ * so a ProcessUtility hook adds the routed alternatives to routing's error.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "catalog/namespace.h"
+#include "catalog/pg_type.h"
+#include "commands/copy.h"
+#include "fmgr.h"
+#include "miscadmin.h"
+#include "nodes/makefuncs.h"
+#include "nodes/nodeFuncs.h"
+#include "parser/parse_func.h"
+#include "tcop/utility.h"
+#include "utils/acl.h"
+#include "utils/builtins.h"
+#include "utils/lsyscache.h"
+#include "utils/snapmgr.h"
+
+#include "dml_guard.h"
+#include "transparent.h"
+
+static ProcessUtility_hook_type prev_process_utility = NULL;
+
+/* ------------------------------------------------------------ messages */
+
+const char *
+dml_command_name(CmdType command)
+{
+	switch (command)
+	{
+		case CMD_INSERT:
+			return "INSERT";
+		case CMD_UPDATE:
+			return "UPDATE";
+		case CMD_DELETE:
+			return "DELETE";
+		case CMD_MERGE:
+			return "MERGE";
+		default:
+			return "the statement";
+	}
+}
+
+/* The tier key column's name, quoted as in SQL. */
+static const char *
+tier_key_name(const SeamTable *t)
+{
+	return quote_identifier(get_attname(t->relid, t->tier_key_attno, false));
+}
+
+bool
+dml_guard_needs_bound(const Query *q)
+{
+	ListCell   *lc;
+
+	if (q->commandType == CMD_UPDATE || q->commandType == CMD_DELETE)
+		return true;
+	if (q->commandType != CMD_MERGE)
+		return false;
+	foreach(lc, q->mergeActionList)
+		if (((MergeAction *) lfirst(lc))->matched)
+			return true;
+	return false;				/* MERGE that only inserts: its rows are checked like INSERT's */
+}
+
+/*
+ * T as text for messages, or NULL when the user may not read the table:
+ * the cut-line is catalog data about its rows (planning, where refusals
+ * are raised, comes before the executor checks the statement's privileges).
+ */
+static const char *
+cut_line_text(const SeamTable *t, int64 tier_key_hi)
+{
+	if (pg_class_aclcheck(t->relid, GetUserId(), ACL_SELECT) != ACLCHECK_OK)
+		return NULL;
+	return seam_key_text(t, tier_key_hi);
+}
+
+/* Where dml_guard_refuse records refusals instead of raising them, or NULL (dml_guard_describe_refusals). */
+static List **described_refusals = NULL;
+
+void
+dml_guard_describe_refusals(List **into)
+{
+	described_refusals = into;
+}
+
+void
+dml_guard_refuse(const Query *q, const SeamTable *t, int64 tier_key_hi)
+{
+	const char *command = dml_command_name(q->commandType);
+	const char *table = seam_table_name(t->relid);
+	const char *key = tier_key_name(t);
+	const char *cut = cut_line_text(t, tier_key_hi);
+	char	   *message = psprintf("%s of table \"%s\" may reach rows below its cut-line", command, table);
+	char	   *hint = psprintf("Add \"AND %s >= %s\" to change only the heap's rows; change older rows with "
+								"tierdb_upsert('%s', <row as jsonb>) or tierdb_delete('%s', <key>, <tier key>), "
+								"one row per call.", key, cut != NULL ? quote_literal_cstr(cut) : "<T>", table, table);
+
+	if (described_refusals != NULL)
+	{
+		*described_refusals = lappend(*described_refusals, psprintf("%s: refused: %s. %s", table, message, hint));
+		return;
+	}
+	ereport(ERROR,
+			(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+			 errmsg("%s", message),
+			 errdetail("Rows with %s below the cut-line T%s%s live in the lake, which plain %s does not change; "
+					   "this statement's conditions do not keep %s at or above T.",
+					   key, cut != NULL ? " " : "", cut != NULL ? cut : "", command, key),
+			 errhint("%s", hint)));
+}
+
+/* ------------------------------------------------------------ new rows */
+
+/* tierdb.tier_key_check(regclass, anyelement), or InvalidOid before the extension has it. */
+static Oid
+check_function(void)
+{
+	static Oid	namespace = InvalidOid;
+	static Oid	function = InvalidOid;
+	Oid			nsp = seam_namespace();
+	Oid			argtypes[2] = {REGCLASSOID, ANYELEMENTOID};
+
+	if (nsp != namespace || !OidIsValid(function))
+	{
+		function = LookupFuncName(list_make2(makeString("tierdb"), makeString("tier_key_check")), 2, argtypes, true);
+		namespace = nsp;
+	}
+	return function;
+}
+
+/* Wraps the tier key's entry of a target list (if it has one) in the check, once. */
+static void
+wrap_tier_key(List *targets, const SeamTable *t, Oid check)
+{
+	ListCell   *lc;
+
+	foreach(lc, targets)
+	{
+		TargetEntry *tle = lfirst(lc);
+		Expr	   *value = tle->expr;
+
+		if (tle->resjunk || tle->resno != t->tier_key_attno ||
+			(IsA(value, FuncExpr) && ((FuncExpr *) value)->funcid == check))
+			continue;
+		tle->expr = (Expr *) makeFuncExpr(check, exprType((Node *) value),
+										  list_make2(makeConst(REGCLASSOID, -1, InvalidOid, sizeof(Oid),
+															   ObjectIdGetDatum(t->relid), false, true),
+													 value),
+										  exprCollation((Node *) value), exprCollation((Node *) value),
+										  COERCE_EXPLICIT_CALL);
+	}
+}
+
+void
+dml_guard_check_new_rows(Query *q, const SeamTable *t)
+{
+	Oid			check = check_function();
+	ListCell   *lc;
+
+	if (!OidIsValid(check))
+		return;					/* an extension script older than this library: no per-row check */
+	if (q->commandType == CMD_INSERT || q->commandType == CMD_UPDATE)
+		wrap_tier_key(q->targetList, t, check);
+	if (q->onConflict != NULL && q->onConflict->action == ONCONFLICT_UPDATE)
+		wrap_tier_key(q->onConflict->onConflictSet, t, check);
+	foreach(lc, q->mergeActionList)
+		wrap_tier_key(((MergeAction *) lfirst(lc))->targetList, t, check);
+}
+
+/* What tier_key_check keeps for one statement's run: the table and the T it runs with. */
+typedef struct KeyCheck
+{
+	SeamTable  *table;			/* NULL: not (or no longer) tiered, nothing to check */
+	Oid			typid;			/* the checked value's base type */
+	int64		tier_key_hi;
+} KeyCheck;
+
+static void
+refuse_row(const KeyCheck *c, Datum value)
+{
+	const char *table = seam_table_name(c->table->relid);
+	const char *cut = cut_line_text(c->table, c->tier_key_hi);
+	Oid			out;
+	bool		varlena;
+
+	getTypeOutputInfo(c->typid, &out, &varlena);
+	ereport(ERROR,
+			(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+			 errmsg("cannot write a row of table \"%s\" below its cut-line with plain INSERT, UPDATE or MERGE",
+					table),
+			 cut != NULL ? errdetail("The row's %s %s is below the cut-line T %s: rows there live in the lake.",
+									 tier_key_name(c->table), OidOutputFunctionCall(out, value), cut)
+			 : errdetail("The row's %s is below the cut-line: rows there live in the lake.", tier_key_name(c->table)),
+			 errhint("Write it with SELECT tierdb_upsert('%s', <row as jsonb>).", table)));
+}
+
+PG_FUNCTION_INFO_V1(tierdb_tier_key_check);
+
+/*
+ * tierdb.tier_key_check(table, tier key): the tier key, if it is at or
+ * above the T the statement runs with (its snapshot's, read once per run:
+ * fn_extra lives as long as the plan's run); an error otherwise.
+ */
+Datum
+tierdb_tier_key_check(PG_FUNCTION_ARGS)
+{
+	KeyCheck   *c = fcinfo->flinfo->fn_extra;
+	Datum		value = PG_GETARG_DATUM(1);
+
+	if (c == NULL)
+	{
+		MemoryContext caller = MemoryContextSwitchTo(fcinfo->flinfo->fn_mcxt);
+
+		c = palloc0(sizeof(KeyCheck));
+		c->table = seam_lookup_table(PG_GETARG_OID(0));
+		c->typid = getBaseType(get_fn_expr_argtype(fcinfo->flinfo, 1));
+		if (c->table != NULL)
+			c->tier_key_hi = seam_statement_t(c->table->relid, GetActiveSnapshot());
+		MemoryContextSwitchTo(caller);
+		fcinfo->flinfo->fn_extra = c;
+	}
+	if (c->table != NULL && seam_key_canonical(c->table->key_kind, c->typid, value) < c->tier_key_hi)
+		refuse_row(c, value);
+	PG_RETURN_DATUM(value);
+}
+
+/* ------------------------------------------------------------ COPY FROM */
+
+/* The hint for a COPY into relid, or NULL when relid is not a tiered table. */
+static char *
+copy_hint(Oid relid)
+{
+	SeamTable  *t = OidIsValid(relid) ? seam_lookup_table(relid) : NULL;
+	const char *table;
+	const char *cut;
+
+	if (t == NULL)
+		return NULL;
+	table = seam_table_name(relid);
+	cut = cut_line_text(t, seam_planning_t(t));
+	return psprintf("Rows of \"%s\" with %s below its cut-line T%s%s live in the lake: write them with "
+					"tierdb_upsert('%s', <row as jsonb>), or load many with tierdb ingest. "
+					"Rows past the newest partition need that partition first.",
+					table, tier_key_name(t), cut != NULL ? " " : "", cut != NULL ? cut : "", table);
+}
+
+/*
+ * COPY FROM a registered tiered table: routing's "no partition of relation
+ * ... found for row" (ExecFindPartition's check violation) gets a hint
+ * naming the routed writes. The hint is made before the COPY runs: after
+ * the error no catalog may be read.
+ */
+static void
+tierdb_process_utility(PlannedStmt *pstmt, const char *query_string, bool read_only_tree,
+					   ProcessUtilityContext context, ParamListInfo params, QueryEnvironment *query_env,
+					   DestReceiver *dest, QueryCompletion *qc)
+{
+	Node	   *stmt = pstmt->utilityStmt;
+	char	   *volatile hint = NULL;
+	MemoryContext caller = CurrentMemoryContext;
+
+	if (IsA(stmt, CopyStmt) && ((CopyStmt *) stmt)->is_from && ((CopyStmt *) stmt)->relation != NULL &&
+		transparent_reads_on() && OidIsValid(seam_namespace()))
+		hint = copy_hint(RangeVarGetRelid(((CopyStmt *) stmt)->relation, NoLock, true));
+	PG_TRY();
+	{
+		if (prev_process_utility)
+			prev_process_utility(pstmt, query_string, read_only_tree, context, params, query_env, dest, qc);
+		else
+			standard_ProcessUtility(pstmt, query_string, read_only_tree, context, params, query_env, dest, qc);
+	}
+	PG_CATCH();
+	{
+		ErrorData  *error;
+
+		if (hint == NULL)
+			PG_RE_THROW();
+		MemoryContextSwitchTo(caller);
+		error = CopyErrorData();
+		if (error->sqlerrcode != ERRCODE_CHECK_VIOLATION || error->funcname == NULL ||
+			strcmp(error->funcname, "ExecFindPartition") != 0 || error->hint != NULL)
+			PG_RE_THROW();
+		FlushErrorState();
+		error->hint = hint;
+		ReThrowError(error);
+	}
+	PG_END_TRY();
+}
+
+void
+dml_guard_init(void)
+{
+	prev_process_utility = ProcessUtility_hook;
+	ProcessUtility_hook = tierdb_process_utility;
+}
