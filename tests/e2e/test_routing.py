@@ -20,6 +20,9 @@ import pytest
 
 from test_tiering import SESSION, canonical_rows, cutline, lake_rows, make_events, run_once, usec
 
+# These tests look at the heap and the lake separately.
+pytestmark = pytest.mark.heap_and_lake_apart
+
 LAG = "2d"  # events: partitions 2024-01-01 .. 07 tier, T = 2024-01-08
 T_EVENTS = "2024-01-08 00:00:00+00"
 
