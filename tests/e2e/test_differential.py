@@ -29,6 +29,7 @@ import os
 import random
 import subprocess
 import tempfile
+import threading
 import uuid
 from pathlib import Path
 
@@ -332,6 +333,38 @@ def test_with_corrections_in_the_delta(data):
     assert data.delta_rows() > 0
     data.all_rows_same()
     run_queries(data.conn, "delta", SEED + 1, _slice(1), FAMILIES, MODES)
+
+
+def test_a_reader_across_the_fold_sees_one_state(data):
+    """Read vs fold publish: a REPEATABLE READ reader keeps the rows of its
+    snapshot while the fold publishes (T, S) and empties the delta, and sees
+    the folded state, the same rows, after; a READ COMMITTED reader sees the
+    same rows before and after. Corrections are in the delta first."""
+    data.corrections(20)
+    whole = "SELECT * FROM tiered ORDER BY id"
+    want = data.conn.execute("SELECT * FROM copy ORDER BY id").fetchall()
+    reader = connect(data.pg.dsn_for(data.name))
+    try:
+        reader.execute("BEGIN ISOLATION LEVEL REPEATABLE READ")
+        assert reader.execute(whole).fetchall() == want
+        failed = []
+
+        def fold():
+            try:
+                data.tierdb("run", "--once")
+            except AssertionError as e:
+                failed.append(e)
+        folding = threading.Thread(target=fold)
+        folding.start()
+        # the fold may wait for this reader's transaction: read while it runs, then end it
+        assert reader.execute(whole).fetchall() == want
+        reader.execute("COMMIT")
+        folding.join(timeout=TIERDB_TIMEOUT)
+        assert not folding.is_alive() and not failed, failed
+        assert data.delta_rows() == 0, "the fold left delta rows"
+        assert reader.execute(whole).fetchall() == want
+    finally:
+        reader.close()
 
 
 def test_after_the_fold(data):
