@@ -44,7 +44,8 @@ VENV       := .venv
 PYTHON     := $(VENV)/bin/python
 FUZZ_SECONDS ?= 100
 
-.PHONY: all install install-extension extension check deps test-c test-fuzz test-interop test-e2e test-spark bench demo clean format
+.PHONY: all install install-extension extension check deps test-c test-fuzz test-interop test-e2e test-spark \
+	test-regress check-differential-long bench demo clean format
 
 all: $(TIERDB) $(TOOLS) extension
 
@@ -112,7 +113,7 @@ deps:
 check: deps
 	@$(MAKE) --no-print-directory -j2 all $(LAKE_TEST) $(FUZZERS)
 	@$(MAKE) --no-print-directory install-extension
-	@$(MAKE) --no-print-directory test-c test-fuzz test-interop test-e2e test-spark
+	@$(MAKE) --no-print-directory test-c test-fuzz test-regress test-interop test-e2e test-spark
 
 test-c: $(LAKE_TEST)
 	$(LAKE_TEST)
@@ -123,10 +124,22 @@ test-fuzz: $(FUZZERS)
 test-interop: $(TIERDB) $(TOOLS)
 	$(PYTHON) -m pytest -q tests/interop
 
+# The extension's pg_regress suite and isolation specs (extension/test), on a
+# temporary instance with the installed extension preloaded.
+test-regress: install-extension
+	@$(MAKE) --no-print-directory -C extension regress
+
 # End-to-end: a private Postgres cluster with the installed extension, the
 # tierdb command and a lake directory (tests/e2e/conftest.py starts them).
 test-e2e: $(TIERDB) $(TOOLS)
 	$(PYTHON) -m pytest -q tests/e2e
+
+# The long differential run (tests/e2e/test_differential.py): TIERDB_DIFF_QUERIES
+# generated queries (default 30000) from TIERDB_DIFF_SEED (default 16);
+# TIERDB_DIFF_FAMILIES / TIERDB_DIFF_MODES pick what runs. `make check` runs
+# the same test with 2400 queries.
+check-differential-long: $(TIERDB) $(TOOLS)
+	TIERDB_DIFF_QUERIES=$${TIERDB_DIFF_QUERIES:-30000} $(PYTHON) -m pytest -q tests/e2e/test_differential.py
 
 # The Spark library (connectors/spark): JUnit tests with local Spark against
 # their own private cluster with the installed extension, tiered by build/tierdb.

@@ -4,7 +4,10 @@ installed tierdb extension, fresh databases, lake directories, and the
 
   pg      (session)  the cluster: host, port, user, dsn, env, psql(), query(), error()
   db      (function) a fresh database with CREATE EXTENSION tierdb, dropped after;
-                     name, dsn, env, psql(), query(), error() bound to it
+                     name, dsn, env, psql(), query(), error() bound to it.
+                     A test (or module, pytestmark) marked `heap_and_lake_apart`
+                     gets tierdb.transparent_reads = off in the sessions of
+                     these helpers: it looks at the heap and the lake separately
   lake    (function) a fresh warehouse directory, readable by the server's backends
   tierdb  (function) tierdb(args, env=None) runs build/tierdb against `db` with
                      TIERDB_WAREHOUSE=<lake> and returns the CompletedProcess
@@ -71,11 +74,10 @@ def pg(e2e_root):
     failures = []
     for _ in range(3):
         port = free_port()
-        # The library is preloaded, as in production, with transparent reads off
-        # by default: most tests look at the heap and the lake separately;
-        # test_transparent_reads.py turns them on for its databases.
-        proc = _run_cluster_script("start", directory, port, "-c", "shared_preload_libraries=tierdb",
-                                   "-c", "tierdb.transparent_reads=off")
+        # The library is preloaded, as in production, and every other setting
+        # is the default a user gets (transparent reads on, parallel query
+        # on): a test that needs something else sets it for itself.
+        proc = _run_cluster_script("start", directory, port, "-c", "shared_preload_libraries=tierdb")
         if proc.returncode == 0:
             break
         failures.append(f"port {port}:\n{proc.stderr}")
@@ -99,13 +101,23 @@ def _extension_installed() -> bool:
     return (Path(proc.stdout.strip()) / "extension" / "tierdb.control").exists()
 
 
+def pytest_configure(config):
+    config.addinivalue_line(
+        "markers", "heap_and_lake_apart: the test's psql sessions run with tierdb.transparent_reads = off")
+
+
+# What a test marked heap_and_lake_apart sets in its sessions.
+HEAP_AND_LAKE_APART = {"tierdb.transparent_reads": "off"}
+
+
 @pytest.fixture
-def db(pg):
+def db(pg, request):
     if not _extension_installed():
         pytest.fail("the tierdb extension is not installed: run `make install-extension` first", pytrace=False)
     name = "t_" + uuid.uuid4().hex[:12]
     pg.psql(f'CREATE DATABASE "{name}"')
-    database = Database(pg, name)
+    apart = request.node.get_closest_marker("heap_and_lake_apart") is not None
+    database = Database(pg, name, HEAP_AND_LAKE_APART if apart else None)
     try:
         database.psql("CREATE EXTENSION tierdb")
         yield database

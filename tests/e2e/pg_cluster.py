@@ -47,6 +47,13 @@ def clean_env() -> dict:
     return {k: v for k, v in os.environ.items() if k not in _FOREIGN_ENV}
 
 
+def session_options(settings) -> dict:
+    """libpq's PGOPTIONS setting `settings` ({name: value}) for a session."""
+    if not settings:
+        return {}
+    return {"PGOPTIONS": " ".join(f"-c {name}={value}" for name, value in settings.items())}
+
+
 class Cluster:
     """A running private cluster, and psql helpers that reach it."""
 
@@ -70,10 +77,11 @@ class Cluster:
     def env_for(self, db) -> dict:
         return {**self.env, "PGDATABASE": str(db)}
 
-    def run_psql(self, sql: str, db="postgres") -> subprocess.CompletedProcess:
+    def run_psql(self, sql: str, db="postgres", settings=None) -> subprocess.CompletedProcess:
         """Runs `sql` (any number of statements, stopping at the first error)
         and returns psql's CompletedProcess with unaligned, tuples-only
-        output. Errors are printed verbose: they carry the SQLSTATE."""
+        output. Errors are printed verbose: they carry the SQLSTATE.
+        `settings` ({name: value}) are set for the session (PGOPTIONS)."""
         return subprocess.run(
             [
                 str(PG_BINDIR / "psql"), "-X", "-q", "-A", "-t",
@@ -86,21 +94,21 @@ class Cluster:
             capture_output=True,
             text=True,
             timeout=PSQL_TIMEOUT,
-            env={**clean_env(), **self.env},
+            env={**clean_env(), **self.env, **session_options(settings)},
         )
 
-    def psql(self, sql: str, db="postgres") -> str:
+    def psql(self, sql: str, db="postgres", settings=None) -> str:
         """Runs `sql` and returns its raw output; raises PsqlError on failure."""
-        proc = self.run_psql(sql, db)
+        proc = self.run_psql(sql, db, settings)
         if proc.returncode != 0:
             raise PsqlError(f"psql on {db} failed ({proc.returncode}):\n{sql}\n{proc.stderr}")
         return proc.stdout
 
-    def query(self, sql: str, db="postgres") -> list:
+    def query(self, sql: str, db="postgres", settings=None) -> list:
         """The rows `sql` prints (normally one SELECT, possibly after
         statements that print nothing), as tuples of str: values in their
         Postgres text form, None for NULL."""
-        out = self.psql(sql, db).rstrip("\n")
+        out = self.psql(sql, db, settings).rstrip("\n")
         if out == "":
             return []
         return [
@@ -108,10 +116,10 @@ class Cluster:
             for record in out.split(RECORD_SEP)
         ]
 
-    def error(self, sql: str, db="postgres") -> str:
+    def error(self, sql: str, db="postgres", settings=None) -> str:
         """psql's stderr for `sql`, which must fail (verbose: the first
         line holds the SQLSTATE, e.g. 'ERROR:  23514: new row ...')."""
-        proc = self.run_psql(sql, db)
+        proc = self.run_psql(sql, db, settings)
         if proc.returncode == 0:
             raise AssertionError(f"expected an error from:\n{sql}\nbut it succeeded:\n{proc.stdout}")
         return proc.stderr
@@ -125,11 +133,14 @@ class Cluster:
 
 class Database:
     """One database of the cluster, with the cluster's helpers bound to it.
-    str(db) is its name, so `pg.psql(sql, db=db)` works too."""
+    str(db) is its name, so `pg.psql(sql, db=db)` works too. `settings`
+    ({name: value}) hold for every session of these helpers (not for the
+    tierdb command, which runs with the server's settings)."""
 
-    def __init__(self, cluster: Cluster, name: str):
+    def __init__(self, cluster: Cluster, name: str, settings=None):
         self.cluster = cluster
         self.name = name
+        self.settings = dict(settings or {})
         self.dsn = cluster.dsn_for(name)
         self.env = cluster.env_for(name)
 
@@ -137,13 +148,13 @@ class Database:
         return self.name
 
     def run_psql(self, sql: str) -> subprocess.CompletedProcess:
-        return self.cluster.run_psql(sql, self.name)
+        return self.cluster.run_psql(sql, self.name, self.settings)
 
     def psql(self, sql: str) -> str:
-        return self.cluster.psql(sql, self.name)
+        return self.cluster.psql(sql, self.name, self.settings)
 
     def query(self, sql: str) -> list:
-        return self.cluster.query(sql, self.name)
+        return self.cluster.query(sql, self.name, self.settings)
 
     def error(self, sql: str) -> str:
-        return self.cluster.error(sql, self.name)
+        return self.cluster.error(sql, self.name, self.settings)

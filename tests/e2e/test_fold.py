@@ -18,6 +18,9 @@ import pytest
 
 from test_tiering import SESSION, canonical_rows, cutline, lake_rows, make_events, metadata, run_once
 
+# These tests look at the heap and the lake separately.
+pytestmark = pytest.mark.heap_and_lake_apart
+
 # The events table tiered with lag 2d: partitions 2024-01-01 .. 07 are in
 # the lake, T is 2024-01-08.
 LAG = "2d"

@@ -33,10 +33,14 @@ import time
 from pathlib import Path
 
 import fastavro
+import pytest
 
 from seam import SESSION, Seam, assert_same_rows, cat_rows, lake_cat
 from test_recovery import files_on_disk, local, referenced_files, wait_daemon_gone
 from test_tiering import RunningDaemon
+
+# These tests look at the heap and the lake separately.
+pytestmark = pytest.mark.heap_and_lake_apart
 
 SOAK_ROWS = 1_500_000
 DAYS = 12                  # days of initial rows, from 2024-01-01

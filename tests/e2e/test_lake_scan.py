@@ -28,6 +28,9 @@ from test_pg_types import ALL_TYPES, DECIMAL_TYPES, ROWS, SCHEMA_SQL, random_dec
 from test_tiering import SESSION as UTC_SESSION
 from test_tiering import cutline, make_events, run_once
 
+# These tests look at the heap and the lake separately.
+pytestmark = pytest.mark.heap_and_lake_apart
+
 # The settings every comparison runs under, so that text forms agree.
 SESSION = (
     "SET DateStyle = ISO; SET IntervalStyle = postgres; SET TimeZone = 'UTC';"

@@ -23,6 +23,9 @@ import pytest
 
 from pg_cluster import clean_env
 
+# These tests look at the heap and the lake separately.
+pytestmark = pytest.mark.heap_and_lake_apart
+
 # ------------------------------------------------------------------ the table
 
 

@@ -23,6 +23,9 @@ from seam import SESSION, Seam, assert_same_rows, cat_rows, lake_cat, spark_rows
 from spark_support import spark  # noqa: F401  (the session-scoped fixture; seam put tests/interop on the path)
 from test_tiering import run_once
 
+# These tests look at the heap and the lake separately.
+pytestmark = pytest.mark.heap_and_lake_apart
+
 # Columns of many types after each table's key columns, and their values
 # for row number g: NULLs, non-ASCII and quoting characters, negative
 # decimals, NaN and infinities, empty and NULL binaries, dates and

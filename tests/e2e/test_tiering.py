@@ -23,6 +23,9 @@ import pytest
 
 from pg_cluster import PG_BINDIR, clean_env
 
+# These tests look at the heap and the lake separately.
+pytestmark = pytest.mark.heap_and_lake_apart
+
 SESSION = "SET TimeZone = 'UTC';\n"
 DAY_USEC = 86400 * 1_000_000
 EVENTS_ROWS = 3000
