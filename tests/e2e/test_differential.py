@@ -48,8 +48,7 @@ LAG = "2d"  # behind the newest row: whole days before 2024-01-08 go, qg.HOT_DAY
 ALL_MODES = ["plain", "serial", "custom", "generic", "cursor", "parallel"]
 # Known failures, each a strict xfail below:
 #   parallel        issue 16 item 2 (cannot update SecondarySnapshot during a parallel operation)
-#   infinity        issue 16 item 3 (comparisons with ±infinity and extremes skip the lake)
-PASSING_FAMILIES = [f for f in qg.FAMILIES if f != qg.INFINITY_FAMILY]
+PASSING_FAMILIES = list(qg.FAMILIES)
 PASSING_MODES = [m for m in ALL_MODES if m != "parallel"]
 
 
@@ -383,8 +382,6 @@ def test_parallel_plans(data):
     run_queries(data.conn, "parallel", SEED + 3, 60, PASSING_FAMILIES, ["parallel"])
 
 
-@pytest.mark.xfail(strict=True, reason="issue 16 item 3: comparisons with ±infinity and the extremes of"
-                   " dates and timestamps skip the lake")
 def test_infinity_and_extremes(data):
     run_queries(data.conn, "infinity", SEED + 4, 120, [qg.INFINITY_FAMILY], PASSING_MODES)
 
