@@ -231,12 +231,29 @@ tier_key_operators(SeamTable *t, Oid key_type)
 			? get_opfamily_member(opfamily, key_type, key_type, strategy) : InvalidOid;
 }
 
+/*
+ * A snapshot of the newest committed state, registered (the caller
+ * unregisters it). GetLatestSnapshot would do, but it is refused in
+ * parallel mode, and the leader of a parallel plan (a Gather) runs the
+ * whole plan in parallel mode: its cold scan and the heap arm's bound pin
+ * while it runs. A catalog snapshot taken afresh is as new and allowed
+ * there. (Workers never pin: the functions and the custom scan that do
+ * are parallel restricted, so the lake is read once, by the leader.)
+ */
+static Snapshot
+fresh_snapshot(void)
+{
+	InvalidateCatalogSnapshot();
+	return RegisterSnapshot(GetCatalogSnapshot(InvalidOid));
+}
+
 /* Reads the registration from tierdb.tables; NULL when not tiered. Palloc'd in the current context. */
 static SeamTable *
 read_registration(Oid relid)
 {
 	Relation	rel;
-	HeapTuple	tuple = catalog_row("tables", relid, GetLatestSnapshot(), &rel);
+	Snapshot	latest = fresh_snapshot();
+	HeapTuple	tuple = catalog_row("tables", relid, latest, &rel);
 	SeamTable  *t = NULL;
 
 	if (tuple != NULL)
@@ -273,6 +290,7 @@ read_registration(Oid relid)
 	}
 	if (rel != NULL)
 		table_close(rel, AccessShareLock);
+	UnregisterSnapshot(latest);
 	return t;
 }
 
@@ -545,7 +563,7 @@ cutline_at(Oid relid, Snapshot snapshot)
 static SeamPin
 read_cutline(const SeamTable *table)
 {
-	Snapshot	latest = RegisterSnapshot(GetLatestSnapshot());
+	Snapshot	latest = fresh_snapshot();
 	SeamPin		pin = cutline_at(table->relid, latest);
 
 	UnregisterSnapshot(latest);
@@ -638,7 +656,7 @@ seam_statement_t(Oid relid, Snapshot snapshot)
 	 */
 	if (cutline_writes_counted() && cutline_changes_quiet(&changes))
 	{
-		Snapshot	latest = RegisterSnapshot(GetLatestSnapshot());
+		Snapshot	latest = fresh_snapshot();
 		int64		t = cutline_at(relid, latest).tier_key_hi;
 
 		UnregisterSnapshot(latest);
