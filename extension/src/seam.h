@@ -111,7 +111,7 @@ extern void seam_init(void);
 /* A canonical tier-key value as a Datum of the key column's type family. */
 extern Datum seam_key_datum(SeamKeyKind kind, int64 canonical);
 
-/* A table's schema-qualified, quoted name, for messages and EXPLAIN. */
+/* A table's schema-qualified, quoted name, for messages and EXPLAIN; "with OID n" once it is gone. */
 extern char *seam_table_name(Oid relid);
 
 /* A canonical tier-key value in the key column's own type, as text. */
