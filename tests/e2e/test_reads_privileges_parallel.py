@@ -319,5 +319,43 @@ def test_the_heap_bound_is_for_those_who_may_read_the_table(tiered, roles):
 
 
 def test_cold_rows_refuses_a_negative_snapshot(tiered):
-    error = tiered.error("SELECT count(*) FROM tierdb.cold_rows(NULL::big, -5, 150000)")
-    assert "22023" in error and "snapshot id -5 is not valid" in error, error
+    # -1 is the lake library's "current snapshot": it must not read the lake's newest state
+    for snapshot in (-1, -5):
+        error = tiered.error(f"SELECT count(*) FROM tierdb.cold_rows(NULL::big, {snapshot}, 150000)")
+        assert "22023" in error and f"snapshot id {snapshot} is not valid" in error, error
+
+
+# ------------------------------------------------------------------ item 2 with the server's defaults
+
+
+def test_default_settings_choose_a_parallel_plan(db, tierdb):
+    """No setting forced: a hot partition large enough for Postgres to read
+    in parallel by itself (wide), beside 100,000 cold rows; CTAS and
+    aggregates give plain's answers."""
+    db.psql(
+        "CREATE TABLE wide (id bigint NOT NULL, k bigint NOT NULL, g int, pad text) PARTITION BY RANGE (k);\n"
+        "CREATE TABLE wide_0 PARTITION OF wide FOR VALUES FROM (0) TO (100000);\n"
+        "CREATE TABLE wide_1 PARTITION OF wide FOR VALUES FROM (100000) TO (1000000);\n"
+        "INSERT INTO wide SELECT i, i, i % 89, repeat(chr(97 + i % 26), 60) FROM generate_series(0, 349999) i;\n"
+        "CREATE TABLE plain AS SELECT * FROM wide;\n"
+        "ANALYZE wide; ANALYZE plain;\n"
+    )
+    db.psql(f'ALTER DATABASE "{db.name}" SET tierdb.transparent_reads = on')
+    proc = tierdb(["register", "--table", "public.wide", "--pk", "id", "--tier-key", "k"])
+    assert proc.returncode == 0, proc.stderr
+    run_once(tierdb, "200000")
+    assert cutline(db, "wide")["T"] == 100000
+    # selective: gathering every heap row would cost more than the workers save
+    sql = "SELECT g, count(*), sum(k), max(pad) FROM {t} WHERE g IN (5, 6) GROUP BY g"
+    shape = plan(db, sql.format(t="wide"), prefix="")
+    assert "Gather" in shape and "TierDB Cold Scan" in shape, shape
+    for query in (sql, "SELECT count(*), sum(id), count(DISTINCT pad) FROM {t}"):
+        for prefix in ("", "SET default_transaction_isolation = 'repeatable read';\n"):
+            got = sorted(db.query(prefix + query.format(t="wide")))
+            assert got == sorted(db.query(prefix + query.format(t="plain"))), query
+    assert "Gather" in plan(db, "CREATE TABLE copy AS SELECT * FROM wide WHERE g = 7", prefix="")
+    db.psql("CREATE TABLE copy AS SELECT * FROM wide WHERE g = 7;"
+            " DELETE FROM plain WHERE g <> 7;")
+    assert db.query("SELECT count(*) FROM ((TABLE copy EXCEPT ALL TABLE plain)"
+                    " UNION ALL (TABLE plain EXCEPT ALL TABLE copy)) d") == [("0",)]
+    assert db.query("SELECT count(*) FROM copy") == [(str(len(range(7, 350000, 89))),)]
