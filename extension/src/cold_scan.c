@@ -335,26 +335,16 @@ cold_reader_end(ColdReader *r)
 	tl_arena_free(&r->filter_arena);
 }
 
-/*
- * The privileges a reference to the table needs, checked as the executor
- * checks a relation's range table entry: as checkAsUser (a view's owner)
- * if set, else the current user, for SELECT on the table or on exactly
- * the columns the query reads, with Postgres' own error.
- */
+/* The privileges the table reference a seam union replaced needs (lake_check_select). */
 static void
 check_reference_privileges(Oid relid, Oid check_as, List *selected_cols)
 {
-	RangeTblEntry *rte = makeNode(RangeTblEntry);
+	Bitmapset  *cols = NULL;
 	ListCell   *lc;
 
-	rte->rtekind = RTE_RELATION;
-	rte->relid = relid;
-	rte->relkind = get_rel_relkind(relid);
-	rte->requiredPerms = ACL_SELECT;
-	rte->checkAsUser = check_as;
 	foreach(lc, selected_cols)
-		rte->selectedCols = bms_add_member(rte->selectedCols, lfirst_int(lc));
-	ExecCheckRTPerms(list_make1(rte), true);
+		cols = bms_add_member(cols, lfirst_int(lc));
+	lake_check_select(relid, check_as, cols);
 }
 
 void

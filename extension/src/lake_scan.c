@@ -810,7 +810,7 @@ lake_scan_close(LakeScan *scan)
 /* ------------------------------------------------------------ tierdb.lake_scan() */
 
 void
-lake_check_direct_read(Oid relid, const char *function)
+lake_check_select(Oid relid, Oid check_as, Bitmapset *selected_cols)
 {
 	RangeTblEntry *rte = makeNode(RangeTblEntry);
 
@@ -818,8 +818,16 @@ lake_check_direct_read(Oid relid, const char *function)
 	rte->relid = relid;
 	rte->relkind = get_rel_relkind(relid);
 	rte->requiredPerms = ACL_SELECT;
-	rte->selectedCols = bms_make_singleton(InvalidAttrNumber - FirstLowInvalidHeapAttributeNumber);
+	rte->checkAsUser = check_as;
+	rte->selectedCols = selected_cols;
 	ExecCheckRTPerms(list_make1(rte), true);
+}
+
+void
+lake_check_direct_read(Oid relid, const char *function)
+{
+	/* A whole-row reference: SELECT on every column. */
+	lake_check_select(relid, InvalidOid, bms_make_singleton(InvalidAttrNumber - FirstLowInvalidHeapAttributeNumber));
 	if (check_enable_rls(relid, InvalidOid, false) == RLS_ENABLED)
 		ereport(ERROR,
 				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),

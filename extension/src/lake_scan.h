@@ -147,6 +147,14 @@ extern void lake_scan_stats(const LakeScan *scan, LakeScanStats *stats);
 extern void lake_scan_close(LakeScan *scan);
 
 /*
+ * Checks SELECT on table relid as the executor checks a relation's range
+ * table entry: as check_as (a view's owner; InvalidOid: the current user),
+ * on the table or on exactly the columns in selected_cols (selectedCols'
+ * numbering), with Postgres' own error.
+ */
+extern void lake_check_select(Oid relid, Oid check_as, Bitmapset *selected_cols);
+
+/*
  * The checks a direct call of a function returning a table's lake rows
  * (tierdb.lake_scan, tierdb.cold_rows: not the transparent read, which
  * the table's own reference governs) makes before it reads: SELECT on
