@@ -15,6 +15,7 @@
 
 #include "access/heapam.h"
 #include "access/htup_details.h"
+#include "access/parallel.h"
 #include "access/skey.h"
 #include "access/stratnum.h"
 #include "access/table.h"
@@ -737,6 +738,8 @@ note_readable_tables(List *range_table, bool ereport_on_violation)
 
 	if (prev_check_perms_hook && !prev_check_perms_hook(range_table, ereport_on_violation))
 		return false;
+	if (IsParallelWorker())
+		return true;			/* workers never compute the bound: the leader does */
 	foreach(lc, range_table)
 	{
 		RangeTblEntry *rte = lfirst(lc);
