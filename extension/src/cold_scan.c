@@ -339,14 +339,25 @@ cold_reader_end(ColdReader *r)
 	tl_arena_free(&r->filter_arena);
 }
 
-/* The caller may read the table: the same check a heap scan of it makes. */
+/* The privileges the table reference a seam union replaced needs (lake_check_select). */
 static void
-check_select_privilege(Oid relid)
+check_reference_privileges(Oid relid, Oid check_as, List *selected_cols)
 {
-	AclResult	acl = pg_class_aclcheck(relid, GetUserId(), ACL_SELECT);
+	Bitmapset  *cols = NULL;
+	ListCell   *lc;
 
-	if (acl != ACLCHECK_OK)
-		aclcheck_error(acl, OBJECT_TABLE, get_rel_name(relid));
+	foreach(lc, selected_cols)
+		cols = bms_add_member(cols, lfirst_int(lc));
+	lake_check_select(relid, check_as, cols);
+}
+
+void
+cold_scan_read_for(RangeTblEntry *cold_rows, const RangeTblEntry *reference)
+{
+	Assert(cold_rows->rtekind == RTE_FUNCTION);
+	cold_rows->requiredPerms = ACL_SELECT;
+	cold_rows->checkAsUser = reference->checkAsUser;
+	cold_rows->selectedCols = bms_copy(reference->selectedCols);
 }
 
 /* The tiered table whose row type the cold_rows argument has; ERROR otherwise. */
@@ -571,9 +582,10 @@ typedef struct ColdScanState
 
 /*
  * The plan's custom_private: the table, the attributes the query reads
- * (pull_varattnos' numbering), and the pushable conditions' columns, value
- * types, operators and places among the quals; their values are the first
- * custom_exprs, in the same order.
+ * (pull_varattnos' numbering), the pushable conditions' columns, value
+ * types, operators and places among the quals (their values are the first
+ * custom_exprs, in the same order), and the privileges to check: those of
+ * the table reference a seam union replaced, or a direct call's.
  *
  * The quals follow them in custom_exprs (cold_scan_quals), not in the
  * plan's qual: the executor would compile those as the scan starts, and a
@@ -589,7 +601,9 @@ enum
 	COLD_PRIVATE_CONDITION_ATTNOS,
 	COLD_PRIVATE_CONDITION_TYPES,
 	COLD_PRIVATE_CONDITION_OPS,
-	COLD_PRIVATE_CONDITION_QUALS	/* each condition's index among the quals */
+	COLD_PRIVATE_CONDITION_QUALS,	/* each condition's index among the quals */
+	COLD_PRIVATE_CHECK_AS,		/* reference_check_as: NIL for a direct call */
+	COLD_PRIVATE_SELECTED_COLS	/* reference_columns */
 };
 
 #define cold_private(cscan, which) ((List *) list_nth((cscan)->custom_private, (which)))
@@ -654,6 +668,29 @@ cold_rows_target(RangeTblEntry *rte)
 }
 
 static set_rel_pathlist_hook_type prev_set_rel_pathlist_hook = NULL;
+
+/*
+ * The user a seam union's cold arm checks privileges as (cold_scan_read_for
+ * marked it: requiredPerms, which a function reference otherwise never
+ * has), as a one-element list; NIL for a direct call of cold_rows.
+ */
+static List *
+reference_check_as(const RangeTblEntry *rte)
+{
+	return (rte->requiredPerms & ACL_SELECT) ? list_make1_oid(rte->checkAsUser) : NIL;
+}
+
+/* The columns its reference reads (selectedCols' members: copyable nodes). */
+static List *
+reference_columns(const RangeTblEntry *rte)
+{
+	List	   *cols = NIL;
+	int			i = -1;
+
+	while ((i = bms_next_member(rte->selectedCols, i)) >= 0)
+		cols = lappend_int(cols, i);
+	return cols;
+}
 
 /*
  * The lake's current record count, for row estimates: the total-records
@@ -757,7 +794,7 @@ cold_set_rel_pathlist(PlannerInfo *root, RelOptInfo *rel, Index rti, RangeTblEnt
 	path->path.startup_cost = 10 * seq_page_cost;
 	path->path.total_cost = path->path.startup_cost + rel->rows * (cpu_tuple_cost * 2 + cpu_operator_cost);
 	path->flags = 0;
-	path->custom_private = list_make1_oid(relid);
+	path->custom_private = list_make3(list_make1_oid(relid), reference_check_as(rte), reference_columns(rte));
 	path->methods = &cold_path_methods;
 	rel->pathlist = NIL;
 	rel->partial_pathlist = NIL;
@@ -773,7 +810,7 @@ static Plan *
 plan_cold_scan(PlannerInfo *root, RelOptInfo *rel, CustomPath *best_path, List *tlist, List *clauses,
 			   List *custom_plans)
 {
-	Oid			relid = linitial_oid(best_path->custom_private);
+	Oid			relid = linitial_oid(linitial(best_path->custom_private));
 	CustomScan *cscan = makeNode(CustomScan);
 	Relation	table = table_open(relid, NoLock);
 	TupleDesc	desc = RelationGetDescr(table);
@@ -826,7 +863,9 @@ plan_cold_scan(PlannerInfo *root, RelOptInfo *rel, CustomPath *best_path, List *
 			places = lappend_int(places, foreach_current_index(lc));
 			cscan->custom_exprs = lappend(cscan->custom_exprs, copyObject(c.value));
 		}
-		cscan->custom_private = lappend(list_make5(list_make1_oid(relid), pulled, attnos, types, ops), places);
+		cscan->custom_private = list_concat(list_make5(list_make1_oid(relid), pulled, attnos, types, ops),
+											list_make3(places, lsecond(best_path->custom_private),
+													   lthird(best_path->custom_private)));
 		cscan->custom_exprs = list_concat(cscan->custom_exprs, quals);
 	}
 	cscan->methods = &cold_scan_methods;
@@ -918,7 +957,10 @@ evaluate_conditions(ColdScanState *s)
 }
 
 /*
- * Only the privilege is checked when the executor starts: the rest waits
+ * Only the privileges are checked when the executor starts: those of the
+ * table reference the seam union replaced, which its heap arm checks too
+ * (and row-level security is its reference's filter, over both arms); a
+ * direct call's (lake_check_direct_read). The rest waits
  * for the first row (or EXPLAIN), because a prepared point lookup on hot
  * rows starts the plan at every execution and never reads this arm.
  */
@@ -926,8 +968,13 @@ static void
 begin_cold_scan(CustomScanState *node, EState *estate, int eflags)
 {
 	CustomScan *cscan = (CustomScan *) node->ss.ps.plan;
+	Oid			relid = linitial_oid(cold_private(cscan, COLD_PRIVATE_RELID));
+	List	   *check_as = cold_private(cscan, COLD_PRIVATE_CHECK_AS);
 
-	check_select_privilege(linitial_oid(cold_private(cscan, COLD_PRIVATE_RELID)));
+	if (check_as != NIL)
+		check_reference_privileges(relid, linitial_oid(check_as), cold_private(cscan, COLD_PRIVATE_SELECTED_COLS));
+	else
+		lake_check_direct_read(relid, "tierdb.cold_rows");
 }
 
 /* The registration, the pin, the columns and the conditions, once. */
@@ -948,7 +995,7 @@ set_up_cold_scan(ColdScanState *s)
 	if (s->table == NULL)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("table \"%s\" is no longer registered with TierDB", get_rel_name(relid)),
+				 errmsg("table %s is no longer registered with TierDB", seam_table_name(relid)),
 				 errhint("Run the statement again.")));
 	cold_reader_begin(&s->reader, s->table, NULL, seam_pin(s->table));
 	set_needed_attrs(&s->reader, cold_private(cscan, COLD_PRIVATE_ATTRS));
@@ -1234,7 +1281,7 @@ tierdb_cold_rows(PG_FUNCTION_ARGS)
 	TupleTableSlot *slot;
 	ColdReader	r;
 
-	check_select_privilege(table->relid);
+	lake_check_direct_read(table->relid, "tierdb.cold_rows");
 	InitMaterializedSRF(fcinfo, MAT_SRF_USE_EXPECTED_DESC);
 	rel = table_open(table->relid, AccessShareLock);
 	desc = CreateTupleDescCopy(RelationGetDescr(rel));
@@ -1251,6 +1298,12 @@ tierdb_cold_rows(PG_FUNCTION_ARGS)
 		given.tier_key_hi = PG_GETARG_INT64(2);
 		given.has_snapshot = !PG_ARGISNULL(1);
 		given.snapshot_id = given.has_snapshot ? PG_GETARG_INT64(1) : 0;
+		if (given.snapshot_id < 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("snapshot id " INT64_FORMAT " is not valid", given.snapshot_id),
+					 errhint("Pass the pinned snapshot of the table's lake (tierdb.read_pins.pinned_lake_snapshot_id), "
+							 "or NULL for none.")));
 		cold_reader_begin(&r, table, desc, given);
 	}
 	else

@@ -24,10 +24,23 @@
 #ifndef TIERDB_COLD_SCAN_H
 #define TIERDB_COLD_SCAN_H
 
+#include "nodes/parsenodes.h"
 #include "nodes/plannodes.h"
 
 /* A cold scan's quals (they are kept among its custom_exprs: cold_scan.c says why). */
 extern List *cold_scan_quals(CustomScan *cscan);
+
+/*
+ * Marks the function reference of tierdb.cold_rows in a seam union as the
+ * cold arm of `reference`, the table reference the union replaces: it
+ * takes over its checkAsUser and the columns it reads, and the cold scan
+ * checks exactly the privileges the reference needs (as a view's owner,
+ * column privileges) and leaves row-level security to the reference's
+ * security quals, which filter both arms. A cold_rows reference not so
+ * marked is a direct call: SELECT on the whole table for the current
+ * user, and refused where row-level security applies.
+ */
+extern void cold_scan_read_for(RangeTblEntry *cold_rows, const RangeTblEntry *reference);
 
 /* Installs the planner hook and registers the custom scan; from _PG_init while preloading. */
 extern void cold_scan_init(void);

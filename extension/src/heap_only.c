@@ -488,13 +488,13 @@ check_cutline(Oid relid, int64 planned, Snapshot snapshot)
 	if (!seam_is_tiered(relid))
 		ereport(ERROR,
 				(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
-				 errmsg("table \"%s\" is no longer registered with TierDB in tiered mode", get_rel_name(relid)),
+				 errmsg("table %s is no longer registered with TierDB in tiered mode", seam_table_name(relid)),
 				 errhint("Run the statement again.")));
 	if (seam_statement_t(relid, snapshot) != planned)
 		ereport(ERROR,
 				(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
-				 errmsg("the cut-line of table \"%s\" advanced between planning and running this statement",
-						get_rel_name(relid)),
+				 errmsg("the cut-line of table %s advanced between planning and running this statement",
+						seam_table_name(relid)),
 				 errdetail("The statement was planned to read the heap only, at or above the cut-line of then."),
 				 errhint("Run the statement again: it will be planned with the new cut-line.")));
 }
@@ -516,8 +516,8 @@ begin_guard(CustomScanState *node, EState *estate, int eflags)
 		!bounds_hold((CustomScan *) node->ss.ps.plan, &reads, estate->es_param_list_info, estate->es_snapshot))
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("this statement's plan reads table \"%s\" heap-only, which its parameters do not allow",
-						get_rel_name(reads.checked_relid)),
+				 errmsg("this statement's plan reads table %s heap-only, which its parameters do not allow",
+						seam_table_name(reads.checked_relid)),
 				 errdetail("The plan was started without TierDB's executor start hook, which would have planned "
 						   "it again with the lake."),
 				 errhint("Load tierdb after the other libraries in shared_preload_libraries.")));

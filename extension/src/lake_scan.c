@@ -30,10 +30,12 @@
 #include "catalog/namespace.h"
 #include "catalog/objectaddress.h"
 #include "catalog/pg_class.h"
+#include "executor/executor.h"
 #include "executor/tuptable.h"
 #include "fmgr.h"
 #include "funcapi.h"
 #include "lib/stringinfo.h"
+#include "nodes/makefuncs.h"
 #include "miscadmin.h"
 #include "parser/parse_relation.h"
 #include "storage/fd.h"
@@ -43,11 +45,13 @@
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/rel.h"
+#include "utils/rls.h"
 #include "utils/snapmgr.h"
 #include "utils/tuplestore.h"
 
 #include "lake_scan.h"
 #include "lake_values.h"
+#include "seam.h"
 
 /* Rows per batch: large enough to amortise the reader's per-call work. */
 #define LAKE_SCAN_BATCH_ROWS 4096
@@ -805,16 +809,44 @@ lake_scan_close(LakeScan *scan)
 
 /* ------------------------------------------------------------ tierdb.lake_scan() */
 
+void
+lake_check_select(Oid relid, Oid check_as, Bitmapset *selected_cols)
+{
+	RangeTblEntry *rte = makeNode(RangeTblEntry);
+
+	rte->rtekind = RTE_RELATION;
+	rte->relid = relid;
+	rte->relkind = get_rel_relkind(relid);
+	rte->requiredPerms = ACL_SELECT;
+	rte->checkAsUser = check_as;
+	rte->selectedCols = selected_cols;
+	ExecCheckRTPerms(list_make1(rte), true);
+}
+
+void
+lake_check_direct_read(Oid relid, const char *function)
+{
+	/* A whole-row reference: SELECT on every column. */
+	lake_check_select(relid, InvalidOid, bms_make_singleton(InvalidAttrNumber - FirstLowInvalidHeapAttributeNumber));
+	if (check_enable_rls(relid, InvalidOid, false) == RLS_ENABLED)
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("%s cannot apply the row-level security policies of table %s",
+						function, seam_table_name(relid)),
+				 errdetail("Row-level security applies to the current user on this table, "
+						   "and the function's rows would not be filtered by its policies."),
+				 errhint("Read the table with a plain SELECT: its policies govern its lake rows too.")));
+}
+
 /*
  * The table whose row type `rowtype` is, checked to be a table the caller
- * may read; ERROR otherwise.
+ * may read directly (lake_check_direct_read); ERROR otherwise.
  */
 static Oid
 readable_table_of_rowtype(Oid rowtype)
 {
 	Oid			relid = OidIsValid(rowtype) ? get_typ_typrelid(rowtype) : InvalidOid;
 	char		relkind = OidIsValid(relid) ? get_rel_relkind(relid) : '\0';
-	AclResult	acl;
 
 	if (relkind != RELKIND_RELATION && relkind != RELKIND_PARTITIONED_TABLE)
 		ereport(ERROR,
@@ -823,9 +855,7 @@ readable_table_of_rowtype(Oid rowtype)
 						OidIsValid(rowtype) ? format_type_be(rowtype) : "unknown"),
 				 errhint("Pass a null of the registered table's row type, as in "
 						 "tierdb.lake_scan(NULL::schema.table, snapshot_id).")));
-	acl = pg_class_aclcheck(relid, GetUserId(), ACL_SELECT);
-	if (acl != ACLCHECK_OK)
-		aclcheck_error(acl, get_relkind_objtype(relkind), get_rel_name(relid));
+	lake_check_direct_read(relid, "tierdb.lake_scan");
 	return relid;
 }
 
@@ -867,9 +897,8 @@ registered_lake_location(Oid relid)
 	if (location == NULL)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("table \"%s\" is not registered with TierDB", get_rel_name(relid)),
-				 errhint("Register it with tierdb register --table %s.%s.",
-						 get_namespace_name(get_rel_namespace(relid)), get_rel_name(relid))));
+				 errmsg("table %s is not registered with TierDB", seam_table_name(relid)),
+				 errhint("Register it with tierdb register --table %s.", seam_table_name(relid))));
 	return location;
 }
 

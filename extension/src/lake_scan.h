@@ -146,4 +146,25 @@ extern void lake_scan_stats(const LakeScan *scan, LakeScanStats *stats);
 /* Releases everything the scan holds, and the scan itself. */
 extern void lake_scan_close(LakeScan *scan);
 
+/*
+ * Checks SELECT on table relid as the executor checks a relation's range
+ * table entry: as check_as (a view's owner; InvalidOid: the current user),
+ * on the table or on exactly the columns in selected_cols (selectedCols'
+ * numbering), with Postgres' own error.
+ */
+extern void lake_check_select(Oid relid, Oid check_as, Bitmapset *selected_cols);
+
+/*
+ * The checks a direct call of a function returning a table's lake rows
+ * (tierdb.lake_scan, tierdb.cold_rows: not the transparent read, which
+ * the table's own reference governs) makes before it reads: SELECT on
+ * every column of the table for the current user, as a whole-row
+ * reference to it needs (Postgres' own check and error); and no
+ * row-level security applying to the user there, as the rows would come
+ * out without the table's policies: that is refused with a hint to read
+ * the table with a plain SELECT, whose policies govern its lake rows too.
+ * `function` names the function in the error.
+ */
+extern void lake_check_direct_read(Oid relid, const char *function);
+
 #endif							/* TIERDB_LAKE_SCAN_H */

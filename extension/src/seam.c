@@ -15,6 +15,7 @@
 
 #include "access/heapam.h"
 #include "access/htup_details.h"
+#include "access/parallel.h"
 #include "access/skey.h"
 #include "access/stratnum.h"
 #include "access/table.h"
@@ -22,15 +23,19 @@
 #include "access/xact.h"
 #include "commands/trigger.h"
 #include "catalog/namespace.h"
+#include "catalog/pg_class.h"
 #include "catalog/pg_collation.h"
 #include "catalog/pg_type.h"
 #include "common/int.h"
 #include "datatype/timestamp.h"
+#include "executor/executor.h"
 #include "fmgr.h"
 #include "lib/stringinfo.h"
+#include "miscadmin.h"
 #include "storage/bufmgr.h"
 #include "storage/proc.h"
 #include "storage/smgr.h"
+#include "utils/acl.h"
 #include "utils/array.h"
 #include "parser/parse_relation.h"
 #include "utils/builtins.h"
@@ -63,6 +68,16 @@ typedef struct PinEntry
 
 /* Pins of the current transaction, in TopTransactionContext; reset at its end. */
 static List *pins = NIL;
+
+/*
+ * Tiered tables the executor checked SELECT on for a statement of the
+ * current transaction (note_readable_tables), in TopTransactionContext;
+ * reset at its end. The heap arm's bound (tierdb.seam_t_*) runs as the
+ * current user, but the reference it bounds may be checked as another (a
+ * view's owner): such a reader may learn T, as it reads the rows.
+ */
+static List *readable_tables = NIL;
+static ExecutorCheckPerms_hook_type prev_check_perms_hook = NULL;
 
 /* ------------------------------------------------------------ catalog access */
 
@@ -195,8 +210,8 @@ registered_column(Oid relid, const char *column)
 	if (attno == InvalidAttrNumber)
 		ereport(ERROR,
 				(errcode(ERRCODE_UNDEFINED_COLUMN),
-				 errmsg("column \"%s\" of table \"%s\", registered with TierDB, does not exist",
-						column, get_rel_name(relid)),
+				 errmsg("column \"%s\" of table %s, registered with TierDB, does not exist",
+						column, seam_table_name(relid)),
 				 errhint("Re-register the table, or set tierdb.transparent_reads = off to read its heap.")));
 	return attno;
 }
@@ -232,12 +247,29 @@ tier_key_operators(SeamTable *t, Oid key_type)
 			? get_opfamily_member(opfamily, key_type, key_type, strategy) : InvalidOid;
 }
 
+/*
+ * A snapshot of the newest committed state, registered (the caller
+ * unregisters it). GetLatestSnapshot would do, but it is refused in
+ * parallel mode, and the leader of a parallel plan (a Gather) runs the
+ * whole plan in parallel mode: its cold scan and the heap arm's bound pin
+ * while it runs. A catalog snapshot taken afresh is as new and allowed
+ * there. (Workers never pin: the functions and the custom scan that do
+ * are parallel restricted, so the lake is read once, by the leader.)
+ */
+static Snapshot
+fresh_snapshot(void)
+{
+	InvalidateCatalogSnapshot();
+	return RegisterSnapshot(GetCatalogSnapshot(InvalidOid));
+}
+
 /* Reads the registration from tierdb.tables; NULL when not tiered. Palloc'd in the current context. */
 static SeamTable *
 read_registration(Oid relid)
 {
 	Relation	rel;
-	HeapTuple	tuple = catalog_row("tables", relid, GetLatestSnapshot(), &rel);
+	Snapshot	latest = fresh_snapshot();
+	HeapTuple	tuple = catalog_row("tables", relid, latest, &rel);
 	SeamTable  *t = NULL;
 
 	if (tuple != NULL)
@@ -263,7 +295,7 @@ read_registration(Oid relid)
 			if (isnull)
 				ereport(ERROR,
 						(errcode(ERRCODE_DATA_CORRUPTED),
-						 errmsg("tierdb.tables has no primary_key_cols for table \"%s\"", get_rel_name(relid))));
+						 errmsg("tierdb.tables has no primary_key_cols for table %s", seam_table_name(relid))));
 			deconstruct_array(DatumGetArrayTypeP(pk), TEXTOID, -1, false, TYPALIGN_INT, &parts, NULL, &nparts);
 			t->npk = nparts;
 			t->pk_attnos = palloc(sizeof(AttrNumber) * nparts);
@@ -274,6 +306,7 @@ read_registration(Oid relid)
 	}
 	if (rel != NULL)
 		table_close(rel, AccessShareLock);
+	UnregisterSnapshot(latest);
 	return t;
 }
 
@@ -468,7 +501,7 @@ cutline_of(Oid relid, Relation rel, HeapTuple tuple)
 	if (isnull)
 		ereport(ERROR,
 				(errcode(ERRCODE_DATA_CORRUPTED),
-				 errmsg("the TierDB cut-line of table \"%s\" has no tier_key_hi", get_rel_name(relid))));
+				 errmsg("the TierDB cut-line of table %s has no tier_key_hi", seam_table_name(relid))));
 	pin.tier_key_hi = DatumGetInt64(d);
 	d = heap_getattr(tuple, attnameAttNum(rel, "lake_snapshot_id", false), desc, &isnull);
 	pin.has_snapshot = !isnull;
@@ -530,8 +563,8 @@ cutline_at(Oid relid, Snapshot snapshot)
 	if (found == NULL)
 		ereport(ERROR,
 				(errcode(ERRCODE_DATA_CORRUPTED),
-				 errmsg("table \"%s\" is registered with TierDB but has no tierdb.cutline row",
-						get_rel_name(relid)),
+				 errmsg("table %s is registered with TierDB but has no tierdb.cutline row",
+						seam_table_name(relid)),
 				 errhint("Re-register the table with tierdb register.")));
 	e = registrations ? hash_search(registrations, &relid, HASH_FIND, NULL) : NULL;
 	if (e != NULL)
@@ -546,7 +579,7 @@ cutline_at(Oid relid, Snapshot snapshot)
 static SeamPin
 read_cutline(const SeamTable *table)
 {
-	Snapshot	latest = RegisterSnapshot(GetLatestSnapshot());
+	Snapshot	latest = fresh_snapshot();
 	SeamPin		pin = cutline_at(table->relid, latest);
 
 	UnregisterSnapshot(latest);
@@ -639,7 +672,7 @@ seam_statement_t(Oid relid, Snapshot snapshot)
 	 */
 	if (cutline_writes_counted() && cutline_changes_quiet(&changes))
 	{
-		Snapshot	latest = RegisterSnapshot(GetLatestSnapshot());
+		Snapshot	latest = fresh_snapshot();
 		int64		t = cutline_at(relid, latest).tier_key_hi;
 
 		UnregisterSnapshot(latest);
@@ -687,17 +720,50 @@ forget_pins(XactEvent event, void *arg)
 		case XACT_EVENT_ABORT:
 		case XACT_EVENT_PARALLEL_ABORT:
 		case XACT_EVENT_PREPARE:
-			pins = NIL;			/* the list lived in TopTransactionContext */
+			pins = NIL;			/* the lists lived in TopTransactionContext */
+			readable_tables = NIL;
 			break;
 		default:
 			break;
 	}
 }
 
+/*
+ * ExecutorCheckPerms_hook, called once a statement's range table passed
+ * the executor's checks: notes the tiered tables it may read.
+ */
+static bool
+note_readable_tables(List *range_table, bool ereport_on_violation)
+{
+	ListCell   *lc;
+
+	if (prev_check_perms_hook && !prev_check_perms_hook(range_table, ereport_on_violation))
+		return false;
+	if (IsParallelWorker())
+		return true;			/* workers never compute the bound: the leader does */
+	foreach(lc, range_table)
+	{
+		RangeTblEntry *rte = lfirst(lc);
+
+		if (rte->rtekind == RTE_RELATION && rte->relkind == RELKIND_PARTITIONED_TABLE &&
+			(rte->requiredPerms & ACL_SELECT) && !list_member_oid(readable_tables, rte->relid) &&
+			seam_is_tiered(rte->relid))
+		{
+			MemoryContext old = MemoryContextSwitchTo(TopTransactionContext);
+
+			readable_tables = lappend_oid(readable_tables, rte->relid);
+			MemoryContextSwitchTo(old);
+		}
+	}
+	return true;
+}
+
 void
 seam_init(void)
 {
 	RegisterXactCallback(forget_pins, NULL);
+	prev_check_perms_hook = ExecutorCheckPerms_hook;
+	ExecutorCheckPerms_hook = note_readable_tables;
 	cutline_changes_init();
 }
 
@@ -735,7 +801,12 @@ seam_key_datum(SeamKeyKind kind, int64 canonical)
 char *
 seam_table_name(Oid relid)
 {
-	return quote_qualified_identifier(get_namespace_name(get_rel_namespace(relid)), get_rel_name(relid));
+	char	   *name = get_rel_name(relid);
+	char	   *nsp = name != NULL ? get_namespace_name(get_rel_namespace(relid)) : NULL;
+
+	if (name == NULL || nsp == NULL)
+		return psprintf("with OID %u", relid);
+	return quote_qualified_identifier(nsp, name);
 }
 
 char *
@@ -790,22 +861,30 @@ seam_key_canonical(SeamKeyKind kind, Oid typid, Datum value)
  * key's type, for the heap branch of a transparent read (transparent.c):
  * tier_key >= (SELECT tierdb.seam_t_timestamptz('public.events')). One
  * function per family so the comparison uses the key's own operator and
- * run-time partition pruning applies.
+ * run-time partition pruning applies. Callable by those who may read the
+ * table: with SELECT on it or on some of its columns, or through a
+ * reference the executor checked (readable_tables).
  */
 static Datum
 pinned_t(Oid relid, SeamKeyKind expected)
 {
-	SeamTable  *table = seam_lookup_table(relid);
+	SeamTable  *table;
 	SeamPin		pin;
 
+	/* T is the table's: for those who may read it (an unknown relid is an error here too). */
+	if (!list_member_oid(readable_tables, relid) &&
+		pg_class_aclcheck(relid, GetUserId(), ACL_SELECT) != ACLCHECK_OK &&
+		pg_attribute_aclcheck_all(relid, GetUserId(), ACL_SELECT, ACLMASK_ANY) != ACLCHECK_OK)
+		aclcheck_error(ACLCHECK_NO_PRIV, OBJECT_TABLE, get_rel_name(relid));
+	table = seam_lookup_table(relid);
 	if (table == NULL)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("table \"%s\" is not registered with TierDB in tiered mode", get_rel_name(relid))));
+				 errmsg("table %s is not registered with TierDB in tiered mode", seam_table_name(relid))));
 	if (table->key_kind != expected)
 		ereport(ERROR,
 				(errcode(ERRCODE_DATATYPE_MISMATCH),
-				 errmsg("the tier key of table \"%s\" is not of this function's type", get_rel_name(relid))));
+				 errmsg("the tier key of table %s is not of this function's type", seam_table_name(relid))));
 	pin = seam_pin(table);
 	return seam_key_datum(expected, pin.tier_key_hi);
 }

@@ -27,6 +27,13 @@
  * under REPEATABLE READ and SERIALIZABLE; both branches of a statement,
  * the heap bound and the cold scan, use the same pin.
  *
+ * Parallel plans: only the leader pins, while it runs the plan in parallel
+ * mode (so the cut-line is read with a fresh catalog snapshot, which that
+ * mode allows, not GetLatestSnapshot). The heap bound is an initplan the
+ * leader computes and passes to the workers, and the cold scan is not
+ * parallel safe: the workers read heap partitions only, at the leader's
+ * T, and the lake is read once.
+ *
  *-------------------------------------------------------------------------
  */
 #ifndef TIERDB_SEAM_H
@@ -111,7 +118,7 @@ extern void seam_init(void);
 /* A canonical tier-key value as a Datum of the key column's type family. */
 extern Datum seam_key_datum(SeamKeyKind kind, int64 canonical);
 
-/* A table's schema-qualified, quoted name, for messages and EXPLAIN. */
+/* A table's schema-qualified, quoted name, for messages and EXPLAIN; "with OID n" once it is gone. */
 extern char *seam_table_name(Oid relid);
 
 /* A canonical tier-key value in the key column's own type, as text. */

@@ -26,7 +26,8 @@
  * Permissions: the heap arm's table reference takes over the original
  * reference's required privileges and checked columns, so the executor
  * checks the user's table exactly as before (also when the heap arm is
- * pruned); the cold scan checks SELECT on the table itself too.  Row-level
+ * pruned); the cold arm carries them too, and the cold scan checks the
+ * same (cold_scan_read_for).  Row-level
  * security quals stay on the replaced reference and so filter both arms.
  *
  * Heap-only references.  When a query's own conditions put the tier key
@@ -266,6 +267,8 @@ inherit_permissions(Query *seam, const RangeTblEntry *original)
 	heap_rel->requiredPerms = original->requiredPerms;
 	heap_rel->checkAsUser = original->checkAsUser;
 	heap_rel->selectedCols = bms_copy(original->selectedCols);
+	/* The cold arm's function reference checks the same (cold_scan.h). */
+	cold_scan_read_for(rt_fetch(1, rt_fetch(2, seam->rtable)->subquery->rtable), original);
 }
 
 /* Turns the relation reference into the seam union subquery, in place. */

@@ -385,7 +385,7 @@ def test_unregistered_table_and_wrong_types_are_refused(events_tiered_twice):
     db, _, second = events_tiered_twice
     db.psql("CREATE TABLE plain (id int); CREATE TYPE pair AS (a int, b int); CREATE VIEW v AS SELECT 1 AS id")
     message = db.error(scan_sql("plain", second["S"]))
-    assert 'table "plain" is not registered with TierDB' in message
+    assert "table public.plain is not registered with TierDB" in message
     assert "tierdb register --table public.plain" in message
     for arg, shown in (("int", "integer"), ("pair", "pair"), ("v", "v")):
         message = db.error(scan_sql(arg, 1))

@@ -235,7 +235,7 @@ def test_the_guard_stops_a_heap_only_read_planned_for_a_t_that_moved(tiered):
         )
     finally:
         db.psql(quietly.format(1704672000000000))
-    assert "ERROR:  40001: the cut-line of table \"events\" advanced between planning and running" in error, error
+    assert "ERROR:  40001: the cut-line of table public.events advanced between planning and running" in error, error
     assert "Run the statement again" in error, error
     same(db, "SELECT count(*) FROM {t} WHERE ts >= '2024-01-09'")
 
