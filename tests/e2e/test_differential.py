@@ -46,10 +46,8 @@ ROWS = 2000
 LAG = "2d"  # behind the newest row: whole days before 2024-01-08 go, qg.HOT_DAYS stay
 
 ALL_MODES = ["plain", "serial", "custom", "generic", "cursor", "parallel"]
-# Known failures, each a strict xfail below:
-#   parallel        issue 16 item 2 (cannot update SecondarySnapshot during a parallel operation)
 PASSING_FAMILIES = list(qg.FAMILIES)
-PASSING_MODES = [m for m in ALL_MODES if m != "parallel"]
+PASSING_MODES = list(ALL_MODES)
 
 
 def _listed(name, default, known):
@@ -376,8 +374,6 @@ def test_after_the_fold(data):
 # ------------------------------------------------------------ known bugs (strict xfail)
 
 
-@pytest.mark.xfail(strict=True, reason="issue 16 item 2: parallel plans over a tiered table fail"
-                   " (cannot update SecondarySnapshot during a parallel operation)")
 def test_parallel_plans(data):
     run_queries(data.conn, "parallel", SEED + 3, 60, PASSING_FAMILIES, ["parallel"])
 
