@@ -28,6 +28,7 @@
 #include "miscadmin.h"
 #include "utils/guc.h"
 
+#include "routing.h"
 #include "transparent.h"
 #include "worker.h"
 
@@ -50,6 +51,7 @@ _PG_init(void)
 	 */
 	tierdb_worker_define_gucs();
 	transparent_reads_init(process_shared_preload_libraries_in_progress);
+	routing_init();
 	DefineCustomBoolVariable("tierdb.explain",
 							 "Makes tierdb_upsert() and tierdb_delete() report each route they take, and why, as a NOTICE.",
 							 NULL,
