@@ -10,18 +10,35 @@
  *
  * Privileges.  The routing functions run as their caller (SECURITY
  * INVOKER): every statement on the user's table is checked, row-secured
- * and triggered as the caller's own would be.  Catalog access goes through
- * the bridge functions tierdb.<op>(regclass, ...) of src/routing.c, which
- * check the caller's privileges on that table (SELECT for reads, INSERT and
- * UPDATE for an upsert, UPDATE or DELETE for a tombstone) and then call
- * tierdb.<op>_impl, a SECURITY DEFINER function that touches only that
- * table's catalog rows and runs no user code.  The _impl functions cannot
- * be executed from SQL.  So a role may write cold rows of exactly the tables
- * it may write hot rows of, and nothing else of the catalog; where row-level
- * security applies to it, only hot rows (a delta row is out of the
- * policies' reach).  The caller
- * needs USAGE on schema tierdb (granted to PUBLIC below: the catalog's
- * tables themselves stay ungranted).
+ * and triggered as the caller's own would be.  The documented functions
+ * that write the catalog (tierdb_upsert, tierdb_delete's delete_routed,
+ * tierdb_read_begin's read_begin, tierdb_read_end) are entry points in C
+ * (src/routing.c): they open a routing window on their table and run their
+ * body tierdb.<name>_body, which nobody may execute from SQL.  Catalog
+ * access goes through the bridge functions tierdb.<op>(...) of routing.c:
+ * those that write (or lock the cut-line) work only inside a window on
+ * their table, and every bridge checks the caller's privileges on that
+ * table (SELECT for reads, INSERT and UPDATE for an upsert, UPDATE or
+ * DELETE for a tombstone) before it calls tierdb.<op>_impl, a SECURITY
+ * DEFINER function that touches only that table's catalog rows and runs no
+ * user code.  The _impl functions cannot be executed from SQL.  So a role
+ * may write cold rows of exactly the tables it may write hot rows of, only
+ * through the documented calls, and nothing else of the catalog; where
+ * row-level security applies to it, only hot rows (a delta row is out of
+ * the policies' reach).  The helpers left executable by PUBLIC run as the
+ * caller and hold no privilege of their own (codecs, statement builders,
+ * checks).  The caller needs USAGE on schema tierdb (granted to PUBLIC
+ * below: the catalog's tables themselves stay ungranted).
+ *
+ * Rows.  A routed row must pass every check a plain INSERT of it would
+ * (normalize_row, routing.c tierdb_checked_row), and a row bound for the
+ * lake must hold only values the lake can store, so nothing that could
+ * never fold enters the delta.
+ *
+ * The heap.  Whether a pk is in the heap is always asked of the heap at
+ * or above T (heap_scope), never of the table as a transparent read sees
+ * it: a lake row taken for a heap row would route a cold move as a move
+ * out of the heap, with no old_tier_key.
  *
  * Where a row lives (SPEC §5): at or above T in the heap, below it in the
  * lake at S merged with tierdb.delta.  A primary key lives in exactly one
