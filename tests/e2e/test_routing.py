@@ -109,9 +109,11 @@ def events(db, tierdb):
     return db
 
 
-def upsert_both(db, row_sql):
-    """tierdb_upsert of the row `row_sql` (a SELECT of events' columns), and the same change to `expected`."""
-    result = route(db, f"tierdb_upsert('events', (SELECT to_jsonb(r) FROM ({row_sql}) r))")
+def upsert_both(db, row_sql, as_role=None):
+    """tierdb_upsert of the row `row_sql` (a SELECT of events' columns), as `as_role` if given, and the
+    same change to `expected`."""
+    prefix = "" if as_role is None else f"SET ROLE {as_role};\n"
+    result = scalar(db, prefix + f"SELECT tierdb_upsert('events', (SELECT to_jsonb(r) FROM ({row_sql}) r))")
     db.psql(
         SESSION + f"CREATE TEMP TABLE new_row AS {row_sql};\n"
         "DELETE FROM expected WHERE id = (SELECT id FROM new_row);\n"

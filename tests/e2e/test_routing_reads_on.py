@@ -28,19 +28,15 @@ def reads_on(db):
 def test_moving_a_cold_row_within_the_lake_folds_exactly(events, tierdb, role):
     db = events
     reads_on(db)
-    as_role = ""
     if role is not None:
         db.psql(f"DROP ROLE IF EXISTS {role};\nCREATE ROLE {role};\n"
                 f"GRANT SELECT, INSERT, UPDATE ON events TO {role};\nGRANT SELECT ON expected TO {role};")
-        as_role = f"SET ROLE {role};\n"
     try:
         ts20 = usec(db, scalar(db, "SELECT ts FROM expected WHERE id = 20"))
         ts40 = usec(db, scalar(db, "SELECT ts FROM expected WHERE id = 40"))
         for pk, day in ((20, "2024-01-05T12:00:00Z"), (40, "2024-01-02T06:00:00Z")):
-            row = (f"SELECT id, timestamptz '{day}' AS ts, 'moved'::text AS v, amount FROM expected WHERE id = {pk}")
-            got = scalar(db, as_role + f"SELECT tierdb_upsert('events', (SELECT to_jsonb(r) FROM ({row}) r))")
-            assert got == "delta"
-            upsert_both_expected(db, row)
+            row = f"SELECT id, timestamptz '{day}' AS ts, 'moved'::text AS v, amount FROM expected WHERE id = {pk}"
+            assert upsert_both(db, row, as_role=role) == "delta"
         d = delta(db, "events")
         # the lake copies stay where they were: the fold deletes them there
         assert d["20"][:3] == (0, usec(db, "2024-01-05 12:00:00+00"), ts20)
@@ -59,22 +55,15 @@ def test_moving_a_cold_row_within_the_lake_folds_exactly(events, tierdb, role):
             db.psql(f"DROP OWNED BY {role};\nDROP ROLE {role};")
 
 
-def upsert_both_expected(db, row_sql):
-    db.psql(f"CREATE TEMP TABLE new_row AS {row_sql};\n"
-            "DELETE FROM expected WHERE id = (SELECT id FROM new_row);\n"
-            "INSERT INTO expected SELECT * FROM new_row;")
-
-
 def test_a_hot_row_moved_cold_and_back_with_reads_on(events, tierdb):
     """The heap lookups of the other routes read the heap only too."""
     db = events
     reads_on(db)
-    # hot 2900 goes cold (leaves the heap), cold 30 goes hot (a tombstone at its lake copy)
-    assert upsert_both(db, "SELECT id, timestamptz '2024-01-02 00:00:00+00' AS ts, 'down'::text AS v, amount"
-                           " FROM expected WHERE id = 2900") == "delta"
     ts30 = usec(db, scalar(db, "SELECT ts FROM expected WHERE id = 30"))
-    assert upsert_both(db, "SELECT id, timestamptz '2024-01-09 00:00:30+00' AS ts, 'up'::text AS v, amount"
-                           " FROM expected WHERE id = 30") == "heap"
+    # hot 2900 goes cold (leaves the heap), cold 30 goes hot (a tombstone at its lake copy)
+    for pk, ts, routed in ((2900, "2024-01-02 00:00:00+00", "delta"), (30, "2024-01-09 00:00:30+00", "heap")):
+        row = f"SELECT id, timestamptz '{ts}' AS ts, 'moved'::text AS v, amount FROM expected WHERE id = {pk}"
+        assert upsert_both(db, row) == routed
     d = delta(db, "events")
     assert d["2900"][:3] == (0, usec(db, "2024-01-02 00:00:00+00"), None)
     assert d["30"][:3] == (1, ts30, None)
