@@ -320,9 +320,10 @@ tierdb_bridge_update_delete(PG_FUNCTION_ARGS)
 /* ------------------------------------------------------------ read pins */
 
 /*
- * tierdb.pin_insert(table, ttl): SELECT, inside tierdb_read_begin's window;
- * refuses a ttl beyond tierdb.max_pin_ttl, and records the caller as the
- * pin's owner (pin_insert_impl's third argument).
+ * tierdb.pin_insert(table, ttl): SELECT, inside tierdb_read_begin's window
+ * (whose body refuses a ttl that is not positive); refuses a ttl beyond
+ * tierdb.max_pin_ttl, and records the caller as the pin's owner
+ * (pin_insert_impl's third argument).
  */
 Datum
 tierdb_bridge_pin_begin(PG_FUNCTION_ARGS)
@@ -349,11 +350,6 @@ tierdb_bridge_pin_begin(PG_FUNCTION_ARGS)
 						DatumGetCString(DirectFunctionCall1(interval_out, IntervalPGetDatum(ttl))), max_pin_ttl),
 				 errdetail("A live pin holds off folding and snapshot expiry of its table."),
 				 errhint("Take a shorter pin and begin a new read when it runs out, or have a superuser raise tierdb.max_pin_ttl.")));
-	if (expiry <= now)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("a read pin needs a positive ttl, not %s",
-						DatumGetCString(DirectFunctionCall1(interval_out, IntervalPGetDatum(ttl))))));
 	return call_with(fcinfo, sibling_function(fcinfo, "_impl", false, 1, &extra_type), 1, &extra);
 }
 

@@ -15,6 +15,8 @@
  *	  server runs and supervises the TierDB daemon itself;
  *	- tierdb.explain, which makes tierdb_upsert() and tierdb_delete()
  *	  narrate their routing (routing.c, sql/0.1/30-routing.sql).
+ *	- tierdb.max_pin_ttl, the longest read pin tierdb_read_begin() grants
+ *	  (routing.c).
  *
  * The other SPEC §7 settings (transparent writes, mirrored reads) belong
  * to features that do not exist yet and are not defined here, so setting
