@@ -22,8 +22,8 @@
  *	   (fmgr calls it directly, with no EXECUTE check, as the caller).
  *	2. Bridges.  The body reaches the catalog only through the bridge
  *	   functions tierdb.<op>(...) declared with the tierdb_bridge_* symbols.
- *	   A bridge that writes the catalog (or locks the cut-line) works only
- *	   inside a window on its table, so calling it directly does nothing
+ *	   A bridge that writes the catalog works only inside a window on its
+ *	   table, so calling it directly does nothing
  *	   but fail; every bridge also checks that the role calling it
  *	   (GetUserId(): SET ROLE and enclosing SECURITY DEFINER functions
  *	   included) holds the privileges the symbol names on that table, and,
@@ -290,13 +290,16 @@ tierdb_bridge_select(PG_FUNCTION_ARGS)
 
 /*
  * tierdb.routing_state(table, lock): SELECT; locking the cut-line row
- * holds off the daemon's publications, so only a routed write may.
+ * holds off the daemon's publications until commit, which a routed write
+ * does (and tierdb-spark's RoutedWrite, around a batch of them), so it
+ * also takes a privilege that lets the role route a write: INSERT, UPDATE
+ * or DELETE.
  */
 Datum
 tierdb_bridge_routing_state(PG_FUNCTION_ARGS)
 {
 	if (!PG_ARGISNULL(0) && !PG_ARGISNULL(1) && PG_GETARG_BOOL(1))
-		require_window(fcinfo, PG_GETARG_OID(0));
+		check_table_privileges(PG_GETARG_OID(0), ACL_INSERT | ACL_UPDATE | ACL_DELETE, true);
 	return call_checked(fcinfo, ACL_SELECT, false, false);
 }
 

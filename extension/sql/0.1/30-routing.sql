@@ -16,8 +16,8 @@
  * (src/routing.c): they open a routing window on their table and run their
  * body tierdb.<name>_body, which nobody may execute from SQL.  Catalog
  * access goes through the bridge functions tierdb.<op>(...) of routing.c:
- * those that write (or lock the cut-line) work only inside a window on
- * their table, and every bridge checks the caller's privileges on that
+ * those that write work only inside a window on their table (locking the
+ * cut-line with routing_state takes SELECT and a write privilege), and every bridge checks the caller's privileges on that
  * table (SELECT for reads, INSERT and UPDATE for an upsert, UPDATE or
  * DELETE for a tombstone) before it calls tierdb.<op>_impl, a SECURITY
  * DEFINER function that touches only that table's catalog rows and runs no
