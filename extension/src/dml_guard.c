@@ -265,7 +265,7 @@ copy_hint(Oid relid)
 	table = seam_table_name(relid);
 	cut = cut_line_text(t, seam_planning_t(t));
 	return psprintf("Rows of \"%s\" with %s below its cut-line T%s%s live in the lake: write them with "
-					"tierdb_upsert('%s', <row as jsonb>), or load many with tierdb ingest. "
+					"tierdb_upsert('%s', <row as jsonb>). "
 					"Rows past the newest partition need that partition first.",
 					table, tier_key_name(t), cut != NULL ? " " : "", cut != NULL ? cut : "", table);
 }

@@ -51,6 +51,7 @@
 
 #include "lake_scan.h"
 #include "lake_values.h"
+#include "routing.h"
 #include "seam.h"
 
 /* Rows per batch: large enough to amortise the reader's per-call work. */
@@ -828,7 +829,12 @@ lake_check_direct_read(Oid relid, const char *function)
 {
 	/* A whole-row reference: SELECT on every column. */
 	lake_check_select(relid, InvalidOid, bms_make_singleton(InvalidAttrNumber - FirstLowInvalidHeapAttributeNumber));
-	if (check_enable_rls(relid, InvalidOid, false) == RLS_ENABLED)
+	/*
+	 * A routed write looks up where a key's lake copy lives (30-routing.sql,
+	 * lake_location): that lookup returns no row to the caller, and a cold
+	 * write itself is refused under row-level security (routing.c).
+	 */
+	if (check_enable_rls(relid, InvalidOid, false) == RLS_ENABLED && !routing_window_open(relid))
 		ereport(ERROR,
 				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
 				 errmsg("%s cannot apply the row-level security policies of table %s",

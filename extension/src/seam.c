@@ -242,6 +242,7 @@ tier_key_operators(SeamTable *t, Oid key_type)
 {
 	Oid			opfamily = lookup_type_cache(key_type, TYPECACHE_BTREE_OPFAMILY)->btree_opf;
 
+	t->tier_key_opfamily = opfamily;
 	for (int strategy = 1; strategy <= BTMaxStrategyNumber; strategy++)
 		t->tier_key_ops[strategy - 1] = OidIsValid(opfamily)
 			? get_opfamily_member(opfamily, key_type, key_type, strategy) : InvalidOid;

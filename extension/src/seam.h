@@ -63,6 +63,7 @@ typedef struct SeamTable
 	char	   *lake_location;	/* tierdb.tables.lake_table_ref */
 	AttrNumber	tier_key_attno;
 	Oid			tier_key_ops[BTMaxStrategyNumber];	/* its type's btree <, <=, =, >=, > (InvalidOid: none) */
+	Oid			tier_key_opfamily;	/* their btree family (InvalidOid: none) */
 	SeamKeyKind key_kind;
 	int			npk;
 	AttrNumber *pk_attnos;		/* the merge key's columns (tables.primary_key_cols) */

@@ -15,6 +15,8 @@
  *	  server runs and supervises the TierDB daemon itself;
  *	- tierdb.explain, which makes tierdb_upsert() and tierdb_delete()
  *	  narrate their routing (routing.c, sql/0.1/30-routing.sql).
+ *	- tierdb.max_pin_ttl, the longest read pin tierdb_read_begin() grants
+ *	  (routing.c).
  *
  * The other SPEC §7 settings (transparent writes, mirrored reads) belong
  * to features that do not exist yet and are not defined here, so setting
@@ -28,6 +30,7 @@
 #include "miscadmin.h"
 #include "utils/guc.h"
 
+#include "routing.h"
 #include "transparent.h"
 #include "worker.h"
 
@@ -50,6 +53,7 @@ _PG_init(void)
 	 */
 	tierdb_worker_define_gucs();
 	transparent_reads_init(process_shared_preload_libraries_in_progress);
+	routing_init();
 	DefineCustomBoolVariable("tierdb.explain",
 							 "Makes tierdb_upsert() and tierdb_delete() report each route they take, and why, as a NOTICE.",
 							 NULL,

@@ -75,6 +75,7 @@
 #include "cold_scan.h"
 #include "dml_guard.h"
 #include "heap_only.h"
+#include "routing.h"
 #include "seam.h"
 #include "transparent.h"
 
@@ -296,11 +297,18 @@ replace_reference(RangeTblEntry *rte, const SeamTable *t)
 
 /* ------------------------------------------------------------ heap-only references */
 
+/* Whether values of type typid are integers (int2, int4, int8). */
+static bool
+is_integer_type(Oid typid)
+{
+	return typid == INT2OID || typid == INT4OID || typid == INT8OID;
+}
+
 /*
  * The cell of a conjunct "tk op value" (or "value op tk") holding the value,
  * when the conjunct puts a lower bound on the tier key of range table entry
  * rti, or NULL: op is =, >= or > of the key type's btree family, and the
- * value is of the key's own type.
+ * value is of the key's own type (or, for an integer key, any integer type).
  */
 static ListCell *
 conjunct_lower_bound(Node *clause, Index rti, const SeamTable *t)
@@ -321,13 +329,27 @@ conjunct_lower_bound(Node *clause, Index rti, const SeamTable *t)
 	var_left = IsA(left, Var);
 	var = (Var *) (var_left ? left : right);
 	value = var_left ? right : left;
-	if (!IsA(var, Var) || var->varno != (int) rti || var->varlevelsup != 0 || var->varattno != t->tier_key_attno ||
-		exprType(value) != var->vartype)
+	if (!IsA(var, Var) || var->varno != (int) rti || var->varlevelsup != 0 || var->varattno != t->tier_key_attno)
 		return NULL;
 	strategy = InvalidStrategy;
-	for (int i = 0; i < BTMaxStrategyNumber; i++)
-		if (t->tier_key_ops[i] == op->opno)
-			strategy = i + 1;
+	if (exprType(value) == var->vartype)
+	{
+		for (int i = 0; i < BTMaxStrategyNumber; i++)
+			if (t->tier_key_ops[i] == op->opno)
+				strategy = i + 1;
+	}
+	else if (t->key_kind == SEAM_KEY_BIGINT && is_integer_type(exprType(value)))
+	{
+		/*
+		 * An integer key compared with another integer type, as in
+		 * "seq >= 300" on a bigint key (int84ge): the family's cross-type
+		 * operators order the values as the key's own do, and the value's
+		 * canonical form is the value itself.  Other cross-type comparisons
+		 * (a timestamptz key with a date) depend on the session's settings
+		 * and are left alone.
+		 */
+		strategy = get_op_opfamily_strategy(op->opno, t->tier_key_opfamily);
+	}
 	if (strategy != BTEqualStrategyNumber &&
 		strategy != (var_left ? BTGreaterEqualStrategyNumber : BTLessEqualStrategyNumber) &&
 		strategy != (var_left ? BTGreaterStrategyNumber : BTLessStrategyNumber))
@@ -511,6 +533,12 @@ guard_result_relation(Query *q, Rewrite *rw)
 	/* An INSERT's target has no inh (it has no ONLY); UPDATE ONLY, DELETE ONLY of a partitioned table reach nothing. */
 	if (rte->rtekind != RTE_RELATION || rte->relkind != RELKIND_PARTITIONED_TABLE ||
 		(!rte->inh && q->commandType != CMD_INSERT))
+		return;
+	/*
+	 * A routed write's own heap statements (30-routing.sql) already keep to
+	 * the heap's rows, under a cut-line they hold still (routing.h).
+	 */
+	if (routing_window_open(rte->relid))
 		return;
 	t = seam_lookup_table(rte->relid);
 	if (t == NULL)

@@ -48,6 +48,7 @@ EXPECTED_COLUMNS = {
     "read_pins": [
         ("pin_id", "bigint"), ("table_id", "bigint"), ("pinned_lake_snapshot_id", "bigint"),
         ("pinned_tier_key_hi", "bigint"), ("started_at", TS), ("expires_at", TS),
+        ("owner_role", "oid"),  # beyond SPEC §4: who may end the pin (30-routing.sql)
     ],
     "op_log": [
         ("op_id", "uuid"), ("table_id", "bigint"), ("op_kind", "text"), ("phase", "text"),

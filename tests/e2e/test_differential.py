@@ -13,13 +13,11 @@ on `tiered`, the same change as plain DML on `copy`), after the fold.
 
   TIERDB_DIFF_SEED      the seed (default 16); printed with every mismatch
   TIERDB_DIFF_QUERIES   queries over the three phases (default 2400)
-  TIERDB_DIFF_FAMILIES  comma-separated query families (default: PASSING_FAMILIES)
-  TIERDB_DIFF_MODES     comma-separated modes (default: PASSING_MODES)
+  TIERDB_DIFF_FAMILIES  comma-separated query families (default: all)
+  TIERDB_DIFF_MODES     comma-separated modes (default: all)
 
 A mismatch is shrunk to the smallest predicate that still differs and
-printed with the seed and both results. Families and modes that fail
-because of known bugs are kept out of the defaults and run as strict
-xfails below, naming the issue item: switch them on when it is fixed.
+printed with the seed and both results.
 """
 
 from __future__ import annotations
@@ -46,8 +44,6 @@ ROWS = 2000
 LAG = "2d"  # behind the newest row: whole days before 2024-01-08 go, qg.HOT_DAYS stay
 
 ALL_MODES = ["plain", "serial", "custom", "generic", "cursor", "parallel"]
-PASSING_FAMILIES = list(qg.FAMILIES)
-PASSING_MODES = list(ALL_MODES)
 
 
 def _listed(name, default, known):
@@ -58,8 +54,8 @@ def _listed(name, default, known):
     return picked
 
 
-FAMILIES = _listed("TIERDB_DIFF_FAMILIES", PASSING_FAMILIES, qg.FAMILIES)
-MODES = _listed("TIERDB_DIFF_MODES", PASSING_MODES, ALL_MODES)
+FAMILIES = _listed("TIERDB_DIFF_FAMILIES", qg.FAMILIES, qg.FAMILIES)
+MODES = _listed("TIERDB_DIFF_MODES", ALL_MODES, ALL_MODES)
 
 MODE_SETTINGS = {
     "serial": "SET max_parallel_workers_per_gather = 0",
@@ -371,15 +367,15 @@ def test_after_the_fold(data):
     run_queries(data.conn, "folded", SEED + 2, _slice(2), FAMILIES, MODES)
 
 
-# ------------------------------------------------------------ known bugs (strict xfail)
+# ------------------------------------------------------------ focused runs (issue 16 items 1-3)
 
 
 def test_parallel_plans(data):
-    run_queries(data.conn, "parallel", SEED + 3, 60, PASSING_FAMILIES, ["parallel"])
+    run_queries(data.conn, "parallel", SEED + 3, 60, qg.FAMILIES, ["parallel"])
 
 
 def test_infinity_and_extremes(data):
-    run_queries(data.conn, "infinity", SEED + 4, 120, [qg.INFINITY_FAMILY], PASSING_MODES)
+    run_queries(data.conn, "infinity", SEED + 4, 120, [qg.INFINITY_FAMILY], ALL_MODES)
 
 
 def test_row_level_security(data):
@@ -397,14 +393,12 @@ def test_row_level_security(data):
         whole = qg.Query("all", "SELECT * FROM {t} ORDER BY id", [], [], ordered=True)
         diff = _differs(conn, "plain", whole)
         assert not diff, "SELECT * as diff_reader differs:\n" + _explain(*diff)
-        run_queries(conn, "rls", SEED + 5, 90, PASSING_FAMILIES, PASSING_MODES)
+        run_queries(conn, "rls", SEED + 5, 90, qg.FAMILIES, ALL_MODES)
     finally:
         conn.close()
         data.conn.execute("DROP OWNED BY diff_reader; DROP ROLE diff_reader")
 
 
-@pytest.mark.xfail(strict=True, reason="issue 16 item 1: tierdb_upsert moving a cold row to another cold"
-                   " day under transparent reads duplicates it after the fold")
 def test_moving_cold_rows_between_cold_days(data):
     """Runs last: the bug leaves both copies of a moved row behind."""
     data.corrections(10, move_between_cold_days=True)

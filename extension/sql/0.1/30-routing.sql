@@ -10,18 +10,35 @@
  *
  * Privileges.  The routing functions run as their caller (SECURITY
  * INVOKER): every statement on the user's table is checked, row-secured
- * and triggered as the caller's own would be.  Catalog access goes through
- * the bridge functions tierdb.<op>(regclass, ...) of src/routing.c, which
- * check the caller's privileges on that table (SELECT for reads, INSERT and
- * UPDATE for an upsert, UPDATE or DELETE for a tombstone) and then call
- * tierdb.<op>_impl, a SECURITY DEFINER function that touches only that
- * table's catalog rows and runs no user code.  The _impl functions cannot
- * be executed from SQL.  So a role may write cold rows of exactly the tables
- * it may write hot rows of, and nothing else of the catalog; where row-level
- * security applies to it, only hot rows (a delta row is out of the
- * policies' reach).  The caller
- * needs USAGE on schema tierdb (granted to PUBLIC below: the catalog's
- * tables themselves stay ungranted).
+ * and triggered as the caller's own would be.  The documented functions
+ * that write the catalog (tierdb_upsert, tierdb_delete's delete_routed,
+ * tierdb_read_begin's read_begin, tierdb_read_end) are entry points in C
+ * (src/routing.c): they open a routing window on their table and run their
+ * body tierdb.<name>_body, which nobody may execute from SQL.  Catalog
+ * access goes through the bridge functions tierdb.<op>(...) of routing.c:
+ * those that write work only inside a window on their table (locking the
+ * cut-line with routing_state takes SELECT and a write privilege), and every bridge checks the caller's privileges on that
+ * table (SELECT for reads, INSERT and UPDATE for an upsert, UPDATE or
+ * DELETE for a tombstone) before it calls tierdb.<op>_impl, a SECURITY
+ * DEFINER function that touches only that table's catalog rows and runs no
+ * user code.  The _impl functions cannot be executed from SQL.  So a role
+ * may write cold rows of exactly the tables it may write hot rows of, only
+ * through the documented calls, and nothing else of the catalog; where
+ * row-level security applies to it, only hot rows (a delta row is out of
+ * the policies' reach).  The helpers left executable by PUBLIC run as the
+ * caller and hold no privilege of their own (codecs, statement builders,
+ * checks).  The caller needs USAGE on schema tierdb (granted to PUBLIC
+ * below: the catalog's tables themselves stay ungranted).
+ *
+ * Rows.  A routed row must pass every check a plain INSERT of it would
+ * (normalize_row, routing.c tierdb_checked_row), and a row bound for the
+ * lake must hold only values the lake can store, so nothing that could
+ * never fold enters the delta.
+ *
+ * The heap.  Whether a pk is in the heap is always asked of the heap at
+ * or above T (heap_scope), never of the table as a transparent read sees
+ * it: a lake row taken for a heap row would route a cold move as a move
+ * out of the heap, with no old_tier_key.
  *
  * Where a row lives (SPEC §5): at or above T in the heap, below it in the
  * lake at S merged with tierdb.delta.  A primary key lives in exactly one
@@ -184,7 +201,7 @@ END;
 $$;
 
 CREATE FUNCTION tierdb.routing_state(tbl regclass, lock boolean) RETURNS jsonb
-LANGUAGE c AS 'MODULE_PATHNAME', 'tierdb_bridge_any';
+LANGUAGE c AS 'MODULE_PATHNAME', 'tierdb_bridge_routing_state';
 
 /* The pk's delta row: {op, tier_key, old_tier_key, version}, or NULL. */
 CREATE FUNCTION tierdb.delta_entry_impl(tbl regclass, pk text)
@@ -199,7 +216,7 @@ AS $$
 $$;
 
 CREATE FUNCTION tierdb.delta_entry(tbl regclass, pk text) RETURNS jsonb
-LANGUAGE c AS 'MODULE_PATHNAME', 'tierdb_bridge_any';
+LANGUAGE c AS 'MODULE_PATHNAME', 'tierdb_bridge_select';
 
 /*
  * Writes the pk's delta row (one per pk: a newer write replaces it) with a
@@ -242,10 +259,18 @@ RETURNS bigint
 LANGUAGE c AS 'MODULE_PATHNAME', 'tierdb_bridge_update_delete';
 
 /*
- * SPEC §5 step 1 in one statement: a read_pins row from the cutline row,
- * returned with the metadata location, as jsonb; NULL if not registered.
+ * Who took a pin (the role tierdb_read_begin ran as): only that role or a
+ * superuser may end it (routing.c).  NULL for pins other writers insert.
  */
-CREATE FUNCTION tierdb.pin_insert_impl(tbl regclass, ttl interval)
+ALTER TABLE tierdb.read_pins ADD COLUMN owner_role oid;
+
+/*
+ * SPEC §5 step 1 in one statement: a read_pins row from the cutline row,
+ * owned by `owner`, returned with the metadata location, as jsonb; NULL if
+ * not registered.  The bridge (routing.c) caps the ttl by
+ * tierdb.max_pin_ttl and passes the caller as `owner`.
+ */
+CREATE FUNCTION tierdb.pin_insert_impl(tbl regclass, ttl interval, owner oid)
 RETURNS jsonb
 LANGUAGE sql SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
@@ -254,8 +279,8 @@ AS $$
         SELECT table_id, lake_snapshot_id, tier_key_hi, lake_props ->> 'metadata_location' AS metadata_location
           FROM tierdb.cutline WHERE table_id = tbl::oid::bigint
     ), p AS (
-        INSERT INTO tierdb.read_pins (table_id, pinned_lake_snapshot_id, pinned_tier_key_hi, expires_at)
-        SELECT table_id, lake_snapshot_id, tier_key_hi, now() + ttl FROM c
+        INSERT INTO tierdb.read_pins (table_id, pinned_lake_snapshot_id, pinned_tier_key_hi, expires_at, owner_role)
+        SELECT table_id, lake_snapshot_id, tier_key_hi, now() + ttl, owner FROM c
         RETURNING pin_id, pinned_tier_key_hi, pinned_lake_snapshot_id, expires_at
     )
     SELECT jsonb_build_object('pin_id', p.pin_id, 'tier_key_hi', p.pinned_tier_key_hi,
@@ -265,26 +290,34 @@ AS $$
 $$;
 
 CREATE FUNCTION tierdb.pin_insert(tbl regclass, ttl interval) RETURNS jsonb
-LANGUAGE c AS 'MODULE_PATHNAME', 'tierdb_bridge_select';
+LANGUAGE c AS 'MODULE_PATHNAME', 'tierdb_bridge_pin_begin';
 
-CREATE FUNCTION tierdb.pin_delete_impl(tbl regclass, pin bigint)
+/*
+ * Deletes the pin if `caller` owns it or `is_superuser`: true when it did,
+ * false when there is no such pin, NULL when it is another role's.
+ */
+CREATE FUNCTION tierdb.pin_delete_impl(pin bigint, caller oid, is_superuser boolean)
 RETURNS boolean
-LANGUAGE sql SECURITY DEFINER
+LANGUAGE plpgsql SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS $$
-    WITH d AS (DELETE FROM tierdb.read_pins WHERE pin_id = pin AND table_id = tbl::oid::bigint RETURNING 1)
-    SELECT EXISTS (SELECT FROM d)
+DECLARE
+    owner oid;
+BEGIN
+    SELECT owner_role INTO owner FROM tierdb.read_pins WHERE pin_id = pin FOR UPDATE;
+    IF NOT FOUND THEN
+        RETURN false;
+    END IF;
+    IF NOT is_superuser AND owner IS DISTINCT FROM caller THEN
+        RETURN NULL;
+    END IF;
+    DELETE FROM tierdb.read_pins WHERE pin_id = pin;
+    RETURN true;
+END;
 $$;
 
-CREATE FUNCTION tierdb.pin_delete(tbl regclass, pin bigint) RETURNS boolean
-LANGUAGE c AS 'MODULE_PATHNAME', 'tierdb_bridge_select';
-
-/* The table a pin holds, so read_end can check SELECT on it; NULL if no such pin. */
-CREATE FUNCTION tierdb.pin_table(pin bigint)
-RETURNS regclass
-LANGUAGE sql STABLE SECURITY DEFINER
-SET search_path = pg_catalog, pg_temp
-AS $$ SELECT table_id::oid::regclass FROM tierdb.read_pins WHERE pin_id = pin $$;
+CREATE FUNCTION tierdb.pin_delete(pin bigint) RETURNS boolean
+LANGUAGE c AS 'MODULE_PATHNAME', 'tierdb_bridge_pin_end';
 
 /*
  * What tierdb_rewrite_scan needs: the routing state, with T and S from the
@@ -325,8 +358,8 @@ REVOKE EXECUTE ON FUNCTION tierdb.routing_state_impl(regclass, boolean),
                            tierdb.delta_entry_impl(regclass, text),
                            tierdb.delta_put_impl(regclass, text, bigint, bigint, jsonb),
                            tierdb.delta_tombstone_impl(regclass, text, bigint, bigint),
-                           tierdb.pin_insert_impl(regclass, interval),
-                           tierdb.pin_delete_impl(regclass, bigint),
+                           tierdb.pin_insert_impl(regclass, interval, oid),
+                           tierdb.pin_delete_impl(bigint, oid, boolean),
                            tierdb.scan_state_impl(regclass, bigint)
        FROM PUBLIC;
 
@@ -348,7 +381,7 @@ BEGIN
         RAISE EXCEPTION 'routed writes do not serve direct tables, and % is one', tbl
             USING ERRCODE = 'feature_not_supported',
                   DETAIL = 'A direct table has no delta: its historical rows change only by a lake commit.',
-                  HINT = 'Write historical rows with tierdb ingest, hot rows with plain INSERT, UPDATE and DELETE.';
+                  HINT = 'Write historical rows by a lake commit (an Iceberg writer such as Spark, holding the table''s lake lock), hot rows with plain INSERT, UPDATE and DELETE.';
     END IF;
     IF st ->> 'mode' = 'mirrored' THEN
         RAISE EXCEPTION 'routed writes do not serve mirrored tables yet, and % is one', tbl
@@ -467,9 +500,12 @@ $$;
  * to_jsonb(jsonb_populate_record(NULL::table, image)), the canonical pk,
  * the canonical tier key, and the key (the pk columns) as jsonb.  Errors
  * name the column: unknown columns, missing or NULL key columns, values
- * that do not convert.
+ * that do not convert.  jsonb_populate_record applies the columns' typmods
+ * and domain constraints; with `full_row` (an upsert's image, not a
+ * delete's key) the row must also pass what a plain INSERT of it checks
+ * (tierdb.checked_row: generated columns computed, NOT NULL, CHECK).
  */
-CREATE FUNCTION tierdb.normalize_row(tbl regclass, st jsonb, image jsonb,
+CREATE FUNCTION tierdb.normalize_row(tbl regclass, st jsonb, image jsonb, full_row boolean DEFAULT true,
                                      OUT payload jsonb, OUT pk text, OUT tier_key bigint, OUT key jsonb)
 LANGUAGE plpgsql STABLE
 SET search_path = pg_catalog, pg_temp
@@ -481,6 +517,7 @@ DECLARE
     needed text;
     col text;
     problem text;
+    problem_code text;
 BEGIN
     IF jsonb_typeof(image) IS DISTINCT FROM 'object' THEN
         RAISE EXCEPTION 'a row image of % must be a JSON object, not %', tbl, coalesce(jsonb_typeof(image), 'NULL')
@@ -517,16 +554,46 @@ BEGIN
                 EXECUTE format('SELECT (jsonb_populate_record(NULL::%s, jsonb_build_object(%L, $1 -> %L))).%I',
                                tbl, col, col, col) USING image;
             EXCEPTION WHEN OTHERS THEN
-                GET STACKED DIAGNOSTICS problem = MESSAGE_TEXT;
+                -- Postgres' own error (a domain's check, a typmod's overflow) is the detail, its code kept
+                GET STACKED DIAGNOSTICS problem = MESSAGE_TEXT, problem_code = RETURNED_SQLSTATE;
                 RAISE EXCEPTION 'column % of % cannot take the value %', quote_ident(col), tbl, image -> col
-                    USING ERRCODE = 'invalid_text_representation',
+                    USING ERRCODE = problem_code,
                           DETAIL = problem,
                           HINT = 'Give the value as the column''s type reads it (the JSON that to_jsonb() makes of a row of the table).';
             END;
         END LOOP;
         RAISE;
     END;
+    IF full_row THEN
+        payload := tierdb.check_row(tbl, payload, false);
+    END IF;
     SELECT jsonb_object_agg(c, payload -> c) INTO key FROM jsonb_array_elements_text(st -> 'pk_cols') c;
+END;
+$$;
+
+/*
+ * The row of the table in `payload` (a normalised row image) with its
+ * generated columns computed, refused with Postgres' own error unless it
+ * obeys every constraint a plain INSERT of it would; `for_lake` also
+ * refuses values the lake cannot hold (routing.c, tierdb_checked_row).
+ */
+CREATE FUNCTION tierdb.checked_row(row_ anyelement, for_lake boolean)
+RETURNS anyelement
+LANGUAGE c STRICT
+AS 'MODULE_PATHNAME', 'tierdb_checked_row';
+
+CREATE FUNCTION tierdb.check_row(tbl regclass, payload jsonb, for_lake boolean)
+RETURNS jsonb
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+SET extra_float_digits = 3
+AS $$
+DECLARE
+    checked jsonb;
+BEGIN
+    EXECUTE format('SELECT to_jsonb(tierdb.checked_row(jsonb_populate_record(NULL::%s, $1), $2))', tbl)
+       INTO checked USING payload, for_lake;
+    RETURN checked;
 END;
 $$;
 
@@ -657,7 +724,6 @@ CREATE FUNCTION tierdb.heap_exec(tbl regclass, st jsonb, tier_key bigint, statem
 RETURNS bigint
 LANGUAGE plpgsql
 SET search_path = pg_catalog, pg_temp
-SET tierdb.transparent_reads = off  -- the heap half of a routed write: plain DML's guard (dml_guard.c) is not for it
 AS $$
 DECLARE
     n bigint;
@@ -680,7 +746,26 @@ $$;
 
 /* ------------------------------------------------------------ the heap side */
 
-/* Whether the heap holds the pk of `key`. */
+/*
+ * SQL text " AND r.<tier key> >= <T>": what the heap holds for routing.
+ * Rows below T are the lake's, also while the partitions that held them
+ * wait to be dropped after tiering; with --keep-heap (or before the first
+ * T) the heap holds every row.  The condition also makes the statements
+ * below read the heap only when transparent reads are on: their union's
+ * cold branch holds rows below T alone, so it adds nothing (and a
+ * constant bound at or above T plans the table heap-only, transparent.c).
+ */
+CREATE FUNCTION tierdb.heap_scope(st jsonb, r text)
+RETURNS text
+LANGUAGE sql IMMUTABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT CASE WHEN tierdb.routes_hot(st, NULL) THEN ''
+                ELSE format(' AND %I.%I >= %s', r, st ->> 'tier_key_col',
+                            tierdb.tier_key_literal((st ->> 'T')::bigint, st ->> 'tier_key_type')) END
+$$;
+
+/* Whether the heap holds the pk of `key` (at or above T, see heap_scope). */
 CREATE FUNCTION tierdb.heap_has(tbl regclass, st jsonb, key jsonb)
 RETURNS boolean
 LANGUAGE plpgsql
@@ -689,22 +774,22 @@ AS $$
 DECLARE
     found boolean;
 BEGIN
-    EXECUTE format('SELECT EXISTS (SELECT FROM %s t, jsonb_populate_record(NULL::%s, $1) k WHERE %s)',
-                   tbl, tbl, tierdb.pk_match(st, 't', 'k'))
+    EXECUTE format('SELECT EXISTS (SELECT FROM %s t, jsonb_populate_record(NULL::%s, $1) k WHERE %s%s)',
+                   tbl, tbl, tierdb.pk_match(st, 't', 'k'), tierdb.heap_scope(st, 't'))
        INTO found USING key;
     RETURN found;
 END;
 $$;
 
-/* Deletes the heap rows of the pk of `key`; returns how many. */
+/* Deletes the heap rows of the pk of `key` (see heap_scope); returns how many. */
 CREATE FUNCTION tierdb.heap_delete(tbl regclass, st jsonb, tier_key bigint, key jsonb)
 RETURNS bigint
 LANGUAGE sql
 SET search_path = pg_catalog, pg_temp
 AS $$
     SELECT tierdb.heap_exec(tbl, st, tier_key,
-                            format('DELETE FROM %s t USING jsonb_populate_record(NULL::%s, $1) k WHERE %s',
-                                   tbl, tbl, tierdb.pk_match(st, 't', 'k')),
+                            format('DELETE FROM %s t USING jsonb_populate_record(NULL::%s, $1) k WHERE %s%s',
+                                   tbl, tbl, tierdb.pk_match(st, 't', 'k'), tierdb.heap_scope(st, 't')),
                             key)
 $$;
 
@@ -727,8 +812,8 @@ BEGIN
       INTO cols, values_
       FROM tierdb.table_columns(tbl) c WHERE NOT c.generated;
     IF tierdb.heap_exec(tbl, st, tier_key,
-                        format('UPDATE %s AS t SET (%s) = ROW(%s) FROM jsonb_populate_record(NULL::%s, $1) r WHERE %s',
-                               tbl, cols, values_, tbl, tierdb.pk_match(st, 't', 'r')),
+                        format('UPDATE %s AS t SET (%s) = ROW(%s) FROM jsonb_populate_record(NULL::%s, $1) r WHERE %s%s',
+                               tbl, cols, values_, tbl, tierdb.pk_match(st, 't', 'r'), tierdb.heap_scope(st, 't')),
                         payload) > 0 THEN
         RETURN false;
     END IF;
@@ -743,13 +828,28 @@ $$;
 /* ------------------------------------------------------------ routed writes */
 
 /*
- * tierdb_upsert(table, row image): writes one full row where its tier key
- * says it lives (SPEC §7).  Columns missing from the image are NULL.
- * Returns 'heap' or 'delta'.  Needs SELECT, INSERT and UPDATE on the table
- * (as INSERT ... ON CONFLICT DO UPDATE does), and DELETE when the write
- * moves a heap row below T.
+ * Entry points (routing.c, tierdb_routing_entry): each documented function
+ * that writes the catalog is a C function that opens the routing window on
+ * its table and runs its body tierdb.<name>_body as the caller.  Only
+ * inside that window do the catalog bridges write; the bodies cannot be
+ * executed from SQL (revoked below).
  */
-CREATE FUNCTION tierdb_upsert(tbl regclass, row_image jsonb)
+
+/*
+ * tierdb_upsert(table, row image): writes one full row where its tier key
+ * says it lives (SPEC §7).  Columns missing from the image are NULL;
+ * generated columns are computed (a value given for one must be the one it
+ * computes).  The row must pass every check a plain INSERT of it would
+ * (typmods, domains, NOT NULL, CHECK), and a row bound for the lake must
+ * hold only values the lake can (no NaN in a decimal).  Returns 'heap' or
+ * 'delta'.  Needs SELECT, INSERT and UPDATE on the table (as INSERT ... ON
+ * CONFLICT DO UPDATE does), and DELETE when the write moves a heap row
+ * below T.
+ */
+CREATE FUNCTION tierdb_upsert(tbl regclass, row_image jsonb) RETURNS text
+LANGUAGE c AS 'MODULE_PATHNAME', 'tierdb_routing_entry';
+
+CREATE FUNCTION tierdb.tierdb_upsert_body(tbl regclass, row_image jsonb)
 RETURNS text
 LANGUAGE plpgsql
 SET search_path = pg_catalog, pg_temp
@@ -799,6 +899,7 @@ BEGIN
     END IF;
 
     PERFORM tierdb.check_retention(tbl, st, n.tier_key);
+    PERFORM tierdb.check_row(tbl, n.payload, true);
     -- a heap row of this pk moves below T: it leaves the heap
     heap_had := tierdb.heap_has(tbl, st, n.key);
     IF heap_had THEN
@@ -826,7 +927,10 @@ $$;
  * `tier_key` is canonical, given as a value of the family `given`.
  * Returns 'heap', 'delta', or 'none' when the routed tier has no such row.
  */
-CREATE FUNCTION tierdb.delete_routed(tbl regclass, key jsonb, tier_key bigint, given text)
+CREATE FUNCTION tierdb.delete_routed(tbl regclass, key jsonb, tier_key bigint, given text) RETURNS text
+LANGUAGE c AS 'MODULE_PATHNAME', 'tierdb_routing_entry';
+
+CREATE FUNCTION tierdb.delete_routed_body(tbl regclass, key jsonb, tier_key bigint, given text)
 RETURNS text
 LANGUAGE plpgsql
 SET search_path = pg_catalog, pg_temp
@@ -872,7 +976,8 @@ BEGIN
     SELECT * INTO n
       FROM tierdb.normalize_row(tbl, st, image || jsonb_build_object(st ->> 'tier_key_col',
                                                                    CASE given WHEN 'bigint' THEN to_jsonb(tier_key)
-                                                                   ELSE to_jsonb(tierdb.tier_key_text(tier_key, given)) END));
+                                                                   ELSE to_jsonb(tierdb.tier_key_text(tier_key, given)) END),
+                             false);
     PERFORM tierdb.lock_pk(st, n.pk);
 
     IF tierdb.routes_hot(st, tier_key) THEN
@@ -924,17 +1029,24 @@ RETURN tierdb.delete_routed(tbl, key, tierdb.canonical_tier_key(tier_key), 'date
 
 /*
  * SPEC §5 step 1: pins the table's (T, S) for `ttl` and returns the pin.
- * Needs SELECT on the table.  End it with tierdb_read_end(pin_id).
+ * Needs SELECT on the table; the ttl may not exceed tierdb.max_pin_ttl
+ * (1 day unless a superuser says otherwise).  The caller owns the pin: end
+ * it with tierdb_read_end(pin_id) as the same role.
  */
-CREATE FUNCTION tierdb_read_begin(tbl regclass, ttl interval DEFAULT '15 minutes')
-RETURNS TABLE(pin_id bigint, tier_key_hi bigint, lake_snapshot_id bigint, metadata_location text,
-              expires_at timestamptz)
+CREATE FUNCTION tierdb.read_begin(tbl regclass, ttl interval) RETURNS jsonb
+LANGUAGE c AS 'MODULE_PATHNAME', 'tierdb_routing_entry';
+
+CREATE FUNCTION tierdb.read_begin_body(tbl regclass, ttl interval)
+RETURNS jsonb
 LANGUAGE plpgsql
 SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
     pin jsonb;
 BEGIN
+    IF tbl IS NULL THEN
+        RAISE EXCEPTION 'tierdb_read_begin needs a table, not NULL' USING ERRCODE = 'null_value_not_allowed';
+    END IF;
     IF ttl IS NULL OR ttl <= interval '0' THEN
         RAISE EXCEPTION 'a read pin needs a positive ttl, not %', coalesce(ttl::text, 'NULL')
             USING ERRCODE = 'invalid_parameter_value';
@@ -943,27 +1055,39 @@ BEGIN
     IF pin IS NULL THEN
         PERFORM tierdb.check_routable(tbl, tierdb.routing_state(tbl, false));
     END IF;
-    RETURN QUERY SELECT (pin ->> 'pin_id')::bigint, (pin ->> 'tier_key_hi')::bigint,
-                        (pin ->> 'lake_snapshot_id')::bigint, pin ->> 'metadata_location',
-                        (pin ->> 'expires_at')::timestamptz;
+    RETURN pin;
 END;
 $$;
 
-/* SPEC §5 step 6: deletes the pin; false if there was none.  Needs SELECT on its table. */
-CREATE FUNCTION tierdb_read_end(pin_id bigint)
-RETURNS boolean
-LANGUAGE plpgsql
+CREATE FUNCTION tierdb_read_begin(tbl regclass, ttl interval DEFAULT '15 minutes')
+RETURNS TABLE(pin_id bigint, tier_key_hi bigint, lake_snapshot_id bigint, metadata_location text,
+              expires_at timestamptz)
+LANGUAGE sql
 SET search_path = pg_catalog, pg_temp
 AS $$
-DECLARE
-    tbl regclass := tierdb.pin_table(pin_id);
-BEGIN
-    IF tbl IS NULL THEN
-        RETURN false;
-    END IF;
-    RETURN tierdb.pin_delete(tbl, pin_id);
-END;
+    SELECT (p ->> 'pin_id')::bigint, (p ->> 'tier_key_hi')::bigint, (p ->> 'lake_snapshot_id')::bigint,
+           p ->> 'metadata_location', (p ->> 'expires_at')::timestamptz
+      FROM tierdb.read_begin(tbl, ttl) AS p
 $$;
+
+/*
+ * SPEC §5 step 6: deletes the pin; false if there was none.  Only the role
+ * that took the pin, or a superuser, may end it.
+ */
+CREATE FUNCTION tierdb_read_end(pin_id bigint) RETURNS boolean
+LANGUAGE c AS 'MODULE_PATHNAME', 'tierdb_routing_entry';
+
+CREATE FUNCTION tierdb.tierdb_read_end_body(pin_id bigint)
+RETURNS boolean
+LANGUAGE sql
+SET search_path = pg_catalog, pg_temp
+AS $$ SELECT tierdb.pin_delete(pin_id) $$;
+
+REVOKE EXECUTE ON FUNCTION tierdb.tierdb_upsert_body(regclass, jsonb),
+                           tierdb.delete_routed_body(regclass, jsonb, bigint, text),
+                           tierdb.read_begin_body(regclass, interval),
+                           tierdb.tierdb_read_end_body(bigint)
+       FROM PUBLIC;
 
 /*
  * The exact union SQL of a seam read (SPEC §5 steps 2-5), to run as it is:
