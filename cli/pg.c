@@ -186,13 +186,24 @@ PGconn *tdb_pg_connect(const char *dsn, tl_error *err)
 
 /* ------------------------------------------------------------ statements */
 
+/* The SQLSTATE of the last failed statement (tdb_pg_last_sqlstate). */
+static char last_sqlstate[6];
+
+const char *tdb_pg_last_sqlstate(void)
+{
+	return last_sqlstate;
+}
+
 static PGresult *run(PGconn *c, const char *what, const char *sql, int nparams, const char *const *params,
                      ExecStatusType want, tl_error *err)
 {
+	last_sqlstate[0] = '\0';
 	PGresult *res = PQexecParams(c, sql, nparams, NULL, params, NULL, NULL, 0);
 	ExecStatusType status = res ? PQresultStatus(res) : PGRES_FATAL_ERROR;
 	if (status == want || (want == PGRES_COMMAND_OK && status == PGRES_TUPLES_OK))
 		return res;
+	const char *state = res ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : NULL;
+	snprintf(last_sqlstate, sizeof(last_sqlstate), "%s", state ? state : "");
 	char prefix[256];
 	snprintf(prefix, sizeof(prefix), "%s: ", what);
 	if (res != NULL && PQresultErrorMessage(res)[0] != '\0')

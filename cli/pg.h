@@ -47,6 +47,13 @@ int tdb_pg_exec(PGconn *c, const char *what, const char *sql, int nparams, const
 PGresult *tdb_pg_query(PGconn *c, const char *what, const char *sql, int nparams, const char *const *params,
                        tl_error *err);
 
+/*
+ * The SQLSTATE of the statement that last failed in tdb_pg_exec or
+ * tdb_pg_query ("" if the server sent none): "55P03" is a lock wait that
+ * ran past lock_timeout.
+ */
+const char *tdb_pg_last_sqlstate(void);
+
 /* Appends "ident" quoted as an SQL identifier (always quoted). */
 void tdb_pg_quote_ident(const char *ident, tl_buf *out);
 /* Appends "schema"."table". */
