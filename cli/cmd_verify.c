@@ -522,6 +522,28 @@ static int check_delta(verify_run *v, tl_error *err)
 	return 0;
 }
 
+/* Delta rows the fold left because the lake cannot hold them (cli/fold.c): each a failure. */
+static int check_unfoldable(verify_run *v, tl_error *err)
+{
+	char id[24];
+	tdb_int_text(v->t.table_id, id);
+	const char *params[] = {id};
+	PGresult *res = tdb_pg_query(v->c, "reading the delta rows the fold cannot write",
+	                             "SELECT w->>'pk', w->>'version', w->>'reason'"
+	                             " FROM tierdb.status s, jsonb_array_elements(s.unfoldable_rows) w"
+	                             " WHERE s.table_id = $1::bigint",
+	                             1, params, err);
+	if (res == NULL)
+		return -1;
+	for (int i = 0; i < PQntuples(res); i++)
+		report(v, CHECK_FAIL,
+		       "delta: row pk %s (version %s) cannot fold into the lake: %s; correct it with tierdb_upsert or "
+		       "tierdb_delete",
+		       PQgetvalue(res, i, 0), PQgetvalue(res, i, 1), PQgetvalue(res, i, 2));
+	PQclear(res);
+	return 0;
+}
+
 /* ------------------------------------------------------------ the command */
 
 static int prepare(verify_run *v, tl_error *err)
@@ -567,7 +589,7 @@ static int verify_table(verify_run *v, tl_error *err)
 	       v->lake->location);
 	tl_buf_free(&t_text);
 	if (check_snapshot(v, err) < 0 || check_partitions(v, err) < 0 || check_lake_at_s(v, err) < 0 ||
-	    check_heap_below_t(v, err) < 0 || check_delta(v, err) < 0)
+	    check_heap_below_t(v, err) < 0 || check_delta(v, err) < 0 || check_unfoldable(v, err) < 0)
 		return -1;
 	return 0;
 }

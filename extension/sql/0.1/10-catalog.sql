@@ -276,7 +276,14 @@ SELECT t.table_id,
           FROM (SELECT pa.state, count(*) AS n
                   FROM tierdb.partitions pa
                  WHERE pa.table_id = t.table_id
-                 GROUP BY pa.state) s) AS partition_states
+                 GROUP BY pa.state) s) AS partition_states,
+       -- delta rows the fold leaves because the lake cannot hold them (cli/fold.c)
+       (SELECT coalesce(jsonb_agg(w - 'kind' ORDER BY (w->>'version')::bigint), '[]')
+          FROM tierdb.lake_stats ls, jsonb_array_elements(ls.warnings) w
+         WHERE ls.table_id = t.table_id AND w->>'kind' = 'unfoldable_delta_row'
+           AND EXISTS (SELECT FROM tierdb.delta d
+                        WHERE d.table_id = t.table_id AND d.pk = w->>'pk'
+                          AND d.version::text = w->>'version')) AS unfoldable_rows
   FROM tierdb.tables t
   LEFT JOIN tierdb.cutline c ON c.table_id = t.table_id;
 
