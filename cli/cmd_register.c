@@ -681,9 +681,14 @@ static void register_usage(FILE *out)
 	      "  --profile P            the storage profile (default: the default profile)\n"
 	      "  --lake-retention N     expire lake rows older than N (integers: a number; timestamps:\n"
 	      "                         90s, 15m, 12h, 7d; dates: days)\n"
-	      "  --dsn DSN              the database (else TIERDB_PG_URL, else PG* variables)\n"
+	      "  --dsn DSN              the database (else TIERDB_PG_URL, else PG* variables;\n"
+	      "                         TIERDB_PG_USER and TIERDB_PG_PASSWORD give user and password)\n"
 	      "\n"
-	      "The lake table goes to <warehouse>/<schema>/<table>: the warehouse is the profile's,\n"
+	      "The table may have no DEFAULT partition and no gaps between partitions, and a\n"
+	      "nullable --pk column must hold no NULLs.\n"
+	      "\n"
+	      "The lake table goes to <warehouse>/<schema>/<table> (names percent-encoded where\n"
+	      "they are not [A-Za-z0-9_.-] or start with '.'): the warehouse is the profile's,\n"
 	      "else TIERDB_WAREHOUSE, else $XDG_DATA_HOME/tierdb/warehouse or\n"
 	      "$HOME/.local/share/tierdb/warehouse.\n",
 	      out);
@@ -934,8 +939,10 @@ static void unregister_usage(FILE *out)
 	      "Removes a table's registration from the tierdb catalog (its cut-line, partitions,\n"
 	      "pending delta rows and pins go with it) in one transaction. The Postgres table is\n"
 	      "not touched. The lake table stays where it is unless --drop-lake is given, which\n"
-	      "deletes its directory after the catalog rows are gone; rows that only the lake\n"
-	      "held are then lost.\n",
+	      "deletes its directory after the catalog rows are gone (only the table's own\n"
+	      "directory inside the warehouse; anything else is refused before a change); rows\n"
+	      "that only the lake held are then lost. A table that is not registered is not an\n"
+	      "error: leftover journal rows of it (and of dropped tables) are removed.\n",
 	      out);
 }
 

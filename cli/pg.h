@@ -23,7 +23,8 @@
  * Connects per SPEC §8: `dsn` (the --dsn option, NULL when absent), else
  * TIERDB_PG_URL (postgres:// or jdbc:postgresql://host:port/db?user=..&password=..
  * URLs; either source may be any libpq conninfo or a JDBC URL), else libpq's
- * PG* environment; application_name "tierdb" and
+ * PG* environment; TIERDB_PG_USER / TIERDB_PG_PASSWORD give the user and
+ * password unless the source names them; application_name "tierdb" and
  * client_encoding UTF8 (the lake holds UTF-8). NULL with err set; the
  * message names the source used and libpq's reason.
  */
