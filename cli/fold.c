@@ -346,23 +346,25 @@ static void unfoldable_sql(const fold_run *r, tl_buf *sql)
 	for (int i = 0; i < r->ncols; i++) {
 		const tdb_pg_column *col = &r->cols[i];
 		if (schema->fields[i].required)
-			append_problem("put", "p", col->name, "%s IS NULL", "is NULL, but the lake table requires a value",
+			append_problem("put", "p.r", col->name, "%s IS NULL", "is NULL, but the lake table requires a value",
 			               false, sql);
 		if (col->ice_type.id == TL_ICE_DECIMAL)
-			append_problem("put", "p", col->name, "%s::text IN ('NaN', 'Infinity', '-Infinity')",
+			append_problem("put", "p.r", col->name, "%s::text IN ('NaN', 'Infinity', '-Infinity')",
 			               "holds a value an Iceberg decimal cannot hold", true, sql);
 		else if (col->ice_type.id == TL_ICE_DATE || col->ice_type.id == TL_ICE_TIMESTAMP ||
 		         col->ice_type.id == TL_ICE_TIMESTAMPTZ)
-			append_problem("put", "p", col->name, "NOT isfinite(%s)", "holds a value Iceberg cannot hold", true,
+			append_problem("put", "p.r", col->name, "NOT isfinite(%s)", "holds a value Iceberg cannot hold", true,
 			               sql);
 	}
 	for (int i = 0; i < r->nkey; i++)
-		append_problem("del", "k", r->key_cols[i].name, "%s IS NULL", "of the key is NULL", false, sql);
-	tl_buf_append_str(sql, " END AS reason FROM " FOLD_TABLE " f2, LATERAL jsonb_populate_record(NULL::");
+		append_problem("del", "k.r", r->key_cols[i].name, "%s IS NULL", "of the key is NULL", false, sql);
+	/* Records as qualified columns (p.r), which no column of the user's table can shadow. */
+	tl_buf_append_str(sql, " END AS reason FROM " FOLD_TABLE " f2, LATERAL (SELECT jsonb_populate_record(NULL::");
 	tdb_pg_quote_qualified(r->t->schema_name, r->t->table_name, sql);
-	tl_buf_append_str(sql, ", CASE WHEN f2.put THEN f2.payload END) p, LATERAL jsonb_populate_record(NULL::");
+	tl_buf_append_str(sql, ", CASE WHEN f2.put THEN f2.payload END) AS r) p,"
+	                       " LATERAL (SELECT jsonb_populate_record(NULL::");
 	tdb_pg_quote_qualified(r->t->schema_name, r->t->table_name, sql);
-	tl_buf_append_str(sql, ", CASE WHEN f2.del THEN f2.key END) k WHERE $1::text IS NULL OR f2.pk = $1) v"
+	tl_buf_append_str(sql, ", CASE WHEN f2.del THEN f2.key END) AS r) k WHERE $1::text IS NULL OR f2.pk = $1) v"
 	                       " WHERE v.pk = f.pk AND v.reason IS NOT NULL");
 }
 

@@ -82,3 +82,24 @@ def test_the_fold_sets_aside_rows_the_lake_cannot_hold(tiered_events, tierdb):
     assert json.loads(tierdb(["status", "--json", "--table", "events"]).stdout)[0]["unfoldable_rows"] == []
     proc = tierdb(["verify", "--table", "events"])
     assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_columns_named_like_the_checks_aliases(db, tierdb):
+    """Columns called k, p, r (the names the fold's check gives its records)
+    cannot shadow them: the check still runs and names the bad row."""
+    db.psql("CREATE TABLE kp (k bigint NOT NULL, p timestamptz NOT NULL, r numeric(5,2)) PARTITION BY RANGE (p);"
+            "CREATE TABLE kp_1 PARTITION OF kp FOR VALUES FROM ('2024-01-01+00') TO ('2024-01-02+00');"
+            "CREATE TABLE kp_2 PARTITION OF kp FOR VALUES FROM ('2024-01-02+00') TO ('2024-01-03+00');"
+            "CREATE TABLE kp_3 PARTITION OF kp FOR VALUES FROM ('2024-01-03+00') TO ('2024-01-04+00');"
+            "INSERT INTO kp SELECT g, timestamptz '2024-01-01+00' + g * interval '1 hour', g FROM generate_series(0, 71) g")
+    assert tierdb("register --table kp --pk k --tier-key p").returncode == 0
+    run_once(tierdb, "1d")
+    tid = cutline(db, "kp")["table_id"]
+    ts = "timestamptz '2024-01-01 05:00:00+00'"
+    raw_delta(db, tid, "5", ts, f"jsonb_build_object('k', 5, 'p', {ts}, 'r', 'NaN')")
+    raw_delta(db, tid, "6", ts, f"jsonb_build_object('k', 6, 'p', {ts}, 'r', 66)")
+    proc = run_once(tierdb, "1d")
+    assert "delta row pk 5 (version" in proc.stderr, proc.stderr
+    assert [r[0] for r in delta_rows(db, tid)] == ["5"]
+    status = json.loads(tierdb(["status", "--json", "--table", "kp"]).stdout)[0]
+    assert [(w["pk"], 'column "r"' in w["reason"]) for w in status["unfoldable_rows"]] == [("5", True)]
