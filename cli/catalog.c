@@ -587,10 +587,38 @@ char *tdb_catalog_warehouse(PGconn *c, const char *profile, tl_error *err)
 	return result;
 }
 
+/*
+ * One name as a single path segment that cannot leave its directory:
+ * bytes outside [A-Za-z0-9_.-] (the separator '/', '%' itself, spaces,
+ * non-ASCII) and a leading '.' (".", "..", hidden files) are
+ * percent-encoded. Ordinary names map to themselves, as they always did.
+ */
+char *tdb_path_segment(const char *name)
+{
+	static const char hex[] = "0123456789ABCDEF";
+	char *out = tl_malloc(strlen(name) * 3 + 1), *o = out;
+	for (const unsigned char *p = (const unsigned char *)name; *p != '\0'; p++) {
+		bool keep = (*p >= 'A' && *p <= 'Z') || (*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') ||
+		            *p == '_' || *p == '-' || (*p == '.' && p != (const unsigned char *)name);
+		if (keep) {
+			*o++ = (char)*p;
+		} else {
+			*o++ = '%';
+			*o++ = hex[*p >> 4];
+			*o++ = hex[*p & 15];
+		}
+	}
+	*o = '\0';
+	return out;
+}
+
 char *tdb_lake_location(const char *warehouse, const char *schema, const char *table)
 {
-	char *schema_dir = join_path(warehouse, schema);
-	char *location = join_path(schema_dir, table);
+	char *s = tdb_path_segment(schema), *t = tdb_path_segment(table);
+	char *schema_dir = join_path(warehouse, s);
+	char *location = join_path(schema_dir, t);
 	free(schema_dir);
+	free(s);
+	free(t);
 	return location;
 }

@@ -177,7 +177,13 @@ char *tdb_catalog_profile(PGconn *c, const char *profile, tl_error *err);
  */
 char *tdb_catalog_warehouse(PGconn *c, const char *profile, tl_error *err);
 
-/* <warehouse>/<schema>/<table>, malloc'd. */
+/*
+ * A name as one path segment that cannot escape its directory (characters
+ * outside [A-Za-z0-9_.-] and a leading '.' percent-encoded), malloc'd.
+ */
+char *tdb_path_segment(const char *name);
+
+/* <warehouse>/<schema>/<table>, each name a tdb_path_segment; malloc'd. */
 char *tdb_lake_location(const char *warehouse, const char *schema, const char *table);
 
 #endif

@@ -248,7 +248,40 @@ static int check_columns(PGconn *c, registration *r, const register_args *a, tl_
 	return 0;
 }
 
-/* The partitions: at least one bounded range partition, none sub-partitioned. */
+/*
+ * A nullable --pk column must hold no NULLs: the lake's identifier fields
+ * are required, so such a row could never move to the lake.
+ */
+static int check_pk_nulls(PGconn *c, const registration *r, tl_error *err)
+{
+	int rc = 0;
+	for (int i = 0; i < r->pk.count && rc == 0; i++) {
+		if (r->cols[r->pk_index[i]].not_null)
+			continue;
+		tl_buf sql;
+		tl_buf_init(&sql);
+		tl_buf_append_str(&sql, "SELECT EXISTS (SELECT 1 FROM ");
+		tdb_pg_quote_qualified(r->name.schema, r->name.table, &sql);
+		tl_buf_append_str(&sql, " WHERE ");
+		tdb_pg_quote_ident(r->pk.names[i], &sql);
+		tl_buf_append_str(&sql, " IS NULL)");
+		tl_buf_append_byte(&sql, '\0');
+		PGresult *res = tdb_pg_query(c, "looking for NULL keys", (const char *)sql.data, 0, NULL, err);
+		tl_buf_free(&sql);
+		if (res == NULL)
+			return -1;
+		if (PQgetvalue(res, 0, 0)[0] == 't')
+			rc = tl_error_set(err, TL_ERR_INVALID,
+			                  "--pk column %s of %s.%s holds NULLs, which cannot identify a row; give those rows "
+			                  "a key and declare it NOT NULL (ALTER TABLE %s.%s ALTER COLUMN %s SET NOT NULL)",
+			                  r->pk.names[i], r->name.schema, r->name.table, r->name.schema, r->name.table,
+			                  r->pk.names[i]);
+		PQclear(res);
+	}
+	return rc;
+}
+
+/* The partitions: contiguous bounded range partitions, no DEFAULT, none sub-partitioned. */
 static int check_partitions(PGconn *c, registration *r, tl_error *err)
 {
 	if (tdb_heap_partitions(c, r->table_oid, r->key_type, &r->parts, &r->nparts, err) < 0)
@@ -262,12 +295,24 @@ static int check_partitions(PGconn *c, registration *r, tl_error *err)
 			                    "partitions",
 			                    p->partition_id, r->name.schema, r->name.table);
 		if (p->is_default)
-			continue;
+			return tl_error_set(err, TL_ERR_UNSUPPORTED,
+			                    "%s.%s has a DEFAULT partition (%s); rows below the cut-line that land there would "
+			                    "be invisible to reads and block new partitions: move its rows into range "
+			                    "partitions and detach it (ALTER TABLE %s.%s DETACH PARTITION %s) before "
+			                    "registering",
+			                    r->name.schema, r->name.table, p->partition_id, r->name.schema, r->name.table,
+			                    p->partition_id);
 		if (!p->has_lo || !p->has_hi)
 			return tl_error_set(err, TL_ERR_UNSUPPORTED,
 			                    "partition %s of %s.%s is unbounded (%s); every range partition needs finite "
 			                    "bounds so that it can move to the lake whole",
 			                    p->partition_id, r->name.schema, r->name.table, p->bound);
+		if (r->first_range >= 0 && r->parts[r->last_range].hi != p->lo)
+			return tl_error_set(err, TL_ERR_UNSUPPORTED,
+			                    "%s.%s has a gap between partitions %s and %s; tiering moves the cut-line "
+			                    "through contiguous ranges: create a partition for the missing range first",
+			                    r->name.schema, r->name.table, r->parts[r->last_range].partition_id,
+			                    p->partition_id);
 		if (r->first_range < 0)
 			r->first_range = i;
 		r->last_range = i;
@@ -322,7 +367,8 @@ static int choose_transform(registration *r, const register_args *a, tl_error *e
 
 static int validate(PGconn *c, registration *r, const register_args *a, tl_error *err)
 {
-	if (check_columns(c, r, a, err) < 0 || check_partitions(c, r, err) < 0 || choose_transform(r, a, err) < 0)
+	if (check_columns(c, r, a, err) < 0 || check_partitions(c, r, err) < 0 || check_pk_nulls(c, r, err) < 0 ||
+	    choose_transform(r, a, err) < 0)
 		return -1;
 	if (a->lake_retention != NULL) {
 		if (tdb_key_parse_lag(r->key_type, a->lake_retention, "--lake-retention", &r->lake_retention, err) < 0)
@@ -635,9 +681,14 @@ static void register_usage(FILE *out)
 	      "  --profile P            the storage profile (default: the default profile)\n"
 	      "  --lake-retention N     expire lake rows older than N (integers: a number; timestamps:\n"
 	      "                         90s, 15m, 12h, 7d; dates: days)\n"
-	      "  --dsn DSN              the database (else TIERDB_PG_URL, else PG* variables)\n"
+	      "  --dsn DSN              the database (else TIERDB_PG_URL, else PG* variables;\n"
+	      "                         TIERDB_PG_USER and TIERDB_PG_PASSWORD give user and password)\n"
 	      "\n"
-	      "The lake table goes to <warehouse>/<schema>/<table>: the warehouse is the profile's,\n"
+	      "The table may have no DEFAULT partition and no gaps between partitions, and a\n"
+	      "nullable --pk column must hold no NULLs.\n"
+	      "\n"
+	      "The lake table goes to <warehouse>/<schema>/<table> (names percent-encoded where\n"
+	      "they are not [A-Za-z0-9_.-] or start with '.'): the warehouse is the profile's,\n"
 	      "else TIERDB_WAREHOUSE, else $XDG_DATA_HOME/tierdb/warehouse or\n"
 	      "$HOME/.local/share/tierdb/warehouse.\n",
 	      out);
@@ -888,9 +939,100 @@ static void unregister_usage(FILE *out)
 	      "Removes a table's registration from the tierdb catalog (its cut-line, partitions,\n"
 	      "pending delta rows and pins go with it) in one transaction. The Postgres table is\n"
 	      "not touched. The lake table stays where it is unless --drop-lake is given, which\n"
-	      "deletes its directory after the catalog rows are gone; rows that only the lake\n"
-	      "held are then lost.\n",
+	      "deletes its directory after the catalog rows are gone (only the table's own\n"
+	      "directory inside the warehouse; anything else is refused before a change); rows\n"
+	      "that only the lake held are then lost. A table that is not registered is not an\n"
+	      "error: leftover journal rows of it (and of dropped tables) are removed.\n",
 	      out);
+}
+
+/* True if `path` is `dir` or below it. */
+static bool path_within(const char *path, const char *dir)
+{
+	size_t n = strlen(dir);
+	while (n > 1 && dir[n - 1] == '/')
+		n--;
+	return strncmp(path, dir, n) == 0 && (path[n] == '/' || path[n] == '\0');
+}
+
+/*
+ * --drop-lake deletes a directory tree, so it must be this table's own lake
+ * directory: the location registration derives for its name (or, for lakes
+ * made before names were encoded, the plain join of names that cannot
+ * escape), strictly inside the warehouse even after symbolic links are
+ * resolved. Checked before anything is changed.
+ */
+static int check_own_lake_dir(PGconn *c, const tdb_catalog_table *t, tl_error *err)
+{
+	char *warehouse = tdb_catalog_warehouse(c, t->storage_profile, err);
+	if (warehouse == NULL)
+		return -1;
+	char *expected = tdb_lake_location(warehouse, t->schema_name, t->table_name);
+	size_t len = strlen(warehouse) + strlen(t->schema_name) + strlen(t->table_name) + 3;
+	char *legacy = tl_malloc(len);
+	snprintf(legacy, len, "%s/%s/%s", warehouse, t->schema_name, t->table_name);
+	bool legacy_safe = strchr(t->schema_name, '/') == NULL && strchr(t->table_name, '/') == NULL &&
+	                   t->schema_name[0] != '.' && t->table_name[0] != '.';
+	char *lake = tl_local_path(t->lake_table_ref, err);
+	char *wh = lake ? tl_local_path(warehouse, err) : NULL;
+	char *exp = wh ? tl_local_path(expected, err) : NULL;
+	char *leg = exp ? tl_local_path(legacy, err) : NULL;
+	int rc = leg ? 0 : -1;
+	if (rc == 0 && strcmp(lake, exp) != 0 && !(legacy_safe && strcmp(lake, leg) == 0))
+		rc = tl_error_set(err, TL_ERR_INVALID,
+		                  "its lake location %s is not the table's own directory in the warehouse (%s); "
+		                  "--drop-lake deletes only that directory: remove the lake table by hand",
+		                  t->lake_table_ref, exp);
+	char *real_lake = rc == 0 ? realpath(lake, NULL) : NULL;
+	char *real_wh = real_lake ? realpath(wh, NULL) : NULL;
+	if (real_lake != NULL && (real_wh == NULL || !path_within(real_lake, real_wh) ||
+	                          strcmp(real_lake, real_wh) == 0))
+		rc = tl_error_set(err, TL_ERR_INVALID,
+		                  "its lake location %s resolves to %s, outside the warehouse %s; --drop-lake deletes "
+		                  "only inside the warehouse: remove the lake table by hand",
+		                  t->lake_table_ref, real_lake, wh);
+	free(real_lake);
+	free(real_wh);
+	free(lake);
+	free(wh);
+	free(exp);
+	free(leg);
+	free(legacy);
+	free(expected);
+	free(warehouse);
+	return rc;
+}
+
+/*
+ * A table that is not registered: the command still succeeds, so reset
+ * scripts can run on any database, and removes what a registration of that
+ * table may have left: op_log journal rows (they have no foreign key) of
+ * the table of that name, and of tables that no longer exist at all.
+ */
+static int unregister_leftovers(PGconn *c, const tdb_table_name *name, bool drop_lake)
+{
+	tl_error err;
+	tl_error_clear(&err);
+	tl_buf qualified;
+	tl_buf_init(&qualified);
+	tdb_pg_quote_qualified(name->schema, name->table, &qualified);
+	tl_buf_append_byte(&qualified, '\0');
+	const char *params[] = {(const char *)qualified.data};
+	PGresult *res = tdb_pg_query(
+		c, "removing leftover catalog rows",
+		"WITH gone AS (DELETE FROM tierdb.op_log o"
+		" WHERE NOT EXISTS (SELECT 1 FROM tierdb.tables t WHERE t.table_id = o.table_id)"
+		" AND (o.table_id = pg_catalog.to_regclass($1)::oid::bigint"
+		"      OR NOT EXISTS (SELECT 1 FROM pg_catalog.pg_class k WHERE k.oid::bigint = o.table_id))"
+		" RETURNING 1) SELECT count(*) FROM gone",
+		1, params, &err);
+	tl_buf_free(&qualified);
+	if (res == NULL)
+		return cli_fail("cannot clean up after %s.%s: %s", name->schema, name->table, err.message);
+	printf("%s.%s is not registered; nothing to unregister%s (removed %s leftover catalog rows)\n", name->schema,
+	       name->table, drop_lake ? " and no lake table of it is known" : "", PQgetvalue(res, 0, 0));
+	PQclear(res);
+	return cli_finish_output();
 }
 
 static int do_unregister(PGconn *c, const tdb_table_name *name, bool drop_lake)
@@ -902,8 +1044,12 @@ static int do_unregister(PGconn *c, const tdb_table_name *name, bool drop_lake)
 	if (found < 0)
 		return cli_fail("%s", err.message);
 	if (found == 0)
-		return cli_fail("%s.%s is not registered; 'tierdb status' lists the registered tables", name->schema,
-		                name->table);
+		return unregister_leftovers(c, name, drop_lake);
+	if (drop_lake && check_own_lake_dir(c, &t, &err) < 0) {
+		cli_fail("cannot unregister %s.%s with --drop-lake: %s", name->schema, name->table, err.message);
+		tdb_catalog_table_free(&t);
+		return CLI_EXIT_FAILURE;
+	}
 	char id[24];
 	snprintf(id, sizeof(id), "%" PRId64, t.table_id);
 	const char *params[] = {id};

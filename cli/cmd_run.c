@@ -34,18 +34,21 @@ static void usage(FILE *out)
 	      "                                 timestamps, days for dates\n"
 	      "  TIERDB_PREMAKE_PARTITIONS      empty partitions kept ahead of max(tier_key) (2)\n"
 	      "  TIERDB_COMPACTION_BATCH        the most delta rows one fold snapshot takes (1000)\n"
+	      "  TIERDB_LOCK_TIMEOUT_MS         the longest the daemon waits for one lock (5000); a table\n"
+	      "                                 whose lock is held longer is retried next cycle, and the\n"
+	      "                                 sessions holding it are logged\n"
 	      "  TIERDB_WAREHOUSE               the lake's warehouse when the profile names none\n",
 	      out);
 }
 
 /* Connects (or keeps the connection) and leads. 1 ready, 0 not the leader, -1 no connection. */
-static int prepare(PGconn **conn, bool *leader, const char *dsn)
+static int prepare(PGconn **conn, bool *leader, const char *dsn, const tdb_daemon_config *cfg)
 {
 	tl_error err;
 	tl_error_clear(&err);
 	if (*conn == NULL) {
 		*conn = tdb_pg_connect(dsn, &err);
-		if (*conn != NULL && tdb_daemon_session_setup(*conn, &err) < 0) {
+		if (*conn != NULL && tdb_daemon_session_setup(*conn, cfg, &err) < 0) {
 			PQfinish(*conn);
 			*conn = NULL;
 		}
@@ -79,7 +82,7 @@ static int run_loop(const char *dsn, bool once, const tdb_daemon_config *cfg)
 	bool leader = false;
 	int status = CLI_EXIT_OK;
 	while (!tdb_daemon_stopping()) {
-		int ready = prepare(&conn, &leader, dsn);
+		int ready = prepare(&conn, &leader, dsn, cfg);
 		if (ready > 0) {
 			int rc = tdb_daemon_cycle(conn, cfg);
 			if (rc < 0) {

@@ -11,6 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <jansson.h>
+
 #include "catalog.h"
 #include "cli.h"
 #include "pg.h"
@@ -26,10 +28,29 @@ static void status_usage(FILE *out)
 	      out);
 }
 
-/* Prints rows as columns padded to their widest value, NULL as an empty cell. */
+/*
+ * After the table: one line per delta row the fold cannot write (the last
+ * column, unfoldable_rows, is JSON and not part of the table).
+ */
+static void print_unfoldable(const PGresult *res)
+{
+	int col = PQnfields(res) - 1;
+	for (int i = 0; i < PQntuples(res); i++) {
+		json_t *rows = json_loads(PQgetvalue(res, i, col), 0, NULL);
+		size_t k;
+		json_t *w;
+		json_array_foreach(rows, k, w)
+			printf("%s: delta row pk %s (version %s) cannot fold into the lake: %s\n", PQgetvalue(res, i, 0),
+			       json_string_value(json_object_get(w, "pk")), json_string_value(json_object_get(w, "version")),
+			       json_string_value(json_object_get(w, "reason")));
+		json_decref(rows);
+	}
+}
+
+/* Prints rows as columns padded to their widest value, NULL as an empty cell, all but the last column. */
 static void print_aligned(const PGresult *res)
 {
-	int ncols = PQnfields(res), nrows = PQntuples(res);
+	int ncols = PQnfields(res) - 1, nrows = PQntuples(res);
 	int *width = calloc((size_t)ncols, sizeof(int));
 	for (int j = 0; j < ncols; j++) {
 		width[j] = (int)strlen(PQfname(res, j));
@@ -65,7 +86,8 @@ static int show_status(PGconn *c, const tdb_table_name *name, bool json)
 		       " FROM tierdb.status s WHERE ($1::text IS NULL OR (s.schema_name = $1 AND s.table_name = $2))"
 		     : "SELECT s.schema_name || '.' || s.table_name AS \"table\", s.mode, s.cutline_t, s.cutline_s,"
 		       " s.mirror_frontier, s.retention_line, s.delta_backlog, s.read_pins, s.staged_loads, s.copying,"
-		       " s.partition_states, s.cutline_updated_at"
+		       " s.partition_states, s.cutline_updated_at, jsonb_array_length(s.unfoldable_rows) AS unfoldable,"
+		       " s.unfoldable_rows"
 		       " FROM tierdb.status s WHERE ($1::text IS NULL OR (s.schema_name = $1 AND s.table_name = $2))"
 		       " ORDER BY s.schema_name, s.table_name";
 	PGresult *res = tdb_pg_query(c, "reading tierdb.status", sql, 2, params, &err);
@@ -75,8 +97,10 @@ static int show_status(PGconn *c, const tdb_table_name *name, bool json)
 		printf("%s\n", PQgetvalue(res, 0, 0));
 	else if (PQntuples(res) == 0)
 		printf("no tables are registered; register one with 'tierdb register'\n");
-	else
+	else {
 		print_aligned(res);
+		print_unfoldable(res);
+	}
 	PQclear(res);
 	return cli_finish_output();
 }

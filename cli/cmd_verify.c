@@ -502,6 +502,10 @@ static int check_heap_below_t(verify_run *v, tl_error *err)
 	return 0;
 }
 
+/*
+ * The delta: no row at or above T, and none the fold left because the lake
+ * cannot hold it (cli/fold.c), each of those a failure of its own.
+ */
 static int check_delta(verify_run *v, tl_error *err)
 {
 	char id[24], t[24];
@@ -519,6 +523,18 @@ static int check_delta(verify_run *v, tl_error *err)
 	PQclear(res);
 	report(v, hot == 0 ? CHECK_OK : CHECK_FAIL, "delta: %" PRId64 " row%s, %" PRId64 " at or above T", rows,
 	       rows == 1 ? "" : "s", hot);
+	res = tdb_pg_query(v->c, "reading the delta rows the fold cannot write",
+	                   "SELECT w->>'pk', w->>'version', w->>'reason'"
+	                   " FROM tierdb.status s, jsonb_array_elements(s.unfoldable_rows) w WHERE s.table_id = $1::bigint",
+	                   1, params, err);
+	if (res == NULL)
+		return -1;
+	for (int i = 0; i < PQntuples(res); i++)
+		report(v, CHECK_FAIL,
+		       "delta: row pk %s (version %s) cannot fold into the lake: %s; correct it with tierdb_upsert or "
+		       "tierdb_delete",
+		       PQgetvalue(res, i, 0), PQgetvalue(res, i, 1), PQgetvalue(res, i, 2));
+	PQclear(res);
 	return 0;
 }
 

@@ -51,6 +51,7 @@ int tdb_daemon_config_from_env(tdb_daemon_config *cfg, tl_error *err)
 	if (env_int("TIERDB_CYCLE_INTERVAL_SECONDS", 10, 1, 86400, &cfg->interval_seconds, err) < 0 ||
 	    env_int("TIERDB_PREMAKE_PARTITIONS", 2, 0, 1000, &cfg->premake_partitions, err) < 0 ||
 	    env_int("TIERDB_COMPACTION_BATCH", 1000, 1, 100000000, &cfg->compaction_batch, err) < 0 ||
+	    env_int("TIERDB_LOCK_TIMEOUT_MS", 5000, 1, 3600000, &cfg->lock_timeout_ms, err) < 0 ||
 	    tdb_fault_check_env(err) < 0)
 		return -1;
 	const char *lag = getenv("TIERDB_TIERING_LAG");
@@ -74,8 +75,24 @@ int tdb_daemon_config_from_env(tdb_daemon_config *cfg, tl_error *err)
 
 /* ------------------------------------------------------------ session */
 
-int tdb_daemon_session_setup(PGconn *c, tl_error *err)
+/*
+ * Every wait of the daemon is bounded: a session that holds a lock the
+ * daemon needs (an idle transaction after tierdb_upsert, a long query on a
+ * partition to drop) makes that step fail with lock_not_available, which
+ * cycle_table reports with the blocker, instead of stalling every table.
+ */
+static int bound_lock_waits(PGconn *c, const tdb_daemon_config *cfg, tl_error *err)
 {
+	char ms[32];
+	snprintf(ms, sizeof(ms), "%lldms", (long long)cfg->lock_timeout_ms);
+	const char *params[] = {ms};
+	return tdb_pg_exec(c, "bounding lock waits", "SELECT set_config('lock_timeout', $1, false)", 1, params, err);
+}
+
+int tdb_daemon_session_setup(PGconn *c, const tdb_daemon_config *cfg, tl_error *err)
+{
+	if (bound_lock_waits(c, cfg, err) < 0)
+		return -1;
 	/* The settings are libpq "options" text ("-c name=value ..."); apply each with set_config. */
 	char *options = tl_strdup(TDB_PG_SESSION_OPTIONS);
 	int rc = 0;
@@ -98,8 +115,11 @@ int tdb_daemon_session_setup(PGconn *c, tl_error *err)
 
 int tdb_daemon_try_lead(PGconn *c, tl_error *err)
 {
+	/* The leader lock is the extension's: a database without it says so first. */
+	if (tdb_catalog_check(c, err) < 0)
+		return -1;
 	PGresult *res = tdb_pg_query(c, "taking the tierdb leader lock",
-	                             "SELECT pg_try_advisory_lock(hashtextextended('tierdb_leader', 0))", 0, NULL, err);
+	                             "SELECT tierdb.try_become_leader()", 0, NULL, err);
 	if (res == NULL)
 		return -1;
 	int leader = strcmp(PQgetvalue(res, 0, 0), "t") == 0;
@@ -234,6 +254,51 @@ static int table_exists(PGconn *c, const tdb_catalog_table *t, tl_error *err)
 	return found;
 }
 
+/*
+ * After a lock wait timed out on table t: the other sessions holding locks
+ * on the table, its partitions, the tierdb catalog, its reader lock or its
+ * lake lock, so the log says whom to ask (or to end). Without
+ * pg_read_all_stats the daemon sees only the pid, user and application of
+ * other users' sessions.
+ */
+static void log_blockers(PGconn *c, const tdb_catalog_table *t)
+{
+	tl_error err;
+	tl_error_clear(&err);
+	char id[24];
+	snprintf(id, sizeof(id), "%lld", (long long)t->table_id);
+	const char *params[] = {id};
+	PGresult *res = tdb_pg_query(
+		c, "looking for the sessions that block the daemon",
+		"SELECT a.pid, coalesce(a.usename, '?'), coalesce(a.application_name, ''), coalesce(a.state, '?'),"
+		" coalesce(a.xact_start::text, '?'), coalesce(left(a.query, 200), '')"
+		" FROM pg_catalog.pg_stat_activity a WHERE a.pid <> pg_catalog.pg_backend_pid() AND a.pid IN ("
+		"  SELECT l.pid FROM pg_catalog.pg_locks l WHERE l.granted AND l.database IN (0, ("
+		"   SELECT oid FROM pg_catalog.pg_database WHERE datname = pg_catalog.current_database())) AND ("
+		"   l.relation IN (SELECT $1::oid UNION ALL SELECT inhrelid FROM pg_catalog.pg_inherits"
+		"                  WHERE inhparent = $1::oid UNION ALL SELECT c.oid FROM pg_catalog.pg_class c"
+		"                  WHERE c.relnamespace = 'tierdb'::regnamespace)"
+		"   OR (l.locktype = 'advisory' AND l.objsubid = 3 AND l.objid = $1::oid)"
+		"   OR (l.locktype = 'advisory' AND l.objsubid = 1 AND ((l.classid::bigint << 32) | l.objid::bigint)"
+		"       = pg_catalog.hashtextextended('tierdb_lake_' || $1, 0))))"
+		" ORDER BY a.xact_start NULLS LAST",
+		1, params, &err);
+	if (res == NULL) {
+		tdb_abort_transaction(c);
+		tdb_log(tdb_table_label(t), "%s", err.message);
+		return;
+	}
+	if (PQntuples(res) == 0)
+		tdb_log(tdb_table_label(t), "the session that held the lock has let it go; retrying next cycle");
+	for (int i = 0; i < PQntuples(res); i++)
+		tdb_log(tdb_table_label(t),
+		        "blocked by pid %s (user %s, application '%s', %s, transaction started %s): %s; end that "
+		        "transaction (or SELECT pg_terminate_backend(%s)); retrying this table next cycle",
+		        PQgetvalue(res, i, 0), PQgetvalue(res, i, 1), PQgetvalue(res, i, 2), PQgetvalue(res, i, 3),
+		        PQgetvalue(res, i, 4), PQgetvalue(res, i, 5), PQgetvalue(res, i, 0));
+	PQclear(res);
+}
+
 typedef int (*table_step)(PGconn *c, const tdb_catalog_table *t, const tdb_daemon_config *cfg, tl_error *err);
 
 static int step_premake(PGconn *c, const tdb_catalog_table *t, const tdb_daemon_config *cfg, tl_error *err)
@@ -316,9 +381,15 @@ static int cycle_table(PGconn *c, int64_t table_id, const tdb_daemon_config *cfg
 				rc = steps[i].run(c, &t, cfg, &err);
 		}
 		if (rc < 0) {
+			bool lock_timeout = strcmp(tdb_pg_last_sqlstate(), "55P03") == 0;
 			tdb_abort_transaction(c);
 			tdb_log(t.schema_name ? tdb_table_label(&t) : NULL, "%s failed: %s", steps[i].name, err.message);
 			status = 1;
+			/* The other steps would wait for the same holder: the table waits for the next cycle. */
+			if (lock_timeout && t.schema_name != NULL) {
+				log_blockers(c, &t);
+				i = sizeof(steps) / sizeof(steps[0]);
+			}
 		}
 		tdb_catalog_table_free(&t);
 		/*

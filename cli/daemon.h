@@ -28,6 +28,7 @@ typedef struct tdb_daemon_config {
 	int64_t premake_partitions; /* TIERDB_PREMAKE_PARTITIONS (2) */
 	const char *tiering_lag;    /* TIERDB_TIERING_LAG as given ("0"): units depend on each table's key */
 	int64_t compaction_batch;   /* TIERDB_COMPACTION_BATCH (1000): the most delta rows one fold takes */
+	int64_t lock_timeout_ms;    /* TIERDB_LOCK_TIMEOUT_MS (5000): the longest one lock wait may last */
 } tdb_daemon_config;
 
 /* Reads the settings from the environment; a malformed one is an error naming it. */
@@ -38,12 +39,12 @@ int tdb_daemon_config_from_env(tdb_daemon_config *cfg, tl_error *err);
  * (TDB_PG_SESSION_OPTIONS of pgtypes.h) on a new daemon connection, so
  * rows stream to the lake in one rendering whatever the server's defaults.
  */
-int tdb_daemon_session_setup(PGconn *c, tl_error *err);
+int tdb_daemon_session_setup(PGconn *c, const tdb_daemon_config *cfg, tl_error *err);
 
 /*
- * Tries to become the leader on this session (pg_try_advisory_lock on
- * hashtextextended('tierdb_leader', 0)). 1 leader, 0 another daemon leads,
- * -1 on error. The lock lives as long as the connection.
+ * Tries to become the leader on this session (tierdb.try_become_leader(),
+ * a lock no other role can take). 1 leader, 0 another daemon leads, -1 on
+ * error. The lock lives as long as the connection.
  */
 int tdb_daemon_try_lead(PGconn *c, tl_error *err);
 

@@ -33,6 +33,16 @@
  * Rows below the retention line R are never written (their delta rows are
  * cleared with the rest): the lake expired that range on purpose.
  *
+ * A delta row the lake cannot hold (a NULL where the lake requires a value,
+ * NaN or infinity in a decimal, an infinite timestamp, a payload that does
+ * not fit the table's types: rows written by another engine or before
+ * tierdb_upsert checked them) must not wedge the fold: the capture finds
+ * such rows, leaves them in the delta (readers see them as before), records
+ * each as an 'unfoldable_delta_row' warning in tierdb.lake_stats (shown by
+ * `tierdb status`, failed by `tierdb verify`) and folds the others. Later
+ * folds skip a recorded (pk, version) pair; a new correction of that pk has
+ * a new version and is tried afresh.
+ *
  * The journal's details hold what recovery needs: the S the fold builds on,
  * the (pk, version) pairs it clears and, before the commit, its files. A
  * fold a crash interrupted is settled at the start of the table's next fold
@@ -88,6 +98,7 @@ typedef struct fold_run {
 	int64_t delete_rows;      /* equality-delete rows to write */
 	int64_t data_rows;        /* upserted rows to write */
 	int64_t max_version;
+	int64_t unfoldable;       /* captured rows left in the delta because the lake cannot hold them */
 	int64_t batch;            /* the most delta rows this fold takes (TIERDB_COMPACTION_BATCH) */
 	char *pks;                /* the folded pairs as array literals, for the version guard */
 	char *versions;
@@ -287,6 +298,167 @@ static int drop_capture(PGconn *c, tl_error *err)
 	return tdb_pg_exec(c, "dropping the fold's work table", "DROP TABLE " FOLD_TABLE, 0, NULL, err);
 }
 
+/* ------------------------------------------------------------ rows the lake cannot hold */
+
+/* Appends s as an SQL string literal (standard_conforming_strings, the default). */
+static void append_literal(const char *s, tl_buf *sql)
+{
+	tl_buf_append_byte(sql, '\'');
+	for (; *s != '\0'; s++) {
+		if (*s == '\'')
+			tl_buf_append_byte(sql, '\'');
+		tl_buf_append_byte(sql, (uint8_t)*s);
+	}
+	tl_buf_append_byte(sql, '\'');
+}
+
+/* Appends one WHEN arm: rec's column `name` meets `test` (with %s for the column) on `rows`. */
+static void append_problem(const char *rows, const char *rec, const char *name, const char *test, const char *why,
+                           bool show_value, tl_buf *sql)
+{
+	tl_buf col;
+	tl_buf_init(&col);
+	tl_buf_printf(&col, "(%s).", rec);
+	tdb_pg_quote_ident(name, &col);
+	tl_buf_printf(sql, " WHEN f2.%s AND ", rows);
+	tl_buf_printf(sql, test, tdb_buf_cstr(&col));
+	tl_buf_append_str(sql, " THEN ");
+	tl_buf append;
+	tl_buf_init(&append);
+	tl_buf_printf(&append, "column \"%s\" %s", name, why);
+	append_literal(tdb_buf_cstr(&append), sql);
+	if (show_value)
+		tl_buf_printf(sql, " || ' (' || %s::text || ')'", tdb_buf_cstr(&col));
+	tl_buf_free(&append);
+	tl_buf_free(&col);
+}
+
+/*
+ * The statement that names, per captured row (all, or only pk $1), why the
+ * lake cannot hold it: a NULL in a field the lake requires, NaN or infinity
+ * in a decimal, an infinite date or timestamp; the key of a delete likewise.
+ * A payload that does not fit the table's types fails the statement itself.
+ */
+static void unfoldable_sql(const fold_run *r, tl_buf *sql)
+{
+	const tl_ice_schema *schema = tl_ice_metadata_current_schema(r->lake->metadata);
+	tl_buf_append_str(sql, "UPDATE " FOLD_TABLE " f SET bad = v.reason FROM (SELECT f2.pk, CASE WHEN false THEN NULL");
+	for (int i = 0; i < r->ncols; i++) {
+		const tdb_pg_column *col = &r->cols[i];
+		if (schema->fields[i].required)
+			append_problem("put", "p.r", col->name, "%s IS NULL", "is NULL, but the lake table requires a value",
+			               false, sql);
+		if (col->ice_type.id == TL_ICE_DECIMAL)
+			append_problem("put", "p.r", col->name, "%s::text IN ('NaN', 'Infinity', '-Infinity')",
+			               "holds a value an Iceberg decimal cannot hold", true, sql);
+		else if (col->ice_type.id == TL_ICE_DATE || col->ice_type.id == TL_ICE_TIMESTAMP ||
+		         col->ice_type.id == TL_ICE_TIMESTAMPTZ)
+			append_problem("put", "p.r", col->name, "NOT isfinite(%s)", "holds a value Iceberg cannot hold", true,
+			               sql);
+	}
+	for (int i = 0; i < r->nkey; i++)
+		append_problem("del", "k.r", r->key_cols[i].name, "%s IS NULL", "of the key is NULL", false, sql);
+	/* Records as qualified columns (p.r), which no column of the user's table can shadow. */
+	tl_buf_append_str(sql, " END AS reason FROM " FOLD_TABLE " f2, LATERAL (SELECT jsonb_populate_record(NULL::");
+	tdb_pg_quote_qualified(r->t->schema_name, r->t->table_name, sql);
+	tl_buf_append_str(sql, ", CASE WHEN f2.put THEN f2.payload END) AS r) p,"
+	                       " LATERAL (SELECT jsonb_populate_record(NULL::");
+	tdb_pg_quote_qualified(r->t->schema_name, r->t->table_name, sql);
+	tl_buf_append_str(sql, ", CASE WHEN f2.del THEN f2.key END) AS r) k WHERE $1::text IS NULL OR f2.pk = $1) v"
+	                       " WHERE v.pk = f.pk AND v.reason IS NOT NULL");
+}
+
+/* SQLSTATE classes of a value that does not fit (data exception, integrity, datatype mismatch). */
+static bool value_error(const char *sqlstate)
+{
+	return strncmp(sqlstate, "22", 2) == 0 || strncmp(sqlstate, "23", 2) == 0 || strcmp(sqlstate, "42804") == 0;
+}
+
+/*
+ * When a payload does not fit the table's types the set-wide check fails
+ * as a whole; row by row, each failing row is marked with the error.
+ */
+static int mark_rows_one_by_one(fold_run *r, const char *check, tl_error *err)
+{
+	PGresult *res = tdb_pg_query(r->c, "listing the captured rows", "SELECT pk FROM " FOLD_TABLE, 0, NULL, err);
+	if (res == NULL)
+		return -1;
+	int rc = 0;
+	for (int i = 0; i < PQntuples(res) && rc == 0; i++) {
+		const char *params[] = {PQgetvalue(res, i, 0), NULL};
+		tl_error row_err;
+		tl_error_clear(&row_err);
+		if (tdb_pg_exec(r->c, "checking a delta row", check, 1, params, &row_err) == 0)
+			continue;
+		if (!value_error(tdb_pg_last_sqlstate())) {
+			*err = row_err;
+			rc = -1;
+			break;
+		}
+		params[1] = row_err.message;
+		rc = tdb_pg_exec(r->c, "marking a delta row the lake cannot hold",
+		                 "UPDATE " FOLD_TABLE " SET bad = 'its payload does not fit the table: ' || $2 WHERE pk = $1",
+		                 2, params, err);
+	}
+	PQclear(res);
+	return rc;
+}
+
+/* Logs the marked rows and records them as warnings in tierdb.lake_stats (the rest see fold.c's header). */
+static int record_unfoldable(fold_run *r, tl_error *err)
+{
+	PGresult *res = tdb_pg_query(r->c, "reading the delta rows the lake cannot hold",
+	                             "SELECT pk, version, bad FROM " FOLD_TABLE " WHERE bad IS NOT NULL ORDER BY version",
+	                             0, NULL, err);
+	if (res == NULL)
+		return -1;
+	r->unfoldable = PQntuples(res);
+	for (int i = 0; i < PQntuples(res); i++)
+		tdb_log(r->label,
+		        "fold: delta row pk %s (version %s) cannot be written to the lake: %s; it stays in the delta "
+		        "(reads see it) and is skipped until it is corrected (tierdb_upsert or tierdb_delete)",
+		        PQgetvalue(res, i, 0), PQgetvalue(res, i, 1), PQgetvalue(res, i, 2));
+	PQclear(res);
+	if (r->unfoldable == 0)
+		return 0;
+	char id[24];
+	tdb_int_text(r->t->table_id, id);
+	const char *params[] = {id};
+	/* Entries of the same pk are replaced; those whose delta row is gone are dropped. */
+	return tdb_pg_exec(
+		r->c, "recording the delta rows the lake cannot hold",
+		"INSERT INTO tierdb.lake_stats AS s (table_id, warnings) SELECT $1::bigint,"
+		" jsonb_agg(jsonb_build_object('kind', 'unfoldable_delta_row', 'pk', pk, 'version', version::text,"
+		" 'reason', bad, 'found_at', now()) ORDER BY version) FROM " FOLD_TABLE " WHERE bad IS NOT NULL"
+		" ON CONFLICT (table_id) DO UPDATE SET warnings = coalesce((SELECT jsonb_agg(w)"
+		"  FROM jsonb_array_elements(s.warnings) w WHERE w->>'kind' IS DISTINCT FROM 'unfoldable_delta_row'"
+		"  OR (NOT EXISTS (SELECT FROM " FOLD_TABLE " f WHERE f.bad IS NOT NULL AND f.pk = w->>'pk')"
+		"      AND EXISTS (SELECT FROM tierdb.delta d WHERE d.table_id = s.table_id AND d.pk = w->>'pk'"
+		"                  AND d.version::text = w->>'version'))), '[]') || excluded.warnings",
+		1, params, err);
+}
+
+/* Finds the captured rows the lake cannot hold, records them and leaves them out of the fold. */
+static int set_aside_unfoldable(fold_run *r, tl_error *err)
+{
+	tl_buf check;
+	tl_buf_init(&check);
+	unfoldable_sql(r, &check);
+	const char *all[] = {NULL};
+	tl_error set_err;
+	tl_error_clear(&set_err);
+	int rc = tdb_pg_exec(r->c, "checking the delta rows to fold", tdb_buf_cstr(&check), 1, all, &set_err);
+	if (rc < 0 && value_error(tdb_pg_last_sqlstate()))
+		rc = mark_rows_one_by_one(r, tdb_buf_cstr(&check), err);
+	else if (rc < 0)
+		*err = set_err;
+	tl_buf_free(&check);
+	if (rc < 0 || record_unfoldable(r, err) < 0)
+		return -1;
+	return tdb_pg_exec(r->c, "setting aside the delta rows the lake cannot hold",
+	                   "DELETE FROM " FOLD_TABLE " WHERE bad IS NOT NULL", 0, NULL, err);
+}
+
 /*
  * Captures the rows to fold, in one statement and so one snapshot, into
  * the session's temporary table: every delta row behind T, its old lake
@@ -299,7 +471,7 @@ static int capture_rows(fold_run *r, tl_error *err)
 	if (drop_capture(r->c, err) < 0 ||
 	    tdb_pg_exec(r->c, "creating the fold's work table",
 	                "CREATE TEMPORARY TABLE tierdb_fold (pk text NOT NULL, version bigint NOT NULL, op smallint,"
-	                " tier_key bigint, loc bigint, payload jsonb, key jsonb, del boolean, put boolean)",
+	                " tier_key bigint, loc bigint, payload jsonb, key jsonb, del boolean, put boolean, bad text)",
 	                0, NULL, err) < 0)
 		return -1;
 	bool tier_in_pk = r->nkey == r->npk;
@@ -316,7 +488,11 @@ static int capture_rows(fold_run *r, tl_error *err)
 	tl_buf_append_str(&sql, ", ($5::bigint IS NULL OR l.loc >= $5::bigint),"
 	                        " d.op = 0 AND ($5::bigint IS NULL OR d.tier_key >= $5::bigint)"
 	                        " FROM tierdb.delta d, LATERAL (SELECT coalesce(d.old_tier_key, d.tier_key) AS loc) l"
-	                        " WHERE d.table_id = $1 AND d.tier_key < $2::bigint ORDER BY d.version LIMIT $6");
+	                        " WHERE d.table_id = $1 AND d.tier_key < $2::bigint AND NOT EXISTS ("
+	                        "  SELECT FROM tierdb.lake_stats s, jsonb_array_elements(s.warnings) w"
+	                        "  WHERE s.table_id = d.table_id AND w->>'kind' = 'unfoldable_delta_row'"
+	                        "  AND w->>'pk' = d.pk AND w->>'version' = d.version::text)"
+	                        " ORDER BY d.version LIMIT $6");
 	char id[24], t[24], rline[24], batch[24];
 	tdb_int_text(r->t->table_id, id);
 	tdb_int_text(r->t->cutline_t, t);
@@ -328,7 +504,7 @@ static int capture_rows(fold_run *r, tl_error *err)
 	int rc = tdb_pg_exec(r->c, "reading the delta rows to fold", tdb_buf_cstr(&sql), 6, params, err);
 	free(names);
 	tl_buf_free(&sql);
-	if (rc < 0)
+	if (rc < 0 || set_aside_unfoldable(r, err) < 0)
 		return -1;
 
 	PGresult *res = tdb_pg_query(r->c, "summarising the delta rows to fold",

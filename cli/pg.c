@@ -6,6 +6,8 @@
  * the PG* environment libpq reads by itself. TIERDB_PG_URL may be a JDBC
  * URL because the same variable configures the Spark side; libpq cannot
  * parse those, so they are rewritten into libpq URIs here.
+ * TIERDB_PG_USER and TIERDB_PG_PASSWORD give the user and password beside
+ * any source (the Spark side passes them as JDBC properties).
  */
 #include <stdbool.h>
 #include <stdlib.h>
@@ -138,11 +140,17 @@ PGconn *tdb_pg_connect(const char *dsn, tl_error *err)
 	}
 
 	/*
-	 * These follow dbname so that they override the same settings inside a
-	 * URL: the lake holds UTF-8, so text must arrive as UTF-8 (pgtypes.h).
+	 * TIERDB_PG_USER and TIERDB_PG_PASSWORD precede dbname, so a user= or
+	 * password= inside the URL wins, as the JDBC driver lets URL parameters
+	 * win over its properties (libpq: the last non-empty value counts).
+	 * The others follow dbname so that they override the same settings
+	 * inside a URL: the lake holds UTF-8, so text must arrive as UTF-8
+	 * (pgtypes.h).
 	 */
-	const char *keywords[] = {"dbname", "application_name", "client_encoding", NULL};
-	const char *values[] = {conninfo ? conninfo : "", "tierdb", "UTF8", NULL};
+	const char *user = getenv("TIERDB_PG_USER"), *password = getenv("TIERDB_PG_PASSWORD");
+	const char *keywords[] = {"user", "password", "dbname", "application_name", "client_encoding", NULL};
+	const char *values[] = {user ? user : "", password ? password : "", conninfo ? conninfo : "", "tierdb", "UTF8",
+	                        NULL};
 	PGconn *c = PQconnectdbParams(keywords, values, 1);
 	free(converted);
 	if (c == NULL) {
@@ -178,13 +186,24 @@ PGconn *tdb_pg_connect(const char *dsn, tl_error *err)
 
 /* ------------------------------------------------------------ statements */
 
+/* The SQLSTATE of the last failed statement (tdb_pg_last_sqlstate). */
+static char last_sqlstate[6];
+
+const char *tdb_pg_last_sqlstate(void)
+{
+	return last_sqlstate;
+}
+
 static PGresult *run(PGconn *c, const char *what, const char *sql, int nparams, const char *const *params,
                      ExecStatusType want, tl_error *err)
 {
+	last_sqlstate[0] = '\0';
 	PGresult *res = PQexecParams(c, sql, nparams, NULL, params, NULL, NULL, 0);
 	ExecStatusType status = res ? PQresultStatus(res) : PGRES_FATAL_ERROR;
 	if (status == want || (want == PGRES_COMMAND_OK && status == PGRES_TUPLES_OK))
 		return res;
+	const char *state = res ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : NULL;
+	snprintf(last_sqlstate, sizeof(last_sqlstate), "%s", state ? state : "");
 	char prefix[256];
 	snprintf(prefix, sizeof(prefix), "%s: ", what);
 	if (res != NULL && PQresultErrorMessage(res)[0] != '\0')

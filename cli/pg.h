@@ -23,7 +23,8 @@
  * Connects per SPEC §8: `dsn` (the --dsn option, NULL when absent), else
  * TIERDB_PG_URL (postgres:// or jdbc:postgresql://host:port/db?user=..&password=..
  * URLs; either source may be any libpq conninfo or a JDBC URL), else libpq's
- * PG* environment; application_name "tierdb" and
+ * PG* environment; TIERDB_PG_USER / TIERDB_PG_PASSWORD give the user and
+ * password unless the source names them; application_name "tierdb" and
  * client_encoding UTF8 (the lake holds UTF-8). NULL with err set; the
  * message names the source used and libpq's reason.
  */
@@ -46,6 +47,13 @@ int tdb_pg_exec(PGconn *c, const char *what, const char *sql, int nparams, const
                 tl_error *err);
 PGresult *tdb_pg_query(PGconn *c, const char *what, const char *sql, int nparams, const char *const *params,
                        tl_error *err);
+
+/*
+ * The SQLSTATE of the statement that last failed in tdb_pg_exec or
+ * tdb_pg_query ("" if the server sent none): "55P03" is a lock wait that
+ * ran past lock_timeout.
+ */
+const char *tdb_pg_last_sqlstate(void);
 
 /* Appends "ident" quoted as an SQL identifier (always quoted). */
 void tdb_pg_quote_ident(const char *ident, tl_buf *out);

@@ -53,9 +53,6 @@
 /* Rows per decoded batch: the writer's unit of work; memory is one batch plus one row group per file. */
 #define TIERING_BATCH_ROWS 65536
 
-/* How long the drop waits for a lock before leaving the partition to the next cycle. */
-#define DROP_LOCK_TIMEOUT "10s"
-
 /* One tiering run of one table. */
 typedef struct tier_run {
 	PGconn *c;
@@ -553,10 +550,10 @@ static int pins_below(PGconn *c, const tdb_catalog_table *t, int64_t hi, int64_t
 }
 
 /*
- * Waits out in-database readers: they hold the table's reader key shared
+ * Waits out in-database readers: they hold the table's reader lock shared
  * for their transaction while they read with the old cut-line; taking it
  * exclusively (briefly, then releasing it) waits until every such reader
- * has finished.
+ * has finished. The session's lock_timeout bounds the wait.
  */
 static int wait_out_readers(PGconn *c, const tdb_catalog_table *t, tl_error *err)
 {
@@ -565,10 +562,7 @@ static int wait_out_readers(PGconn *c, const tdb_catalog_table *t, tl_error *err
 	const char *params[] = {id};
 	int rc = tdb_pg_exec(c, "waiting out readers", "BEGIN", 0, NULL, err);
 	if (rc == 0)
-		rc = tdb_pg_exec(c, "waiting out readers", "SET LOCAL lock_timeout = '" DROP_LOCK_TIMEOUT "'", 0, NULL, err);
-	if (rc == 0)
-		rc = tdb_pg_exec(c, "waiting out in-database readers",
-		                 "SELECT pg_advisory_xact_lock(hashtextextended('tierdb_reader_' || $1::text, 0))", 1,
+		rc = tdb_pg_exec(c, "waiting out in-database readers", "SELECT tierdb.wait_for_readers($1::bigint)", 1,
 		                 params, err);
 	if (rc == 0)
 		rc = tdb_pg_exec(c, "waiting out readers", "COMMIT", 0, NULL, err);
@@ -587,8 +581,6 @@ static int drop_partition(PGconn *c, const tdb_catalog_table *t, const tdb_heap_
 	tl_buf_append_str(&sql, "DROP TABLE ");
 	tdb_pg_quote_qualified(p->schema, p->name, &sql);
 	int rc = tdb_pg_exec(c, "starting a drop", "BEGIN", 0, NULL, err);
-	if (rc == 0)
-		rc = tdb_pg_exec(c, "starting a drop", "SET LOCAL lock_timeout = '" DROP_LOCK_TIMEOUT "'", 0, NULL, err);
 	if (rc == 0)
 		rc = tdb_pg_exec(c, "dropping a tiered partition", tdb_buf_cstr(&sql), 0, NULL, err);
 	if (rc == 0)

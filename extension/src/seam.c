@@ -50,6 +50,7 @@
 #include "utils/syscache.h"
 #include "utils/typcache.h"
 
+#include "coordination.h"
 #include "cutline_changes.h"
 #include "seam.h"
 
@@ -217,22 +218,6 @@ registered_column(Oid relid, const char *column)
 }
 
 /*
- * The advisory lock key readers of the table share and the daemon takes
- * exclusively before it drops heap rows (cli/tiering.c), as SQL computes
- * it: hashtextextended('tierdb_reader_' || table_id, 0), with the database
- * default collation (deterministic: the bytes).
- */
-static int64
-reader_lock_key(int64 table_id)
-{
-	char		key[64];
-
-	snprintf(key, sizeof(key), "tierdb_reader_" INT64_FORMAT, table_id);
-	return DatumGetInt64(DirectFunctionCall2Coll(hashtextextended, DEFAULT_COLLATION_OID,
-												 CStringGetTextDatum(key), Int64GetDatum(0)));
-}
-
-/*
  * The tier key type's btree comparison operators, found once per
  * registration: the planner asks which one a condition uses for every
  * query (get_op_opfamily_strategy, 0.1% of a point lookup).
@@ -288,7 +273,6 @@ read_registration(Oid relid)
 			t = palloc0(sizeof(SeamTable));
 			t->relid = relid;
 			t->table_id = (int64) relid;
-			t->reader_lock_key = reader_lock_key(t->table_id);
 			t->lake_location = text_column(rel, tuple, "lake_table_ref");
 			t->tier_key_attno = registered_column(relid, text_column(rel, tuple, "tier_key_col"));
 			t->key_kind = parse_key_kind(text_column(rel, tuple, "tier_key_type"));
@@ -596,8 +580,8 @@ seam_pin(const SeamTable *table)
 
 	if (e != NULL)
 		return e->pin;
-	/* Shared until the transaction ends. */
-	DirectFunctionCall1(pg_advisory_xact_lock_shared_int8, Int64GetDatum(table->reader_lock_key));
+	/* Shared until the transaction ends; no SQL session can take it (coordination.h). */
+	coordination_lock_readers(table->table_id, ShareLock);
 	old = MemoryContextSwitchTo(TopTransactionContext);
 	e = palloc(sizeof(PinEntry));
 	e->relid = table->relid;

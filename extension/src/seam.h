@@ -6,10 +6,10 @@
  *		(T, S) a statement reads with (SPEC §5, ARCHITECTURE decision 6).
  *
  * An in-database read pins without writing: it takes the table's reader
- * key, pg_advisory_xact_lock_shared(hashtextextended('tierdb_reader_' ||
- * table_id, 0)), and only then reads the cut-line, with a snapshot newer
- * than the lock.  The daemon publishes a new cut-line before it drops heap
- * partitions, and drops only after taking that key exclusively, so every
+ * lock shared (coordination.h; no SQL session can take it), and only then
+ * reads the cut-line, with a snapshot newer than the lock.  The daemon
+ * publishes a new cut-line before it drops heap partitions, and drops only
+ * after taking that lock exclusively (tierdb.wait_for_readers), so every
  * partition at or above the T a reader pinned stays until the reader's
  * transaction ends.  Nothing is written, so read-only transactions and
  * standbys can pin.
@@ -59,7 +59,6 @@ typedef struct SeamTable
 {
 	Oid			relid;
 	int64		table_id;
-	int64		reader_lock_key;	/* the advisory lock readers share (seam_pin) */
 	char	   *lake_location;	/* tierdb.tables.lake_table_ref */
 	AttrNumber	tier_key_attno;
 	Oid			tier_key_ops[BTMaxStrategyNumber];	/* its type's btree <, <=, =, >=, > (InvalidOid: none) */

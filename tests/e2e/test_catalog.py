@@ -89,7 +89,7 @@ EXPECTED_PRIMARY_KEYS = {
 STATUS_COLUMNS = [
     "table_id", "schema_name", "table_name", "mode", "cutline_t", "cutline_s",
     "mirror_frontier", "retention_line", "cutline_updated_at", "delta_backlog",
-    "read_pins", "staged_loads", "copying", "partition_states",
+    "read_pins", "staged_loads", "copying", "partition_states", "unfoldable_rows",
 ]
 
 TABLE_ID = 16385
@@ -378,6 +378,26 @@ def test_drop_extension_removes_everything(db):
     db.psql("CREATE EXTENSION tierdb")
     assert db.query("SELECT count(*) FROM tierdb.tables") == [("0",)]
     assert db.query("SELECT version FROM tierdb.schema_meta") == [("1",)]
+
+
+def test_roles_and_their_grants(db):
+    """SPEC §10: tierdb_worker has what the daemon needs on every catalog
+    table and the coordination functions; tierdb_admin reads the catalog and
+    writes registrations; PUBLIC may not take the coordination locks."""
+    tables = [t for (t,) in db.query(
+        "SELECT table_name FROM information_schema.tables WHERE table_schema = 'tierdb'"
+        " AND table_type = 'BASE TABLE'")]
+    assert len(tables) >= 12
+    for table in tables:
+        assert db.query(
+            f"SELECT has_table_privilege('tierdb_worker', 'tierdb.{table}', 'SELECT, INSERT, UPDATE, DELETE'),"
+            f" has_table_privilege('tierdb_admin', 'tierdb.{table}', 'SELECT'),"
+            f" has_table_privilege('public', 'tierdb.{table}', 'SELECT')") == [("t", "t", "f")], table
+    assert db.query("SELECT has_table_privilege('tierdb_admin', 'tierdb.tables', 'INSERT, DELETE'),"
+                    " has_sequence_privilege('tierdb_worker', 'tierdb.delta_version', 'USAGE')") == [("t", "t")]
+    for fn in ("tierdb.wait_for_readers(bigint)", "tierdb.try_become_leader()"):
+        assert db.query(f"SELECT has_function_privilege('tierdb_worker', '{fn}', 'EXECUTE'),"
+                        f" has_function_privilege('public', '{fn}', 'EXECUTE')") == [("t", "f")], fn
 
 
 SEALED_SETUP = """

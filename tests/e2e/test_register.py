@@ -24,8 +24,8 @@ CREATE TABLE public.events_p1 PARTITION OF public.events FOR VALUES FROM (1000) 
 CREATE TABLE public.events_m1 PARTITION OF public.events FOR VALUES FROM (-1000) TO (0);
 """
 
-# No declared primary key (SPEC §8: --pk need not be a constraint), a DEFAULT
-# partition (not a range: not recorded), a schema other than public.
+# No declared primary key (SPEC §8: --pk need not be a constraint), a schema
+# other than public.
 READINGS_DDL = """
 CREATE SCHEMA iot;
 CREATE TABLE iot.readings (
@@ -35,7 +35,6 @@ CREATE TABLE iot.readings_0102 PARTITION OF iot.readings
     FOR VALUES FROM ('2024-01-02 00:00:00+00') TO ('2024-01-03 00:00:00+00');
 CREATE TABLE iot.readings_0101 PARTITION OF iot.readings
     FOR VALUES FROM ('2024-01-01 00:00:00+00') TO ('2024-01-02 00:00:00+00');
-CREATE TABLE iot.readings_other PARTITION OF iot.readings DEFAULT;
 """
 
 
@@ -139,7 +138,6 @@ def test_register_timestamptz_key_composite_pk(db, lake, tierdb):
     cut = db.query("SELECT tier_key_hi, lake_snapshot_id, lake_props FROM tierdb.cutline")[0]
     assert cut[:2] == (str(JAN1_US), None)
     assert json.loads(cut[2])["metadata_location"] == f"{location}/metadata/v1.metadata.json"
-    # The DEFAULT partition has no range: it is not a tiering unit.
     assert db.query("SELECT partition_id, tier_key_lo, tier_key_hi, state FROM tierdb.partitions"
                     " ORDER BY tier_key_lo") == [
         ("iot.readings_0101", str(JAN1_US), str(JAN1_US + DAY_US), "hot"),
@@ -238,6 +236,20 @@ VALIDATION_CASES = [
     ("CREATE TABLE public.s (id int) PARTITION BY RANGE (id);"
      "CREATE TABLE public.s1 PARTITION OF public.s FOR VALUES FROM (0) TO (10) PARTITION BY RANGE (id);",
      "--table s --pk id --tier-key id", 1, ["public.s1", "itself partitioned"]),
+    # A DEFAULT partition would swallow rows of the cold range (issue 16 item 5).
+    (READINGS_DDL + "CREATE TABLE iot.readings_other PARTITION OF iot.readings DEFAULT;",
+     "--table iot.readings --pk sensor --tier-key at", 1,
+     ["has a DEFAULT partition (iot.readings_other)", "DETACH PARTITION iot.readings_other"]),
+    # Ranges with a hole between them (item 13).
+    ("CREATE TABLE public.g (id int NOT NULL) PARTITION BY RANGE (id);"
+     "CREATE TABLE public.g1 PARTITION OF public.g FOR VALUES FROM (0) TO (10);"
+     "CREATE TABLE public.g2 PARTITION OF public.g FOR VALUES FROM (20) TO (30);",
+     "--table g --pk id --tier-key id", 1, ["a gap between partitions public.g1 and public.g2"]),
+    # A nullable key column that holds NULLs cannot identify rows (item 13).
+    ("CREATE TABLE public.n (id int NOT NULL, k int) PARTITION BY RANGE (id);"
+     "CREATE TABLE public.n1 PARTITION OF public.n FOR VALUES FROM (0) TO (10);"
+     "INSERT INTO public.n VALUES (1, 1), (2, NULL);",
+     "--table n --pk k --tier-key id", 1, ["--pk column k of public.n holds NULLs", "SET NOT NULL"]),
     (EVENTS_DDL, "--table events --pk id,nope --tier-key id", 1, ["--pk names nope", "no such column"]),
     (READINGS_DDL, "--table iot.readings --pk tenant,value --tier-key at", 1,
      ["--pk column value is floating point"]),
@@ -340,7 +352,76 @@ def test_unregister_keeps_or_drops_the_lake(db, lake, tierdb):
     assert not (lake / "iot" / "readings").exists()
     assert catalog_counts(db) == ("0", "0", "0")
 
-    fails(tierdb("unregister --table iot.readings"), "iot.readings is not registered")
+    # Not registered (any more): success, so reset scripts run on any database.
+    out = ok(tierdb("unregister --table iot.readings"))
+    assert "iot.readings is not registered; nothing to unregister" in out
+    out = ok(tierdb("unregister --table public.never_created --drop-lake"))
+    assert "public.never_created is not registered" in out
+
+
+def test_nullable_key_without_nulls_registers(db, lake, tierdb):
+    db.psql("CREATE TABLE public.n (id int NOT NULL, k int) PARTITION BY RANGE (id);"
+            "CREATE TABLE public.n1 PARTITION OF public.n FOR VALUES FROM (0) TO (10);"
+            "INSERT INTO public.n VALUES (1, 1), (2, 2);")
+    ok(tierdb("register --table n --pk k --tier-key id"))
+
+
+def test_unregister_of_an_unregistered_table_removes_leftovers(db, lake, tierdb):
+    """Journal rows have no foreign key: those of the named table (not
+    registered) and of tables that no longer exist go; others stay."""
+    db.psql(EVENTS_DDL + READINGS_DDL)
+    ok(tierdb("register --table iot.readings --pk sensor --tier-key at"))
+    events, readings = oid_of(db, "public.events"), oid_of(db, "iot.readings")
+    db.psql(f"INSERT INTO tierdb.op_log (table_id, op_kind, phase) VALUES"
+            f" ({events}, 'tiering', 'sealing'), ({readings}, 'tiering', 'sealing'),"
+            f" (4000000000, 'compaction', 'writing')")
+    out = ok(tierdb("unregister --table public.events"))
+    assert "public.events is not registered" in out and "removed 2 leftover" in out
+    assert db.query("SELECT table_id FROM tierdb.op_log") == [(readings,)]
+
+
+@pytest.mark.parametrize("name", ["..", "a/../../escape", ".hidden", "50%/x"])
+def test_table_names_cannot_escape_the_warehouse(db, lake, tierdb, name):
+    quoted = name.replace('"', '""')
+    db.psql(f'CREATE TABLE public."{quoted}" (id int NOT NULL) PARTITION BY RANGE (id);'
+            f'CREATE TABLE public."{quoted}_p" PARTITION OF public."{quoted}" FOR VALUES FROM (0) TO (10);')
+    ok(tierdb(["register", "--table", f'public."{quoted}"', "--pk", "id", "--tier-key", "id"]))
+    location = Path(db.query("SELECT lake_table_ref FROM tierdb.tables")[0][0])
+    assert location.parent == lake / "public", location
+    assert location.name not in (".", "..") and "/" not in location.name and not location.name.startswith(".")
+    assert (location / "metadata" / "v1.metadata.json").is_file()
+    assert sorted(p.name for p in lake.iterdir()) == ["public"]
+    ok(tierdb(["unregister", "--table", f'public."{quoted}"', "--drop-lake"]))
+    assert not location.exists() and (lake / "public").is_dir()
+
+
+def test_ordinary_names_keep_their_location(db, lake, tierdb):
+    db.psql('CREATE SCHEMA "My_Schema-1";'
+            'CREATE TABLE "My_Schema-1"."Ev.ents_2" (id int NOT NULL) PARTITION BY RANGE (id);'
+            'CREATE TABLE "My_Schema-1".p PARTITION OF "My_Schema-1"."Ev.ents_2" FOR VALUES FROM (0) TO (10);')
+    ok(tierdb(["register", "--table", '"My_Schema-1"."Ev.ents_2"', "--pk", "id", "--tier-key", "id"]))
+    assert db.query("SELECT lake_table_ref FROM tierdb.tables") == [(str(lake / "My_Schema-1" / "Ev.ents_2"),)]
+
+
+def test_drop_lake_never_deletes_outside_the_tables_directory(db, lake, tierdb, tmp_path):
+    db.psql(EVENTS_DDL)
+    ok(tierdb("register --table events --pk id --tier-key id"))
+    victim = tmp_path / "precious"
+    victim.mkdir()
+    (victim / "keep.txt").write_text("mine")
+    # A catalog row pointing elsewhere (edited by hand, or another profile's path).
+    db.psql(f"UPDATE tierdb.tables SET lake_table_ref = '{victim}'")
+    fails(tierdb("unregister --table events --drop-lake"), "is not the table's own directory", "by hand")
+    assert (victim / "keep.txt").read_text() == "mine"
+    assert db.query("SELECT count(*) FROM tierdb.tables") == [("1",)]  # nothing half-applied
+    # The right path, but a symbolic link out of the warehouse.
+    own = lake / "public" / "events"
+    db.psql(f"UPDATE tierdb.tables SET lake_table_ref = '{own}'")
+    moved = tmp_path / "moved"
+    own.rename(moved)
+    own.symlink_to(moved)
+    fails(tierdb("unregister --table events --drop-lake"), "outside the warehouse")
+    assert (moved / "metadata" / "v1.metadata.json").is_file()
 
 
 # ---------------------------------------------------------------- status
@@ -399,3 +480,31 @@ def test_jdbc_url_and_dsn(pg, db, lake, tierdb):
     assert "port 1" in err
     fails(tierdb(["status", "--dsn", "postgres://127.0.0.1:1/x"]), "using --dsn")
     fails(tierdb("status", env={"PGPORT": "1"}), "the PG* environment")
+
+
+def test_user_and_password_beside_a_jdbc_url(pg, db, lake, tierdb):
+    """TIERDB_PG_USER / TIERDB_PG_PASSWORD go with a JDBC URL that names no
+    user (as Spark passes them as properties); a user= in the URL wins."""
+    hba = Path(pg.query("SHOW hba_file")[0][0])
+    saved = hba.read_text()
+    pg.psql("DROP ROLE IF EXISTS tierdb_pw_user; CREATE ROLE tierdb_pw_user LOGIN SUPERUSER PASSWORD 'sekret'")
+    hba.write_text("host all tierdb_pw_user 127.0.0.1/32 scram-sha-256\n" + saved)
+    pg.psql("SELECT pg_reload_conf()")
+    try:
+        db.psql(EVENTS_DDL)
+        base = {"PGHOST": "", "PGPORT": "", "PGUSER": "", "PGPASSWORD": "", "PGDATABASE": "postgres",
+                "TIERDB_PG_URL": f"jdbc:postgresql://{pg.host}:{pg.port}/{db.name}"}
+        ok(tierdb("register --table events --pk id --tier-key id",
+                  env={**base, "TIERDB_PG_USER": "tierdb_pw_user", "TIERDB_PG_PASSWORD": "sekret"}))
+        assert db.query("SELECT table_name FROM tierdb.tables") == [("events",)]
+        fails(tierdb("status", env={**base, "TIERDB_PG_USER": "tierdb_pw_user", "TIERDB_PG_PASSWORD": "wrong"}),
+              "password authentication failed for user \"tierdb_pw_user\"")
+        fails(tierdb("status", env={**base, "TIERDB_PG_USER": "tierdb_no_such_user"}),
+              "tierdb_no_such_user")
+        url_user = {**base, "TIERDB_PG_URL": base["TIERDB_PG_URL"] + f"?user={pg.user}",
+                    "TIERDB_PG_USER": "tierdb_no_such_user"}
+        assert [r["table_name"] for r in json.loads(ok(tierdb("status --json", env=url_user)))] == ["events"]
+    finally:
+        hba.write_text(saved)
+        pg.psql("SELECT pg_reload_conf()")
+

@@ -398,15 +398,19 @@ def test_bad_settings_are_refused(db, tierdb):
 def wait_for(db, sql, what, timeout=60):
     deadline = time.monotonic() + timeout
     while db.query(sql) != [("t",)]:
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        assert time.monotonic() < deadline, f"timed out waiting for {what}: " + repr(db.query(
+            "SELECT pid, application_name, wait_event_type, wait_event, state, left(query, 80)"
+            " FROM pg_stat_activity WHERE backend_type = 'client backend'"))
         time.sleep(0.05)
 
 
-def run_blocked_once(db, tierdb_bin, lake, hold_sql, held_sql, waiting_sql, while_waiting=lambda: None):
+def run_blocked_once(db, tierdb_bin, lake, hold_sql, held_sql, waiting_sql, while_waiting=lambda: None,
+                     env=None):
     """Runs `tierdb run --once` (lag 2d) while another session holds a lock:
     that session runs BEGIN and hold_sql, the daemon starts once held_sql
     is true, while_waiting() runs once waiting_sql shows the daemon
-    blocked, then the session commits and the daemon must finish with 0."""
+    blocked, then the session commits and the daemon must finish with 0
+    (its lock waits are bounded, here far beyond the test's own pace)."""
     pg = db.cluster
     session = subprocess.Popen(
         [str(PG_BINDIR / "psql"), "-X", "-q", "-v", "ON_ERROR_STOP=1", "-h", pg.host, "-p", str(pg.port),
@@ -418,7 +422,8 @@ def run_blocked_once(db, tierdb_bin, lake, hold_sql, held_sql, waiting_sql, whil
         session.stdin.write(f"BEGIN;\n{hold_sql};\n")
         session.stdin.flush()
         wait_for(db, held_sql, "the session's lock")
-        env = {**clean_env(), **db.env, "TIERDB_WAREHOUSE": str(lake), "TIERDB_TIERING_LAG": "2d"}
+        env = {**clean_env(), **db.env, "TIERDB_WAREHOUSE": str(lake), "TIERDB_TIERING_LAG": "2d",
+               "TIERDB_LOCK_TIMEOUT_MS": "600000", **(env or {})}
         daemon = subprocess.Popen([str(tierdb_bin), "run", "--once"], stdout=subprocess.DEVNULL,
                                   stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True, env=env)
         wait_for(db, waiting_sql, "the daemon to wait for the session")
@@ -455,7 +460,7 @@ def test_seal_waits_out_an_in_flight_writer(events, tierdb_bin, lake):
 
 
 def test_drop_waits_out_in_database_readers(events, tierdb_bin, lake):
-    """An in-database reader holds the table's reader key shared while it
+    """An in-database reader holds the table's reader lock shared while it
     reads with the old cut-line: the daemon publishes, then waits for it
     before dropping the partitions it may still scan."""
     db = events
@@ -467,11 +472,15 @@ def test_drop_waits_out_in_database_readers(events, tierdb_bin, lake):
 
     run_blocked_once(
         db, tierdb_bin, lake,
-        f"SELECT pg_advisory_xact_lock_shared(hashtextextended('tierdb_reader_' || {table_id}::text, 0))",
-        "SELECT EXISTS (SELECT FROM pg_locks WHERE locktype = 'advisory' AND mode = 'ShareLock' AND granted)",
+        # A read below every heap partition: it locks no partition, only the reader lock.
+        "SET LOCAL tierdb.transparent_reads = on; SELECT count(*) FROM events WHERE ts < '2023-01-01+00'",
+        "SELECT EXISTS (SELECT FROM pg_locks WHERE locktype = 'advisory' AND mode = 'ShareLock' AND granted"
+        f" AND objsubid = 3 AND objid = {table_id})",
         "SELECT EXISTS (SELECT FROM pg_stat_activity WHERE application_name = 'tierdb'"
         " AND wait_event = 'advisory')",
         published_not_dropped,
+        # Creating a partition would wait for the reader's lock on the parent first.
+        env={"TIERDB_PREMAKE_PARTITIONS": "0"},
     )
     assert "events_20240101" not in heap_partitions(db, "events")
     assert db.query("SELECT phase FROM tierdb.op_log") == [("done",)]

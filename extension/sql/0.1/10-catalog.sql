@@ -23,9 +23,10 @@
  * operation must outlive the registration it was working on, so recovery
  * can adopt or finish it.
  *
- * Privileges: nothing is granted here; only superusers and the extension's
- * owner can use the catalog.  A later version grants what non-superuser
- * daemons and readers need.
+ * Privileges (SPEC §10): the script creates the cluster-wide roles
+ * tierdb_admin (register, profiles, maintain) and tierdb_worker (what the
+ * daemon needs) if they are missing, and grants them the catalog at the end
+ * of this file.  Nothing is granted to PUBLIC.
  */
 
 -- complain if the script is sourced in psql rather than via CREATE EXTENSION
@@ -275,7 +276,14 @@ SELECT t.table_id,
           FROM (SELECT pa.state, count(*) AS n
                   FROM tierdb.partitions pa
                  WHERE pa.table_id = t.table_id
-                 GROUP BY pa.state) s) AS partition_states
+                 GROUP BY pa.state) s) AS partition_states,
+       -- delta rows the fold leaves because the lake cannot hold them (cli/fold.c)
+       (SELECT coalesce(jsonb_agg(w - 'kind' ORDER BY (w->>'version')::bigint), '[]')
+          FROM tierdb.lake_stats ls, jsonb_array_elements(ls.warnings) w
+         WHERE ls.table_id = t.table_id AND w->>'kind' = 'unfoldable_delta_row'
+           AND EXISTS (SELECT FROM tierdb.delta d
+                        WHERE d.table_id = t.table_id AND d.pk = w->>'pk'
+                          AND d.version::text = w->>'version')) AS unfoldable_rows
   FROM tierdb.tables t
   LEFT JOIN tierdb.cutline c ON c.table_id = t.table_id;
 
@@ -312,6 +320,54 @@ BEGIN
               HINT = 'Write rows of this range with tierdb_upsert() or tierdb_delete(), which route them to the lake, or retry once tiering has finished.';
 END;
 $$;
+
+/*
+ * Coordination the daemon and readers meet on (coordination.h): locks no
+ * SQL session can take by itself, so no role can stall readers or the
+ * daemon by holding an advisory key.  wait_for_readers waits (bounded by
+ * lock_timeout) until no transaction reads the table with a cut-line it
+ * pinned, and keeps new readers waiting until the caller's transaction
+ * ends; try_become_leader makes the session the daemons' leader in this
+ * database until it disconnects (false if another session leads).
+ */
+CREATE FUNCTION tierdb.wait_for_readers(table_id bigint)
+RETURNS void
+LANGUAGE C STRICT VOLATILE
+AS 'MODULE_PATHNAME', 'tierdb_wait_for_readers';
+
+CREATE FUNCTION tierdb.try_become_leader()
+RETURNS boolean
+LANGUAGE C STRICT VOLATILE
+AS 'MODULE_PATHNAME', 'tierdb_try_become_leader';
+
+REVOKE ALL ON FUNCTION tierdb.wait_for_readers(bigint) FROM PUBLIC;
+REVOKE ALL ON FUNCTION tierdb.try_become_leader() FROM PUBLIC;
+
+/*
+ * The roles are cluster-wide: created by the first database's CREATE
+ * EXTENSION, found by the others'.  Members of tierdb_worker run the daemon
+ * (it must also own the registered tables, or be a member of their owner,
+ * since it creates and drops their partitions); members of tierdb_admin
+ * register tables and manage profiles.
+ */
+DO $$
+BEGIN
+    IF NOT EXISTS (SELECT FROM pg_catalog.pg_roles WHERE rolname = 'tierdb_admin') THEN
+        CREATE ROLE tierdb_admin NOLOGIN;
+    END IF;
+    IF NOT EXISTS (SELECT FROM pg_catalog.pg_roles WHERE rolname = 'tierdb_worker') THEN
+        CREATE ROLE tierdb_worker NOLOGIN;
+    END IF;
+END
+$$;
+
+GRANT USAGE ON SCHEMA tierdb TO tierdb_admin, tierdb_worker;
+GRANT SELECT ON ALL TABLES IN SCHEMA tierdb TO tierdb_admin;
+GRANT INSERT, UPDATE, DELETE ON tierdb.storage_profiles, tierdb.tables, tierdb.cutline, tierdb.partitions,
+    tierdb.op_log, tierdb.maintenance_requests TO tierdb_admin;
+GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA tierdb TO tierdb_worker;
+GRANT USAGE, SELECT, UPDATE ON SEQUENCE tierdb.delta_version TO tierdb_worker;
+GRANT EXECUTE ON FUNCTION tierdb.wait_for_readers(bigint), tierdb.try_become_leader() TO tierdb_worker;
 
 /*
  * pg_dump keeps the rows of the catalog (the extension recreates the objects).
