@@ -2,6 +2,8 @@
 -- writes them (cli/cmd_register.c), with no lake yet (S is NULL): routed
 -- writes, the explicit read protocol and tierdb_explain.
 \set VERBOSITY default
+-- where in TierDB's own functions an error is raised is not part of its surface
+\set SHOW_CONTEXT never
 SET TimeZone = 'UTC';
 CREATE TABLE ev (id bigint NOT NULL, ts timestamptz NOT NULL, v text) PARTITION BY RANGE (ts);
 CREATE TABLE ev_20240101 PARTITION OF ev FOR VALUES FROM ('2024-01-01 00:00+00') TO ('2024-01-02 00:00+00');

@@ -12,7 +12,7 @@ SELECT c.relname, string_agg(a.attname || ' ' || format_type(a.atttypid, a.attty
 SELECT p.proname, pg_get_function_identity_arguments(p.oid) AS args, pg_get_function_result(p.oid) AS result
   FROM pg_proc p JOIN pg_depend d ON d.objid = p.oid AND d.classid = 'pg_proc'::regclass
   JOIN pg_extension e ON e.oid = d.refobjid AND e.extname = 'tierdb'
- WHERE p.proname LIKE 'tierdb\_%'
+ WHERE p.proname LIKE 'tierdb\_%' AND p.pronamespace = 'pg_catalog'::regnamespace
  ORDER BY 1, 2;
 
 -- the catalog tables are not granted to PUBLIC
