@@ -488,7 +488,7 @@ TEST(writer_dictionary_page_comes_first_and_encodings_are_listed)
 				CHECK_INT(pages[p].h.data_page_header.num_values, 1000);
 				CHECK_INT(pages[p].h.data_page_header.encoding, dict ? PQ_ENC_RLE_DICTIONARY : PQ_ENC_PLAIN);
 				CHECK_INT(pages[p].h.data_page_header.definition_level_encoding, PQ_ENC_RLE);
-				CHECK(!pages[p].h.has_crc);
+				CHECK(pages[p].h.has_crc);   /* on by default */
 			}
 		}
 		/* The dictionary made the string chunk much smaller. */
