@@ -1,8 +1,8 @@
 /*
- * test_page_crc.c: Parquet page CRCs end to end. Our writer stamps every
- * page by default; the reader refuses a page whose bytes no longer match
- * (one flipped bit is enough), naming the file, row group, column and page;
- * files without CRCs still read. The CRC covers a page's bytes as stored:
+ * test_page_crc.c: Parquet page CRCs on read. Our writer stamps every page
+ * by default (test_writer.c checks what it stamps); the reader refuses a
+ * page whose bytes no longer match (one flipped bit is enough), naming the
+ * file, row group, column and page; files without CRCs still read. The CRC covers a page's bytes as stored:
  * for v1 pages the compressed levels and values, for dictionary pages the
  * dictionary, for v2 pages (written by pyarrow, see
  * data/reader/make-fixtures.py) the uncompressed levels and the compressed
@@ -11,7 +11,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "parquet/encoding.h"
 #include "test.h"
 #include "tierlake/parquet.h"
 #include "writer_test_files.h"
@@ -104,27 +103,6 @@ static bool is_crc_error(const tl_error *err, const char *path, int row_group, c
 		return true;
 	tl_test_fail(__FILE__, __LINE__, "expected \"%s\", got \"%s\"", where, err->message);
 	return false;
-}
-
-TEST(page_crc_is_written_by_default_and_covers_each_page_as_stored)
-{
-	tl_error err;
-	tl_error_clear(&err);
-	written f;
-	CHECK_OK(write_values("crc_default", true, NULL, &f, &err), &err);
-	page_view *pages = wt_page_buffer();
-	for (int g = 0; g < 2; g++) {
-		int npages;
-		CHECK_OK(wt_chunk_pages(&f, wt_chunk_meta(&f, g, 0), pages, &npages, &err), &err);
-		CHECK(npages >= 2);
-		for (int p = 0; p < npages; p++) {
-			CHECK(pages[p].h.has_crc);
-			CHECK_INT((uint32_t)pages[p].h.crc, pq_crc32(pages[p].body, pages[p].body_len));
-		}
-	}
-	CHECK_OK(wt_read_back_int64(f.path, ROWS, value_of, present_of, &err), &err);
-	free(pages);
-	wt_written_free(&f);
 }
 
 /*

@@ -34,10 +34,18 @@ import org.junit.jupiter.api.Test;
 class DriverTest {
     private final TestEnv env = TestEnv.get();
 
-    /** Runs body with the drivers that `hide` picks deregistered from DriverManager, then puts them back. */
+    /**
+     * Runs body with the drivers that `hide` picks deregistered from
+     * DriverManager, then restores its list in the old order, followed by
+     * what body registered (Spark's wrapper of a driver it was told to use):
+     * DriverManager hands out the first driver that accepts a URL, and the
+     * other tests' own Spark reads, which name no driver, need pgjdbc's
+     * driver first, not Spark's wrapper.
+     */
     private static void withoutDrivers(Predicate<Driver> hide, Runnable body) throws SQLException {
+        List<Driver> before = Collections.list(DriverManager.getDrivers());
         List<Driver> hidden = new ArrayList<>();
-        for (Driver d : Collections.list(DriverManager.getDrivers())) {
+        for (Driver d : before) {
             if (hide.test(d)) {
                 DriverManager.deregisterDriver(d);
                 hidden.add(d);
@@ -47,7 +55,15 @@ class DriverTest {
         try {
             body.run();
         } finally {
-            for (Driver d : hidden) {
+            List<Driver> added = Collections.list(DriverManager.getDrivers());
+            added.removeAll(before);
+            for (Driver d : Collections.list(DriverManager.getDrivers())) {
+                DriverManager.deregisterDriver(d);
+            }
+            for (Driver d : before) {
+                DriverManager.registerDriver(d);
+            }
+            for (Driver d : added) {
                 DriverManager.registerDriver(d);
             }
         }
