@@ -370,7 +370,7 @@ TEST(schema_writer_options_defaults)
 	CHECK(o.page_rows > 0);
 	CHECK(o.dictionary);
 	CHECK(o.dictionary_bytes > 0);
-	CHECK(!o.write_page_crc);
+	CHECK(o.write_page_crc);
 	CHECK(o.metadata == NULL);
 	CHECK_INT(o.nmetadata, 0);
 	CHECK(o.created_by == NULL);

@@ -488,7 +488,7 @@ TEST(writer_dictionary_page_comes_first_and_encodings_are_listed)
 				CHECK_INT(pages[p].h.data_page_header.num_values, 1000);
 				CHECK_INT(pages[p].h.data_page_header.encoding, dict ? PQ_ENC_RLE_DICTIONARY : PQ_ENC_PLAIN);
 				CHECK_INT(pages[p].h.data_page_header.definition_level_encoding, PQ_ENC_RLE);
-				CHECK(!pages[p].h.has_crc);
+				CHECK(pages[p].h.has_crc);   /* on by default */
 			}
 		}
 		/* The dictionary made the string chunk much smaller. */
@@ -886,7 +886,8 @@ TEST(writer_page_crcs_cover_the_stored_bytes)
 	for (int crc = 0; crc < 2; crc++) {
 		tl_pq_writer_options o;
 		tl_pq_writer_options_init(&o);
-		o.write_page_crc = crc;
+		if (!crc)
+			o.write_page_crc = false; /* on is the default */
 		o.page_rows = 400;
 		written f;
 		CHECK_OK(write_every_type(crc ? "crc_on" : "crc_off", &o, 1500, 500, &f, &err), &err);

@@ -102,6 +102,8 @@ class Page:
     compressed_size: int
     crc: int | None  # as stored (signed 32-bit), None when absent
     crc_ok: bool | None  # whether crc matches the page's bytes
+    offset: int  # where the page (its header) starts in the file
+    body_offset: int  # where its bytes after the header start
 
 
 def column_chunk_pages(path, row_group: int, column: int) -> list:
@@ -128,7 +130,7 @@ def column_chunk_pages(path, row_group: int, column: int) -> list:
         crc_ok = None
         if crc is not None:
             crc_ok = (zlib.crc32(data[body_start:body_start + size]) & 0xFFFFFFFF) == (crc & 0xFFFFFFFF)
-        pages.append(Page(ptype, sub.get(1, 0), encoding, size, crc, crc_ok))
+        pages.append(Page(ptype, sub.get(1, 0), encoding, size, crc, crc_ok, pos, body_start))
         pos = body_start + size
     assert pos == end, f"pages of column {column} in row group {row_group} end at {pos}, chunk ends at {end}"
     return pages

@@ -431,7 +431,7 @@ def test_batch_sizes(pqgen, tierdb, workdir, batch_rows):
 def test_page_crc(pqgen, tierdb, workdir, codec, dictionary):
     schema = make_schema(ALL)
     rows = make_rows(ALL, 1500, distinct=20 if dictionary else 0)
-    options = ["--crc", "--codec", codec, "--page-rows", 400] + ([] if dictionary else ["--no-dictionary"])
+    options = ["--codec", codec, "--page-rows", 400] + ([] if dictionary else ["--no-dictionary"])
     path = pqgen.write(workdir, schema, rows, options=options)
     check_all(tierdb, path, schema, rows)
     for j, name in enumerate(ALL):
@@ -442,9 +442,12 @@ def test_page_crc(pqgen, tierdb, workdir, codec, dictionary):
     pq.read_table(path, page_checksum_verification=True)
 
 
-def test_no_crc_by_default(pqgen, workdir):
+def test_crc_unless_turned_off(pqgen, workdir):
     schema = make_schema(["int64"])
-    path = pqgen.write(workdir, schema, make_rows(["int64"], 100))
+    rows = make_rows(["int64"], 100)
+    path = pqgen.write(workdir, schema, rows, name="default.parquet")
+    assert all(p.crc is not None and p.crc_ok for p in column_chunk_pages(path, 0, 0))
+    path = pqgen.write(workdir, schema, rows, name="off.parquet", options=["--no-crc"])
     assert all(p.crc is None for p in column_chunk_pages(path, 0, 0))
 
 

@@ -7,7 +7,7 @@
  *         [--no-dictionary] [--dictionary-bytes N]
  *         [--page-bytes N] [--page-rows N]
  *         [--row-group-rows N] [--row-group-bytes N]
- *         [--crc] [--kv KEY=VALUE]... [--batch-rows N]
+ *         [--crc | --no-crc] [--kv KEY=VALUE]... [--batch-rows N]
  *
  * SCHEMA.json is a JSON array of columns, in file order:
  *
@@ -69,7 +69,7 @@ static void usage(FILE *out)
 	fputs("Usage: pqgen --schema SCHEMA.json --rows ROWS.jsonl --out FILE.parquet\n"
 	      "             [--codec none|snappy|gzip|zstd|lz4_raw] [--level N]\n"
 	      "             [--no-dictionary] [--dictionary-bytes N] [--page-bytes N] [--page-rows N]\n"
-	      "             [--row-group-rows N] [--row-group-bytes N] [--crc]\n"
+	      "             [--row-group-rows N] [--row-group-bytes N] [--crc | --no-crc]\n"
 	      "             [--kv KEY=VALUE]... [--batch-rows N]\n"
 	      "\n"
 	      "Writes the rows of ROWS.jsonl (one JSON object per line, values as\n"
@@ -322,9 +322,9 @@ static int parse_args(int argc, char **argv, pqgen_args *a, bool *done)
 		} else
 			snprintf(name, sizeof(name), "%s", arg);
 
-		static const char *const flags[] = {"--help", "--no-dictionary", "--crc"};
+		static const char *const flags[] = {"--help", "--no-dictionary", "--crc", "--no-crc"};
 		bool is_flag = false;
-		for (size_t k = 0; k < 3; k++)
+		for (size_t k = 0; k < sizeof(flags) / sizeof(flags[0]); k++)
 			is_flag |= strcmp(name, flags[k]) == 0;
 		if (is_flag && value)
 			return fail("%s takes no value", name);
@@ -341,8 +341,8 @@ static int parse_args(int argc, char **argv, pqgen_args *a, bool *done)
 			return 0;
 		} else if (strcmp(name, "--no-dictionary") == 0)
 			a->opts.dictionary = false;
-		else if (strcmp(name, "--crc") == 0)
-			a->opts.write_page_crc = true;
+		else if (strcmp(name, "--crc") == 0 || strcmp(name, "--no-crc") == 0)
+			a->opts.write_page_crc = strcmp(name, "--crc") == 0; /* the writer's default is on */
 		else if (strcmp(name, "--schema") == 0)
 			a->schema_path = value;
 		else if (strcmp(name, "--rows") == 0)

@@ -12,7 +12,9 @@
  * Reader: tl_pq_reader_open parses and validates the footer; choose columns
  * with tl_pq_reader_project and drop row groups with tl_pq_reader_prune,
  * then call tl_pq_reader_next until it returns 0. Nothing in the file is
- * trusted: every size is checked against the file before it is used.
+ * trusted: every size is checked against the file before it is used, and a
+ * page whose header carries a CRC is checked against it before it is
+ * decoded (TL_ERR_CORRUPT naming the file, row group, column and page).
  */
 #ifndef TIERLAKE_PARQUET_H
 #define TIERLAKE_PARQUET_H
@@ -151,13 +153,13 @@ typedef struct tl_pq_writer_options {
 	int64_t page_rows;            /* ...or at this many rows */
 	bool dictionary;              /* try dictionary encoding first */
 	int64_t dictionary_bytes;     /* dictionary budget per column chunk before falling back to PLAIN */
-	bool write_page_crc;          /* CRC32 in every page header */
+	bool write_page_crc;          /* CRC32 in every page header (default on) */
 	const tl_pq_kv *metadata;     /* key-value metadata for the footer */
 	int nmetadata;
 	const char *created_by;       /* default "tierdb version ..." */
 } tl_pq_writer_options;
 
-/* Fills opts with the defaults: ZSTD, 1 MiB pages, 128 MiB / 1M-row row groups, dictionary on. */
+/* Fills opts with the defaults: ZSTD, 1 MiB pages, 128 MiB / 1M-row row groups, dictionary on, page CRCs on. */
 void tl_pq_writer_options_init(tl_pq_writer_options *opts);
 
 typedef struct tl_pq_writer tl_pq_writer;

@@ -93,11 +93,14 @@ static int plain_width_of(const tl_pq_column *col)
 }
 
 void pq_column_reader_init(pq_column_reader *cr, const tl_pq_column *column, const char *file_name,
-                           tl_pq_codec codec, uint8_t *chunk, size_t chunk_len, int64_t rows)
+                           int row_group, int64_t chunk_offset, tl_pq_codec codec, uint8_t *chunk,
+                           size_t chunk_len, int64_t rows)
 {
 	memset(cr, 0, sizeof(*cr));
 	cr->column = column;
 	cr->file_name = file_name;
+	cr->row_group = row_group;
+	cr->chunk_offset = chunk_offset;
 	cr->codec = codec;
 	cr->max_definition = column->required ? 0 : 1;
 	cr->value_width = value_width_of(column);
@@ -390,11 +393,25 @@ static int start_data_page_v2(pq_column_reader *cr, const pq_page_header *h, con
 	return start_values(cr, dp->num_values - dp->num_nulls, err);
 }
 
-static int check_crc(pq_column_reader *cr, const pq_page_header *h, const uint8_t *body, tl_error *err)
+/*
+ * A page that carries a CRC must match it: the CRC-32 of the page's bytes as
+ * stored after its header (compressed, and for v2 pages the uncompressed
+ * levels too), so one flipped bit anywhere in them is refused instead of
+ * decoding into a different value. Pages without a CRC are read as they are.
+ */
+static int check_crc(pq_column_reader *cr, const pq_page_header *h, const uint8_t *body, size_t page_start,
+                     tl_error *err)
 {
-	if (h->has_crc && pq_crc32(body, (size_t)h->compressed_page_size) != (uint32_t)h->crc)
-		return corrupt(cr, err, "page CRC does not match its contents");
-	return 0;
+	if (!h->has_crc)
+		return 0;
+	uint32_t computed = pq_crc32(body, (size_t)h->compressed_page_size);
+	if (computed == (uint32_t)h->crc)
+		return 0;
+	return tl_error_set(err, TL_ERR_CORRUPT,
+	                    "%s: row group %d, column \"%s\", page %d at byte %lld: page CRC does not match its contents "
+	                    "(stored 0x%08x, computed 0x%08x)",
+	                    cr->file_name, cr->row_group, cr->column->name, cr->pages_seen - 1,
+	                    (long long)(cr->chunk_offset + (int64_t)page_start), (uint32_t)h->crc, computed);
 }
 
 /*
@@ -416,7 +433,8 @@ static int next_data_page(pq_column_reader *cr, int64_t *skip, tl_error *err)
 			return corrupt(cr, err, what);
 		}
 		pq_page_header h;
-		size_t header_len;
+		size_t header_len, page_start = cr->chunk_pos;
+		cr->pages_seen++;
 		if (pq_page_header_decode(cr->chunk + cr->chunk_pos, cr->chunk_len - cr->chunk_pos, &h, &header_len, err) < 0) {
 			tl_error_prefix(err, "%s: column \"%s\": page header", cr->file_name, cr->column->name);
 			return -1;
@@ -432,7 +450,7 @@ static int next_data_page(pq_column_reader *cr, int64_t *skip, tl_error *err)
 		int64_t values = 0;
 		switch (h.type) {
 		case PQ_PAGE_DICTIONARY:
-			if (check_crc(cr, &h, body, err) < 0 || read_dictionary(cr, &h, body, err) < 0)
+			if (check_crc(cr, &h, body, page_start, err) < 0 || read_dictionary(cr, &h, body, err) < 0)
 				return -1;
 			continue;
 		case PQ_PAGE_DATA:
@@ -453,7 +471,7 @@ static int next_data_page(pq_column_reader *cr, int64_t *skip, tl_error *err)
 			cr->rows_read += values;
 			continue;
 		}
-		if (check_crc(cr, &h, body, err) < 0)
+		if (check_crc(cr, &h, body, page_start, err) < 0)
 			return -1;
 		int rc = h.type == PQ_PAGE_DATA ? start_data_page_v1(cr, &h, body, err)
 		                                : start_data_page_v2(cr, &h, body, err);

@@ -29,6 +29,9 @@ typedef struct pq_page_buffer pq_page_buffer;
 typedef struct pq_column_reader {
 	const tl_pq_column *column;
 	const char *file_name;
+	int row_group;               /* where the chunk is, for error messages */
+	int64_t chunk_offset;        /* the chunk's first byte in the file */
+	int pages_seen;              /* pages of the chunk met so far, dictionary included */
 	tl_pq_codec codec;
 	int max_definition;          /* 0 for required columns, 1 for optional */
 	int value_width;             /* bytes per value in the vector (INT96 -> 8) */
@@ -78,9 +81,14 @@ typedef struct pq_column_reader {
 	size_t scratch_bytes_capacity;
 } pq_column_reader;
 
-/* Sets up a reader for one chunk; takes ownership of `chunk` (malloc'd). */
+/*
+ * Sets up a reader for one chunk; takes ownership of `chunk` (malloc'd), the
+ * bytes of row group `row_group`'s chunk that starts at `chunk_offset` in
+ * the file (both only name where a corrupt page is).
+ */
 void pq_column_reader_init(pq_column_reader *cr, const tl_pq_column *column, const char *file_name,
-                           tl_pq_codec codec, uint8_t *chunk, size_t chunk_len, int64_t rows);
+                           int row_group, int64_t chunk_offset, tl_pq_codec codec, uint8_t *chunk,
+                           size_t chunk_len, int64_t rows);
 /* Releases everything, including the chunk. */
 void pq_column_reader_free(pq_column_reader *cr);
 /* Called at the start of every batch: frees page buffers retired by the previous one. */

@@ -712,8 +712,8 @@ static int open_column(tl_pq_reader *r, int i, tl_error *err)
 		free(chunk);
 		return -1;
 	}
-	pq_column_reader_init(&r->columns[i], &r->projected_schema->columns[i], r->in->name, (tl_pq_codec)m->codec,
-	                      chunk, len, rg->num_rows);
+	pq_column_reader_init(&r->columns[i], &r->projected_schema->columns[i], r->in->name, r->row_group,
+	                      chunk_start(m), (tl_pq_codec)m->codec, chunk, len, rg->num_rows);
 	return 0;
 }
 

@@ -324,7 +324,9 @@ void tl_pq_writer_options_init(tl_pq_writer_options *opts)
 	opts->page_rows = 20000;
 	opts->dictionary = true;
 	opts->dictionary_bytes = 1024 * 1024;
-	opts->write_page_crc = false;
+	/* On: a flipped bit in a stored page is then an error on read (ours,
+	 * parquet-mr's, Arrow's with verification on), never a different value. */
+	opts->write_page_crc = true;
 	opts->metadata = NULL;
 	opts->nmetadata = 0;
 	opts->created_by = NULL;

@@ -31,3 +31,12 @@ small = pa.table({
                      pa.field("v", pa.string(), nullable=False)]))
 pq.write_table(small, os.path.join(here, "required_v2.parquet"), data_page_version="2.0",
                data_page_size=512, compression="snappy", write_page_checksum=True)
+
+# An optional column in v2 data pages with page CRCs: its definition levels
+# stay uncompressed before the snappy-compressed values, and the CRC covers
+# both (test_page_crc.c flips bits in each part).
+sparse_v2 = pa.table({
+    "k": pa.array([None if i % 5 == 0 else i * 3 for i in range(2000)], pa.int64()),
+})
+pq.write_table(sparse_v2, os.path.join(here, "optional_v2_crc.parquet"), data_page_version="2.0",
+               data_page_size=1024, compression="snappy", use_dictionary=False, write_page_checksum=True)

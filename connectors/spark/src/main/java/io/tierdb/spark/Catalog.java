@@ -10,7 +10,6 @@ package io.tierdb.spark;
 
 import java.sql.Array;
 import java.sql.Connection;
-import java.sql.DriverManager;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLException;
@@ -35,7 +34,7 @@ final class Catalog {
      */
     static Connection connect(SeamOptions options) {
         try {
-            Connection conn = DriverManager.getConnection(options.jdbcUrl(), options.connectionProperties());
+            Connection conn = PgDriver.connect(options.jdbcUrl(), options.connectionProperties());
             try (Statement st = conn.createStatement()) {
                 st.execute(SeamPlan.SESSION_SETUP);
             }

@@ -139,7 +139,7 @@ final class RoutedWrite {
      */
     private void checkColumns(Dataset<Row> batch, Registration reg, Map<String, String> pgTypes) {
         StructType heap = batch.sparkSession().read()
-                .jdbc(options.jdbcUrl(), reg.qualifiedName, heapSchemaProperties()).schema();
+                .jdbc(options.jdbcUrl(), reg.qualifiedName, SeamPlan.sparkReadProperties(options)).schema();
         List<String> unknown = new ArrayList<>();
         List<String> incompatible = new ArrayList<>();
         Set<String> allowed = kind == Kind.DELETE ? new HashSet<>(reg.keyColumns()) : pgTypes.keySet();
@@ -176,12 +176,6 @@ final class RoutedWrite {
                     "the batch's column types do not match table %s: %s. Cast those columns to the table's types.",
                     reg.qualifiedName, String.join("; ", incompatible)));
         }
-    }
-
-    private java.util.Properties heapSchemaProperties() {
-        java.util.Properties p = options.connectionProperties();
-        p.setProperty("sessionInitStatement", SeamPlan.SESSION_SETUP);
-        return p;
     }
 
     /** Two rows with one primary key would make the result depend on their order: refused. */

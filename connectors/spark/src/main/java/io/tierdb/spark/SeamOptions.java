@@ -91,7 +91,7 @@ public final class SeamOptions implements Serializable {
         return numPartitions == null ? OptionalInt.empty() : OptionalInt.of(numPartitions);
     }
 
-    /** A fresh Properties copy for DriverManager and Spark's JDBC source. */
+    /** A fresh Properties copy for the driver and Spark's JDBC source. */
     Properties connectionProperties() {
         Properties p = new Properties();
         p.putAll(jdbcProperties);

@@ -109,9 +109,19 @@ final class SeamPlan {
 
     /** Spark's JDBC source options shared by the heap and delta branches. */
     private Properties jdbcProperties() {
-        Properties p = options.connectionProperties();
-        p.setProperty("sessionInitStatement", SESSION_SETUP);
+        Properties p = sparkReadProperties(options);
         p.putIfAbsent("fetchsize", "10000");
+        return p;
+    }
+
+    /**
+     * Spark JDBC source options for every read the library makes: the
+     * connection's properties, the driver named (see PgDriver) and
+     * SESSION_SETUP on each connection.
+     */
+    static Properties sparkReadProperties(SeamOptions options) {
+        Properties p = PgDriver.forSparkRead(options.connectionProperties());
+        p.setProperty("sessionInitStatement", SESSION_SETUP);
         return p;
     }
 

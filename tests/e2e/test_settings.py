@@ -1,0 +1,64 @@
+"""The SPEC §7 settings of features still to come: tierdb.transparent_writes,
+tierdb.mirrored_reads, tierdb.mirror_wait_ms and tierdb.hybrid_lag.
+
+They are defined (the library reserves the `tierdb.` prefix, so an undefined
+one could not be set at all): SHOW gives the SPEC default, any role can SET
+them in its session and per database, values of the wrong type or out of
+range are refused as for any setting, and each one's description says that
+it takes effect when its feature lands.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+# name: (pg_settings.vartype, SHOW of the default, pg_settings.setting of the default, a value to set, SHOW of it, a bad value)
+RESERVED = {
+    "tierdb.transparent_writes": ("bool", "on", "on", "off", "off", "maybe"),
+    "tierdb.mirrored_reads": ("enum", "heap", "heap", "hybrid", "hybrid", "mirror"),
+    "tierdb.mirror_wait_ms": ("integer", "5s", "5000", "250", "250ms", "-1"),
+    "tierdb.hybrid_lag": ("integer", "0", "0", "86400", "86400", "-5"),
+}
+FEATURE = {
+    "tierdb.transparent_writes": "transparent writes",
+    "tierdb.mirrored_reads": "mirrored tables",
+    "tierdb.mirror_wait_ms": "mirrored tables",
+    "tierdb.hybrid_lag": "mirrored tables",
+}
+
+
+@pytest.mark.parametrize("name", sorted(RESERVED))
+def test_reserved_setting_is_defined_with_its_default(db, name):
+    vartype, shown, setting, *_ = RESERVED[name]
+    assert db.query(f"SHOW {name}") == [(shown,)]
+    row = db.query(f"SELECT vartype, context, boot_val, setting, extra_desc FROM pg_settings WHERE name = '{name}'")
+    assert row and row[0][:4] == (vartype, "user", setting, setting)
+    assert f"Reserved: takes effect when {FEATURE[name]} land" in row[0][4]
+
+
+def test_mirrored_reads_offers_heap_and_hybrid(db):
+    assert db.query("SELECT enumvals FROM pg_settings WHERE name = 'tierdb.mirrored_reads'") == [("{heap,hybrid}",)]
+
+
+@pytest.mark.parametrize("name", sorted(RESERVED))
+def test_any_role_sets_a_reserved_setting(db, name):
+    value, shown = RESERVED[name][3:5]
+    role = "settings_user_" + name.split(".")[1]
+    db.psql(f"CREATE ROLE {role} LOGIN")
+    try:
+        out = db.query(f"SET ROLE {role}; SET {name} = '{value}'; SHOW {name}")
+        assert out == [(shown,)]
+        # per database too, as a configuration would (each query is a new session)
+        db.psql(f"ALTER DATABASE \"{db}\" SET {name} = '{value}'")
+        assert db.query(f"SHOW {name}") == [(shown,)]
+        db.psql(f"ALTER DATABASE \"{db}\" RESET {name}")
+        assert db.query(f"SHOW {name}") == [(RESERVED[name][1],)]
+    finally:
+        db.psql(f"ALTER DATABASE \"{db}\" RESET {name}; DROP ROLE {role}")
+
+
+@pytest.mark.parametrize("name", sorted(RESERVED))
+def test_a_bad_value_is_refused(db, name):
+    bad = RESERVED[name][5]
+    err = db.error(f"SET {name} = '{bad}'")
+    assert "22023" in err and name in err, err
