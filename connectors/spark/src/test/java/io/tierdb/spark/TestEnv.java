@@ -94,7 +94,7 @@ final class TestEnv {
         for (int attempt = 0; attempt < 3; attempt++) {
             int port = freePort();
             ProcessResult r = run(List.of(PG_CLUSTER.toString(), "start", dir.toString(), String.valueOf(port),
-                    "-c", "shared_preload_libraries=tierdb", "-c", "tierdb.transparent_reads=off"), Map.of());
+                    "-c", "shared_preload_libraries=tierdb"), Map.of());
             if (r.exitCode == 0) {
                 return port;
             }
@@ -197,23 +197,29 @@ final class TestEnv {
             this.jdbcUrl = env.jdbcUrl(name);
         }
 
+        private static final String HEAP_ALONE = "SET TimeZone = 'UTC'; SET tierdb.transparent_reads = off";
+
         Connection connect() throws SQLException {
             return DriverManager.getConnection(jdbcUrl);
         }
 
+        /**
+         * Runs SQL on the tables as stored: the heap alone, as the daemon and tests that set tables up see them
+         * (the cluster runs with production defaults, transparent reads on; transparentValue reads through them).
+         */
         void exec(String sql) {
             try (Connection c = connect(); Statement st = c.createStatement()) {
-                st.execute("SET TimeZone = 'UTC'");
+                st.execute(HEAP_ALONE);
                 st.execute(sql);
             } catch (SQLException e) {
                 throw new IllegalStateException("SQL failed: " + e.getMessage() + "\n" + sql, e);
             }
         }
 
-        /** The rows of a query, values in their Postgres text form. */
+        /** The rows of a query of the tables as stored (see exec), values in their Postgres text form. */
         List<List<String>> query(String sql) {
             try (Connection c = connect(); Statement st = c.createStatement()) {
-                st.execute("SET TimeZone = 'UTC'");
+                st.execute(HEAP_ALONE);
                 List<List<String>> rows = new ArrayList<>();
                 int last = sql.lastIndexOf("; ");
                 if (last >= 0) {
