@@ -9,8 +9,13 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from test_fold import CANON, LAG, delta_rows, lake_events, tiered_events, upsert  # noqa: F401 (fixture)
 from test_tiering import cutline, run_once
+
+# the fold's fixtures look at the heap and the lake apart (test_fold.py)
+pytestmark = pytest.mark.heap_and_lake_apart
 
 
 def raw_delta(db, table_id, pk, tier_ts, payload_sql):

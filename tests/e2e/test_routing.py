@@ -33,9 +33,10 @@ EVENTS_JSON = (
 )
 
 
-def rendered(db, from_sql, render=EVENTS_JSON):
-    """The rows of `from_sql` (a FROM item) as `lake cat` prints them, order-independent."""
-    rows = db.query(SESSION + HEAP_ONLY + f"SELECT {render} FROM {from_sql}")
+def rendered(db, from_sql, render=EVENTS_JSON, session=HEAP_ONLY):
+    """The rows of `from_sql` (a FROM item) as `lake cat` prints them, order-independent; the heap
+    alone unless `session` says otherwise ("" reads as the user's sessions do)."""
+    rows = db.query(SESSION + session + f"SELECT {render} FROM {from_sql}")
     return canonical_rows(json.loads(r[0]) for r in rows)
 
 

@@ -20,8 +20,8 @@ LAG = "2d"
 
 
 def reads_on(db):
-    db.psql(f'ALTER DATABASE "{db.name}" SET tierdb.transparent_reads = on')
-    assert scalar(db, "SHOW tierdb.transparent_reads") == "on"
+    """The cluster runs with the production default; the routed calls below use it."""
+    assert scalar(db, "SHOW tierdb.transparent_reads", session="") == "on"
 
 
 @pytest.mark.parametrize("role", [None, "tdb_siu"], ids=["owner", "select_insert_update"])
@@ -42,12 +42,12 @@ def test_moving_a_cold_row_within_the_lake_folds_exactly(events, tierdb, role):
         assert d["20"][:3] == (0, usec(db, "2024-01-05 12:00:00+00"), ts20)
         assert d["40"][:3] == (0, usec(db, "2024-01-02 06:00:00+00"), ts40)
         # a plain read of the table (transparent) is the untiered copy, before and after the fold
-        assert rendered(db, "events") == rendered(db, "expected")
+        assert rendered(db, "events", session="") == rendered(db, "expected")
         proc = run_once(tierdb, LAG)
         assert "fold: operation" in proc.stderr, proc.stderr
         assert delta(db, "events") == {}
-        assert rendered(db, "events") == rendered(db, "expected")
-        assert scalar(db, "SELECT count(*) FROM events WHERE id IN (20, 40)") == "2"
+        assert rendered(db, "events", session="") == rendered(db, "expected")
+        assert scalar(db, "SELECT count(*) FROM events WHERE id IN (20, 40)", session="") == "2"
         proc = verify(tierdb)
         assert proc.returncode == 0, proc.stdout + proc.stderr
     finally:
@@ -69,13 +69,13 @@ def test_a_hot_row_moved_cold_and_back_with_reads_on(events, tierdb):
     assert d["30"][:3] == (1, ts30, None)
     # a cold delete, and a hot one
     ts10 = scalar(db, "SELECT ts FROM expected WHERE id = 10")
-    assert scalar(db, f"SELECT tierdb_delete('events', '10', timestamptz '{ts10}')") == "delta"
+    assert scalar(db, f"SELECT tierdb_delete('events', '10', timestamptz '{ts10}')", session="") == "delta"
     ts2600 = scalar(db, "SELECT ts FROM expected WHERE id = 2600")
-    assert scalar(db, f"SELECT tierdb_delete('events', '2600', timestamptz '{ts2600}')") == "heap"
+    assert scalar(db, f"SELECT tierdb_delete('events', '2600', timestamptz '{ts2600}')", session="") == "heap"
     db.psql("DELETE FROM expected WHERE id IN (10, 2600)")
-    assert rendered(db, "events") == rendered(db, "expected")
+    assert rendered(db, "events", session="") == rendered(db, "expected")
     run_once(tierdb, LAG)
     assert delta(db, "events") == {}
-    assert rendered(db, "events") == rendered(db, "expected")
+    assert rendered(db, "events", session="") == rendered(db, "expected")
     proc = verify(tierdb)
     assert proc.returncode == 0, proc.stdout + proc.stderr
