@@ -39,6 +39,7 @@
 #include "lakestep.h"
 #include "pg.h"
 #include "pgtypes.h"
+#include "schema_evolution.h"
 #include "tiering.h"
 #include "tierlake/iceberg_expr.h"
 #include "tierlake/iceberg_scan.h"
@@ -532,15 +533,11 @@ static int prepare(verify_run *v, tl_error *err)
 	const tl_ice_schema *schema = tl_ice_metadata_current_schema(v->lake->metadata);
 	if (tdb_pg_table_columns(v->c, (uint32_t)v->t.table_id, &v->cols, &v->ncols, err) < 0)
 		return -1;
-	if (v->ncols != schema->nfields)
-		return tl_error_set(err, TL_ERR_UNSUPPORTED, "%s has %d columns but its lake table %s has %d fields",
-		                    v->label, v->ncols, v->lake->location, schema->nfields);
+	/* Field i is column i, also while a renamed column waits for the daemon to rename its field. */
+	if (tdb_lake_columns_check(v->c, v->t.table_id, v->lake, v->cols, v->ncols, v->label, "verify", NULL, err) < 0)
+		return -1;
 	v->key_index = -1;
 	for (int i = 0; i < v->ncols; i++) {
-		if (strcmp(v->cols[i].name, schema->fields[i].name) != 0)
-			return tl_error_set(err, TL_ERR_UNSUPPORTED,
-			                    "column %d of %s (%s) does not match field %s of its lake table %s", i + 1,
-			                    v->label, v->cols[i].name, schema->fields[i].name, v->lake->location);
 		if (strcmp(v->cols[i].name, v->t.tier_key_col) == 0)
 			v->key_index = i;
 	}

@@ -46,6 +46,7 @@
 #include "access/htup_details.h"
 #include "access/relation.h"
 #include "access/table.h"
+#include "catalog/pg_type.h"
 #include "catalog/namespace.h"
 #include "commands/event_trigger.h"
 #include "fmgr.h"
@@ -54,11 +55,14 @@
 #include "nodes/parsenodes.h"
 #include "parser/parse_relation.h"
 #include "parser/parse_type.h"
+#include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/fmgroids.h"
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
 #include "utils/typcache.h"
+
+#include "columns.h"
 
 /* A refused change: what the message says is refused, and why. */
 typedef struct Refusal
@@ -338,21 +342,90 @@ check_alter_table(AlterTableStmt *stmt)
 	}
 }
 
+/* What tierdb.tables says of a registered table: its key columns and lake. */
+typedef struct Registration
+{
+	char	   *tier_key_col;
+	List	   *pk_cols;		/* char * */
+	char	   *location;
+} Registration;
+
+static Registration
+registration_of(Oid relid)
+{
+	Oid			catalog = get_relname_relid("tables", get_namespace_oid("tierdb", false));
+	Relation	rel = table_open(catalog, AccessShareLock);
+	TupleDesc	desc = RelationGetDescr(rel);
+	SysScanDesc scan = systable_beginscan(rel, InvalidOid, false, NULL, 0, NULL);
+	HeapTuple	tuple;
+	Registration reg = {0};
+
+	while (HeapTupleIsValid(tuple = systable_getnext(scan)))
+	{
+		bool		isnull;
+		Datum	   *pk;
+		int			npk;
+
+		if ((Oid) DatumGetInt64(heap_getattr(tuple, attnameAttNum(rel, "table_id", false), desc, &isnull)) != relid)
+			continue;
+		reg.tier_key_col = TextDatumGetCString(heap_getattr(tuple, attnameAttNum(rel, "tier_key_col", false),
+															desc, &isnull));
+		reg.location = TextDatumGetCString(heap_getattr(tuple, attnameAttNum(rel, "lake_table_ref", false),
+														desc, &isnull));
+		deconstruct_array(DatumGetArrayTypeP(heap_getattr(tuple, attnameAttNum(rel, "primary_key_cols", false),
+														  desc, &isnull)),
+						  TEXTOID, -1, false, TYPALIGN_INT, &pk, NULL, &npk);
+		for (int i = 0; i < npk; i++)
+			reg.pk_cols = lappend(reg.pk_cols, TextDatumGetCString(pk[i]));
+		break;
+	}
+	systable_endscan(scan);
+	table_close(rel, AccessShareLock);
+	return reg;
+}
+
+/*
+ * ALTER TABLE t RENAME COLUMN a TO b: carried (columns.c) unless a is the
+ * tier key or a primary key column, which tierdb.tables and the lake's
+ * partitioning and delete files name.  A column the table lacks is left
+ * to Postgres' own error.
+ */
+static void
+check_rename_column(Oid relid, RenameStmt *stmt)
+{
+	Registration reg = registration_of(relid);
+	ListCell   *lc;
+	bool		key = strcmp(reg.tier_key_col, stmt->subname) == 0;
+
+	foreach(lc, reg.pk_cols)
+		key |= strcmp(lfirst(lc), stmt->subname) == 0;
+	if (key)
+		refuse(relid, &(Refusal) {
+			psprintf("rename column \"%s\" of", stmt->subname),
+				"The column is the table's tier key or part of its primary key, which the catalog "
+				"(tierdb.tables) and the lake's partitioning and delete files name."});
+	if (get_attnum(relid, stmt->subname) == InvalidAttrNumber)
+		return;
+	record_column_rename(relid, reg.location, stmt->subname, stmt->newname);
+}
+
 static void
 check_rename(RenameStmt *stmt)
 {
-	Refusal		r = {.reason = COLUMNS_NOT_CARRIED};
 	Oid			relid;
 
 	if (stmt->renameType == OBJECT_COLUMN && stmt->relationType == OBJECT_TABLE)
-		r.action = psprintf("rename column \"%s\" of", stmt->subname);
+	{
+		relid = registered_relation(stmt->relation);
+		if (OidIsValid(relid))
+			check_rename_column(relid, stmt);
+	}
 	else if (stmt->renameType == OBJECT_TABLE)
-		r = (Refusal) {"rename", TABLE_NAMED};
-	else
-		return;
-	relid = registered_relation(stmt->relation);
-	if (OidIsValid(relid))
-		refuse(relid, &r);
+	{
+		relid = registered_relation(stmt->relation);
+		if (OidIsValid(relid))
+			refuse(relid, &(Refusal) {"rename", TABLE_NAMED});
+	}
 }
 
 static void

@@ -1,0 +1,37 @@
+/*
+ * schema_evolution.h: keeping a registered table's lake schema the table's
+ * columns (SPEC §6, docs/schema-changes.md).
+ */
+#ifndef TIERDB_SCHEMA_EVOLUTION_H
+#define TIERDB_SCHEMA_EVOLUTION_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <libpq-fe.h>
+
+#include "pgtypes.h"
+#include "tierlake/iceberg_table.h"
+
+/*
+ * Whether the heap columns are the lake schema's fields: column i is field
+ * i (registration makes the lake so; the DDL guard refuses adding,
+ * dropping and retyping columns), with the same type and the same name,
+ * or, after ALTER TABLE ... RENAME COLUMN, the name tierdb.columns gives
+ * the field: *renamed (if not NULL) says that a field's name differs.
+ * Anything else is TL_ERR_UNSUPPORTED naming the column; `step` names what
+ * cannot go on ("tiering").
+ */
+int tdb_lake_columns_check(PGconn *c, int64_t table_id, const tl_ice_table *lake, const tdb_pg_column *cols,
+                           int ncols, const char *label, const char *step, bool *renamed, tl_error *err);
+
+/*
+ * tdb_lake_columns_check, then renames the lake's fields to the columns'
+ * names when a column was renamed, under the table's lake lock, so the
+ * files about to be written and every engine reading the lake see the
+ * table's names.
+ */
+int tdb_lake_follow_columns(PGconn *c, int64_t table_id, tl_ice_table *lake, const tdb_pg_column *cols, int ncols,
+                            const char *label, const char *step, tl_error *err);
+
+#endif
