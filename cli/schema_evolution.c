@@ -21,6 +21,7 @@
 #include "daemon.h"
 #include "lakestep.h"
 #include "pg.h"
+#include "tiering.h"
 #include "schema_evolution.h"
 #include "tierlake/iceberg_metadata.h"
 
@@ -134,4 +135,30 @@ int tdb_lake_follow_columns(PGconn *c, int64_t table_id, tl_ice_table *lake, con
 		return -1;
 	/* Checked again on the refreshed lake: a writer may have changed it meanwhile. */
 	return tdb_lake_columns_check(c, table_id, lake, cols, ncols, label, step, NULL, err);
+}
+
+int tdb_follow_renamed_columns(PGconn *c, const tdb_catalog_table *t, tl_error *err)
+{
+	/* A lake that does not open is left to the steps that write to report, as a mismatch is. */
+	tl_error unreadable;
+	tl_error_clear(&unreadable);
+	tl_ice_table *lake = tl_ice_table_open(t->lake_table_ref, &unreadable);
+	if (lake == NULL)
+		return 0;
+	tdb_pg_column *cols = NULL;
+	int ncols = 0;
+	bool renamed = false;
+	int rc = tdb_pg_table_columns(c, (uint32_t)t->table_id, &cols, &ncols, err);
+	if (rc == 0) {
+		tl_error mismatch;
+		tl_error_clear(&mismatch);
+		if (tdb_lake_columns_check(c, t->table_id, lake, cols, ncols, tdb_table_label(t), "renaming", &renamed,
+		                           &mismatch) < 0)
+			renamed = false;
+		if (renamed)
+			rc = rename_fields(c, t->table_id, lake, cols, ncols, tdb_table_label(t), err);
+	}
+	tdb_pg_columns_free(cols, ncols);
+	tl_ice_table_free(lake);
+	return rc;
 }

@@ -10,6 +10,7 @@
 
 #include <libpq-fe.h>
 
+#include "catalog.h"
 #include "pgtypes.h"
 #include "tierlake/iceberg_table.h"
 
@@ -33,5 +34,13 @@ int tdb_lake_columns_check(PGconn *c, int64_t table_id, const tl_ice_table *lake
  */
 int tdb_lake_follow_columns(PGconn *c, int64_t table_id, tl_ice_table *lake, const tdb_pg_column *cols, int ncols,
                             const char *label, const char *step, tl_error *err);
+
+/*
+ * The daemon's step for a table: renames the lake's fields that follow a
+ * renamed column (as tdb_lake_follow_columns), so other engines see the
+ * table's names even when nothing is tiered or folded. Columns that do not
+ * match otherwise are left to tiering and the fold to report.
+ */
+int tdb_follow_renamed_columns(PGconn *c, const tdb_catalog_table *t, tl_error *err);
 
 #endif
