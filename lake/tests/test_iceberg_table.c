@@ -488,3 +488,43 @@ TEST(iceberg_table_rename_fields_errors_change_nothing)
 	tl_ice_table_free(t);
 	remove_tree(dir);
 }
+
+TEST(iceberg_table_add_fields_takes_the_next_ids)
+{
+	char dir[PATH_MAX], names[64];
+	tl_error err;
+	tl_error_clear(&err);
+	make_temp_dir(dir);
+	tl_ice_table *t = create_table(dir, &err);
+	CHECK(t != NULL);
+	tl_ice_field added[] = {
+		{.id = 99, .name = "extra", .required = true, .type = {.id = TL_ICE_INT}},
+		{.id = 1, .name = "price", .type = {.id = TL_ICE_DECIMAL, .precision = 12, .scale = 2}},
+	};
+	CHECK_OK(tl_ice_table_add_fields(t, added, 2, &err), &err);
+	tl_ice_table_free(t);
+	t = tl_ice_table_open(dir, &err);
+	CHECK(t != NULL);
+	CHECK_INT(t->version, 2);
+	CHECK_INT(t->metadata->last_column_id, 4);
+	field_names(t, names, sizeof names);
+	CHECK_STR(names, "id,name,extra,price");
+	const tl_ice_schema *s = tl_ice_metadata_current_schema(t->metadata);
+	CHECK_INT(s->fields[2].id, 3);
+	CHECK(!s->fields[2].required);
+	CHECK_INT(s->fields[3].id, 4);
+	CHECK_INT(s->fields[3].type.precision, 12);
+	CHECK_INT(s->schema_id, 1);
+
+	/* A name that is taken, or a nested type: refused, nothing written. */
+	tl_ice_field taken[] = {{.name = "name", .type = {.id = TL_ICE_STRING}}};
+	CHECK(tl_ice_table_add_fields(t, taken, 1, &err) < 0);
+	CHECK_INT(err.code, TL_ERR_INVALID);
+	tl_error_clear(&err);
+	tl_ice_field nested[] = {{.name = "s", .type = {.id = TL_ICE_STRUCT}}};
+	CHECK(tl_ice_table_add_fields(t, nested, 1, &err) < 0);
+	CHECK_INT(err.code, TL_ERR_UNSUPPORTED);
+	CHECK_INT(t->version, 2);
+	tl_ice_table_free(t);
+	remove_tree(dir);
+}

@@ -262,6 +262,16 @@ def upsert_both(db, row_sql):
             f"INSERT INTO copy SELECT * FROM ({row_sql}) r;")
 
 
+def same_before_and_after_the_cycle(db, tierdb, columns):
+    """Reads as the copy and verifies, before and after a daemon cycle, which names the lake's fields so."""
+    same_rows(db, columns)
+    verify_ok(tierdb)
+    run_once(tierdb, LAG)
+    same_rows(db, columns)
+    verify_ok(tierdb)
+    assert lake_field_names(db)[0] == columns
+
+
 def test_rename_column_is_carried_into_reads_the_delta_and_the_lake(tiered, tierdb):
     """A renamed column reads its lake values at once (by field id), pending
     corrections made before and after the rename read under the new name,
@@ -303,12 +313,7 @@ def test_rename_column_is_carried_into_reads_the_delta_and_the_lake(tiered, tier
 
     # a second rename, now that the lake's field has the first new name
     db.psql("ALTER TABLE events RENAME label TO note; ALTER TABLE copy RENAME label TO note")
-    same_rows(db, ["id", "ts", "note", "amount"])
-    verify_ok(tierdb)
-    run_once(tierdb, LAG)
-    same_rows(db, ["id", "ts", "note", "amount"])
-    verify_ok(tierdb)
-    assert lake_field_names(db)[0] == ["id", "ts", "note", "amount"]
+    same_before_and_after_the_cycle(db, tierdb, ["id", "ts", "note", "amount"])
 
 
 def test_swapping_two_columns_names_reads_each_by_its_field(tiered, tierdb):
@@ -321,12 +326,7 @@ def test_swapping_two_columns_names_reads_each_by_its_field(tiered, tierdb):
             " ALTER TABLE {t} RENAME tmp TO amount;")
     db.psql(swap.format(t="events") + swap.format(t="copy"))
     assert db.query("SELECT column_name FROM tierdb.columns ORDER BY field_id") == [("amount",), ("v",)]
-    same_rows(db, ["id", "ts", "amount", "v"])
-    verify_ok(tierdb)
-    run_once(tierdb, LAG)
-    same_rows(db, ["id", "ts", "amount", "v"])
-    verify_ok(tierdb)
-    assert lake_field_names(db)[0] == ["id", "ts", "amount", "v"]
+    same_before_and_after_the_cycle(db, tierdb, ["id", "ts", "amount", "v"])
 
 
 def test_a_rename_that_fails_later_changes_nothing(tiered, tierdb):

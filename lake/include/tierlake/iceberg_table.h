@@ -140,4 +140,13 @@ void tl_ice_commit_free(tl_ice_commit *c);
 int tl_ice_table_rename_fields(tl_ice_table *t, const char *const *names, int nnames, bool *changed,
                                tl_error *err);
 
+/*
+ * Adds top-level primitive fields after the current schema's (as Java's
+ * UpdateSchema.addColumn): each optional, whatever `required` says, with
+ * the next id after last-column-id (the given ids are ignored), in a new
+ * current schema published as tl_ice_table_rename_fields does. Rows of
+ * files written before read the new fields as null.
+ */
+int tl_ice_table_add_fields(tl_ice_table *t, const tl_ice_field *fields, int nfields, tl_error *err);
+
 #endif
