@@ -247,9 +247,9 @@ static int step_recover(PGconn *c, const tdb_catalog_table *t, const tdb_daemon_
 	return tdb_recover_tiering(c, t, err) < 0 ? -1 : 0;
 }
 
-static int step_renames(PGconn *c, const tdb_catalog_table *t, const tdb_daemon_config *cfg, tl_error *err)
+static int step_columns(PGconn *c, const tdb_catalog_table *t, const tdb_daemon_config *cfg, tl_error *err)
 {
-	return tdb_follow_renamed_columns(c, t, err);
+	return tdb_follow_column_changes(c, t, err);
 }
 
 static int step_tier(PGconn *c, const tdb_catalog_table *t, const tdb_daemon_config *cfg, tl_error *err)
@@ -288,7 +288,7 @@ static const struct {
 } steps[] = {
 	{"premake", step_premake},
 	{"recovery", step_recover},
-	{"renaming columns", step_renames},
+	{"schema evolution", step_columns},
 	{"tiering", step_tier},
 	{"fold", step_fold},
 	{"drop", step_drop},

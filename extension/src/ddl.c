@@ -75,6 +75,11 @@ static const char *const COLUMNS_NOT_CARRIED =
 "This version of TierDB does not carry column changes into the lake, so the rows "
 "already there would read wrong values.";
 
+static const char *const ADD_NOT_CARRIED =
+"This version of TierDB carries only nullable columns without a default, identity or "
+"generation expression into the lake: the rows already there would not read the new "
+"column's value.";
+
 static const char *const TABLE_NAMED =
 "The catalog (tierdb.tables) and the lake's location name the table by its schema and name.";
 
@@ -169,7 +174,8 @@ refused_subcommand(const AlterTableCmd *cmd, Refusal *out)
 		case AT_AddColumn:
 		case AT_AddColumnRecurse:
 			out->action = psprintf("add column \"%s\" to", castNode(ColumnDef, cmd->def)->colname);
-			break;
+			out->reason = ADD_NOT_CARRIED;
+			return out;
 		case AT_DropColumn:
 		case AT_DropColumnRecurse:
 			out->action = psprintf("drop column \"%s\" of", cmd->name);
@@ -306,6 +312,34 @@ check_alter_composite(AlterTableStmt *stmt)
 	}
 }
 
+/*
+ * ADD COLUMN that the lake follows (cli/schema_evolution.c): a nullable
+ * column without a default, identity or generation expression, which the
+ * rows already in the lake read as NULL, as Postgres reads it for the rows
+ * already in the heap.  CHECK constraints pass (NULL satisfies them).
+ */
+static bool
+carried_add_column(const AlterTableCmd *cmd)
+{
+	const ColumnDef *def;
+	ListCell   *lc;
+
+	if (cmd->subtype != AT_AddColumn && cmd->subtype != AT_AddColumnRecurse)
+		return false;
+	def = castNode(ColumnDef, cmd->def);
+	if (def->is_not_null || def->raw_default != NULL || def->cooked_default != NULL ||
+		def->identity != '\0' || def->generated != '\0')
+		return false;
+	foreach(lc, def->constraints)
+	{
+		ConstrType	type = lfirst_node(Constraint, lc)->contype;
+
+		if (type != CONSTR_NULL && type != CONSTR_CHECK)
+			return false;
+	}
+	return true;
+}
+
 static bool
 attaches_default_partition(const AlterTableCmd *cmd)
 {
@@ -337,7 +371,7 @@ check_alter_table(AlterTableStmt *stmt)
 
 		if (attaches_default_partition(cmd))
 			refuse_default_partition(relid);
-		if (refused_subcommand(cmd, &r) != NULL)
+		if (refused_subcommand(cmd, &r) != NULL && !carried_add_column(cmd))
 			refuse(relid, &r);
 	}
 }

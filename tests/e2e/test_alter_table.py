@@ -5,8 +5,10 @@ The rows below the cut-line live in the lake with the columns they had
 when they moved.  RENAME COLUMN (of a column that is not a key) is carried:
 reads match the column by its lake field id at once, pending corrections
 follow the new name, and the daemon renames the lake's field at its next
-step.  Every other change of a registered table's columns (add, drop,
-change of type, renaming a key column), renaming or moving the table, and
+step.  ADD COLUMN of a nullable column without a default is carried too:
+the lake's rows read NULL, and the daemon adds the field.  Every other
+change of a registered table's columns (add with a default or NOT NULL,
+drop, change of type, renaming a key column), renaming or moving the table, and
 a DEFAULT partition of it are refused before they happen, with an error
 that says why; nothing is changed, reads stay exact and `tierdb verify`
 still passes.  Changes that leave the columns alone (defaults,
@@ -62,8 +64,16 @@ def tiered(db, tierdb):
 
 # (statement, SQLSTATE, what the message must say)
 REFUSED = [
-    ("ALTER TABLE events ADD COLUMN extra int", "0A000",
+    ("ALTER TABLE events ADD COLUMN extra int DEFAULT 42", "0A000",
      'cannot add column "extra" to table public.events: it is registered with TierDB'),
+    ("ALTER TABLE events ADD COLUMN extra int NOT NULL", "0A000",
+     'cannot add column "extra" to table public.events'),
+    ("ALTER TABLE events ADD COLUMN extra bigint GENERATED ALWAYS AS (id * 2) STORED", "0A000",
+     'cannot add column "extra" to table public.events'),
+    ("ALTER TABLE events ADD COLUMN extra int GENERATED ALWAYS AS IDENTITY", "0A000",
+     'cannot add column "extra" to table public.events'),
+    ("ALTER TABLE events ADD COLUMN ok int, ADD COLUMN extra int DEFAULT 1", "0A000",
+     'cannot add column "extra" to table public.events'),
     ("ALTER TABLE events ADD COLUMN extra int NOT NULL DEFAULT 42", "0A000",
      'cannot add column "extra" to table public.events'),
     ("ALTER TABLE events ADD COLUMN extra timestamptz DEFAULT now()", "0A000",
@@ -122,10 +132,13 @@ def test_the_owner_is_refused_without_rights_on_the_catalog(tiered, tierdb):
             "DO $$ DECLARE p regclass; BEGIN FOR p IN SELECT inhrelid FROM pg_inherits"
             " WHERE inhparent = 'events'::regclass LOOP"
             " EXECUTE format('ALTER TABLE %s OWNER TO ddl_owner', p); END LOOP; END $$;")
-    err = db.error("SET ROLE ddl_owner; ALTER TABLE events ADD COLUMN extra int")
+    err = db.error("SET ROLE ddl_owner; ALTER TABLE events ADD COLUMN extra int DEFAULT 1")
     assert 'cannot add column "extra" to table public.events' in err, err
     db.psql("SET ROLE ddl_owner; ALTER TABLE events ALTER COLUMN v SET DEFAULT 'fresh'")
     assert "'fresh'::text" in db.query(SHAPE)[0][0]
+    # a carried rename writes TierDB's catalog as its owner, not as the table's
+    db.psql("SET ROLE ddl_owner; ALTER TABLE events RENAME COLUMN v TO w")
+    assert db.query(SESSION + "SELECT w FROM events WHERE id = 10") == [("corrected",)]
 
 
 def test_a_replica_session_is_refused_too(tiered):
@@ -219,7 +232,7 @@ def test_changing_an_enum_or_composite_a_registered_table_holds_is_refused(db, t
 def same_rows(db, columns):
     """events (heap, lake and delta) reads as its untiered copy, whole and filtered."""
     for where in ("true", f"{columns[2]} LIKE 'v1%'", f"{columns[2]} IS NULL", "id = 10",
-                  "ts < '2024-01-03 00:00:00+00'"):
+                  "ts < '2024-01-03 00:00:00+00'", f"{columns[-1]} IS NOT NULL"):
         sql = f"SELECT {', '.join(columns)} FROM {{table}} WHERE {where} ORDER BY id"
         assert db.query(SESSION + sql.format(table="events")) == db.query(sql.format(table="copy")), where
 
@@ -342,3 +355,44 @@ def test_a_rename_that_fails_later_changes_nothing(tiered, tierdb):
     assert db.query("SELECT count(*) FROM tierdb.columns") == [("0",)]
     assert db.query(SESSION + "SELECT v FROM events WHERE id = 10") == [("corrected",)]
     verify_ok(tierdb)
+
+
+# ------------------------------------------------------------ ADD COLUMN
+
+def test_add_nullable_column_is_carried_into_reads_the_delta_and_the_lake(tiered, tierdb):
+    """A nullable column without a default reads NULL for the lake's rows and
+    for corrections written before it existed, its value for corrections
+    written after; the next cycle folds them and adds the field to the lake
+    (a new field id), which other engines then read; `verify` passes at each
+    step.  A later rename of the added column is carried as well."""
+    db = tiered
+    db.psql(SESSION + "CREATE TABLE copy AS SELECT * FROM events")
+    both = "ALTER TABLE {t} ADD COLUMN extra int CHECK (extra > 0), ADD COLUMN note text;"
+    db.psql(both.format(t="events") + both.format(t="copy"))
+    columns = ["id", "ts", "v", "amount", "note", "extra"]
+    same_rows(db, columns)
+    assert db.query(SESSION + "SELECT count(*), count(extra) FROM events WHERE ts < '2024-01-03 00:00:00+00'") \
+        == [("600", "0")]
+    verify_ok(tierdb)
+
+    upsert_both(db, "SELECT 11::bigint AS id, timestamptz '2024-01-01 02:10:00+00' AS ts, 'after'::text AS v,"
+                    " 2.50::numeric(12,2) AS amount, 5 AS extra, 'n'::text AS note")
+    same_rows(db, columns)
+    assert db.query(SESSION + "SELECT id, extra, note FROM events WHERE extra IS NOT NULL") == [("11", "5", "n")]
+    verify_ok(tierdb)
+
+    run_once(tierdb, LAG)
+    assert db.query("SELECT count(*) FROM tierdb.delta")[0][0] == "0"
+    same_rows(db, columns)
+    verify_ok(tierdb)
+    names, table = lake_field_names(db)
+    assert names == ["id", "ts", "v", "amount", "extra", "note"]
+    assert [f.field_id for f in table.schema().fields] == [1, 2, 3, 4, 5, 6]
+    assert not any(f.required for f in table.schema().fields[4:])
+    lake = duckdb_lake_rows(cutline(db, "events"), "id, extra, note")
+    assert [r for r in lake if r[1] is not None or r[2] is not None] == [("11", "5", "n")]
+    assert len(lake) == int(db.query("SELECT count(*) FROM copy WHERE ts < "
+                                     "(SELECT to_timestamp(tier_key_hi / 1e6) FROM tierdb.cutline)")[0][0])
+
+    db.psql("ALTER TABLE events RENAME extra TO bonus; ALTER TABLE copy RENAME extra TO bonus")
+    same_before_and_after_the_cycle(db, tierdb, ["id", "ts", "v", "amount", "bonus", "note"])
