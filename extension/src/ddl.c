@@ -8,15 +8,19 @@
  * The rows of a registered table below the cut-line live in its Iceberg
  * lake, written with the columns the table had when they moved.  A column
  * change that the lake does not follow turns those rows' values wrong
- * without an error: a renamed column reads NULL, an added column's
- * default is missing from the old rows, a changed type no longer matches
- * the files.  Until schema changes are carried into the lake by Iceberg
- * schema evolution (docs/schema-changes.md), every change of a registered
- * table's columns is refused before it happens:
+ * without an error: an added column's default would be missing from the
+ * old rows, a changed type would no longer match the files.  RENAME COLUMN
+ * (but of a key column) and ADD COLUMN of a nullable column without a
+ * default are carried (columns.c records a rename, the daemon evolves the
+ * lake's schema, docs/schema-changes.md); every other change of a
+ * registered table's columns is refused before it happens:
  *
- *	- ALTER TABLE ... ADD COLUMN, DROP COLUMN, ALTER COLUMN ... TYPE;
- *	- ALTER TABLE ... RENAME COLUMN, and renaming the table or moving it to
- *	  another schema (tierdb.tables names it by schema and name);
+ *	- ALTER TABLE ... ADD COLUMN with a default, NOT NULL, identity or
+ *	  generation expression, or a key constraint; DROP COLUMN, ALTER
+ *	  COLUMN ... TYPE;
+ *	- ALTER TABLE ... RENAME COLUMN of the tier key or a primary key
+ *	  column, and renaming the table or moving it to another schema
+ *	  (tierdb.tables names them by schema and name);
  *	- ALTER TYPE ... RENAME VALUE of an enum, and adding, dropping or
  *	  changing the type of an attribute of a composite type, that a
  *	  registered table's column holds (the lake stores their text forms);
@@ -72,7 +76,7 @@ typedef struct Refusal
 } Refusal;
 
 static const char *const COLUMNS_NOT_CARRIED =
-"This version of TierDB does not carry column changes into the lake, so the rows "
+"This version of TierDB does not carry this column change into the lake, so the rows "
 "already there would read wrong values.";
 
 static const char *const ADD_NOT_CARRIED =
