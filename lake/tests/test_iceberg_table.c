@@ -403,6 +403,14 @@ TEST(iceberg_table_new_data_path)
 	remove_tree(dir);
 }
 
+/* A new table in a fresh temporary directory (err cleared first). */
+static tl_ice_table *fresh_table(char dir[PATH_MAX], tl_error *err)
+{
+	tl_error_clear(err);
+	make_temp_dir(dir);
+	return create_table(dir, err);
+}
+
 /* The fields' names of the current schema, "a,b". */
 static void field_names(const tl_ice_table *t, char *out, size_t cap)
 {
@@ -416,9 +424,7 @@ TEST(iceberg_table_rename_fields_adds_a_schema_keeping_ids)
 {
 	char dir[PATH_MAX], names[64];
 	tl_error err;
-	tl_error_clear(&err);
-	make_temp_dir(dir);
-	tl_ice_table *t = create_table(dir, &err);
+	tl_ice_table *t = fresh_table(dir, &err);
 	CHECK(t != NULL);
 	bool changed = true;
 	const char *same[] = {"id", "name"};
@@ -457,9 +463,7 @@ TEST(iceberg_table_rename_fields_errors_change_nothing)
 {
 	char dir[PATH_MAX];
 	tl_error err;
-	tl_error_clear(&err);
-	make_temp_dir(dir);
-	tl_ice_table *t = create_table(dir, &err);
+	tl_ice_table *t = fresh_table(dir, &err);
 	CHECK(t != NULL);
 	const char *one[] = {"id"};
 	CHECK(tl_ice_table_rename_fields(t, one, 1, NULL, &err) < 0);
@@ -493,9 +497,7 @@ TEST(iceberg_table_add_fields_takes_the_next_ids)
 {
 	char dir[PATH_MAX], names[64];
 	tl_error err;
-	tl_error_clear(&err);
-	make_temp_dir(dir);
-	tl_ice_table *t = create_table(dir, &err);
+	tl_ice_table *t = fresh_table(dir, &err);
 	CHECK(t != NULL);
 	tl_ice_field added[] = {
 		{.id = 99, .name = "extra", .required = true, .type = {.id = TL_ICE_INT}},
