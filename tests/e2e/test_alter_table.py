@@ -302,6 +302,10 @@ def test_rename_column_is_carried_into_reads_the_delta_and_the_lake(tiered, tier
     assert db.query(SESSION + "SELECT count(label) > 300 FROM events WHERE ts < '2024-01-03 00:00:00+00'") \
         == [("t",)]
     same_rows(db, ["id", "ts", "label", "amount"])
+    # tierdb.lake_scan() matches by field id too
+    snapshot = cutline(db, "events")["S"]
+    assert db.query(f"SELECT count(label) = count(*) - count(*) FILTER (WHERE id % 17 = 0)"
+                    f" FROM tierdb.lake_scan(NULL::events, {snapshot})") == [("t",)]
     assert db.query("SELECT payload ? 'label', payload ? 'v' FROM tierdb.delta") == [("t", "f")]
     verify_ok(tierdb)
 
