@@ -39,6 +39,7 @@
 #include "lakestep.h"
 #include "pg.h"
 #include "pgtypes.h"
+#include "schema_evolution.h"
 #include "tiering.h"
 #include "tierlake/iceberg_expr.h"
 #include "tierlake/iceberg_scan.h"
@@ -53,7 +54,8 @@ typedef struct verify_run {
 	const char *label;
 	tl_ice_table *lake;
 	tdb_pg_column *cols;
-	int ncols;
+	int ncols;                /* the columns the lake has */
+	int cols_free;            /* all of them, for tdb_pg_columns_free */
 	tl_pq_schema *pq_schema;  /* the heap rows' batch shape: the lake schema's Parquet columns */
 	int key_index;            /* the tier key's position among the columns */
 	int passed, failed, undecided;
@@ -548,15 +550,20 @@ static int prepare(verify_run *v, tl_error *err)
 	const tl_ice_schema *schema = tl_ice_metadata_current_schema(v->lake->metadata);
 	if (tdb_pg_table_columns(v->c, (uint32_t)v->t.table_id, &v->cols, &v->ncols, err) < 0)
 		return -1;
-	if (v->ncols != schema->nfields)
-		return tl_error_set(err, TL_ERR_UNSUPPORTED, "%s has %d columns but its lake table %s has %d fields",
-		                    v->label, v->ncols, v->lake->location, schema->nfields);
+	v->cols_free = v->ncols;
+	/*
+	 * Field i is column i, also while a renamed column waits for the daemon
+	 * to rename its field. Columns added since (nullable, no default) are
+	 * not in the lake yet: the sealed heap rows compared with it hold NULL
+	 * there, so only the lake's columns are compared (cols_free frees all).
+	 */
+	tdb_lake_change change;
+	if (tdb_lake_columns_check(v->c, v->t.table_id, v->lake, v->cols, v->ncols, v->label, "verify", &change,
+	                           err) < 0)
+		return -1;
+	v->ncols -= change.added;
 	v->key_index = -1;
 	for (int i = 0; i < v->ncols; i++) {
-		if (strcmp(v->cols[i].name, schema->fields[i].name) != 0)
-			return tl_error_set(err, TL_ERR_UNSUPPORTED,
-			                    "column %d of %s (%s) does not match field %s of its lake table %s", i + 1,
-			                    v->label, v->cols[i].name, schema->fields[i].name, v->lake->location);
 		if (strcmp(v->cols[i].name, v->t.tier_key_col) == 0)
 			v->key_index = i;
 	}
@@ -637,7 +644,7 @@ static int run_verify(int argc, char **argv)
 		tdb_catalog_table_free(&v.t);
 	}
 	tl_pq_schema_free(v.pq_schema);
-	tdb_pg_columns_free(v.cols, v.ncols);
+	tdb_pg_columns_free(v.cols, v.cols_free);
 	tl_ice_table_free(v.lake);
 	PQfinish(v.c);
 	tdb_table_name_free(&name);

@@ -24,6 +24,7 @@
 #include "pg.h"
 #include "pgtypes.h"
 #include "recovery.h"
+#include "schema_evolution.h"
 #include "tiering.h"
 
 /* ------------------------------------------------------------ settings */
@@ -311,6 +312,11 @@ static int step_recover(PGconn *c, const tdb_catalog_table *t, const tdb_daemon_
 	return tdb_recover_tiering(c, t, err) < 0 ? -1 : 0;
 }
 
+static int step_columns(PGconn *c, const tdb_catalog_table *t, const tdb_daemon_config *cfg, tl_error *err)
+{
+	return tdb_follow_column_changes(c, t, err);
+}
+
 static int step_tier(PGconn *c, const tdb_catalog_table *t, const tdb_daemon_config *cfg, tl_error *err)
 {
 	return tdb_tier(c, t, cfg->tiering_lag, err);
@@ -347,6 +353,7 @@ static const struct {
 } steps[] = {
 	{"premake", step_premake},
 	{"recovery", step_recover},
+	{"schema evolution", step_columns},
 	{"tiering", step_tier},
 	{"fold", step_fold},
 	{"drop", step_drop},

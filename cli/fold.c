@@ -65,6 +65,7 @@
 #include "pg.h"
 #include "pgcopy.h"
 #include "pgtypes.h"
+#include "schema_evolution.h"
 #include "tiering.h"
 #include "tierlake/iceberg_metadata.h"
 #include "tierlake/iceberg_table.h"
@@ -166,27 +167,6 @@ static int column_index(const fold_run *r, const char *name)
 }
 
 /*
- * The upserted rows are written with the heap's columns, so they must be
- * the lake schema's fields, in order, with the same types.
- */
-static int check_columns(const fold_run *r, tl_error *err)
-{
-	const tl_ice_schema *schema = tl_ice_metadata_current_schema(r->lake->metadata);
-	bool same = schema->nfields == r->ncols;
-	for (int i = 0; same && i < r->ncols; i++) {
-		const tl_ice_type *a = &schema->fields[i].type, *b = &r->cols[i].ice_type;
-		same = strcmp(schema->fields[i].name, r->cols[i].name) == 0 && a->id == b->id &&
-		       a->precision == b->precision && a->scale == b->scale;
-	}
-	if (same)
-		return 0;
-	return tl_error_set(err, TL_ERR_UNSUPPORTED,
-	                    "the columns of %s no longer match the fields of its lake table %s; changing a tiered "
-	                    "table's columns is not supported yet, so its delta cannot fold",
-	                    r->label, r->lake->location);
-}
-
-/*
  * The delete files' columns: the pk columns (the equality ids), then the
  * tier key unless it is part of the pk. Each must be a field of the lake
  * schema with the heap column's type.
@@ -194,8 +174,6 @@ static int check_columns(const fold_run *r, tl_error *err)
 static int resolve_key_columns(fold_run *r, tl_error *err)
 {
 	const tl_ice_schema *schema = tl_ice_metadata_current_schema(r->lake->metadata);
-	if (check_columns(r, err) < 0)
-		return -1;
 	r->npk = r->t->npk;
 	int tier = column_index(r, r->t->tier_key_col);
 	bool tier_in_pk = false;
@@ -868,9 +846,10 @@ static void abort_fold(fold_run *r)
 static int run_fold(fold_run *r, tl_error *err)
 {
 	r->lake = tl_ice_table_open(r->t->lake_table_ref, err);
-	if (r->lake == NULL || check_lake_at_s(r, err) < 0 ||
-	    tdb_pg_table_columns(r->c, (uint32_t)r->t->table_id, &r->cols, &r->ncols, err) < 0 ||
-	    resolve_key_columns(r, err) < 0 || capture_rows(r, err) < 0)
+	/* The upserted rows are written with the heap's columns: the lake's fields must be those. */
+	if (r->lake == NULL || tdb_pg_table_columns(r->c, (uint32_t)r->t->table_id, &r->cols, &r->ncols, err) < 0 ||
+	    tdb_lake_follow_columns(r->c, r->t->table_id, r->lake, r->cols, r->ncols, r->label, "the fold", err) < 0 ||
+	    check_lake_at_s(r, err) < 0 || resolve_key_columns(r, err) < 0 || capture_rows(r, err) < 0)
 		return -1;
 	if (r->rows == 0)
 		return 0;

@@ -44,6 +44,7 @@
 #include "pgcopy.h"
 #include "pgtypes.h"
 #include "recovery.h"
+#include "schema_evolution.h"
 #include "tiering.h"
 #include "tierlake/iceberg_metadata.h"
 #include "tierlake/iceberg_table.h"
@@ -105,28 +106,6 @@ static int check_lake_at_s(const tier_run *r, tl_error *err)
 {
 	return tdb_lake_check_published(r->lake, r->t->has_snapshot ? r->t->snapshot_id : TL_ICE_NO_SNAPSHOT,
 	                                "tiering", err);
-}
-
-/* The heap columns must be the lake schema's fields, in order, with the same types. */
-static int check_columns(const tier_run *r, tl_error *err)
-{
-	const tl_ice_schema *schema = tl_ice_metadata_current_schema(r->lake->metadata);
-	if (schema->nfields != r->ncols)
-		return tl_error_set(err, TL_ERR_UNSUPPORTED,
-		                    "%s has %d columns but its lake table %s has %d; changing a tiered table's "
-		                    "columns is not supported yet",
-		                    r->label, r->ncols, r->lake->location, schema->nfields);
-	for (int i = 0; i < r->ncols; i++) {
-		const tl_ice_field *f = &schema->fields[i];
-		const tl_ice_type *a = &f->type, *b = &r->cols[i].ice_type;
-		if (strcmp(f->name, r->cols[i].name) != 0 || a->id != b->id || a->precision != b->precision ||
-		    a->scale != b->scale)
-			return tl_error_set(err, TL_ERR_UNSUPPORTED,
-			                    "column %d of %s (%s) does not match field %s of its lake table %s; "
-			                    "changing a tiered table's columns is not supported yet",
-			                    i + 1, r->label, r->cols[i].name, f->name, r->lake->location);
-	}
-	return 0;
 }
 
 /* ------------------------------------------------------------ journal and seal */
@@ -416,9 +395,9 @@ static int run_tiering(tier_run *r, tl_error *err)
 	r->lake = tl_ice_table_open(r->t->lake_table_ref, err);
 	if (r->lake == NULL)
 		return -1;
-	if (check_lake_at_s(r, err) < 0 ||
-	    tdb_pg_table_columns(r->c, (uint32_t)r->t->table_id, &r->cols, &r->ncols, err) < 0 ||
-	    check_columns(r, err) < 0)
+	if (tdb_pg_table_columns(r->c, (uint32_t)r->t->table_id, &r->cols, &r->ncols, err) < 0 ||
+	    tdb_lake_follow_columns(r->c, r->t->table_id, r->lake, r->cols, r->ncols, r->label, "tiering", err) < 0 ||
+	    check_lake_at_s(r, err) < 0)
 		return -1;
 
 	char *details = run_details(r);

@@ -8,15 +8,19 @@
  * The rows of a registered table below the cut-line live in its Iceberg
  * lake, written with the columns the table had when they moved.  A column
  * change that the lake does not follow turns those rows' values wrong
- * without an error: a renamed column reads NULL, an added column's
- * default is missing from the old rows, a changed type no longer matches
- * the files.  Until schema changes are carried into the lake by Iceberg
- * schema evolution (docs/schema-changes.md), every change of a registered
- * table's columns is refused before it happens:
+ * without an error: an added column's default would be missing from the
+ * old rows, a changed type would no longer match the files.  RENAME COLUMN
+ * (but of a key column) and ADD COLUMN of a nullable column without a
+ * default are carried (columns.c records a rename, the daemon evolves the
+ * lake's schema, docs/schema-changes.md); every other change of a
+ * registered table's columns is refused before it happens:
  *
- *	- ALTER TABLE ... ADD COLUMN, DROP COLUMN, ALTER COLUMN ... TYPE;
- *	- ALTER TABLE ... RENAME COLUMN, and renaming the table or moving it to
- *	  another schema (tierdb.tables names it by schema and name);
+ *	- ALTER TABLE ... ADD COLUMN with a default, NOT NULL, identity or
+ *	  generation expression, or a key constraint; DROP COLUMN, ALTER
+ *	  COLUMN ... TYPE;
+ *	- ALTER TABLE ... RENAME COLUMN of the tier key or a primary key
+ *	  column, and renaming the table or moving it to another schema
+ *	  (tierdb.tables names them by schema and name);
  *	- ALTER TYPE ... RENAME VALUE of an enum, and adding, dropping or
  *	  changing the type of an attribute of a composite type, that a
  *	  registered table's column holds (the lake stores their text forms);
@@ -46,6 +50,7 @@
 #include "access/htup_details.h"
 #include "access/relation.h"
 #include "access/table.h"
+#include "catalog/pg_type.h"
 #include "catalog/namespace.h"
 #include "commands/event_trigger.h"
 #include "fmgr.h"
@@ -54,11 +59,14 @@
 #include "nodes/parsenodes.h"
 #include "parser/parse_relation.h"
 #include "parser/parse_type.h"
+#include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/fmgroids.h"
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
 #include "utils/typcache.h"
+
+#include "columns.h"
 
 /* A refused change: what the message says is refused, and why. */
 typedef struct Refusal
@@ -68,8 +76,13 @@ typedef struct Refusal
 } Refusal;
 
 static const char *const COLUMNS_NOT_CARRIED =
-"This version of TierDB does not carry column changes into the lake, so the rows "
+"This version of TierDB does not carry this column change into the lake, so the rows "
 "already there would read wrong values.";
+
+static const char *const ADD_NOT_CARRIED =
+"This version of TierDB carries only nullable columns without a default, identity or "
+"generation expression into the lake: the rows already there would not read the new "
+"column's value.";
 
 static const char *const TABLE_NAMED =
 "The catalog (tierdb.tables) and the lake's location name the table by its schema and name.";
@@ -165,7 +178,8 @@ refused_subcommand(const AlterTableCmd *cmd, Refusal *out)
 		case AT_AddColumn:
 		case AT_AddColumnRecurse:
 			out->action = psprintf("add column \"%s\" to", castNode(ColumnDef, cmd->def)->colname);
-			break;
+			out->reason = ADD_NOT_CARRIED;
+			return out;
 		case AT_DropColumn:
 		case AT_DropColumnRecurse:
 			out->action = psprintf("drop column \"%s\" of", cmd->name);
@@ -302,6 +316,34 @@ check_alter_composite(AlterTableStmt *stmt)
 	}
 }
 
+/*
+ * ADD COLUMN that the lake follows (cli/schema_evolution.c): a nullable
+ * column without a default, identity or generation expression, which the
+ * rows already in the lake read as NULL, as Postgres reads it for the rows
+ * already in the heap.  CHECK constraints pass (NULL satisfies them).
+ */
+static bool
+carried_add_column(const AlterTableCmd *cmd)
+{
+	const ColumnDef *def;
+	ListCell   *lc;
+
+	if (cmd->subtype != AT_AddColumn && cmd->subtype != AT_AddColumnRecurse)
+		return false;
+	def = castNode(ColumnDef, cmd->def);
+	if (def->is_not_null || def->raw_default != NULL || def->cooked_default != NULL ||
+		def->identity != '\0' || def->generated != '\0')
+		return false;
+	foreach(lc, def->constraints)
+	{
+		ConstrType	type = lfirst_node(Constraint, lc)->contype;
+
+		if (type != CONSTR_NULL && type != CONSTR_CHECK)
+			return false;
+	}
+	return true;
+}
+
 static bool
 attaches_default_partition(const AlterTableCmd *cmd)
 {
@@ -333,26 +375,95 @@ check_alter_table(AlterTableStmt *stmt)
 
 		if (attaches_default_partition(cmd))
 			refuse_default_partition(relid);
-		if (refused_subcommand(cmd, &r) != NULL)
+		if (refused_subcommand(cmd, &r) != NULL && !carried_add_column(cmd))
 			refuse(relid, &r);
 	}
+}
+
+/* What tierdb.tables says of a registered table: its key columns and lake. */
+typedef struct Registration
+{
+	char	   *tier_key_col;
+	List	   *pk_cols;		/* char * */
+	char	   *location;
+} Registration;
+
+static Registration
+registration_of(Oid relid)
+{
+	Oid			catalog = get_relname_relid("tables", get_namespace_oid("tierdb", false));
+	Relation	rel = table_open(catalog, AccessShareLock);
+	TupleDesc	desc = RelationGetDescr(rel);
+	SysScanDesc scan = systable_beginscan(rel, InvalidOid, false, NULL, 0, NULL);
+	HeapTuple	tuple;
+	Registration reg = {0};
+
+	while (HeapTupleIsValid(tuple = systable_getnext(scan)))
+	{
+		bool		isnull;
+		Datum	   *pk;
+		int			npk;
+
+		if ((Oid) DatumGetInt64(heap_getattr(tuple, attnameAttNum(rel, "table_id", false), desc, &isnull)) != relid)
+			continue;
+		reg.tier_key_col = TextDatumGetCString(heap_getattr(tuple, attnameAttNum(rel, "tier_key_col", false),
+															desc, &isnull));
+		reg.location = TextDatumGetCString(heap_getattr(tuple, attnameAttNum(rel, "lake_table_ref", false),
+														desc, &isnull));
+		deconstruct_array(DatumGetArrayTypeP(heap_getattr(tuple, attnameAttNum(rel, "primary_key_cols", false),
+														  desc, &isnull)),
+						  TEXTOID, -1, false, TYPALIGN_INT, &pk, NULL, &npk);
+		for (int i = 0; i < npk; i++)
+			reg.pk_cols = lappend(reg.pk_cols, TextDatumGetCString(pk[i]));
+		break;
+	}
+	systable_endscan(scan);
+	table_close(rel, AccessShareLock);
+	return reg;
+}
+
+/*
+ * ALTER TABLE t RENAME COLUMN a TO b: carried (columns.c) unless a is the
+ * tier key or a primary key column, which tierdb.tables and the lake's
+ * partitioning and delete files name.  A column the table lacks is left
+ * to Postgres' own error.
+ */
+static void
+check_rename_column(Oid relid, RenameStmt *stmt)
+{
+	Registration reg = registration_of(relid);
+	ListCell   *lc;
+	bool		key = strcmp(reg.tier_key_col, stmt->subname) == 0;
+
+	foreach(lc, reg.pk_cols)
+		key |= strcmp(lfirst(lc), stmt->subname) == 0;
+	if (key)
+		refuse(relid, &(Refusal) {
+			psprintf("rename column \"%s\" of", stmt->subname),
+				"The column is the table's tier key or part of its primary key, which the catalog "
+				"(tierdb.tables) and the lake's partitioning and delete files name."});
+	if (get_attnum(relid, stmt->subname) == InvalidAttrNumber)
+		return;
+	record_column_rename(relid, reg.location, stmt->subname, stmt->newname);
 }
 
 static void
 check_rename(RenameStmt *stmt)
 {
-	Refusal		r = {.reason = COLUMNS_NOT_CARRIED};
 	Oid			relid;
 
 	if (stmt->renameType == OBJECT_COLUMN && stmt->relationType == OBJECT_TABLE)
-		r.action = psprintf("rename column \"%s\" of", stmt->subname);
+	{
+		relid = registered_relation(stmt->relation);
+		if (OidIsValid(relid))
+			check_rename_column(relid, stmt);
+	}
 	else if (stmt->renameType == OBJECT_TABLE)
-		r = (Refusal) {"rename", TABLE_NAMED};
-	else
-		return;
-	relid = registered_relation(stmt->relation);
-	if (OidIsValid(relid))
-		refuse(relid, &r);
+	{
+		relid = registered_relation(stmt->relation);
+		if (OidIsValid(relid))
+			refuse(relid, &(Refusal) {"rename", TABLE_NAMED});
+	}
 }
 
 static void

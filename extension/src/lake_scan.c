@@ -49,6 +49,7 @@
 #include "utils/snapmgr.h"
 #include "utils/tuplestore.h"
 
+#include "columns.h"
 #include "lake_scan.h"
 #include "lake_values.h"
 #include "routing.h"
@@ -275,14 +276,20 @@ find_snapshot(const LakeScan *scan)
 	return snap;
 }
 
-/* The top-level field named `name`, or NULL (nested paths do not count). */
+/*
+ * The lake field a column reads, by field id (SPEC §6): the column's field
+ * in the lake's current schema (by its name there, or by tierdb.columns for
+ * a renamed column, columns.c), then the field with that id in the pinned
+ * snapshot's schema, which the files are read by; NULL when the column has
+ * no field (the lake lacks it: it reads as NULL).
+ */
 static const tl_ice_field *
-top_level_field(const tl_ice_schema *schema, const char *name)
+column_lake_field(const LakeScan *scan, List *renamed, const char *name)
 {
-	for (int i = 0; i < schema->nfields; i++)
-		if (strcmp(schema->fields[i].name, name) == 0)
-			return &schema->fields[i];
-	return NULL;
+	const tl_ice_schema *current = tl_ice_metadata_current_schema(scan->table->metadata);
+	const tl_ice_field *field = current != NULL ? column_field(current, renamed, name) : NULL;
+
+	return field != NULL ? tl_ice_schema_find_id(scan->schema, field->id) : NULL;
 }
 
 /* Maps the needed attributes to lake fields and prepares their converters. */
@@ -290,6 +297,8 @@ static void
 map_columns(LakeScan *scan, const Bitmapset *attrs, bool all_attrs)
 {
 	TupleDesc	desc = scan->tupdesc;
+	Oid			relid = OidIsValid(desc->tdtypeid) ? get_typ_typrelid(desc->tdtypeid) : InvalidOid;
+	List	   *renamed = OidIsValid(relid) ? renamed_fields(relid) : NIL;
 
 	scan->columns = palloc0(sizeof(LakeColumn) * Max(desc->natts, 1));
 	scan->field_ids = palloc(sizeof(int32) * Max(desc->natts, 1));
@@ -304,7 +313,7 @@ map_columns(LakeScan *scan, const Bitmapset *attrs, bool all_attrs)
 		col->batch_index = -1;
 		if (att->attisdropped || (!all_attrs && !bms_is_member(att->attnum, attrs)))
 			continue;
-		col->field = top_level_field(scan->schema, NameStr(att->attname));
+		col->field = column_lake_field(scan, renamed, NameStr(att->attname));
 		if (col->field == NULL)
 			continue;
 		tl_error_clear(&err);

@@ -402,3 +402,131 @@ TEST(iceberg_table_new_data_path)
 	tl_ice_table_free(t);
 	remove_tree(dir);
 }
+
+/* A new table in a fresh temporary directory (err cleared first). */
+static tl_ice_table *fresh_table(char dir[PATH_MAX], tl_error *err)
+{
+	tl_error_clear(err);
+	make_temp_dir(dir);
+	return create_table(dir, err);
+}
+
+/* The fields' names of the current schema, "a,b". */
+static void field_names(const tl_ice_table *t, char *out, size_t cap)
+{
+	const tl_ice_schema *s = tl_ice_metadata_current_schema(t->metadata);
+	out[0] = '\0';
+	for (int i = 0; i < s->nfields; i++)
+		snprintf(out + strlen(out), cap - strlen(out), "%s%s", i > 0 ? "," : "", s->fields[i].name);
+}
+
+TEST(iceberg_table_rename_fields_adds_a_schema_keeping_ids)
+{
+	char dir[PATH_MAX], names[64];
+	tl_error err;
+	tl_ice_table *t = fresh_table(dir, &err);
+	CHECK(t != NULL);
+	bool changed = true;
+	const char *same[] = {"id", "name"};
+	CHECK_OK(tl_ice_table_rename_fields(t, same, 2, &changed, &err), &err);
+	CHECK(!changed);
+	CHECK_INT(t->version, 1);
+
+	const char *renamed[] = {"id", "label"};
+	CHECK_OK(tl_ice_table_rename_fields(t, renamed, 2, &changed, &err), &err);
+	CHECK(changed);
+	CHECK_INT(t->version, 2);
+	tl_ice_table_free(t);
+
+	/* Read back from disk: schema 1 current, schema 0 kept, ids and types unchanged. */
+	t = tl_ice_table_open(dir, &err);
+	CHECK(t != NULL);
+	CHECK_INT(t->version, 2);
+	CHECK_INT(t->metadata->nschemas, 2);
+	CHECK_INT(t->metadata->current_schema_id, 1);
+	CHECK_INT(t->metadata->last_column_id, 2);
+	field_names(t, names, sizeof names);
+	CHECK_STR(names, "id,label");
+	const tl_ice_schema *s = tl_ice_metadata_current_schema(t->metadata);
+	CHECK_INT(s->fields[0].id, 1);
+	CHECK_INT(s->fields[1].id, 2);
+	CHECK(s->fields[0].required);
+	CHECK_INT(s->fields[1].type.id, TL_ICE_STRING);
+	CHECK_STR(tl_ice_metadata_schema(t->metadata, 0)->fields[1].name, "name");
+	CHECK_INT(t->metadata->nmetadata_log, 1);
+	CHECK(strstr(t->metadata->metadata_log[0].metadata_file, "v1.metadata.json") != NULL);
+	tl_ice_table_free(t);
+	remove_tree(dir);
+}
+
+TEST(iceberg_table_rename_fields_errors_change_nothing)
+{
+	char dir[PATH_MAX];
+	tl_error err;
+	tl_ice_table *t = fresh_table(dir, &err);
+	CHECK(t != NULL);
+	const char *one[] = {"id"};
+	CHECK(tl_ice_table_rename_fields(t, one, 1, NULL, &err) < 0);
+	CHECK_INT(err.code, TL_ERR_INVALID);
+	tl_error_clear(&err);
+	const char *dup[] = {"id", "id"};
+	CHECK(tl_ice_table_rename_fields(t, dup, 2, NULL, &err) < 0);
+	CHECK_INT(err.code, TL_ERR_INVALID);
+	CHECK_INT(t->version, 1);
+	CHECK(!exists(dir, "metadata/v2.metadata.json"));
+
+	/* A writer that lost the race for v2: TL_ERR_CONFLICT, the winner's version stays. */
+	tl_error_clear(&err);
+	tl_ice_table *other = tl_ice_table_open(dir, &err);
+	CHECK(other != NULL);
+	const char *a[] = {"id", "a"}, *b[] = {"id", "b"};
+	CHECK_OK(tl_ice_table_rename_fields(other, a, 2, NULL, &err), &err);
+	CHECK(tl_ice_table_rename_fields(t, b, 2, NULL, &err) < 0);
+	CHECK_INT(err.code, TL_ERR_CONFLICT);
+	tl_ice_table_free(t);
+	tl_ice_table_free(other);
+	tl_error_clear(&err);
+	t = tl_ice_table_open(dir, &err);
+	CHECK(t != NULL);
+	CHECK_STR(tl_ice_metadata_current_schema(t->metadata)->fields[1].name, "a");
+	tl_ice_table_free(t);
+	remove_tree(dir);
+}
+
+TEST(iceberg_table_add_fields_takes_the_next_ids)
+{
+	char dir[PATH_MAX], names[64];
+	tl_error err;
+	tl_ice_table *t = fresh_table(dir, &err);
+	CHECK(t != NULL);
+	tl_ice_field added[] = {
+		{.id = 99, .name = "extra", .required = true, .type = {.id = TL_ICE_INT}},
+		{.id = 1, .name = "price", .type = {.id = TL_ICE_DECIMAL, .precision = 12, .scale = 2}},
+	};
+	CHECK_OK(tl_ice_table_add_fields(t, added, 2, &err), &err);
+	tl_ice_table_free(t);
+	t = tl_ice_table_open(dir, &err);
+	CHECK(t != NULL);
+	CHECK_INT(t->version, 2);
+	CHECK_INT(t->metadata->last_column_id, 4);
+	field_names(t, names, sizeof names);
+	CHECK_STR(names, "id,name,extra,price");
+	const tl_ice_schema *s = tl_ice_metadata_current_schema(t->metadata);
+	CHECK_INT(s->fields[2].id, 3);
+	CHECK(!s->fields[2].required);
+	CHECK_INT(s->fields[3].id, 4);
+	CHECK_INT(s->fields[3].type.precision, 12);
+	CHECK_INT(s->schema_id, 1);
+
+	/* A name that is taken, or a nested type: refused, nothing written. */
+	tl_ice_field taken[] = {{.name = "name", .type = {.id = TL_ICE_STRING}}};
+	CHECK(tl_ice_table_add_fields(t, taken, 1, &err) < 0);
+	CHECK_INT(err.code, TL_ERR_INVALID);
+	tl_error_clear(&err);
+	tl_ice_field nested[] = {{.name = "s", .type = {.id = TL_ICE_STRUCT}}};
+	CHECK(tl_ice_table_add_fields(t, nested, 1, &err) < 0);
+	CHECK_INT(err.code, TL_ERR_UNSUPPORTED);
+	CHECK_INT(t->version, 2);
+	tl_ice_table_free(t);
+	remove_tree(dir);
+}

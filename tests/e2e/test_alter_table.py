@@ -1,13 +1,18 @@
 """Schema changes of a registered table (SPEC §6; extension/src/ddl.c,
-docs/schema-changes.md).
+extension/src/columns.c, cli/schema_evolution.c, docs/schema-changes.md).
 
 The rows below the cut-line live in the lake with the columns they had
-when they moved.  Until TierDB carries column changes into the lake, every
-change of a registered table's columns (add, drop, rename, change of type),
-renaming or moving the table, and a DEFAULT partition of it are refused
-before they happen, with an error that says why; nothing is changed, reads
-stay exact and `tierdb verify` still passes.  Changes that leave the
-columns alone (defaults, constraints, indexes, a range partition) pass.
+when they moved.  RENAME COLUMN (of a column that is not a key) is carried:
+reads match the column by its lake field id at once, pending corrections
+follow the new name, and the daemon renames the lake's field at its next
+step.  ADD COLUMN of a nullable column without a default is carried too:
+the lake's rows read NULL, and the daemon adds the field.  Every other
+change of a registered table's columns (add with a default or NOT NULL,
+drop, change of type, renaming a key column), renaming or moving the table, and
+a DEFAULT partition of it are refused before they happen, with an error
+that says why; nothing is changed, reads stay exact and `tierdb verify`
+still passes.  Changes that leave the columns alone (defaults,
+constraints, indexes, a range partition) pass.
 
 The database reads with production defaults (transparent reads on).
 """
@@ -16,7 +21,7 @@ from __future__ import annotations
 
 import pytest
 
-from test_tiering import SESSION, make_events, run_once
+from test_tiering import SESSION, cutline, make_events, run_once
 
 LAG = "2d"
 
@@ -59,16 +64,22 @@ def tiered(db, tierdb):
 
 # (statement, SQLSTATE, what the message must say)
 REFUSED = [
-    ("ALTER TABLE events ADD COLUMN extra int", "0A000",
+    ("ALTER TABLE events ADD COLUMN extra int DEFAULT 42", "0A000",
      'cannot add column "extra" to table public.events: it is registered with TierDB'),
+    ("ALTER TABLE events ADD COLUMN extra int NOT NULL", "0A000",
+     'cannot add column "extra" to table public.events'),
+    ("ALTER TABLE events ADD COLUMN extra bigint GENERATED ALWAYS AS (id * 2) STORED", "0A000",
+     'cannot add column "extra" to table public.events'),
+    ("ALTER TABLE events ADD COLUMN extra int GENERATED ALWAYS AS IDENTITY", "0A000",
+     'cannot add column "extra" to table public.events'),
+    ("ALTER TABLE events ADD COLUMN ok int, ADD COLUMN extra int DEFAULT 1", "0A000",
+     'cannot add column "extra" to table public.events'),
     ("ALTER TABLE events ADD COLUMN extra int NOT NULL DEFAULT 42", "0A000",
      'cannot add column "extra" to table public.events'),
     ("ALTER TABLE events ADD COLUMN extra timestamptz DEFAULT now()", "0A000",
      'cannot add column "extra" to table public.events'),
     ("ALTER TABLE events DROP COLUMN v", "0A000",
      'cannot drop column "v" of table public.events'),
-    ("ALTER TABLE events RENAME COLUMN v TO w", "0A000",
-     'cannot rename column "v" of table public.events'),
     ("ALTER TABLE events RENAME ts TO at", "0A000",
      'cannot rename column "ts" of table public.events'),
     ("ALTER TABLE events RENAME COLUMN id TO event_id", "0A000",
@@ -121,10 +132,13 @@ def test_the_owner_is_refused_without_rights_on_the_catalog(tiered, tierdb):
             "DO $$ DECLARE p regclass; BEGIN FOR p IN SELECT inhrelid FROM pg_inherits"
             " WHERE inhparent = 'events'::regclass LOOP"
             " EXECUTE format('ALTER TABLE %s OWNER TO ddl_owner', p); END LOOP; END $$;")
-    err = db.error("SET ROLE ddl_owner; ALTER TABLE events ADD COLUMN extra int")
+    err = db.error("SET ROLE ddl_owner; ALTER TABLE events ADD COLUMN extra int DEFAULT 1")
     assert 'cannot add column "extra" to table public.events' in err, err
     db.psql("SET ROLE ddl_owner; ALTER TABLE events ALTER COLUMN v SET DEFAULT 'fresh'")
     assert "'fresh'::text" in db.query(SHAPE)[0][0]
+    # a carried rename writes TierDB's catalog as its owner, not as the table's
+    db.psql("SET ROLE ddl_owner; ALTER TABLE events RENAME COLUMN v TO w")
+    assert db.query(SESSION + "SELECT w FROM events WHERE id = 10") == [("corrected",)]
 
 
 def test_a_replica_session_is_refused_too(tiered):
@@ -132,8 +146,8 @@ def test_a_replica_session_is_refused_too(tiered):
     session_replication_role = replica would leave the lake behind as well."""
     db = tiered
     shape = db.query(SHAPE)
-    err = db.error("SET session_replication_role = replica; ALTER TABLE events RENAME COLUMN v TO w")
-    assert 'cannot rename column "v" of table public.events' in err, err
+    err = db.error("SET session_replication_role = replica; ALTER TABLE events DROP COLUMN v")
+    assert 'cannot drop column "v" of table public.events' in err, err
     assert db.query(SHAPE) == shape
 
 
@@ -211,3 +225,178 @@ def test_changing_an_enum_or_composite_a_registered_table_holds_is_refused(db, t
     db.psql("ALTER TYPE pair RENAME ATTRIBUTE x TO w; CREATE TYPE loose AS (x int); ALTER TYPE loose ADD ATTRIBUTE y int")
     assert db.query(attributes) == [("w integer, y in_row",)]
     assert db.query("SELECT p FROM moods") == [("(1,a)",)]
+
+
+# ------------------------------------------------------------ RENAME COLUMN
+
+def same_rows(db, columns):
+    """events (heap, lake and delta) reads as its untiered copy, whole and filtered."""
+    for where in ("true", f"{columns[2]} LIKE 'v1%'", f"{columns[2]} IS NULL", "id = 10",
+                  "ts < '2024-01-03 00:00:00+00'", f"{columns[-1]} IS NOT NULL"):
+        sql = f"SELECT {', '.join(columns)} FROM {{table}} WHERE {where} ORDER BY id"
+        assert db.query(SESSION + sql.format(table="events")) == db.query(sql.format(table="copy")), where
+
+
+def lake_field_names(db):
+    """The field names of the lake's current schema, as pyiceberg reads its metadata."""
+    pyiceberg_table = pytest.importorskip("pyiceberg.table")
+    from pathlib import Path
+    ref = cutline(db, "events")["ref"]
+    newest = max(Path(ref, "metadata").glob("v*.metadata.json"), key=lambda p: int(p.name[1:].split(".")[0]))
+    table = pyiceberg_table.StaticTable.from_metadata(str(newest))
+    return [f.name for f in table.schema().fields], table
+
+
+def duckdb_lake_rows(cut, columns):
+    """The lake's rows at the published snapshot as DuckDB's iceberg_scan reads them, as text."""
+    duckdb = pytest.importorskip("duckdb")
+    import glob
+    import importlib
+    from pathlib import Path
+    con = duckdb.connect()
+    con.execute("SET autoinstall_known_extensions = false")
+    con.execute("SET autoload_known_extensions = false")
+    for package in ("duckdb_extension_avro", "duckdb_extension_iceberg"):
+        module = pytest.importorskip(package)
+        found = glob.glob(str(Path(module.__path__[0]) / "extensions" / f"v{duckdb.__version__}" / "*.duckdb_extension"))
+        if not found:
+            pytest.skip(f"{package} has no build for duckdb {duckdb.__version__}")
+        con.execute(f"LOAD '{found[0]}'")
+    rows = con.execute(f"SELECT {columns} FROM iceberg_scan(?, snapshot_from_id => ?) ORDER BY 1",
+                       [cut["ref"], cut["S"]]).fetchall()
+    con.close()
+    return [tuple(None if v is None else str(v) for v in r) for r in rows]
+
+
+def upsert_both(db, row_sql):
+    """The same correction of a cold row to events (routed to the delta) and to copy."""
+    db.psql(SESSION + f"SELECT tierdb_upsert('events', to_jsonb(r)) FROM ({row_sql}) r;\n"
+            f"DELETE FROM copy WHERE id = (SELECT id FROM ({row_sql}) r);\n"
+            f"INSERT INTO copy SELECT * FROM ({row_sql}) r;")
+
+
+def same_before_and_after_the_cycle(db, tierdb, columns):
+    """Reads as the copy and verifies, before and after a daemon cycle, which names the lake's fields so."""
+    same_rows(db, columns)
+    verify_ok(tierdb)
+    run_once(tierdb, LAG)
+    same_rows(db, columns)
+    verify_ok(tierdb)
+    assert lake_field_names(db)[0] == columns
+
+
+def test_rename_column_is_carried_into_reads_the_delta_and_the_lake(tiered, tierdb):
+    """A renamed column reads its lake values at once (by field id), pending
+    corrections made before and after the rename read under the new name,
+    the next cycle folds them and renames the lake's field (the ids stay),
+    and other engines then see the new name; `verify` passes at each step."""
+    db = tiered
+    db.psql(SESSION + "CREATE TABLE copy AS SELECT * FROM events")
+    same_rows(db, ["id", "ts", "v", "amount"])
+    names_before, _ = lake_field_names(db)
+    assert names_before == ["id", "ts", "v", "amount"]
+
+    db.psql("ALTER TABLE events RENAME COLUMN v TO label; ALTER TABLE copy RENAME COLUMN v TO label")
+    assert db.query(SESSION + "SELECT label FROM events WHERE id = 10") == [("corrected",)]
+    # the lake's rows (the first 7 days) read their values, not NULL
+    assert db.query(SESSION + "SELECT count(label) > 300 FROM events WHERE ts < '2024-01-03 00:00:00+00'") \
+        == [("t",)]
+    same_rows(db, ["id", "ts", "label", "amount"])
+    # tierdb.lake_scan() matches by field id too
+    snapshot = cutline(db, "events")["S"]
+    assert db.query(f"SELECT count(label) = count(*) - count(*) FILTER (WHERE id % 17 = 0)"
+                    f" FROM tierdb.lake_scan(NULL::events, {snapshot})") == [("t",)]
+    assert db.query("SELECT payload ? 'label', payload ? 'v' FROM tierdb.delta") == [("t", "f")]
+    verify_ok(tierdb)
+
+    # a correction after the rename, by the new name
+    upsert_both(db, "SELECT 11::bigint AS id, timestamptz '2024-01-01 02:10:00+00' AS ts,"
+                    " 'after'::text AS label, 2.50::numeric(12,2) AS amount")
+    same_rows(db, ["id", "ts", "label", "amount"])
+    verify_ok(tierdb)
+
+    run_once(tierdb, LAG)
+    assert db.query("SELECT count(*) FROM tierdb.delta")[0][0] == "0"
+    same_rows(db, ["id", "ts", "label", "amount"])
+    verify_ok(tierdb)
+    names, table = lake_field_names(db)
+    assert names == ["id", "ts", "label", "amount"]
+    assert [f.field_id for f in table.schema().fields] == [1, 2, 3, 4]
+    # DuckDB reads the lake under the new name, the files written before the rename by field id
+    lake = duckdb_lake_rows(cutline(db, "events"), "id, label")
+    assert lake == [tuple(r) for r in db.query("SELECT id, label FROM copy WHERE ts < "
+                                               "(SELECT to_timestamp(tier_key_hi / 1e6) FROM tierdb.cutline)"
+                                               " ORDER BY id")]
+
+    # a second rename, now that the lake's field has the first new name
+    db.psql("ALTER TABLE events RENAME label TO note; ALTER TABLE copy RENAME label TO note")
+    same_before_and_after_the_cycle(db, tierdb, ["id", "ts", "note", "amount"])
+
+
+def test_swapping_two_columns_names_reads_each_by_its_field(tiered, tierdb):
+    """Names are not identities: after v and a third column swap names
+    through a temporary one, each reads its own lake values, before and
+    after the daemon follows."""
+    db = tiered
+    db.psql(SESSION + "CREATE TABLE copy AS SELECT * FROM events")
+    swap = ("ALTER TABLE {t} RENAME v TO tmp; ALTER TABLE {t} RENAME amount TO v;"
+            " ALTER TABLE {t} RENAME tmp TO amount;")
+    db.psql(swap.format(t="events") + swap.format(t="copy"))
+    assert db.query("SELECT column_name FROM tierdb.columns ORDER BY field_id") == [("amount",), ("v",)]
+    same_before_and_after_the_cycle(db, tierdb, ["id", "ts", "amount", "v"])
+
+
+def test_a_rename_that_fails_later_changes_nothing(tiered, tierdb):
+    """The catalog and the delta are rewritten in the statement's own
+    transaction: a rename Postgres then refuses (the name is taken) or a
+    transaction rolled back leaves them as they were."""
+    db = tiered
+    before = db.query("SELECT payload::text FROM tierdb.delta")
+    err = db.error("ALTER TABLE events RENAME COLUMN v TO amount")
+    assert 'column "amount" of relation' in err and 'already exists' in err, err
+    db.psql("BEGIN; ALTER TABLE events RENAME COLUMN v TO w; ROLLBACK;")
+    assert db.query("SELECT payload::text FROM tierdb.delta") == before
+    assert db.query("SELECT count(*) FROM tierdb.columns") == [("0",)]
+    assert db.query(SESSION + "SELECT v FROM events WHERE id = 10") == [("corrected",)]
+    verify_ok(tierdb)
+
+
+# ------------------------------------------------------------ ADD COLUMN
+
+def test_add_nullable_column_is_carried_into_reads_the_delta_and_the_lake(tiered, tierdb):
+    """A nullable column without a default reads NULL for the lake's rows and
+    for corrections written before it existed, its value for corrections
+    written after; the next cycle folds them and adds the field to the lake
+    (a new field id), which other engines then read; `verify` passes at each
+    step.  A later rename of the added column is carried as well."""
+    db = tiered
+    db.psql(SESSION + "CREATE TABLE copy AS SELECT * FROM events")
+    both = "ALTER TABLE {t} ADD COLUMN extra int CHECK (extra > 0), ADD COLUMN note text;"
+    db.psql(both.format(t="events") + both.format(t="copy"))
+    columns = ["id", "ts", "v", "amount", "note", "extra"]
+    same_rows(db, columns)
+    assert db.query(SESSION + "SELECT count(*), count(extra) FROM events WHERE ts < '2024-01-03 00:00:00+00'") \
+        == [("600", "0")]
+    verify_ok(tierdb)
+
+    upsert_both(db, "SELECT 11::bigint AS id, timestamptz '2024-01-01 02:10:00+00' AS ts, 'after'::text AS v,"
+                    " 2.50::numeric(12,2) AS amount, 5 AS extra, 'n'::text AS note")
+    same_rows(db, columns)
+    assert db.query(SESSION + "SELECT id, extra, note FROM events WHERE extra IS NOT NULL") == [("11", "5", "n")]
+    verify_ok(tierdb)
+
+    run_once(tierdb, LAG)
+    assert db.query("SELECT count(*) FROM tierdb.delta")[0][0] == "0"
+    same_rows(db, columns)
+    verify_ok(tierdb)
+    names, table = lake_field_names(db)
+    assert names == ["id", "ts", "v", "amount", "extra", "note"]
+    assert [f.field_id for f in table.schema().fields] == [1, 2, 3, 4, 5, 6]
+    assert not any(f.required for f in table.schema().fields[4:])
+    lake = duckdb_lake_rows(cutline(db, "events"), "id, extra, note")
+    assert [r for r in lake if r[1] is not None or r[2] is not None] == [("11", "5", "n")]
+    assert len(lake) == int(db.query("SELECT count(*) FROM copy WHERE ts < "
+                                     "(SELECT to_timestamp(tier_key_hi / 1e6) FROM tierdb.cutline)")[0][0])
+
+    db.psql("ALTER TABLE events RENAME extra TO bonus; ALTER TABLE copy RENAME extra TO bonus")
+    same_before_and_after_the_cycle(db, tierdb, ["id", "ts", "v", "amount", "bonus", "note"])

@@ -70,6 +70,8 @@ EXPECTED_COLUMNS = {
         ("table_id", "bigint"), ("requested_at", TS), ("requested_by", "text"),
     ],
     "schema_meta": [("version", "integer"), ("applied_at", TS)],
+    # beyond SPEC §4: which lake field a renamed column is (docs/schema-changes.md)
+    "columns": [("table_id", "bigint"), ("field_id", "integer"), ("column_name", "text")],
 }
 
 EXPECTED_PRIMARY_KEYS = {
@@ -84,6 +86,7 @@ EXPECTED_PRIMARY_KEYS = {
     "copy_progress": ["table_id"],
     "lake_stats": ["table_id"],
     "maintenance_requests": ["table_id"],
+    "columns": ["table_id", "field_id"],
 }
 
 STATUS_COLUMNS = [
@@ -355,6 +358,7 @@ def test_unregister_cascades_but_keeps_the_journal(db):
         f"INSERT INTO tierdb.copy_progress (table_id) VALUES ({TABLE_ID});"
         f"INSERT INTO tierdb.lake_stats (table_id) VALUES ({TABLE_ID});"
         f"INSERT INTO tierdb.maintenance_requests (table_id) VALUES ({TABLE_ID});"
+        f"INSERT INTO tierdb.columns VALUES ({TABLE_ID}, 3, 'renamed');"
         f"INSERT INTO tierdb.op_log (table_id, op_kind, phase) VALUES ({TABLE_ID}, 'tiering', 'committed');"
         f"DELETE FROM tierdb.tables WHERE table_id = {TABLE_ID};"
     )
@@ -362,7 +366,8 @@ def test_unregister_cascades_but_keeps_the_journal(db):
         "SELECT (SELECT count(*) FROM tierdb.cutline) + (SELECT count(*) FROM tierdb.partitions)"
         " + (SELECT count(*) FROM tierdb.delta) + (SELECT count(*) FROM tierdb.read_pins)"
         " + (SELECT count(*) FROM tierdb.load_labels) + (SELECT count(*) FROM tierdb.copy_progress)"
-        " + (SELECT count(*) FROM tierdb.lake_stats) + (SELECT count(*) FROM tierdb.maintenance_requests),"
+        " + (SELECT count(*) FROM tierdb.lake_stats) + (SELECT count(*) FROM tierdb.maintenance_requests)"
+        " + (SELECT count(*) FROM tierdb.columns),"
         " (SELECT count(*) FROM tierdb.op_log)"
     )
     assert counts == [("0", "1")]

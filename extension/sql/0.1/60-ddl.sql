@@ -5,10 +5,11 @@
  *
  * tierdb.ddl_guard() (src/ddl.c) looks at each ALTER TABLE, CREATE TABLE
  * and ALTER TYPE before it runs and refuses, with an error that says why,
- * a change of a registered table's columns (add, drop, rename, change of
- * type), renaming or moving the table, a DEFAULT partition of it, and
- * renaming a value of an enum its columns hold.  See
- * docs/schema-changes.md.
+ * a change of a registered table's columns (add with a default or NOT
+ * NULL, drop, rename of a key column, change of type), renaming or moving
+ * the table, a DEFAULT partition of it, and renaming a value of an enum
+ * its columns hold; it records a carried RENAME COLUMN (61-columns.sql).
+ * See docs/schema-changes.md.
  */
 
 CREATE FUNCTION tierdb.ddl_guard()

@@ -15,6 +15,7 @@
 #ifndef TIERLAKE_ICEBERG_TABLE_H
 #define TIERLAKE_ICEBERG_TABLE_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "tierlake/buf.h"
@@ -125,5 +126,27 @@ int tl_ice_commit_remove_file(tl_ice_commit *c, const char *file_path, tl_error 
  */
 int tl_ice_commit_finish(tl_ice_commit *c, int64_t *snapshot_id, tl_error *err);
 void tl_ice_commit_free(tl_ice_commit *c);
+
+/*
+ * Renames the current schema's top-level fields (schema evolution without
+ * a snapshot, as Java's UpdateSchema.renameColumn): names[i] becomes the
+ * name of field i; nnames must be the number of fields. Field ids, types
+ * and the identifier fields stay, so every file keeps reading by id. The
+ * renamed schema is added with the next schema id and made current in
+ * v<N+1>.metadata.json (exclusive create; losing the race is
+ * TL_ERR_CONFLICT). Names equal to the current ones change nothing (0, no
+ * new version). *changed (if not NULL) says whether a version was written.
+ */
+int tl_ice_table_rename_fields(tl_ice_table *t, const char *const *names, int nnames, bool *changed,
+                               tl_error *err);
+
+/*
+ * Adds top-level primitive fields after the current schema's (as Java's
+ * UpdateSchema.addColumn): each optional, whatever `required` says, with
+ * the next id after last-column-id (the given ids are ignored), in a new
+ * current schema published as tl_ice_table_rename_fields does. Rows of
+ * files written before read the new fields as null.
+ */
+int tl_ice_table_add_fields(tl_ice_table *t, const tl_ice_field *fields, int nfields, tl_error *err);
 
 #endif

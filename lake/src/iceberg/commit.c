@@ -307,7 +307,7 @@ static int check_all_found(const tl_ice_commit *c, const attempt *a, tl_error *e
 }
 
 /* The metadata-log entry for the base: where Java records it, under the table location. */
-static char *base_metadata_location(const tl_ice_table *t)
+char *tl_ice_commit_base_location(const tl_ice_table *t)
 {
 	const char *slash = strrchr(t->metadata_file, '/');
 	tl_buf b;
@@ -317,15 +317,10 @@ static char *base_metadata_location(const tl_ice_table *t)
 	return (char *)b.data;
 }
 
-static int publish(tl_ice_commit *c, attempt *a, const char *metadata_dir, tl_error *err)
+int tl_ice_commit_publish(tl_ice_table *t, const char *metadata_dir, tl_ice_table_metadata *md, tl_error *err)
 {
-	char *previous = base_metadata_location(c->table);
-	tl_ice_table_metadata *md = tl_ice_commit_new_metadata(a, previous, c->summary, c->nsummary, c->op, err);
-	free(previous);
-	if (md == NULL)
-		return -1;
 	char *path = NULL;
-	int64_t version = c->table->version + 1;
+	int64_t version = t->version + 1;
 	if (tl_ice_table_publish_version(metadata_dir, version, md, &path, err) < 0) {
 		tl_ice_metadata_free(md);
 		return -1;
@@ -334,8 +329,18 @@ static int publish(tl_ice_commit *c, attempt *a, const char *metadata_dir, tl_er
 	tl_error ignored;
 	tl_error_clear(&ignored);
 	tl_ice_table_write_hint(metadata_dir, version, &ignored);
-	tl_ice_table_install(c->table, md, version, path);
+	tl_ice_table_install(t, md, version, path);
 	return 0;
+}
+
+static int publish(tl_ice_commit *c, attempt *a, const char *metadata_dir, tl_error *err)
+{
+	char *previous = tl_ice_commit_base_location(c->table);
+	tl_ice_table_metadata *md = tl_ice_commit_new_metadata(a, previous, c->summary, c->nsummary, c->op, err);
+	free(previous);
+	if (md == NULL)
+		return -1;
+	return tl_ice_commit_publish(c->table, metadata_dir, md, err);
 }
 
 static int run_attempt(tl_ice_commit *c, attempt *a, const char *metadata_dir, tl_error *err)

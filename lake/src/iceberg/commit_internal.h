@@ -77,4 +77,22 @@ tl_ice_table_metadata *tl_ice_commit_new_metadata(const attempt *a, const char *
                                                   const tl_ice_kv *extra, int nextra, tl_ice_operation op,
                                                   tl_error *err);
 
+/* A deep copy of md (NULL with err set for a v1 table without a table-uuid). */
+tl_ice_table_metadata *tl_ice_commit_copy_metadata(const tl_ice_table_metadata *md, tl_error *err);
+
+/*
+ * Appends `previous_file` (last updated at base_updated_ms) to md's metadata
+ * log, keeping the newest write.metadata.previous-versions-max entries.
+ */
+void tl_ice_commit_log_metadata(tl_ice_table_metadata *md, int64_t base_updated_ms, const char *previous_file);
+
+/* The metadata-log entry for t's current file, under the table location (free()). */
+char *tl_ice_commit_base_location(const tl_ice_table *t);
+
+/*
+ * Publishes md (taken over) as the version after t's current one, then
+ * points the hint at it and makes it t's state.
+ */
+int tl_ice_commit_publish(tl_ice_table *t, const char *metadata_dir, tl_ice_table_metadata *md, tl_error *err);
+
 #endif

@@ -142,7 +142,7 @@ static const char *summary_operation(tl_ice_operation op, const change_counts *c
 /* ------------------------------------------------------------ metadata */
 
 /* A deep copy through the JSON form, the one shape every field already round-trips through. */
-static tl_ice_table_metadata *copy_metadata(const tl_ice_table_metadata *md, tl_error *err)
+tl_ice_table_metadata *tl_ice_commit_copy_metadata(const tl_ice_table_metadata *md, tl_error *err)
 {
 	if (md->table_uuid == NULL) {
 		tl_error_set(err, TL_ERR_UNSUPPORTED, "the table metadata has no table-uuid (an old v1 table)");
@@ -182,10 +182,14 @@ static void add_logs(tl_ice_table_metadata *md, const attempt *a, const char *pr
 	md->snapshot_log[md->nsnapshot_log].timestamp_ms = a->timestamp_ms;
 	md->snapshot_log[md->nsnapshot_log].snapshot_id = a->snapshot_id;
 	md->nsnapshot_log++;
+	tl_ice_commit_log_metadata(md, a->base->last_updated_ms, previous_file);
+}
 
+void tl_ice_commit_log_metadata(tl_ice_table_metadata *md, int64_t base_updated_ms, const char *previous_file)
+{
 	md->metadata_log =
 		tl_realloc(md->metadata_log, sizeof(tl_ice_metadata_log_entry) * (size_t)(md->nmetadata_log + 1));
-	md->metadata_log[md->nmetadata_log].timestamp_ms = a->base->last_updated_ms;
+	md->metadata_log[md->nmetadata_log].timestamp_ms = base_updated_ms;
 	md->metadata_log[md->nmetadata_log].metadata_file = tl_strdup(previous_file);
 	md->nmetadata_log++;
 
@@ -235,7 +239,7 @@ tl_ice_table_metadata *tl_ice_commit_new_metadata(const attempt *a, const char *
 	for (int i = 0; i < nextra; i++)
 		if (strcmp(extra[i].key, "operation") != 0)  /* computed: it must say what the commit did */
 			kv_set(&summary, extra[i].key, extra[i].value);
-	tl_ice_table_metadata *md = copy_metadata(a->base, err);
+	tl_ice_table_metadata *md = tl_ice_commit_copy_metadata(a->base, err);
 	if (md == NULL) {
 		kv_free(&summary);
 		return NULL;
