@@ -268,11 +268,12 @@ find_snapshot(const LakeScan *scan)
 				 errmsg("snapshot " INT64_FORMAT " does not exist in the lake table at %s",
 						scan->snapshot_id, scan->location),
 				 md->nsnapshots == 0
-				 ? errdetail("The table has no snapshots yet.")
-				 : errdetail("The table's snapshots are: %s; the current one is " INT64_FORMAT ".",
-							 snapshot_list(md), (int64) md->current_snapshot_id),
-				 errhint("The snapshot may have expired. Reads use the snapshot in "
-						 "tierdb.cutline.lake_snapshot_id.")));
+				 ? errdetail("Its newest metadata file, %s, lists no snapshots.", scan->table->metadata_file)
+				 : errdetail("Its newest metadata file, %s, lists the snapshots %s; the current one is " INT64_FORMAT ".",
+							 scan->table->metadata_file, snapshot_list(md), (int64) md->current_snapshot_id),
+				 errhint("A snapshot given by hand may have expired. Reads use the one in "
+						 "tierdb.cutline.lake_snapshot_id: if it is missing, metadata files were deleted or the "
+						 "table was replaced outside TierDB; restore them from a backup.")));
 	return snap;
 }
 

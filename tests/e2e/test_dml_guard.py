@@ -192,3 +192,21 @@ def test_plpgsql_statements_are_guarded_with_custom_and_generic_plans(tiered):
                    + "SELECT touch('2024-01-02', 5);\n")
     assert REFUSED in err, err
     assert rows(db, "SELECT count(*) FROM events WHERE v = 'f'") == [("16",)]
+
+
+def test_a_role_with_only_table_privileges_writes_hot_rows(tiered):
+    """The per-row check the guard adds to a user's statement (tierdb.tier_key_check) is the
+    user's to run: a role with INSERT and UPDATE on the table alone writes hot rows, and is
+    refused cold ones as the owner is."""
+    db = tiered
+    db.psql("DROP ROLE IF EXISTS dml_writer; CREATE ROLE dml_writer;"
+            " GRANT SELECT, INSERT, UPDATE ON events TO dml_writer")
+    try:
+        assert rows(db, "SET ROLE dml_writer; INSERT INTO events VALUES (20001, '2024-01-09 01:00:00+00', 'mine', 1)"
+                    " RETURNING id") == [("20001",)]
+        assert rows(db, "SET ROLE dml_writer; UPDATE events SET v = 'ours' WHERE id = 20001"
+                    " AND ts >= '2024-01-08' RETURNING v") == [("ours",)]
+        refused(db, "SET ROLE dml_writer; INSERT INTO events VALUES (20002, '2024-01-02 01:00:00+00', 'old', 1)",
+                "below its cut-line")
+    finally:
+        db.psql("DROP OWNED BY dml_writer; DROP ROLE dml_writer")
