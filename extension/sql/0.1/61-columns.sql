@@ -22,3 +22,7 @@ CREATE TABLE tierdb.columns (
 );
 
 SELECT pg_catalog.pg_extension_config_dump('tierdb.columns', '');
+
+-- the daemon keeps it (cli/schema_evolution.c); tierdb_admin reads the catalog (10-catalog.sql)
+GRANT SELECT, INSERT, UPDATE, DELETE ON tierdb.columns TO tierdb_worker;
+GRANT SELECT ON tierdb.columns TO tierdb_admin;
