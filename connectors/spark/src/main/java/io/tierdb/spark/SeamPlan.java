@@ -6,7 +6,9 @@
  *   hot    Spark's JDBC source on the heap, tier_key >= T, split into
  *          parallel partitions on the tier key;
  *   cold   the Iceberg table at the pinned snapshot S (never the current
- *          one), tier_key < T, cast to the heap's column types;
+ *          one), tier_key < T, its fields matched to the heap's columns
+ *          by field id after ALTER TABLE and cast to their types
+ *          (LakeColumns);
  *   delta  tierdb.delta rows of the table with tier_key < T, typed by
  *          Postgres as rows of the table, read once when the read opens
  *          and kept in memory: every one removes the lake row of its pk
@@ -20,9 +22,7 @@ package io.tierdb.spark;
 
 import static org.apache.spark.sql.functions.broadcast;
 import static org.apache.spark.sql.functions.col;
-import static org.apache.spark.sql.functions.from_utc_timestamp;
 import static org.apache.spark.sql.functions.lit;
-import static org.apache.spark.sql.functions.to_utc_timestamp;
 
 import java.math.BigInteger;
 import java.sql.Connection;
@@ -36,7 +36,6 @@ import java.time.ZoneOffset;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Properties;
-import java.util.TimeZone;
 
 import org.apache.spark.sql.Column;
 import org.apache.spark.sql.DataFrameReader;
@@ -45,7 +44,6 @@ import org.apache.spark.sql.Row;
 import org.apache.spark.sql.SparkSession;
 import org.apache.spark.sql.types.DataType;
 import org.apache.spark.sql.types.DataTypes;
-import org.apache.spark.sql.types.StructField;
 import org.apache.spark.sql.types.StructType;
 
 final class SeamPlan {
@@ -78,7 +76,7 @@ final class SeamPlan {
             return hot;  // no cut-line yet: the heap holds every row
         }
         Dataset<Row> delta = capture(deltaBranch());
-        Dataset<Row> cold = coldBranch(hot.schema());
+        Dataset<Row> cold = coldBranch(conn, hot.schema());
         Column matches = null;
         Dataset<Row> keys = delta;
         for (String pk : reg.pkCols) {
@@ -218,8 +216,8 @@ final class SeamPlan {
                 + " USING (n))";
     }
 
-    /** The lake at S below T, in the heap's column order and types. */
-    private Dataset<Row> coldBranch(StructType heapSchema) {
+    /** The lake at S below T, in the heap's column order and types, its fields matched by id (LakeColumns). */
+    private Dataset<Row> coldBranch(Connection conn, StructType heapSchema) throws SQLException {
         if (pin.snapshotId == null) {
             // nothing has reached the lake yet: only the delta is cold
             return spark.createDataFrame(new ArrayList<Row>(), heapSchema);
@@ -234,14 +232,11 @@ final class SeamPlan {
             LakeSession.requireIcebergCatalog(spark, location);
             lake = reader.format("iceberg").load(location);
         }
-        DataType keyType = lake.schema().apply(reg.tierKeyCol).dataType();
-        lake = lake.filter(col(reg.tierKeyCol).lt(tierKeyLiteral(keyType, pin.cutline)));
-        List<Column> projected = new ArrayList<>();
-        for (StructField f : heapSchema.fields()) {
-            projected.add(asHeapType(lake.col(f.name()), lake.schema().apply(f.name()).dataType(), f.dataType())
-                    .as(f.name()));
-        }
-        return lake.select(projected.toArray(new Column[0]));
+        LakeColumns columns = LakeColumns.resolve(spark, options, conn, reg, lake, pin.snapshotId, heapSchema);
+        Column tierKey = col(LakeColumns.quoteName(columns.tierKeyField(reg)));
+        DataType keyType = lake.select(tierKey).schema().fields()[0].dataType();
+        lake = columns.scan(lake, heapSchema).filter(tierKey.lt(tierKeyLiteral(keyType, pin.cutline)));
+        return columns.project(lake, heapSchema);
     }
 
     /** The table location: the parent of the metadata directory of the metadata file. */
@@ -275,27 +270,6 @@ final class SeamPlan {
             return lit((int) canonical);
         }
         return lit(canonical);
-    }
-
-    /**
-     * A lake column as the heap's type.  Iceberg's timestamp (without zone)
-     * reads as Spark's TIMESTAMP_NTZ, the heap's through JDBC as TIMESTAMP
-     * taken in the JVM's zone; everything else is a plain cast.
-     */
-    private Column asHeapType(Column c, DataType lakeType, DataType heapType) {
-        if (lakeType.equals(heapType)) {
-            return c;
-        }
-        if (lakeType.equals(DataTypes.TimestampNTZType) && heapType.equals(DataTypes.TimestampType)) {
-            String jvmZone = TimeZone.getDefault().getID();
-            String sessionZone = spark.conf().get("spark.sql.session.timeZone");
-            Column inSession = c.cast(heapType);
-            if (jvmZone.equals(sessionZone)) {
-                return inSession;
-            }
-            return from_utc_timestamp(to_utc_timestamp(inSession, jvmZone), sessionZone);
-        }
-        return c.cast(heapType);
     }
 
     static String quoteIdent(String name) {
