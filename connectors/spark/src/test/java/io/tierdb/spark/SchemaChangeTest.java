@@ -52,10 +52,10 @@ class SchemaChangeTest {
         return db;
     }
 
-    /** The same statement on sc and on its copy: %1$s is the table. */
+    /** The same statement on sc and on its copy: each %1$s is the table. */
     private static void both(TestEnv.Db db, String sql) {
-        db.exec(String.format(sql, "sc"));
-        db.exec(String.format(sql, "sc_src"));
+        db.exec(sql.replace("%1$s", "sc"));
+        db.exec(sql.replace("%1$s", "sc_src"));
     }
 
     /** Changes cold rows of the copy and writes them to sc as routed corrections. */
