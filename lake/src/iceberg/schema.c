@@ -174,15 +174,13 @@ int tl_ice_schema_copy(const tl_ice_schema *src, tl_ice_schema *dst)
 	return 0;
 }
 
-static bool type_equal(const tl_ice_type *a, const tl_ice_type *b);
-
 static bool field_equal(const tl_ice_field *a, const tl_ice_field *b)
 {
 	return a->id == b->id && a->required == b->required && strcmp(a->name, b->name) == 0 &&
-	       type_equal(&a->type, &b->type);
+	       tl_ice_type_equal(&a->type, &b->type);
 }
 
-static bool type_equal(const tl_ice_type *a, const tl_ice_type *b)
+bool tl_ice_type_equal(const tl_ice_type *a, const tl_ice_type *b)
 {
 	if (a->id != b->id || a->precision != b->precision || a->scale != b->scale ||
 	    a->length != b->length || a->nfields != b->nfields)
