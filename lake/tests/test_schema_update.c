@@ -98,6 +98,15 @@ static int remove_at(tl_ice_field *fields, int n, int at)
 	return n - 1;
 }
 
+/* Changes the type of the current field `name` and publishes it; *changed as evolve sets it. */
+static int change_type(tl_ice_table *t, const char *name, tl_ice_type to, bool *changed, tl_error *err)
+{
+	tl_ice_field f[16];
+	int n = current_fields(t, f, 16);
+	f[index_of(f, n, name)].type = to;
+	return tl_ice_table_evolve_schema(t, f, n, changed, err);
+}
+
 /* "name:type[!]" for each current field, with "!" when required, "," between. */
 static void describe(const tl_ice_table *t, char *out, size_t cap)
 {
@@ -117,12 +126,9 @@ static void describe(const tl_ice_table *t, char *out, size_t cap)
 
 /* ------------------------------------------------------ writing and reading */
 
-/* Appends JSON rows (render.h's form) through the writer with the current schema; the new snapshot's id. */
-static int append_rows(tl_ice_table *t, const char *const *rows, int n, int64_t *snapshot_id, tl_error *err)
+/* Feeds JSON rows (render.h's form) to the writer and closes it. */
+static int write_rows(tl_ice_writer *w, const char *const *rows, int n, tl_error *err)
 {
-	tl_ice_writer *w = tl_ice_writer_open_data(t, NULL, err);
-	if (w == NULL)
-		return -1;
 	const tl_pq_schema *schema = tl_ice_writer_schema(w);
 	tl_pq_batch *batch = tl_pq_batch_new(schema, n);
 	int rc = 0;
@@ -136,17 +142,35 @@ static int append_rows(tl_ice_table *t, const char *const *rows, int n, int64_t 
 		rc = tl_ice_writer_write(w, batch, err);
 	if (rc == 0)
 		rc = tl_ice_writer_close(w, err);
-	tl_ice_commit *c = rc == 0 ? tl_ice_commit_begin(t, TL_ICE_OP_APPEND, err) : NULL;
-	if (rc == 0 && c == NULL)
-		rc = -1;
+	tl_pq_batch_free(batch);
+	return rc;
+}
+
+/* Commits the files of a closed writer (then frees it); the new snapshot's id. */
+static int commit_files(tl_ice_table *t, tl_ice_operation op, tl_ice_writer *w, int64_t *snapshot_id, tl_error *err)
+{
+	tl_ice_commit *c = tl_ice_commit_begin(t, op, err);
+	int rc = c != NULL ? 0 : -1;
 	for (int i = 0; rc == 0 && i < tl_ice_writer_nfiles(w); i++)
 		rc = tl_ice_commit_add_file(c, tl_ice_writer_file(w, i), err);
 	if (rc == 0)
 		rc = tl_ice_commit_finish(c, snapshot_id, err);
 	tl_ice_commit_free(c);
-	tl_pq_batch_free(batch);
 	tl_ice_writer_free(w);
 	return rc;
+}
+
+/* Appends JSON rows through a writer of the current schema; the new snapshot's id. */
+static int append_rows(tl_ice_table *t, const char *const *rows, int n, int64_t *snapshot_id, tl_error *err)
+{
+	tl_ice_writer *w = tl_ice_writer_open_data(t, NULL, err);
+	if (w == NULL)
+		return -1;
+	if (write_rows(w, rows, n, err) < 0) {
+		tl_ice_writer_free(w);
+		return -1;
+	}
+	return commit_files(t, TL_ICE_OP_APPEND, w, snapshot_id, err);
 }
 
 static int compare_lines(const void *a, const void *b)
@@ -238,9 +262,7 @@ TEST(schema_evolve_each_kind_of_change)
 		{"price", {.id = TL_ICE_DECIMAL, .precision = 20, .scale = 2}},
 	};
 	for (size_t i = 0; i < sizeof(promotions) / sizeof(promotions[0]); i++) {
-		n = current_fields(t, f, 16);
-		f[index_of(f, n, promotions[i].name)].type = promotions[i].to;
-		CHECK_OK(tl_ice_table_evolve_schema(t, f, n, &changed, &err), &err);
+		CHECK_OK(change_type(t, promotions[i].name, promotions[i].to, &changed, &err), &err);
 		CHECK(changed);
 	}
 
@@ -562,7 +584,8 @@ TEST(schema_evolve_files_read_in_the_promoted_types)
 	CHECK_OK(read_table(t, TL_ICE_NO_SNAPSHOT, &rows, phys, &err), &err);
 	CHECK_STR((const char *)rows.data,
 	          "{\"id\":1,\"n\":-2147483648,\"f\":1.5,\"price\":\"-999.99\",\"memo\":\"a\",\"extra\":null}\n"
-	          "{\"id\":2,\"n\":2147483647,\"f\":0.10000000149011612,\"price\":\"123.45\",\"memo\":\"b\",\"extra\":null}\n"
+	          "{\"id\":2,\"n\":2147483647,\"f\":0.10000000149011612,\"price\":\"123.45\",\"memo\":\"b\","
+	          "\"extra\":null}\n"
 	          "{\"id\":3,\"n\":null,\"f\":null,\"price\":null,\"memo\":null,\"extra\":null}\n"
 	          "{\"id\":4,\"n\":9000000000,\"f\":0.1,\"price\":\"9999999999.99\",\"memo\":\"c\",\"extra\":7}\n");
 	CHECK_INT(phys[1], TL_PQ_INT64);
@@ -588,9 +611,8 @@ TEST(schema_evolve_files_read_in_the_promoted_types)
 	tl_ice_scan_free(scan);
 
 	/* Wider still: decimal(20, 2) is stored in 9 bytes; the INT32 and INT64 files widen to it. */
-	n = current_fields(t, f, 16);
-	f[index_of(f, n, "price")].type = (tl_ice_type){.id = TL_ICE_DECIMAL, .precision = 20, .scale = 2};
-	CHECK_OK(tl_ice_table_evolve_schema(t, f, n, NULL, &err), &err);
+	CHECK_OK(change_type(t, "price", (tl_ice_type){.id = TL_ICE_DECIMAL, .precision = 20, .scale = 2}, NULL, &err),
+	         &err);
 	const char *widest[] = {"{\"id\":5,\"price\":\"-123456789012345678.90\"}"};
 	CHECK_OK(append_rows(t, widest, 1, NULL, &err), &err);
 	CHECK_OK(read_table(t, TL_ICE_NO_SNAPSHOT, &rows, phys, &err), &err);
@@ -598,6 +620,41 @@ TEST(schema_evolve_files_read_in_the_promoted_types)
 	CHECK(strstr((const char *)rows.data, "{\"id\":1,\"n\":-2147483648,\"f\":1.5,\"price\":\"-999.99\",") != NULL);
 	CHECK(strstr((const char *)rows.data, "\"price\":\"9999999999.99\"") != NULL);
 	CHECK(strstr((const char *)rows.data, "\"price\":\"-123456789012345678.90\"") != NULL);
+	tl_buf_free(&rows);
+	tl_ice_table_free(t);
+	remove_tree(dir);
+}
+
+TEST(schema_evolve_equality_deletes_match_across_promotions)
+{
+	char dir[PATH_MAX];
+	tl_error err;
+	tl_ice_table *t = evolving_table(dir, 0, &err);
+	CHECK(t != NULL);
+	/* n stored as INT32, price as a decimal(5, 2) in INT32. */
+	const char *before[] = {
+		"{\"id\":1,\"n\":1,\"price\":\"1.50\"}",
+		"{\"id\":2,\"n\":2,\"price\":\"1.50\"}",
+		"{\"id\":3,\"n\":2,\"price\":\"2.50\"}",
+	};
+	CHECK_OK(append_rows(t, before, 3, NULL, &err), &err);
+	CHECK_OK(change_type(t, "n", (tl_ice_type){.id = TL_ICE_LONG}, NULL, &err), &err);
+	CHECK_OK(change_type(t, "price", (tl_ice_type){.id = TL_ICE_DECIMAL, .precision = 12, .scale = 2}, NULL, &err),
+	         &err);
+
+	/* Deletes written in the new types (INT64 both) must still match the old file's keys. */
+	int32_t eq_ids[] = {2, 4};
+	tl_ice_writer *w = tl_ice_writer_open_equality_deletes(t, eq_ids, 2, NULL, &err);
+	CHECK(w != NULL);
+	const char *keys[] = {"{\"n\":2,\"price\":\"1.50\"}"};
+	CHECK_OK(write_rows(w, keys, 1, &err), &err);
+	CHECK_OK(commit_files(t, TL_ICE_OP_ROW_DELTA, w, NULL, &err), &err);
+	tl_buf rows;
+	tl_buf_init(&rows);
+	CHECK_OK(read_table(t, TL_ICE_NO_SNAPSHOT, &rows, NULL, &err), &err);
+	CHECK_STR((const char *)rows.data,
+	          "{\"id\":1,\"n\":1,\"f\":null,\"price\":\"1.50\",\"note\":null,\"gone\":null}\n"
+	          "{\"id\":3,\"n\":2,\"f\":null,\"price\":\"2.50\",\"note\":null,\"gone\":null}\n");
 	tl_buf_free(&rows);
 	tl_ice_table_free(t);
 	remove_tree(dir);

@@ -590,10 +590,13 @@ class EvolvedTable:
     models: list = field(default_factory=list)  # rendered rows per snapshot
 
 
-def _evolved_row_before(rnd: random.Random, ident: int) -> dict:
-    def maybe(value):
-        return None if rnd.random() < 0.15 else value
+def _sometimes_null(rnd: random.Random):
+    """A function that passes its value through, or null now and then."""
+    return lambda value: None if rnd.random() < 0.15 else value
 
+
+def _evolved_row_before(rnd: random.Random, ident: int) -> dict:
+    maybe = _sometimes_null(rnd)
     return {
         "id": ident,
         "grp": maybe(rnd.choice([-2**31, 2**31 - 1, 0, rnd.randint(-2**31, 2**31 - 1)])),
@@ -605,9 +608,7 @@ def _evolved_row_before(rnd: random.Random, ident: int) -> dict:
 
 
 def _evolved_row_after(rnd: random.Random, ident: int) -> dict:
-    def maybe(value):
-        return None if rnd.random() < 0.15 else value
-
+    maybe = _sometimes_null(rnd)
     return {
         "id": ident,
         "grp": maybe(rnd.choice([-2**63, 2**63 - 1, rnd.randint(-2**40, 2**40)])),
