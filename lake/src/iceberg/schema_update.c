@@ -70,7 +70,6 @@ static int64_t now_ms(void)
 	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-
 /*
  * Publishes `schema` (taken over), given the next schema id, as the current
  * one in the version after t's current one.
