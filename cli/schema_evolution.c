@@ -12,11 +12,13 @@
  * metadata-only commit (tl_ice_table_evolve_schema) its dropped fields go,
  * the others take their column's name and type (int to long, float to
  * double, decimal precision up: Iceberg's promotions), and the added
- * columns become new optional fields. Every field keeps its id, so the
- * files written before read on by id; the readers give the rows of files
- * that predate an added column its default, which is why the lake's
- * last-sequence-number is recorded for it first (a format-version 2 table
- * cannot hold an initial-default itself).
+ * columns become new optional fields, with their default as the field's
+ * initial-default, which every engine gives the rows of the files written
+ * before. Every field keeps its id, so those files read on by id. Readers
+ * in Postgres and tierdb-spark take the default from the catalog instead
+ * (also before the lake has the field): the rows of files with a data
+ * sequence number up to the lake's last-sequence-number when the field was
+ * added, which is recorded first.
  *
  * The evolution is not journaled like the steps that write files: it
  * leaves nothing to clean up and is idempotent; a daemon that dies around
@@ -39,6 +41,11 @@ bool tdb_lake_change_pending(const tdb_lake_change *change)
 
 void tdb_lake_change_free(tdb_lake_change *change)
 {
+	for (int i = change->nfields - change->added; change->defaults != NULL && i < change->nfields; i++) {
+		free(change->defaults[i]);
+		free(change->fields[i].initial_default);
+	}
+	free(change->defaults);
 	free(change->fields);
 	memset(change, 0, sizeof(*change));
 }
@@ -62,7 +69,7 @@ static bool widens(const tl_ice_type *from, const tl_ice_type *to)
 /* What tierdb.columns and tierdb.column_defaults say of the table (columns.c writes them). */
 typedef struct column_records {
 	PGresult *fields;   /* field_id, column_name (NULL: dropped) */
-	PGresult *defaults; /* column_name */
+	PGresult *defaults; /* column_name, default_value */
 } column_records;
 
 static int read_records(PGconn *c, int64_t table_id, column_records *out, tl_error *err)
@@ -74,7 +81,7 @@ static int read_records(PGconn *c, int64_t table_id, column_records *out, tl_err
 	                           "SELECT field_id, column_name FROM tierdb.columns WHERE table_id = $1", 1, params, err);
 	out->defaults = out->fields == NULL ? NULL
 	                                    : tdb_pg_query(c, "reading the added columns' defaults",
-	                                                   "SELECT column_name FROM tierdb.column_defaults"
+	                                                   "SELECT column_name, default_value FROM tierdb.column_defaults"
 	                                                   " WHERE table_id = $1",
 	                                                   1, params, err);
 	return out->defaults != NULL ? 0 : -1;
@@ -95,12 +102,69 @@ static int field_record(const column_records *r, int32_t field_id)
 	return -1;
 }
 
-static bool has_default(const column_records *r, const char *column)
+/* The default the lake's rows read for an added column (its type's text form), or NULL. */
+static const char *column_default(const column_records *r, const char *column)
 {
 	for (int i = 0; i < PQntuples(r->defaults); i++)
 		if (strcmp(PQgetvalue(r->defaults, i, 0), column) == 0)
-			return true;
-	return false;
+			return PQgetvalue(r->defaults, i, 1);
+	return NULL;
+}
+
+/*
+ * A default as Iceberg's single-value JSON for the field's type (decimals,
+ * dates, times, timestamps, uuids as strings; binary as hex), computed by
+ * the server from the column's own type; NULL (no initial-default, those
+ * rows read null in other engines) for a value JSON cannot hold: NaN,
+ * infinities. The daemon's session may have any TimeZone: timestamptz is
+ * rendered in UTC.
+ */
+static int initial_default_json(PGconn *c, int64_t table_id, const tdb_pg_column *col, const char *value,
+                                char **out, tl_error *err)
+{
+	static const struct {
+		tl_ice_type_id type;
+		const char *expr;
+	} forms[] = {
+		{TL_ICE_FLOAT, "CASE WHEN v::text IN ('NaN', 'Infinity', '-Infinity') THEN NULL ELSE to_json(v) END"},
+		{TL_ICE_DOUBLE, "CASE WHEN v::text IN ('NaN', 'Infinity', '-Infinity') THEN NULL ELSE to_json(v) END"},
+		{TL_ICE_DECIMAL, "CASE WHEN v::text IN ('NaN', 'Infinity', '-Infinity') THEN NULL ELSE to_json(v::text) END"},
+		{TL_ICE_DATE, "CASE WHEN isfinite(v) THEN to_json(to_char(v, 'YYYY-MM-DD')) END"},
+		{TL_ICE_TIME, "to_json(v::text)"},
+		{TL_ICE_TIMESTAMP, "CASE WHEN isfinite(v) THEN to_json(to_char(v, 'YYYY-MM-DD\"T\"HH24:MI:SS.US')) END"},
+		{TL_ICE_TIMESTAMPTZ, "CASE WHEN isfinite(v) THEN to_json(to_char(v AT TIME ZONE 'UTC',"
+		                     " 'YYYY-MM-DD\"T\"HH24:MI:SS.US') || '+00:00') END"},
+		{TL_ICE_STRING, "to_json(v::text)"},
+		{TL_ICE_UUID, "to_json(v::text)"},
+		{TL_ICE_BINARY, "to_json(encode(v::bytea, 'hex'))"},
+	};
+	const char *expr = "to_json(v)"; /* boolean, int, long */
+	for (size_t i = 0; i < sizeof(forms) / sizeof(forms[0]); i++)
+		if (forms[i].type == col->ice_type.id)
+			expr = forms[i].expr;
+	char id[24];
+	tdb_int_text(table_id, id);
+	const char *name_params[] = {id};
+	PGresult *named = tdb_pg_query(c, "naming the table", "SELECT $1::bigint::oid::regclass::text", 1, name_params, err);
+	if (named == NULL)
+		return -1;
+	/* The value is read by the column's own input function, as the readers in Postgres read it. */
+	tl_buf sql;
+	tl_buf_init(&sql);
+	tl_buf_printf(&sql, "SELECT (%s)::text FROM (SELECT (jsonb_populate_record(NULL::%s, jsonb_build_object($1::text, $2::text))).",
+	              expr, PQgetvalue(named, 0, 0));
+	tdb_pg_quote_ident(col->name, &sql);
+	tl_buf_append_str(&sql, " AS v) s");
+	PQclear(named);
+	const char *params[] = {col->name, value};
+	PGresult *res = tdb_pg_query(c, "rendering an added column's default for the lake", tdb_buf_cstr(&sql), 2, params,
+	                             err);
+	tl_buf_free(&sql);
+	if (res == NULL)
+		return -1;
+	*out = PQgetisnull(res, 0, 0) ? NULL : tl_strdup(PQgetvalue(res, 0, 0));
+	PQclear(res);
+	return 0;
 }
 
 static int mismatch(tl_error *err, const tl_ice_table *lake, const char *label, const char *step, const char *column,
@@ -119,6 +183,7 @@ static int plan_change(const tl_ice_table *lake, const column_records *r, const 
 {
 	const tl_ice_schema *schema = tl_ice_metadata_current_schema(lake->metadata);
 	change->fields = tl_calloc((size_t)ncols + 1, sizeof(tl_ice_field));
+	change->defaults = tl_calloc((size_t)ncols + 1, sizeof(char *));
 	int kept = 0;
 	for (int i = 0; i < schema->nfields; i++) {
 		const tl_ice_field *f = &schema->fields[i];
@@ -144,17 +209,19 @@ static int plan_change(const tl_ice_table *lake, const column_records *r, const 
 		change->fields[kept].type = col->ice_type;
 		kept++;
 	}
+	change->added = ncols - kept;
+	change->nfields = ncols;
 	for (int i = kept; i < ncols; i++) {
-		if (cols[i].not_null && !has_default(r, cols[i].name))
+		const char *value = column_default(r, cols[i].name);
+		if (cols[i].not_null && value == NULL)
 			return tl_error_set(err, TL_ERR_UNSUPPORTED,
 			                    "column %s of %s is NOT NULL without a default for the rows already in its "
 			                    "lake table %s, which lacks it, so they would read NULL; %s cannot go on",
 			                    cols[i].name, label, lake->location, step);
 		change->fields[i].name = cols[i].name;
 		change->fields[i].type = cols[i].ice_type;
+		change->defaults[i] = value != NULL ? tl_strdup(value) : NULL;
 	}
-	change->added = ncols - kept;
-	change->nfields = ncols;
 	return 0;
 }
 
@@ -184,6 +251,8 @@ static int record_added_since(PGconn *c, int64_t table_id, const tl_ice_table *l
 	tdb_int_text(table_id, id);
 	tdb_int_text(lake->metadata->last_sequence_number, sequence);
 	for (int i = change->nfields - change->added; i < change->nfields; i++) {
+		if (change->defaults[i] == NULL)
+			continue;
 		const char *params[] = {id, sequence, change->fields[i].name};
 		if (tdb_pg_exec(c, "recording since when the lake has an added column",
 		                "UPDATE tierdb.column_defaults SET lake_sequence_number = $2"
@@ -212,7 +281,12 @@ static int evolve(PGconn *c, int64_t table_id, tl_ice_table *lake, const tdb_pg_
 	if (rc == 0)
 		rc = tdb_lake_columns_check(c, table_id, lake, cols, ncols, label, step, &change, err);
 	if (rc == 0 && tdb_lake_change_pending(&change)) {
-		rc = record_added_since(c, table_id, lake, &change, err);
+		for (int i = change.nfields - change.added; rc == 0 && i < change.nfields; i++)
+			if (change.defaults[i] != NULL)
+				rc = initial_default_json(c, table_id, &cols[i], change.defaults[i], &change.fields[i].initial_default,
+				                          err);
+		if (rc == 0)
+			rc = record_added_since(c, table_id, lake, &change, err);
 		if (rc == 0)
 			rc = tl_ice_table_evolve_schema(lake, change.fields, change.nfields, NULL, err);
 		if (rc == 0)

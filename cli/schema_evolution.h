@@ -25,6 +25,7 @@ typedef struct tdb_lake_change {
 	int widened;         /* fields of a narrower type than their column's (ALTER COLUMN TYPE) */
 	int added;           /* columns after the last kept field (ADD COLUMN) */
 	tl_ice_field *fields; /* the schema to publish: kept fields (id > 0), then added ones (id 0) */
+	char **defaults;      /* per added field, its column's default for the lake's rows (text form), or NULL */
 	int nfields;
 } tdb_lake_change;
 

@@ -65,6 +65,7 @@
 #include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/fmgroids.h"
+#include "utils/guc.h"
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
 #include "utils/typcache.h"
@@ -603,6 +604,27 @@ check_create(CreateStmt *stmt)
 }
 
 /*
+ * A value's text form that reads back the same in any session: dates in
+ * ISO order, intervals in the postgres style, floats exact (a session's
+ * DateStyle could make 01/02/2024 read as another day).
+ */
+static char *
+output_in_fixed_style(Oid output, Datum value)
+{
+	int			nest = NewGUCNestLevel();
+	char	   *text;
+
+	(void) set_config_option("DateStyle", "ISO, YMD", PGC_USERSET, PGC_S_SESSION, GUC_ACTION_SAVE, true, 0, false);
+	(void) set_config_option("IntervalStyle", "postgres", PGC_USERSET, PGC_S_SESSION, GUC_ACTION_SAVE, true, 0,
+							 false);
+	(void) set_config_option("extra_float_digits", "3", PGC_USERSET, PGC_S_SESSION, GUC_ACTION_SAVE, true, 0,
+							 false);
+	text = OidOutputFunctionCall(output, value);
+	AtEOXact_GUC(true, nest);
+	return text;
+}
+
+/*
  * The value the rows already in the lake read for column `name` just added
  * to registered table relid: its default (or its domain's), evaluated once
  * as Postgres does for the heap's rows; NULL for none.  A volatile default
@@ -643,7 +665,7 @@ added_column_default(Relation rel, const char *name, Oid *type, int32 *typmod)
 		return NULL;
 	}
 	getTypeOutputInfo(att->atttypid, &output, &varlena);
-	value = PointerGetDatum(OidOutputFunctionCall(output, value));
+	value = PointerGetDatum(output_in_fixed_style(output, value));
 	FreeExecutorState(estate);
 	return DatumGetCString(value);
 }

@@ -444,13 +444,16 @@ def test_add_column_with_a_default_reads_it_in_the_rows_already_in_the_lake(tier
     both = ("ALTER TABLE {t} ADD COLUMN score int DEFAULT 42,"
             " ADD COLUMN tag text NOT NULL DEFAULT 'old',"
             " ADD COLUMN since date DEFAULT (date '2024-01-01' + 3),"
-            " ADD COLUMN plain int;")
+            " ADD COLUMN plain int, ADD COLUMN price numeric(8,2) DEFAULT 1.5, ADD COLUMN flag boolean DEFAULT true,"
+            " ADD COLUMN at timestamptz DEFAULT '2024-01-05 10:00:00+02', ADD COLUMN gone float8 DEFAULT 'NaN';")
     db.psql("CREATE DOMAIN positive AS int DEFAULT 5 CHECK (VALUE > 0);" + both.format(t="events")
             + both.format(t="copy") + "ALTER TABLE events ADD COLUMN d positive; ALTER TABLE copy ADD COLUMN d positive;")
-    columns = ["id", "ts", "v", "amount", "score", "tag", "since", "plain", "d"]
+    columns = ["id", "ts", "v", "amount", "score", "tag", "since", "plain", "price", "flag", "at", "gone", "d"]
+    # in a form any session reads back the same (ISO dates, whatever DateStyle the ALTER ran with)
     assert db.query("SELECT column_name, default_value, lake_sequence_number FROM tierdb.column_defaults"
-                    " ORDER BY 1") == [("d", "5", None), ("score", "42", None), ("since", "2024-01-04", None),
-                                       ("tag", "old", None)]
+                    " ORDER BY 1") == [("at", "2024-01-05 08:00:00+00", None), ("d", "5", None),
+                                       ("flag", "t", None), ("gone", "NaN", None), ("price", "1.50", None),
+                                       ("score", "42", None), ("since", "2024-01-04", None), ("tag", "old", None)]
     # the correction made before the ALTER reads the defaults too
     assert db.query(SESSION + "SELECT v, score, tag, since, d FROM events WHERE id = 10") \
         == [("corrected", "42", "old", "2024-01-04", "5")]
@@ -469,7 +472,8 @@ def test_add_column_with_a_default_reads_it_in_the_rows_already_in_the_lake(tier
             " UPDATE copy SET score = NULL, tag = 'hot' WHERE id % 3 = 0 AND ts >= '2024-01-08';")
     upsert_both(db, "SELECT 11::bigint AS id, timestamptz '2024-01-01 02:10:00+00' AS ts, 'after'::text AS v,"
                     " 2.50::numeric(12,2) AS amount, NULL::int AS score, 'new'::text AS tag,"
-                    " NULL::date AS since, 1 AS plain, 9::positive AS d")
+                    " NULL::date AS since, 1 AS plain, 2.25::numeric(8,2) AS price, false AS flag,"
+                    " timestamptz '2024-01-01 00:00:00+00' AS at, 1.5::float8 AS gone, 9::positive AS d")
     same()
 
     run_once(tierdb, LAG)  # folds the correction, adds the fields
@@ -479,6 +483,16 @@ def test_add_column_with_a_default_reads_it_in_the_rows_already_in_the_lake(tier
     verify_ok(tierdb)
     names, table = lake_field_names(db)
     assert names == columns
+    # the defaults are the new fields' initial-default, which other engines give the older files' rows
+    assert {f.name: f.initial_default for f in table.schema().fields if f.field_id > 4} == {
+        "score": 42, "tag": "old", "since": __import__("datetime").date(2024, 1, 4), "plain": None,
+        "price": __import__("decimal").Decimal("1.50"), "flag": True,
+        "at": __import__("datetime").datetime(2024, 1, 5, 8, 0, tzinfo=__import__("datetime").timezone.utc),
+        "gone": None, "d": 5}
+    below_t = ("SELECT id, score, tag, since, price FROM copy WHERE ts <"
+               " (SELECT to_timestamp(tier_key_hi / 1e6) FROM tierdb.cutline) ORDER BY id")
+    assert duckdb_lake_rows(cutline(db, "events"), "id, score, tag, since, price") \
+        == [tuple(r) for r in db.query(below_t)]
     # the day tiered now holds values written after the ALTER (NULLs among them)
     run_once(tierdb, "1d")
     same()
