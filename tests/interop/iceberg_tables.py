@@ -121,6 +121,10 @@ class Lakegen:
     def delete_files(self, table_dir: Path, paths: list) -> int:
         return _snapshot_id(run_tool(self.binary, "delete", table_dir, *paths), "delete")
 
+    def evolve(self, table_dir: Path, fields: list) -> str:
+        """Schema evolution to `fields` ({"id", "name", "required", "type"}; id 0: new); "changed" or not."""
+        return run_tool(self.binary, "evolve", table_dir, json.dumps(fields)).strip()
+
 
 def lake_cat(location, snapshot_id: int | None = None, columns=None, limit: int | None = None) -> list:
     """`tierdb lake cat` rows as dicts (key order kept), numbers parsed by json."""
@@ -539,3 +543,127 @@ def build_our_tables(root: Path) -> dict:
 
 CASES = [(layout, step) for layout in LAYOUTS for step in range(len(STEPS))]
 CASE_IDS = [f"{layout}-{step + 1}-{STEPS[step].replace(' ', '_')}" for layout, step in CASES]
+
+
+# ------------------------------------------------------------ an evolved table
+#
+# A table whose schema evolves between its snapshots the way ALTER TABLE
+# carries into the lake (lakegen evolve): `gone` dropped, `name` renamed to
+# `label`, `grp` promoted from int to long, `ratio` from float to double,
+# `amount` from decimal(5, 2) to decimal(12, 2), and `extra` added. Two
+# appends are written before (files storing INT32, FLOAT and a 4-byte
+# decimal), one after, with values only the wider types hold. Every
+# reader must see snapshots 1 and 2 in schema 0 and snapshot 3 (current)
+# in schema 1, older files' values widened, `extra` null in them.
+
+EVOLVED_BEFORE = [
+    (1, "id", "long", True),
+    (2, "grp", "int", False),
+    (3, "ratio", "float", False),
+    (4, "amount", "decimal(5, 2)", False),
+    (5, "name", "string", False),
+    (6, "gone", "string", False),
+]
+EVOLVED_AFTER = [
+    (1, "id", "long", True),
+    (2, "grp", "long", False),
+    (3, "ratio", "double", False),
+    (4, "amount", "decimal(12, 2)", False),
+    (5, "label", "string", False),
+    (7, "extra", "int", False),
+]
+EVOLVED_FIELDS_BEFORE = [(name, t) for _, name, t, _ in EVOLVED_BEFORE]
+EVOLVED_FIELDS_AFTER = [(name, t) for _, name, t, _ in EVOLVED_AFTER]
+# name -> partition spec JSON; bucket[4] of id, a field the evolution keeps.
+EVOLVED_LAYOUTS = {
+    "unpartitioned": {"spec-id": 0, "fields": []},
+    "bucket": {"spec-id": 0, "fields": [{"source-id": 1, "field-id": 1000, "name": "id_bucket",
+                                          "transform": "bucket[4]"}]},
+}
+
+
+@dataclass
+class EvolvedTable:
+    location: Path
+    snapshots: list = field(default_factory=list)
+    fields: list = field(default_factory=list)  # [(name, type)] each snapshot reads with
+    models: list = field(default_factory=list)  # rendered rows per snapshot
+
+
+def _sometimes_null(rnd: random.Random):
+    """A function that passes its value through, or null now and then."""
+    return lambda value: None if rnd.random() < 0.15 else value
+
+
+def _evolved_row_before(rnd: random.Random, ident: int) -> dict:
+    maybe = _sometimes_null(rnd)
+    return {
+        "id": ident,
+        "grp": maybe(rnd.choice([-2**31, 2**31 - 1, 0, rnd.randint(-2**31, 2**31 - 1)])),
+        "ratio": maybe(rnd.choice([0.1, -0.0, rnd.uniform(-1e6, 1e6), 3.4e38])),
+        "amount": maybe(decimal.Decimal(rnd.randint(-99999, 99999)).scaleb(-2)),
+        "name": maybe(rnd.choice(NAMES) + str(ident)),
+        "gone": maybe(f"dropped {ident}"),
+    }
+
+
+def _evolved_row_after(rnd: random.Random, ident: int) -> dict:
+    maybe = _sometimes_null(rnd)
+    return {
+        "id": ident,
+        "grp": maybe(rnd.choice([-2**63, 2**63 - 1, rnd.randint(-2**40, 2**40)])),
+        "ratio": maybe(rnd.choice([0.1, 1e300, rnd.uniform(-1e6, 1e6)])),
+        "amount": maybe(decimal.Decimal(rnd.randint(-10**12 + 1, 10**12 - 1)).scaleb(-2)),
+        "label": maybe(rnd.choice(NAMES) + str(ident)),
+        "extra": maybe(rnd.randint(-2**31, 2**31 - 1)),
+    }
+
+
+def _widened(row: dict) -> dict:
+    """A row written before the evolution as the evolved schema reads it (rendered)."""
+    out = {"id": row["id"], "grp": row["grp"], "label": row["name"], "extra": None,
+           "amount": render("decimal(12, 2)", row["amount"])}
+    # The float stored widens to its float32 value, not to the double first written.
+    out["ratio"] = None if row["ratio"] is None else render("double", float(np.float32(row["ratio"])))
+    return out
+
+
+def build_evolved_table(lakegen: Lakegen, location: Path, layout: str, seed: int) -> EvolvedTable:
+    rnd = random.Random(seed)
+    schema = {"type": "struct", "schema-id": 0, "identifier-field-ids": [1],
+              "fields": [{"id": i, "name": n, "required": r, "type": ty} for i, n, ty, r in EVOLVED_BEFORE]}
+    lakegen.create(location, schema, EVOLVED_LAYOUTS[layout])
+    t = EvolvedTable(location)
+    before = []
+    for first, count in ((0, 40), (40, 30)):
+        batch = [_evolved_row_before(rnd, i) for i in range(first, first + count)]
+        before += batch
+        rendered_batch = canonical_rows(EVOLVED_FIELDS_BEFORE, batch)
+        as_dicts = [dict(zip((n for n, _ in EVOLVED_FIELDS_BEFORE), r)) for r in rendered_batch]
+        t.snapshots.append(lakegen.append(location, as_dicts, op_id=f"{layout}-before-{first}"))
+        t.fields.append(EVOLVED_FIELDS_BEFORE)
+        t.models.append([dict(zip((n for n, _ in EVOLVED_FIELDS_BEFORE), r))
+                         for r in canonical_rows(EVOLVED_FIELDS_BEFORE, before)])
+
+    evolved = [{"id": i if i != 7 else 0, "name": n, "required": r, "type": ty} for i, n, ty, r in EVOLVED_AFTER]
+    assert lakegen.evolve(location, evolved) == "changed"
+    assert lakegen.evolve(location, evolved[:5] + [dict(evolved[5], id=7)]) == "unchanged"
+
+    after = [_evolved_row_after(rnd, i) for i in range(70, 100)]
+    rendered_after = [dict(zip((n for n, _ in EVOLVED_FIELDS_AFTER), r))
+                      for r in canonical_rows(EVOLVED_FIELDS_AFTER, after)]
+    t.snapshots.append(lakegen.append(location, rendered_after, op_id=f"{layout}-after"))
+    t.fields.append(EVOLVED_FIELDS_AFTER)
+    t.models.append([_widened(r) for r in before] + rendered_after)
+    return t
+
+
+def build_evolved_tables(root: Path) -> dict:
+    """The evolved tables under root, by layout name."""
+    lakegen = Lakegen(root)
+    return {layout: build_evolved_table(lakegen, root / layout, layout, 100 + seed)
+            for seed, layout in enumerate(EVOLVED_LAYOUTS)}
+
+
+EVOLVED_CASES = [(layout, step) for layout in EVOLVED_LAYOUTS for step in range(3)]
+EVOLVED_CASE_IDS = [f"{layout}-{step + 1}" for layout, step in EVOLVED_CASES]

@@ -2,8 +2,10 @@
 
 The tables are those of test_lake_spark.py (iceberg_tables.build_our_tables):
 three layouts through eight snapshots with appends, a dropped data file,
-row deltas with equality deletes and a compaction. DuckDB reads each snapshot by id with
-iceberg_scan(DIR, snapshot_from_id => ID) and must return the model's rows.
+row deltas with equality deletes and a compaction, and the tables whose
+schema evolves between snapshots (build_evolved_tables). DuckDB reads each
+snapshot by id with iceberg_scan(DIR, snapshot_from_id => ID) and must
+return the model's rows.
 
 DuckDB cannot download extensions on this machine, so the extension comes
 from PyPI: the duckdb-extension-iceberg and duckdb-extension-avro packages
@@ -26,10 +28,13 @@ import pytest
 from iceberg_tables import (
     CASE_IDS,
     CASES,
+    EVOLVED_CASE_IDS,
+    EVOLVED_CASES,
     FIELDS,
     STEPS,
     arrow_rows,
     assert_same_rows,
+    build_evolved_tables,
     build_our_tables,
     canonical_rows,
 )
@@ -77,3 +82,22 @@ def test_duckdb_reads_current(con, our_tables):
         arrow = con.execute("SELECT * FROM iceberg_scan(?)", [str(t.location)]).to_arrow_table()
         assert_same_rows(canonical_rows(FIELDS, t.models[-1]), arrow_rows(arrow, FIELDS),
                          f"DuckDB, {layout} table, current snapshot")
+
+
+@pytest.fixture(scope="module")
+def evolved_tables(tmp_path_factory) -> dict:
+    return build_evolved_tables(tmp_path_factory.mktemp("evolved"))
+
+
+@pytest.mark.parametrize("layout,step", EVOLVED_CASES, ids=EVOLVED_CASE_IDS)
+def test_duckdb_reads_evolved_snapshot(con, evolved_tables, layout, step):
+    """A field dropped, one renamed, int, float and decimal promoted, one added:
+    each snapshot in its own schema, older files widened."""
+    t = evolved_tables[layout]
+    fields = t.fields[step]
+    arrow = con.execute(
+        "SELECT * FROM iceberg_scan(?, snapshot_from_id => ?)", [str(t.location), t.snapshots[step]]
+    ).to_arrow_table()
+    assert arrow.column_names == [name for name, _ in fields]
+    assert_same_rows(canonical_rows(fields, t.models[step]), arrow_rows(arrow, fields),
+                     f"DuckDB, evolved {layout} table at snapshot {step + 1}")

@@ -21,6 +21,12 @@ equal the model, and so must `tierdb lake cat`'s. pyiceberg 0.12 reads the
 snapshots without live equality deletes (1-3 and the compacted 7) and
 refuses the others ("does not yet support equality deletes"): those cases
 are reported as xfailed, and any other failure fails.
+
+The tables of build_evolved_tables evolve their schema between snapshots
+(a field dropped, one renamed, int to long, float to double, decimal(5, 2)
+to decimal(12, 2), one added): `lake cat`, pyiceberg and Spark must read
+each snapshot in its own schema, files written before the evolution in
+the promoted types.
 """
 
 from __future__ import annotations
@@ -34,11 +40,15 @@ from iceberg_tables import (
     CASE_IDS,
     CASES,
     EQUALITY_DELETE_STEPS,
+    EVOLVED_CASE_IDS,
+    EVOLVED_CASES,
+    EVOLVED_LAYOUTS,
     FIELDS,
     LAYOUTS,
     STEPS,
     arrow_rows,
     assert_same_rows,
+    build_evolved_tables,
     build_our_tables,
     canonical_rows,
     cat_rows,
@@ -130,3 +140,46 @@ def test_pyiceberg_reads_our_snapshot(our_tables, layout, step):
     got = arrow_rows(arrow, FIELDS)
     assert_same_rows(canonical_rows(FIELDS, t.models[step]), got,
                      f"pyiceberg, {layout} table at snapshot {step + 1} ({STEPS[step]})")
+
+
+# ------------------------------------------------------------ schema evolution
+
+
+@pytest.fixture(scope="module")
+def evolved_tables(tmp_path_factory) -> dict:
+    return build_evolved_tables(tmp_path_factory.mktemp("evolved"))
+
+
+def _pyiceberg_snapshot(t, step):
+    table = StaticTable.from_metadata(str(latest_metadata(t.location)))
+    return table.scan(snapshot_id=t.snapshots[step]).to_arrow()
+
+
+@pytest.mark.parametrize("layout,step", EVOLVED_CASES, ids=EVOLVED_CASE_IDS)
+def test_lake_cat_reads_evolved_snapshot(evolved_tables, layout, step):
+    t = evolved_tables[layout]
+    fields = t.fields[step]
+    got = cat_rows(fields, lake_cat(t.location, t.snapshots[step]), f"lake cat {t.location}")
+    assert_same_rows(canonical_rows(fields, t.models[step]), got, f"lake cat, evolved {layout} table at snapshot {step + 1}")
+
+
+@pytest.mark.parametrize("layout,step", EVOLVED_CASES, ids=EVOLVED_CASE_IDS)
+def test_pyiceberg_reads_evolved_snapshot(evolved_tables, layout, step):
+    t = evolved_tables[layout]
+    fields = t.fields[step]
+    arrow = _pyiceberg_snapshot(t, step)
+    assert arrow.column_names == [name for name, _ in fields]
+    assert_same_rows(canonical_rows(fields, t.models[step]), arrow_rows(arrow, fields),
+                     f"pyiceberg, evolved {layout} table at snapshot {step + 1}")
+
+
+def test_spark_reads_evolved_tables(spark, evolved_tables):  # noqa: F811
+    """One test for every snapshot of both layouts: Spark sessions are slow."""
+    for layout in EVOLVED_LAYOUTS:
+        t = evolved_tables[layout]
+        for step, snapshot_id in enumerate(t.snapshots):
+            fields, got = spark_rows(spark.read.format("iceberg").option("snapshot-id", snapshot_id)
+                                     .load(str(t.location)))
+            assert fields == t.fields[step], f"Spark sees columns {fields} at snapshot {step + 1}"
+            assert_same_rows(canonical_rows(fields, t.models[step]), got,
+                             f"Spark, evolved {layout} table at snapshot {step + 1}")

@@ -23,6 +23,14 @@
  *       Compaction: reads the current snapshot's rows with every delete
  *       applied, writes them into new data files and commits a replace
  *       that removes the data files read and the delete files applied.
+ *   lakegen evolve DIR FIELDS
+ *       Schema evolution (tl_ice_table_evolve_schema): FIELDS is a JSON
+ *       array of {"id", "name", "required", "type"} objects (text or
+ *       @FILE), the new schema's top-level fields in order; an existing
+ *       field by its id (renamed, promoted, relaxed), a new one with id 0
+ *       and a primitive type; fields left out are dropped. A nested type
+ *       may be given as null to keep the current one. Prints "changed" or
+ *       "unchanged".
  *
  * append, delta, delete and replace print the new snapshot's id. Exit status 0 on
  * success, 1 with "lakegen: message" on stderr otherwise; files written
@@ -55,7 +63,8 @@ static int usage(void)
 	        "       lakegen append DIR ROWS.jsonl [--op-id ID] [--target-file-bytes N] [--row-group-rows N]\n"
 	        "       lakegen delta DIR [--data ROWS.jsonl] --deletes KEYS.jsonl --equality-ids ID,... [--op-id ID]\n"
 	        "       lakegen delete DIR PATH...\n"
-	        "       lakegen replace DIR [--op-id ID] [--target-file-bytes N] [--row-group-rows N]\n");
+	        "       lakegen replace DIR [--op-id ID] [--target-file-bytes N] [--row-group-rows N]\n"
+	        "       lakegen evolve DIR FIELDS\n");
 	return 2;
 }
 
@@ -551,6 +560,56 @@ static int cmd_replace(int argc, char **argv)
 	return 0;
 }
 
+/* ------------------------------------------------------------- evolve */
+
+/* One field of evolve's list: names and types point into the JSON or the current schema. */
+static int parse_evolved_field(const json_t *j, const tl_ice_schema *current, tl_ice_field *out, tl_error *err)
+{
+	memset(out, 0, sizeof(*out));
+	const json_t *id = json_object_get(j, "id"), *type = json_object_get(j, "type");
+	out->name = (char *)json_string_value(json_object_get(j, "name"));
+	out->required = json_is_true(json_object_get(j, "required"));
+	if (!json_is_object(j) || out->name == NULL || (id != NULL && !json_is_integer(id)))
+		return tl_error_set(err, TL_ERR_INVALID, "each field wants a \"name\" and an integer \"id\"");
+	out->id = id != NULL ? (int32_t)json_integer_value(id) : 0;
+	if (json_is_string(type))
+		return tl_ice_type_parse_primitive(json_string_value(type), &out->type, err);
+	const tl_ice_field *kept = out->id > 0 ? tl_ice_schema_find_id(current, out->id) : NULL;
+	if (!json_is_null(type) || kept == NULL)
+		return tl_error_set(err, TL_ERR_INVALID, "field \"%s\": \"type\" is a type name, or null for a kept field",
+		                    out->name);
+	out->type = kept->type;
+	return 0;
+}
+
+static int cmd_evolve(int argc, char **argv)
+{
+	tl_error err;
+	tl_error_clear(&err);
+	if (argc != 2)
+		return usage();
+	json_t *list = load_json_arg(argv[1], "FIELDS", &err);
+	tl_ice_table *t = list != NULL ? tl_ice_table_open(argv[0], &err) : NULL;
+	int rc = t != NULL ? 0 : -1;
+	if (rc == 0 && !json_is_array(list))
+		rc = tl_error_set(&err, TL_ERR_INVALID, "FIELDS is not a JSON array");
+	size_t n = rc == 0 ? json_array_size(list) : 0;
+	tl_ice_field *fields = tl_calloc(n + 1, sizeof(tl_ice_field));
+	const tl_ice_schema *current = t != NULL ? tl_ice_metadata_current_schema(t->metadata) : NULL;
+	for (size_t i = 0; rc == 0 && i < n; i++)
+		rc = parse_evolved_field(json_array_get(list, i), current, &fields[i], &err);
+	bool changed = false;
+	if (rc == 0)
+		rc = tl_ice_table_evolve_schema(t, fields, (int)n, &changed, &err);
+	free(fields);
+	tl_ice_table_free(t);
+	json_decref(list);
+	if (rc < 0)
+		return fail(&err);
+	printf("%s\n", changed ? "changed" : "unchanged");
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc < 3)
@@ -566,5 +625,7 @@ int main(int argc, char **argv)
 		return cmd_delete(argc - 2, argv + 2);
 	if (strcmp(cmd, "replace") == 0)
 		return cmd_replace(argc - 2, argv + 2);
+	if (strcmp(cmd, "evolve") == 0)
+		return cmd_evolve(argc - 2, argv + 2);
 	return usage();
 }

@@ -121,6 +121,18 @@ int tl_ice_reader_load(tl_ice_reader *r, tl_pq_batch *batch, tl_error *err);
 const tl_ice_reader_stats *tl_ice_reader_stats_get(const tl_ice_reader *r);
 /* The data file the last batch came from (NULL before the first and at the end), for messages. */
 const char *tl_ice_reader_current_file(const tl_ice_reader *r);
+/*
+ * The data sequence number of that file (its manifest entry's, inherited
+ * from the manifest when null, as the spec says; 0 for files of format v1
+ * snapshots), or -1 when there is no current file. A reader that fills a
+ * column added with a default gives it to the rows of files whose data
+ * sequence number is at most the table's last-sequence-number when the
+ * field was added: those files were written without it. A file that
+ * rewrites older rows (a REPLACE commit, a fold) gets its own, newer
+ * sequence number, so whoever rewrites rows after a field was added must
+ * write that field's default into them.
+ */
+int64_t tl_ice_reader_current_file_sequence(const tl_ice_reader *r);
 void tl_ice_reader_free(tl_ice_reader *r);
 
 #endif

@@ -60,6 +60,12 @@ struct tl_ice_field {
 	bool required;
 	char *doc;             /* NULL when absent */
 	tl_ice_type type;
+	/*
+	 * "initial-default": the value rows written before the field existed
+	 * read, as the spec's single-value JSON text (42, "2024-01-04",
+	 * "1.25"); NULL when absent (they read null). Kept as written.
+	 */
+	char *initial_default;
 };
 
 typedef struct tl_ice_schema {
@@ -75,6 +81,9 @@ bool tl_ice_type_is_primitive(tl_ice_type_id id);
 
 /* Iceberg's spelling of a type: "long", "decimal(10, 2)", "fixed[16]", "struct". */
 void tl_ice_type_text(const tl_ice_type *type, tl_buf *out);
+
+/* Same type: id, decimal precision and scale, fixed length, nested fields (ids, names, required) alike. */
+bool tl_ice_type_equal(const tl_ice_type *a, const tl_ice_type *b);
 
 /* Frees the fields of a nested type (the struct itself is the caller's). */
 void tl_ice_type_free(tl_ice_type *type);

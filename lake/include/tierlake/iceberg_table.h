@@ -127,15 +127,46 @@ int tl_ice_commit_remove_file(tl_ice_commit *c, const char *file_path, tl_error 
 int tl_ice_commit_finish(tl_ice_commit *c, int64_t *snapshot_id, tl_error *err);
 void tl_ice_commit_free(tl_ice_commit *c);
 
+/* ------------------------------------------------------ schema evolution */
+
 /*
- * Renames the current schema's top-level fields (schema evolution without
- * a snapshot, as Java's UpdateSchema.renameColumn): names[i] becomes the
- * name of field i; nnames must be the number of fields. Field ids, types
- * and the identifier fields stay, so every file keeps reading by id. The
- * renamed schema is added with the next schema id and made current in
- * v<N+1>.metadata.json (exclusive create; losing the race is
- * TL_ERR_CONFLICT). Names equal to the current ones change nothing (0, no
- * new version). *changed (if not NULL) says whether a version was written.
+ * Makes `fields` (top-level, in this order) the table's current schema, a
+ * metadata-only commit (no snapshot) as Java's UpdateSchema makes:
+ *   - a field with id > 0 is the current schema's top-level field of that
+ *     id. Its name may differ (a rename). Its type must be the current one
+ *     or a promotion the Iceberg spec allows: int to long, float to double,
+ *     decimal(P, S) to decimal(P', S) with P' > P (not for a field a
+ *     partition spec takes values from). It may go from required to
+ *     optional, not back, and an identifier field stays required. A NULL
+ *     doc keeps the current doc.
+ *   - a field with id <= 0 is new: a primitive type, made optional, with
+ *     the next id after last-column-id (ids of dropped fields are never
+ *     given again), and its initial_default if given (a JSON single value:
+ *     what the rows of files written before read). A kept field's
+ *     initial_default is the current one, whatever the caller gives.
+ *   - a current field not listed is dropped; not an identifier field, nor
+ *     a source of the default partition spec or of the default sort order.
+ * Names must be unique. The new schema keeps the identifier fields, takes
+ * the next schema id and is made current in v<N+1>.metadata.json
+ * (exclusive create; losing the race is TL_ERR_CONFLICT); last-column-id
+ * never decreases. Files written under earlier schemas read by field id,
+ * their stored values in the promoted type, a dropped field's column
+ * ignored; snapshots keep their own schema.
+ *
+ * Fields equal to the current schema's (ids, names, types, required flags,
+ * order) write nothing. *changed (if not NULL) says whether a version was
+ * written. A change the rules refuse is TL_ERR_UNSUPPORTED naming the
+ * field, the types and the table; an unknown id, a name taken twice or a
+ * malformed type TL_ERR_INVALID. On error nothing is written.
+ */
+int tl_ice_table_evolve_schema(tl_ice_table *t, const tl_ice_field *fields, int nfields, bool *changed,
+                               tl_error *err);
+
+/*
+ * Renames the current schema's top-level fields: names[i] becomes the name
+ * of field i; nnames must be the number of fields. tl_ice_table_evolve_schema
+ * with the current fields renamed: ids, types and identifier fields stay;
+ * names equal to the current ones write nothing (*changed false).
  */
 int tl_ice_table_rename_fields(tl_ice_table *t, const char *const *names, int nnames, bool *changed,
                                tl_error *err);
@@ -143,9 +174,9 @@ int tl_ice_table_rename_fields(tl_ice_table *t, const char *const *names, int nn
 /*
  * Adds top-level primitive fields after the current schema's (as Java's
  * UpdateSchema.addColumn): each optional, whatever `required` says, with
- * the next id after last-column-id (the given ids are ignored), in a new
- * current schema published as tl_ice_table_rename_fields does. Rows of
- * files written before read the new fields as null.
+ * the next id after last-column-id (the given ids are ignored), through
+ * tl_ice_table_evolve_schema. Rows of files written before read the new
+ * fields as null.
  */
 int tl_ice_table_add_fields(tl_ice_table *t, const tl_ice_field *fields, int nfields, tl_error *err);
 

@@ -198,6 +198,11 @@ const char *tl_ice_reader_current_file(const tl_ice_reader *r)
 	return r->task != NULL ? r->task->file.file_path : NULL;
 }
 
+int64_t tl_ice_reader_current_file_sequence(const tl_ice_reader *r)
+{
+	return r->task != NULL ? r->task->sequence_number : -1;
+}
+
 /* ------------------------------------------------------- opening a task */
 
 /* Index of the field with this id among fields[0..n), or -1. */
