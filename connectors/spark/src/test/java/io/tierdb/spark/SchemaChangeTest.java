@@ -184,19 +184,24 @@ class SchemaChangeTest {
         assertExact(db, "dropped and added again, more rows tiered");
     }
 
-    /** Type widening: int to bigint, real to double precision, numeric and varchar wider. */
+    /**
+     * Type widening: int to bigint, real to double precision, numeric and
+     * varchar wider, one widened column renamed too (its narrower field is
+     * found by id, then widened).
+     */
     @Test
     void widenedColumnsReadTheNarrowerFields() {
         TestEnv.Db db = tiered();
         both(db, "ALTER TABLE %1$s ALTER COLUMN v TYPE bigint, ALTER COLUMN ratio TYPE double precision,"
                 + " ALTER COLUMN amount TYPE numeric(14,2), ALTER COLUMN tag TYPE text");
+        both(db, "ALTER TABLE %1$s RENAME COLUMN ratio TO precise");
         assertExact(db, "widened, lake not followed");
 
         db.runOnce(EARLY);
         assertExact(db, "widened, lake followed");
 
-        insertHot(db, "v, ratio, amount, tag", "5000000000 + g, 1e300 / g, 123456789012.25 - g, repeat('long', g % 5)");
-        correctColdRows(db, "id % 79 = 2", "v = -9000000000, ratio = 1e-300, amount = 999999999999.99");
+        insertHot(db, "v, precise, amount, tag", "5000000000 + g, 1e300 / g, 123456789012.25 - g, repeat('long', g % 5)");
+        correctColdRows(db, "id % 79 = 2", "v = -9000000000, precise = 1e-300, amount = 999999999999.99");
         db.runOnce(LATER);
         assertExact(db, "widened, more rows tiered");
     }
