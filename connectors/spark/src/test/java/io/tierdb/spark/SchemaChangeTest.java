@@ -134,16 +134,20 @@ class SchemaChangeTest {
         TestEnv.Db db = tiered();
         both(db, "ALTER TABLE %1$s ADD COLUMN x int DEFAULT 42,"
                 + " ADD COLUMN w numeric(8,3) NOT NULL DEFAULT -1.5,"
-                + " ADD COLUMN z timestamptz DEFAULT '2020-02-02 02:02:02.123456+00'");
+                + " ADD COLUMN z timestamptz DEFAULT '2020-02-02 02:02:02.123456+00',"
+                // a default the lake's initial-default cannot hold: only the catalog has it
+                + " ADD COLUMN q double precision DEFAULT 'NaN'");
+        assertEquals(List.of("id", "ts", "note", "tag", "v", "ratio", "amount"), lakeFields(db));
         assertExact(db, "added, lake not followed");
 
         db.runOnce(EARLY);
-        assertTrue(lakeFields(db).containsAll(List.of("x", "w", "z")), "the daemon added the fields");
+        assertTrue(lakeFields(db).containsAll(List.of("x", "w", "z", "q")), "the daemon added the fields");
         assertExact(db, "added, lake followed");
 
-        insertHot(db, "note, x, w, z", "'new ' || g, CASE WHEN g % 3 = 0 THEN NULL ELSE g END, g / 8.0,"
-                + " CASE WHEN g % 4 = 0 THEN NULL ELSE timestamptz '2021-01-01 00:00:00+00' + g * interval '1 day' END");
-        insertHot(db, "note", "'defaulted ' || g");  // x, w and z take their defaults in the heap
+        insertHot(db, "note, x, w, z, q", "'new ' || g, CASE WHEN g % 3 = 0 THEN NULL ELSE g END, g / 8.0,"
+                + " CASE WHEN g % 4 = 0 THEN NULL ELSE timestamptz '2021-01-01 00:00:00+00' + g * interval '1 day' END,"
+                + " CASE WHEN g % 5 = 0 THEN NULL ELSE g / 3.0 END");
+        insertHot(db, "note", "'defaulted ' || g");  // the added columns take their defaults in the heap
         correctColdRows(db, "id % 83 = 1", "x = NULL, w = 7.25");
         long before = coldRows(db);
         db.runOnce(LATER);
