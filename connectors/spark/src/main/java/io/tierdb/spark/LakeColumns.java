@@ -72,6 +72,8 @@ import org.apache.spark.sql.types.StructType;
 import scala.collection.JavaConverters;
 
 final class LakeColumns {
+    /** SQLSTATE of "permission denied". */
+    private static final String INSUFFICIENT_PRIVILEGE = "42501";
     /** Iceberg's metadata column holding the data file of each row. */
     private static final String FILE_COLUMN = "_file";
     private static final String FILES_PATH = "__tierdb_file";
@@ -116,10 +118,21 @@ final class LakeColumns {
                                Dataset<Row> lake, long snapshotId, StructType heapSchema) throws SQLException {
         Table table = icebergTable(lake);
         List<String> names = List.of(heapSchema.fieldNames());
-        Map<String, String> fields = fieldNamesAt(table.schema(), SnapshotUtil.schemaFor(table, snapshotId),
-                listedFields(conn, reg), names);
-        Map<String, Default> defaults = columnDefaults(spark, options, conn, reg, heapSchema);
-        return new LakeColumns(spark, table, snapshotId, fields, defaults);
+        try {
+            Map<String, String> fields = fieldNamesAt(table.schema(), SnapshotUtil.schemaFor(table, snapshotId),
+                    listedFields(conn, reg), names);
+            Map<String, Default> defaults = columnDefaults(spark, options, conn, reg, heapSchema);
+            return new LakeColumns(spark, table, snapshotId, fields, defaults);
+        } catch (SQLException e) {
+            if (!INSUFFICIENT_PRIVILEGE.equals(e.getSQLState())) {
+                throw e;
+            }
+            String role = conn.getMetaData().getUserName();
+            throw new IllegalStateException(String.format("tierdb-spark cannot read the catalog tables that map the "
+                    + "lake's fields of %s to its columns after ALTER TABLE (%s). Grant them to the role that reads: "
+                    + "GRANT SELECT ON tierdb.columns, tierdb.column_defaults TO %s", reg.qualifiedName,
+                    e.getMessage(), SeamPlan.quoteIdent(role)), e);
+        }
     }
 
     /** The Iceberg table behind the Spark scan of the lake (the metadata that scan reads). */

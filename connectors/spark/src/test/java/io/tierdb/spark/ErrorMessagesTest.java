@@ -3,7 +3,9 @@
  * error: an unknown table, an unregistered one, modes and options this
  * version does not serve (direct and mirrored tables, hybrid reads), a
  * Spark session without an Iceberg catalog (and lakeTable as the way around
- * a path), and batches whose columns do not match the table.  Refused
+ * a path), a reading role without SELECT on the catalog tables that map
+ * the lake's fields to the columns, and batches whose columns do not match
+ * the table.  Refused
  * writes leave the table as it was and refused reads leave no pin.
  */
 package io.tierdb.spark;
@@ -158,6 +160,23 @@ class ErrorMessagesTest {
         assertContains(message(IllegalArgumentException.class, () -> TierDBSpark.delete(good.select("id"), o)),
                 "lacks the key column ts");
         assertEquals(before, db.query("SELECT count(*), (SELECT count(*) FROM tierdb.delta) FROM ev_tz"));
+    }
+
+    @Test
+    void aReaderWithoutTheColumnCatalogsIsToldWhatToGrant() {
+        String role = "reader_" + db.name;
+        db.exec("CREATE ROLE " + role + " LOGIN; GRANT SELECT ON ev_tz, tierdb.delta TO " + role);
+        SeamOptions o = SeamOptions.builder().jdbcUrl(db.jdbcUrl.replace("user=postgres", "user=" + role))
+                .table("ev_tz").build();
+        assertContains(message(IllegalStateException.class, () -> TierDBSpark.read(env.spark, o)),
+                "cannot read the catalog tables that map the lake's fields of public.ev_tz to its columns",
+                "permission denied", "GRANT SELECT ON tierdb.columns, tierdb.column_defaults TO \"" + role + "\"");
+        assertNoPins();
+        db.exec("GRANT SELECT ON tierdb.columns, tierdb.column_defaults TO " + role);
+        try (SeamRead read = TierDBSpark.read(env.spark, o)) {
+            Compare.assertMatchesTransparentRead(db, "ev_tz", read.dataframe());
+        }
+        assertNoPins();
     }
 
     @Test
