@@ -12,7 +12,7 @@
  *    of S knows it by, or is absent (the column has no field at S);
  *  - a column with no field reads its tierdb.column_defaults value, else
  *    NULL; a column with a field and a default reads the default in the
- *    rows of data files whose data sequence number is at most the row's
+ *    rows of data files whose data sequence number is at most the default's
  *    lake_sequence_number (all rows while that is NULL), the field in the
  *    others: the rows written before the field existed (Iceberg's
  *    initial-default, which a format v2 table cannot hold);
@@ -291,7 +291,7 @@ final class LakeColumns {
 
     private FileRule fileRule(Default d) {
         if (d.lakeSequenceNumber == null) {
-            return FileRule.DEFAULT;  // the daemon has not added the field yet: no file has it
+            return FileRule.DEFAULT;  // the daemon has not recorded adding the field: no file holds it yet
         }
         long threshold = d.lakeSequenceNumber;
         boolean anyOld = fileSequences().values().stream().anyMatch(n -> n <= threshold);
