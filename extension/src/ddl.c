@@ -1,26 +1,35 @@
 /*-------------------------------------------------------------------------
  *
  * ddl.c
- *		The guard against DDL that would make a registered table's reads
- *		wrong (SPEC §6): tierdb.ddl_guard(), an event trigger on
- *		ddl_command_start (sql/0.1/60-ddl.sql).
+ *		Schema changes of a registered table (SPEC §6,
+ *		docs/schema-changes.md): tierdb.ddl_guard(), an event trigger on
+ *		ddl_command_start, and tierdb.ddl_follow(), one on ddl_command_end
+ *		(sql/0.1/60-ddl.sql).
  *
  * The rows of a registered table below the cut-line live in its Iceberg
  * lake, written with the columns the table had when they moved.  A column
  * change that the lake does not follow turns those rows' values wrong
- * without an error: an added column's default would be missing from the
- * old rows, a changed type would no longer match the files.  RENAME COLUMN
- * (but of a key column) and ADD COLUMN of a nullable column without a
- * default are carried (columns.c records a rename, the daemon evolves the
- * lake's schema, docs/schema-changes.md); every other change of a
- * registered table's columns is refused before it happens:
+ * without an error.  The changes Iceberg's schema evolution expresses are
+ * carried: the guard records them before they happen (columns.c) and the
+ * daemon evolves the lake's schema (cli/schema_evolution.c):
  *
- *	- ALTER TABLE ... ADD COLUMN with a default, NOT NULL, identity or
- *	  generation expression, or a key constraint; DROP COLUMN, ALTER
- *	  COLUMN ... TYPE;
- *	- ALTER TABLE ... RENAME COLUMN of the tier key or a primary key
- *	  column, and renaming the table or moving it to another schema
- *	  (tierdb.tables names them by schema and name);
+ *	- RENAME COLUMN, DROP COLUMN of a column that is no key;
+ *	- ADD COLUMN with no default or a non-volatile one, whose value
+ *	  ddl_follow() evaluates once, as Postgres does for the heap's rows, and
+ *	  records for the lake's (a volatile one is refused, rolling the ALTER
+ *	  back);
+ *	- ALTER COLUMN ... TYPE of a column that is no key, when the new type
+ *	  widens the old as Iceberg promotes (int to long, float to double,
+ *	  decimal precision) or keeps the lake's type (smallint to int, longer
+ *	  varchar).
+ *
+ * Every other change is refused before it happens:
+ *
+ *	- ALTER TABLE ... ADD COLUMN NOT NULL without a default, an identity or
+ *	  generated column, or one with a key constraint; any change of the tier
+ *	  key or a primary key column; other type changes, USING, COLLATE;
+ *	- renaming the table or moving it to another schema (tierdb.tables
+ *	  names them by schema and name);
  *	- ALTER TYPE ... RENAME VALUE of an enum, and adding, dropping or
  *	  changing the type of an attribute of a composite type, that a
  *	  registered table's column holds (the lake stores their text forms);
@@ -36,8 +45,8 @@
  * parse tree before anything is changed, so nothing is half-applied.  It
  * fires for every such statement, also one run from a function or a DO
  * block; the subcommands Postgres generates for a statement do not reach
- * it, and they change nothing the statement itself did not ask for.  It is
- * enabled ALWAYS, so a session replaying DDL with session_replication_role
+ * it, and they change nothing the statement itself did not ask for.  Both
+ * are enabled ALWAYS, so a session replaying DDL with session_replication_role
  * = replica is guarded too; the only escape is a superuser's deliberate
  * ALTER EVENT TRIGGER tierdb_ddl_guard DISABLE (which the tests use to
  * build a lake that disagrees with its table).
@@ -708,17 +717,23 @@ follow_alter_table(AlterTableStmt *stmt)
 
 PG_FUNCTION_INFO_V1(tierdb_ddl_follow);
 
+/* The statement an event trigger function fires for. */
+static Node *
+event_parsetree(FunctionCallInfo fcinfo, const char *function)
+{
+	if (!CALLED_AS_EVENT_TRIGGER(fcinfo))
+		ereport(ERROR,
+				(errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
+				 errmsg("%s() must be called as an event trigger", function)));
+	return ((EventTriggerData *) fcinfo->context)->parsetree;
+}
+
 /* The ddl_command_end event trigger function. */
 Datum
 tierdb_ddl_follow(PG_FUNCTION_ARGS)
 {
-	Node	   *parsetree;
+	Node	   *parsetree = event_parsetree(fcinfo, "tierdb.ddl_follow");
 
-	if (!CALLED_AS_EVENT_TRIGGER(fcinfo))
-		ereport(ERROR,
-				(errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
-				 errmsg("tierdb.ddl_follow() must be called as an event trigger")));
-	parsetree = ((EventTriggerData *) fcinfo->context)->parsetree;
 	if (IsA(parsetree, AlterTableStmt))
 		follow_alter_table((AlterTableStmt *) parsetree);
 	PG_RETURN_VOID();
@@ -730,13 +745,8 @@ PG_FUNCTION_INFO_V1(tierdb_ddl_guard);
 Datum
 tierdb_ddl_guard(PG_FUNCTION_ARGS)
 {
-	Node	   *parsetree;
+	Node	   *parsetree = event_parsetree(fcinfo, "tierdb.ddl_guard");
 
-	if (!CALLED_AS_EVENT_TRIGGER(fcinfo))
-		ereport(ERROR,
-				(errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
-				 errmsg("tierdb.ddl_guard() must be called as an event trigger")));
-	parsetree = ((EventTriggerData *) fcinfo->context)->parsetree;
 	switch (nodeTag(parsetree))
 	{
 		case T_AlterTableStmt:

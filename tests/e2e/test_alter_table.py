@@ -297,6 +297,12 @@ def duckdb_lake_rows(cut, columns):
     return [tuple(None if v is None else str(v) for v in r) for r in rows]
 
 
+def copy_below_t(db, columns):
+    """The copy's rows below the cut-line T: what the lake holds."""
+    return [tuple(r) for r in db.query(f"SELECT {columns} FROM copy WHERE ts <"
+                                       " (SELECT to_timestamp(tier_key_hi / 1e6) FROM tierdb.cutline) ORDER BY id")]
+
+
 def upsert_both(db, row_sql):
     """The same correction of a cold row to events (routed to the delta) and to copy."""
     db.psql(SESSION + f"SELECT tierdb_upsert('events', to_jsonb(r)) FROM ({row_sql}) r;\n"
@@ -352,10 +358,7 @@ def test_rename_column_is_carried_into_reads_the_delta_and_the_lake(tiered, tier
     assert names == ["id", "ts", "label", "amount"]
     assert [f.field_id for f in table.schema().fields] == [1, 2, 3, 4]
     # DuckDB reads the lake under the new name, the files written before the rename by field id
-    lake = duckdb_lake_rows(cutline(db, "events"), "id, label")
-    assert lake == [tuple(r) for r in db.query("SELECT id, label FROM copy WHERE ts < "
-                                               "(SELECT to_timestamp(tier_key_hi / 1e6) FROM tierdb.cutline)"
-                                               " ORDER BY id")]
+    assert duckdb_lake_rows(cutline(db, "events"), "id, label") == copy_below_t(db, "id, label")
 
     # a second rename, now that the lake's field has the first new name
     db.psql("ALTER TABLE events RENAME label TO note; ALTER TABLE copy RENAME label TO note")
@@ -489,10 +492,8 @@ def test_add_column_with_a_default_reads_it_in_the_rows_already_in_the_lake(tier
         "price": __import__("decimal").Decimal("1.50"), "flag": True,
         "at": __import__("datetime").datetime(2024, 1, 5, 8, 0, tzinfo=__import__("datetime").timezone.utc),
         "gone": None, "d": 5}
-    below_t = ("SELECT id, score, tag, since, price FROM copy WHERE ts <"
-               " (SELECT to_timestamp(tier_key_hi / 1e6) FROM tierdb.cutline) ORDER BY id")
-    assert duckdb_lake_rows(cutline(db, "events"), "id, score, tag, since, price") \
-        == [tuple(r) for r in db.query(below_t)]
+    columns_read = "id, score, tag, since, price"
+    assert duckdb_lake_rows(cutline(db, "events"), columns_read) == copy_below_t(db, columns_read)
     # the day tiered now holds values written after the ALTER (NULLs among them)
     run_once(tierdb, "1d")
     same()
@@ -545,10 +546,7 @@ def test_drop_column_is_carried_and_a_new_column_of_the_name_reads_its_own_value
     assert names == ["id", "ts", "amount", "v"]
     assert [f.field_id for f in table.schema().fields] == [1, 2, 4, 5]
     # other engines read the evolved lake (the old files keep the dropped column's data, unread)
-    lake = duckdb_lake_rows(cutline(db, "events"), "id, amount")
-    assert lake == [tuple(r) for r in db.query("SELECT id, amount FROM copy WHERE ts < "
-                                               "(SELECT to_timestamp(tier_key_hi / 1e6) FROM tierdb.cutline)"
-                                               " ORDER BY id")]
+    assert duckdb_lake_rows(cutline(db, "events"), "id, amount") == copy_below_t(db, "id, amount")
     db.psql("ALTER TABLE events DROP COLUMN amount; ALTER TABLE copy DROP COLUMN amount;")
     run_once(tierdb, "1d")
     sql = "SELECT * FROM {t} ORDER BY id"
