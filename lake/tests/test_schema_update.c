@@ -225,6 +225,19 @@ static int read_table(const tl_ice_table *t, int64_t snapshot_id, tl_buf *out, t
 	return got < 0 ? -1 : 0;
 }
 
+/* The lower bound of a data file's id (field 1), or 0 without one. */
+static int64_t first_id(const tl_ice_data_file *f)
+{
+	for (uint32_t k = 0; k < f->lower_bounds.n; k++) {
+		tl_ice_value v;
+		tl_ice_type id_type = {.id = TL_ICE_LONG};
+		const tl_bytes *b = &f->lower_bounds.values[k];
+		if (f->lower_bounds.keys[k] == 1 && tl_ice_value_deserialize(&id_type, b->ptr, b->len, &v, NULL) == 0)
+			return v.v.i64;
+	}
+	return 0;
+}
+
 /* The files a scan of the current snapshot with `filter` plans: bit i set for the file holding id first_ids[i]. */
 static int planned_files(const tl_ice_table *t, const char *filter, const int64_t *first_ids, int nfiles,
                          tl_error *err)
@@ -237,21 +250,10 @@ static int planned_files(const tl_ice_table *t, const char *filter, const int64_
 	if (tl_ice_expr_parse(current(t), filter, &arena, &expr, err) == 0 &&
 	    (scan = tl_ice_scan_plan(t->metadata, TL_ICE_NO_SNAPSHOT, expr, err)) != NULL) {
 		mask = 0;
-		for (int i = 0; i < tl_ice_scan_ntasks(scan); i++) {
-			const tl_ice_data_file *f = &tl_ice_scan_task_at(scan, i)->file;
-			const tl_bytes *lower = NULL;
-			for (uint32_t k = 0; k < f->lower_bounds.n; k++)
-				if (f->lower_bounds.keys[k] == 1)
-					lower = &f->lower_bounds.values[k];
-			int64_t first = 0;
-			tl_ice_value v;
-			tl_ice_type id_type = {.id = TL_ICE_LONG};
-			if (lower != NULL && tl_ice_value_deserialize(&id_type, lower->ptr, lower->len, &v, err) == 0)
-				first = v.v.i64;
+		for (int i = 0; i < tl_ice_scan_ntasks(scan); i++)
 			for (int j = 0; j < nfiles; j++)
-				if (first_ids[j] == first)
+				if (first_ids[j] == first_id(&tl_ice_scan_task_at(scan, i)->file))
 					mask |= 1 << j;
-		}
 	}
 	tl_ice_scan_free(scan);
 	tl_arena_free(&arena);
@@ -720,14 +722,56 @@ TEST(schema_evolve_equality_deletes_match_across_promotions)
 
 /* ------------------------------------------------ data sequence numbers */
 
+/* The data file of the current snapshot whose rows start at this id (its id lower bound), or NULL. */
+static const char *file_starting_at(const tl_ice_scan *scan, int64_t id)
+{
+	for (int i = 0; i < tl_ice_scan_ntasks(scan); i++)
+		if (first_id(&tl_ice_scan_task_at(scan, i)->file) == id)
+			return tl_ice_scan_task_at(scan, i)->file.file_path;
+	return NULL;
+}
+
+/* Reads column id (field 1) of the current snapshot: the data sequence number the reader gives each row's file. */
+static int sequence_of_ids(const tl_ice_table *t, int64_t *seq_of_id, int max_id, int64_t *total, tl_error *err)
+{
+	tl_ice_scan *scan = tl_ice_scan_plan(t->metadata, TL_ICE_NO_SNAPSHOT, NULL, err);
+	int32_t ids[1] = {1};
+	tl_ice_reader *r = scan != NULL ? tl_ice_reader_open(scan, ids, 1, err) : NULL;
+	if (r == NULL) {
+		tl_ice_scan_free(scan);
+		return -1;
+	}
+	int64_t got = 0;
+	if (tl_ice_reader_current_file_sequence(r) != -1)
+		got = tl_error_set(err, TL_ERR_INVALID, "a sequence number before the first batch");
+	tl_pq_batch *batch = tl_ice_reader_batch_new(r, 16);
+	*total = 0;
+	while (got == 0 && (got = tl_ice_reader_next(r, batch, err)) > 0) {
+		for (int64_t row = 0; row < got; row++) {
+			int64_t id = batch->columns[0].v.i64[row];
+			if (id >= 0 && id <= max_id)
+				seq_of_id[id] = tl_ice_reader_current_file_sequence(r);
+		}
+		*total += got;
+		got = 0;
+	}
+	if (got == 0 && tl_ice_reader_current_file_sequence(r) != -1)
+		got = tl_error_set(err, TL_ERR_INVALID, "a sequence number after the last batch");
+	tl_pq_batch_free(batch);
+	tl_ice_reader_free(r);
+	tl_ice_scan_free(scan);
+	return got < 0 ? -1 : 0;
+}
+
 TEST(schema_reader_reports_each_files_data_sequence_number)
 {
 	char dir[PATH_MAX];
 	tl_error err;
-	tl_ice_table *t = evolving_table(dir, 0, &err);
+	/* Partitioned by n: one append writes a file per value of n. */
+	tl_ice_table *t = evolving_table(dir, 2, &err);
 	CHECK(t != NULL);
-	const char *one[] = {"{\"id\":1}", "{\"id\":2}"};
-	const char *two[] = {"{\"id\":3}"};
+	const char *one[] = {"{\"id\":1,\"n\":1}", "{\"id\":2,\"n\":2}"};
+	const char *two[] = {"{\"id\":3,\"n\":1}"};
 	CHECK_OK(append_rows(t, one, 2, NULL, &err), &err);
 	/* A metadata-only change between: it takes no sequence number. */
 	tl_ice_field extra = {.name = "extra", .type = {.id = TL_ICE_INT}};
@@ -741,30 +785,35 @@ TEST(schema_reader_reports_each_files_data_sequence_number)
 	 * sequence numbers are null, inherited from that manifest (1), not
 	 * from the snapshot that lists it (2).
 	 */
-	tl_ice_scan *scan = tl_ice_scan_plan(t->metadata, TL_ICE_NO_SNAPSHOT, NULL, &err);
-	CHECK(scan != NULL);
-	int32_t ids[1] = {1};
-	tl_ice_reader *r = tl_ice_reader_open(scan, ids, 1, &err);
-	CHECK(r != NULL);
-	CHECK_INT(tl_ice_reader_current_file_sequence(r), -1);
-	tl_pq_batch *batch = tl_ice_reader_batch_new(r, 16);
-	int64_t seq_of_id[4] = {0};
-	int64_t got, total = 0;
-	while ((got = tl_ice_reader_next(r, batch, &err)) > 0) {
-		int64_t seq = tl_ice_reader_current_file_sequence(r);
-		for (int64_t row = 0; row < got; row++)
-			seq_of_id[batch->columns[0].v.i64[row]] = seq;
-		total += got;
-	}
-	CHECK_INT(got, 0);
+	int64_t seq_of_id[4] = {0}, total = 0;
+	CHECK_OK(sequence_of_ids(t, seq_of_id, 3, &total, &err), &err);
 	CHECK_INT(total, 3);
 	CHECK_INT(seq_of_id[1], 1);
 	CHECK_INT(seq_of_id[2], 1);
 	CHECK_INT(seq_of_id[3], 2);
-	CHECK_INT(tl_ice_reader_current_file_sequence(r), -1);
-	tl_pq_batch_free(batch);
-	tl_ice_reader_free(r);
+
+	/*
+	 * Removing id 2's file rewrites the first manifest: id 1's file stays
+	 * in it as an EXISTING entry that states its sequence number (1),
+	 * while the snapshot is the third.
+	 */
+	tl_ice_scan *scan = tl_ice_scan_plan(t->metadata, TL_ICE_NO_SNAPSHOT, NULL, &err);
+	CHECK(scan != NULL);
+	const char *victim = file_starting_at(scan, 2);
+	CHECK(victim != NULL);
+	tl_ice_commit *c = tl_ice_commit_begin(t, TL_ICE_OP_DELETE, &err);
+	CHECK(c != NULL);
+	CHECK_OK(tl_ice_commit_remove_file(c, victim, &err), &err);
+	CHECK_OK(tl_ice_commit_finish(c, NULL, &err), &err);
+	tl_ice_commit_free(c);
 	tl_ice_scan_free(scan);
+	CHECK_INT(t->metadata->last_sequence_number, 3);
+	memset(seq_of_id, 0, sizeof seq_of_id);
+	CHECK_OK(sequence_of_ids(t, seq_of_id, 3, &total, &err), &err);
+	CHECK_INT(total, 2);
+	CHECK_INT(seq_of_id[1], 1);
+	CHECK_INT(seq_of_id[2], 0);
+	CHECK_INT(seq_of_id[3], 2);
 	tl_ice_table_free(t);
 	remove_tree(dir);
 }
