@@ -442,6 +442,8 @@ static const refusal refusals[] = {
 	{"bad decimal added", 0, NULL, .required = -1,
 	 .add = {.name = "d", .type = {.id = TL_ICE_DECIMAL, .precision = 40, .scale = 2}}, .code = TL_ERR_INVALID,
 	 .message = {"decimal(40, 2)"}},
+	{"every field dropped", 0, NULL, .drop = true, .required = -1, .code = TL_ERR_INVALID,
+	 .message = {"a schema needs a field"}},
 	{"name of an added field taken", 0, NULL, .required = -1, .add = {.name = "n", .type = {.id = TL_ICE_INT}},
 	 .code = TL_ERR_INVALID, .message = {"two fields named \"n\""}},
 };
@@ -458,7 +460,7 @@ TEST(schema_evolve_refusals_change_nothing)
 		int n = current_fields(t, f, 16);
 		int at = c->field ? index_of(f, n, c->field) : -1;
 		if (c->drop)
-			n = remove_at(f, n, at);
+			n = at >= 0 ? remove_at(f, n, at) : 0;
 		else if (at >= 0) {
 			if (c->to.id != TL_ICE_BOOLEAN)
 				f[at].type = c->to;

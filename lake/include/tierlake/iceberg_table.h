@@ -130,7 +130,7 @@ void tl_ice_commit_free(tl_ice_commit *c);
 /* ------------------------------------------------------ schema evolution */
 
 /*
- * Makes `fields` (top-level, in this order) the table's current schema, a
+ * Makes `fields` (top-level, at least one, in this order) the current schema, a
  * metadata-only commit (no snapshot) as Java's UpdateSchema makes:
  *   - a field with id > 0 is the current schema's top-level field of that
  *     id. Its name may differ (a rename). Its type must be the current one

@@ -317,8 +317,9 @@ int tl_ice_table_evolve_schema(tl_ice_table *t, const tl_ice_field *fields, int 
 	const tl_ice_schema *current = current_schema(t, err);
 	if (current == NULL)
 		return -1;
-	if (nfields < 0 || (nfields > 0 && fields == NULL))
-		return tl_error_set(err, TL_ERR_INVALID, "evolving the schema of table %s: no field list", t->location);
+	if (nfields <= 0 || fields == NULL)
+		return tl_error_set(err, TL_ERR_INVALID, "evolving the schema of table %s: a schema needs a field",
+		                    t->location);
 	tl_ice_field *resolved = resolve_fields(t, current, fields, nfields, err);
 	if (resolved == NULL)
 		return -1;
