@@ -54,10 +54,10 @@ typedef struct verify_run {
 	const char *label;
 	tl_ice_table *lake;
 	tdb_pg_column *cols;
-	int ncols;                /* the columns the lake has */
-	int cols_free;            /* all of them, for tdb_pg_columns_free */
+	int ncols;
+	bool columns_changed;     /* the lake has yet to follow an ALTER TABLE: the heap cannot be compared */
 	tl_pq_schema *pq_schema;  /* the heap rows' batch shape: the lake schema's Parquet columns */
-	int key_index;            /* the tier key's position among the columns */
+	const tl_ice_field *key_field; /* the tier key's, in the lake's current schema */
 	int passed, failed, undecided;
 } verify_run;
 
@@ -115,6 +115,12 @@ static const char *key_text(verify_run *v, int64_t value, tl_buf *out)
 
 /* ------------------------------------------------------------ reading the lake */
 
+/* Whether the tier key's lake values are 32-bit (int, date); the tier key's type never changes. */
+static bool key_is_int32(const verify_run *v)
+{
+	return v->key_field->type.id == TL_ICE_INT || v->key_field->type.id == TL_ICE_DATE;
+}
+
 /*
  * The tier key's value in row `row` of a batch, as a canonical bigint;
  * `index` is the key's column in that batch (projections place it anywhere).
@@ -122,8 +128,7 @@ static const char *key_text(verify_run *v, int64_t value, tl_buf *out)
 static int64_t batch_key(const verify_run *v, const tl_pq_batch *batch, int index, int64_t row)
 {
 	const tl_vector *vec = &batch->columns[index];
-	/* The key's physical type is the same in every projection: look it up in the full schema. */
-	if (v->pq_schema->columns[v->key_index].physical == TL_PQ_INT32)
+	if (key_is_int32(v))
 		return vec->v.i32[row];
 	return vec->v.i64[row];
 }
@@ -132,7 +137,7 @@ static int64_t batch_key(const verify_run *v, const tl_pq_batch *batch, int inde
 static bool key_value(const verify_run *v, int64_t canonical, tl_ice_value *out)
 {
 	memset(out, 0, sizeof(*out));
-	if (v->pq_schema->columns[v->key_index].physical != TL_PQ_INT32) {
+	if (!key_is_int32(v)) {
 		out->v.i64 = canonical;
 		return true;
 	}
@@ -145,7 +150,7 @@ static bool key_value(const verify_run *v, int64_t canonical, tl_ice_value *out)
 /* lo <= key < hi, for pruning files and row groups (rows are still checked one by one). */
 static const tl_ice_expr *range_filter(const verify_run *v, int64_t lo, int64_t hi, tl_arena *arena)
 {
-	int32_t field_id = tl_ice_metadata_current_schema(v->lake->metadata)->fields[v->key_index].id;
+	int32_t field_id = v->key_field->id;
 	const tl_ice_expr *filter = tl_ice_expr_const(arena, true);
 	tl_ice_value *bound = tl_arena_alloc(arena, 2 * sizeof(tl_ice_value));
 	if (key_value(v, lo, &bound[0]))
@@ -222,6 +227,15 @@ static int check_snapshot(verify_run *v, tl_error *err)
 
 /* ------------------------------------------------------------ tiered partitions */
 
+/* The column of a batch of `schema` that holds field_id. */
+static int pq_column_of_field(const tl_pq_schema *schema, int32_t field_id)
+{
+	for (int i = 0; i < schema->ncolumns; i++)
+		if (schema->columns[i].field_id == field_id)
+			return i;
+	return -1;
+}
+
 typedef struct range_digest {
 	const verify_run *v;
 	int key_index;
@@ -232,6 +246,9 @@ typedef struct range_digest {
 static void add_if_in_range(void *arg, const tl_pq_schema *schema, const tl_pq_batch *batch, int64_t row)
 {
 	range_digest *d = arg;
+	/* Read with the tiering snapshot's schema, where columns dropped since still are. */
+	if (d->key_index < 0)
+		d->key_index = pq_column_of_field(schema, d->v->key_field->id);
 	int64_t key = batch_key(d->v, batch, d->key_index, row);
 	if (key >= d->lo && key < d->hi)
 		tdb_digest_add_row(&d->digest, schema, batch, row);
@@ -242,7 +259,7 @@ static int lake_range_digest(verify_run *v, int64_t snapshot, int64_t lo, int64_
 {
 	tl_arena arena;
 	tl_arena_init(&arena, 4096);
-	range_digest d = {v, v->key_index, lo, hi, {0, 0}};
+	range_digest d = {v, -1, lo, hi, {0, 0}};
 	int rc = scan_lake(v, snapshot, range_filter(v, lo, hi, &arena), NULL, 0, add_if_in_range, &d, err);
 	tl_arena_free(&arena);
 	*out = d.digest;
@@ -287,6 +304,16 @@ static bool digests_equal(const tdb_digest *a, const tdb_digest *b)
 	return a->rows == b->rows && a->sum == b->sum;
 }
 
+/*
+ * Whether a heap partition tiered at `snapshot` reads as that snapshot's
+ * files were written: the table's columns are the snapshot's fields.
+ */
+static bool heap_comparable(const verify_run *v, int64_t snapshot)
+{
+	const tl_ice_snapshot *snap = tl_ice_metadata_snapshot(v->lake->metadata, snapshot);
+	return !v->columns_changed && snap != NULL && snap->schema_id == v->lake->metadata->current_schema_id;
+}
+
 /* One tiered partition: the lake at its tiering snapshot against the heap and the journal. */
 static int check_partition(verify_run *v, PGresult *res, int i, tl_error *err)
 {
@@ -323,6 +350,8 @@ static int check_partition(verify_run *v, PGresult *res, int i, tl_error *err)
 		has_journal = j != NULL && tdb_digest_from_json(j, &journaled) == 0;
 		json_decref(j);
 	}
+	/* Not after an ALTER TABLE: the heap's rows no longer read as the files were written. */
+	attached = attached && heap_comparable(v, snapshot);
 	tdb_digest heap;
 	if (attached && heap_partition_digest(v, partition_id, &heap, err) < 0)
 		return -1;
@@ -440,7 +469,7 @@ static int check_lake_at_s(verify_run *v, tl_error *err)
 	}
 	if (key_index < 0) {
 		key_index = nids;
-		ids[nids++] = schema->fields[v->key_index].id;
+		ids[nids++] = v->key_field->id;
 	}
 	key_census k = {.v = v, .key_index = key_index, .npk = v->t.npk};
 	k.pk_schema.ncolumns = v->t.npk;
@@ -550,26 +579,22 @@ static int prepare(verify_run *v, tl_error *err)
 	const tl_ice_schema *schema = tl_ice_metadata_current_schema(v->lake->metadata);
 	if (tdb_pg_table_columns(v->c, (uint32_t)v->t.table_id, &v->cols, &v->ncols, err) < 0)
 		return -1;
-	v->cols_free = v->ncols;
 	/*
-	 * Field i is column i, also while a renamed column waits for the daemon
-	 * to rename its field. Columns added since (nullable, no default) are
-	 * not in the lake yet: the sealed heap rows compared with it hold NULL
-	 * there, so only the lake's columns are compared (cols_free frees all).
+	 * Field i is column i unless an ALTER TABLE has changed the columns
+	 * since the lake last followed (tierdb.columns says how): then the heap
+	 * partitions still attached are not compared, the lake is.
 	 */
 	tdb_lake_change change;
 	if (tdb_lake_columns_check(v->c, v->t.table_id, v->lake, v->cols, v->ncols, v->label, "verify", &change,
 	                           err) < 0)
 		return -1;
-	v->ncols -= change.added;
-	v->key_index = -1;
-	for (int i = 0; i < v->ncols; i++) {
-		if (strcmp(v->cols[i].name, v->t.tier_key_col) == 0)
-			v->key_index = i;
-	}
-	if (v->key_index < 0)
-		return tl_error_set(err, TL_ERR_NOT_FOUND, "the tier key %s is not a column of %s", v->t.tier_key_col,
-		                    v->label);
+	v->columns_changed = tdb_lake_change_pending(&change);
+	tdb_lake_change_free(&change);
+	/* The tier key is never renamed, dropped or retyped (the DDL guard refuses it). */
+	v->key_field = tl_ice_schema_find_name(schema, v->t.tier_key_col);
+	if (v->key_field == NULL)
+		return tl_error_set(err, TL_ERR_NOT_FOUND, "the tier key %s is not a field of the lake table %s",
+		                    v->t.tier_key_col, v->lake->location);
 	v->pq_schema = tl_ice_schema_to_pq_schema(schema, err);
 	return v->pq_schema != NULL ? 0 : -1;
 }
@@ -644,7 +669,7 @@ static int run_verify(int argc, char **argv)
 		tdb_catalog_table_free(&v.t);
 	}
 	tl_pq_schema_free(v.pq_schema);
-	tdb_pg_columns_free(v.cols, v.cols_free);
+	tdb_pg_columns_free(v.cols, v.ncols);
 	tl_ice_table_free(v.lake);
 	PQfinish(v.c);
 	tdb_table_name_free(&name);

@@ -53,15 +53,19 @@
 #include "catalog/pg_type.h"
 #include "catalog/namespace.h"
 #include "commands/event_trigger.h"
+#include "executor/executor.h"
 #include "fmgr.h"
 #include "miscadmin.h"
 #include "nodes/makefuncs.h"
 #include "nodes/parsenodes.h"
+#include "optimizer/optimizer.h"
 #include "parser/parse_relation.h"
 #include "parser/parse_type.h"
+#include "rewrite/rewriteHandler.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/fmgroids.h"
+#include "utils/guc.h"
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
 #include "utils/typcache.h"
@@ -75,14 +79,22 @@ typedef struct Refusal
 	const char *reason;			/* the detail's second sentence */
 } Refusal;
 
-static const char *const COLUMNS_NOT_CARRIED =
-"This version of TierDB does not carry this column change into the lake, so the rows "
-"already there would read wrong values.";
-
 static const char *const ADD_NOT_CARRIED =
-"This version of TierDB carries only nullable columns without a default, identity or "
-"generation expression into the lake: the rows already there would not read the new "
-"column's value.";
+"TierDB carries an added column into the lake when the rows already there can read its "
+"value: a column without a default, or with a default that is not volatile (the same value "
+"for every row), nullable or NOT NULL with a default; not identity or generated columns, or "
+"primary key, unique, foreign key or exclusion constraints, which need each row's own value "
+"or the rows below the cut-line, which are not in the heap.";
+
+static const char *const TYPE_NOT_CARRIED =
+"TierDB carries only the type changes the lake can follow without rewriting its files "
+"(SPEC §6): smallint or integer to a wider integer, real to double precision, numeric(p,s) "
+"to numeric(p',s) with p' >= p, varchar(n) to a longer varchar or text; without USING or "
+"COLLATE.";
+
+static const char *const KEY_COLUMN =
+"The column is the table's tier key or part of its primary key, which the catalog "
+"(tierdb.tables) and the lake's partitioning and delete files name.";
 
 static const char *const TABLE_NAMED =
 "The catalog (tierdb.tables) and the lake's location name the table by its schema and name.";
@@ -169,29 +181,21 @@ refuse_default_partition(Oid parent)
 					 "are written with tierdb_upsert(); see docs/schema-changes.md.")));
 }
 
-/* The refusal of an ALTER TABLE subcommand that changes a column, or NULL. */
-static const Refusal *
-refused_subcommand(const AlterTableCmd *cmd, Refusal *out)
+/* Whether an ALTER TABLE subcommand adds, drops or retypes a column. */
+static bool
+changes_columns(const AlterTableCmd *cmd)
 {
 	switch (cmd->subtype)
 	{
 		case AT_AddColumn:
 		case AT_AddColumnRecurse:
-			out->action = psprintf("add column \"%s\" to", castNode(ColumnDef, cmd->def)->colname);
-			out->reason = ADD_NOT_CARRIED;
-			return out;
 		case AT_DropColumn:
 		case AT_DropColumnRecurse:
-			out->action = psprintf("drop column \"%s\" of", cmd->name);
-			break;
 		case AT_AlterColumnType:
-			out->action = psprintf("change the type of column \"%s\" of", cmd->name);
-			break;
+			return true;
 		default:
-			return NULL;
+			return false;
 	}
-	out->reason = COLUMNS_NOT_CARRIED;
-	return out;
 }
 
 /*
@@ -302,10 +306,9 @@ check_alter_composite(AlterTableStmt *stmt)
 
 	foreach(lc, stmt->cmds)
 	{
-		Refusal		r;
 		Oid			holder;
 
-		if (!OidIsValid(typid) || refused_subcommand(lfirst_node(AlterTableCmd, lc), &r) == NULL)
+		if (!OidIsValid(typid) || !changes_columns(lfirst_node(AlterTableCmd, lc)))
 			continue;
 		holder = registered_table_holding(typid);
 		if (OidIsValid(holder))
@@ -313,70 +316,6 @@ check_alter_composite(AlterTableStmt *stmt)
 							   "holds composite values in their text form: the rows there would "
 							   "no longer read");
 		return;
-	}
-}
-
-/*
- * ADD COLUMN that the lake follows (cli/schema_evolution.c): a nullable
- * column without a default, identity or generation expression, which the
- * rows already in the lake read as NULL, as Postgres reads it for the rows
- * already in the heap.  CHECK constraints pass (NULL satisfies them).
- */
-static bool
-carried_add_column(const AlterTableCmd *cmd)
-{
-	const ColumnDef *def;
-	ListCell   *lc;
-
-	if (cmd->subtype != AT_AddColumn && cmd->subtype != AT_AddColumnRecurse)
-		return false;
-	def = castNode(ColumnDef, cmd->def);
-	if (def->is_not_null || def->raw_default != NULL || def->cooked_default != NULL ||
-		def->identity != '\0' || def->generated != '\0')
-		return false;
-	foreach(lc, def->constraints)
-	{
-		ConstrType	type = lfirst_node(Constraint, lc)->contype;
-
-		if (type != CONSTR_NULL && type != CONSTR_CHECK)
-			return false;
-	}
-	return true;
-}
-
-static bool
-attaches_default_partition(const AlterTableCmd *cmd)
-{
-	const PartitionCmd *pc;
-
-	if (cmd->subtype != AT_AttachPartition)
-		return false;
-	pc = castNode(PartitionCmd, cmd->def);
-	return pc->bound != NULL && pc->bound->is_default;
-}
-
-static void
-check_alter_table(AlterTableStmt *stmt)
-{
-	Oid			relid;
-	ListCell   *lc;
-
-	if (stmt->objtype == OBJECT_TYPE)
-		check_alter_composite(stmt);
-	if (stmt->objtype != OBJECT_TABLE)
-		return;
-	relid = registered_relation(stmt->relation);
-	if (!OidIsValid(relid))
-		return;
-	foreach(lc, stmt->cmds)
-	{
-		AlterTableCmd *cmd = lfirst_node(AlterTableCmd, lc);
-		Refusal		r;
-
-		if (attaches_default_partition(cmd))
-			refuse_default_partition(relid);
-		if (refused_subcommand(cmd, &r) != NULL && !carried_add_column(cmd))
-			refuse(relid, &r);
 	}
 }
 
@@ -422,26 +361,202 @@ registration_of(Oid relid)
 	return reg;
 }
 
+/* Refuses a change of the tier key or a primary key column, which the catalog and the lake name. */
+static void
+refuse_key_column(Oid relid, const Registration *reg, const char *column, const char *action)
+{
+	ListCell   *lc;
+	bool		key = strcmp(reg->tier_key_col, column) == 0;
+
+	foreach(lc, reg->pk_cols)
+		key |= strcmp(lfirst(lc), column) == 0;
+	if (key)
+		refuse(relid, &(Refusal) {psprintf("%s column \"%s\" of", action, column), KEY_COLUMN});
+}
+
+/*
+ * ADD COLUMN that the lake follows (cli/schema_evolution.c): the rows
+ * already in the lake read NULL, or the default, which ddl_follow() checks
+ * is the same for every row and records (columns.c).  NOT NULL needs a
+ * default; CHECK constraints pass (Postgres checks them on the heap's
+ * rows, which read the same default).
+ */
+static bool
+carried_add_column(const ColumnDef *def)
+{
+	bool		not_null = def->is_not_null;
+	bool		has_default = def->raw_default != NULL || def->cooked_default != NULL;
+	ListCell   *lc;
+
+	if (def->identity != '\0' || def->generated != '\0')
+		return false;
+	foreach(lc, def->constraints)
+	{
+		ConstrType	type = lfirst_node(Constraint, lc)->contype;
+
+		if (type == CONSTR_NOTNULL)
+			not_null = true;
+		else if (type == CONSTR_DEFAULT)
+			has_default = true;
+		else if (type != CONSTR_NULL && type != CONSTR_CHECK)
+			return false;
+	}
+	return !not_null || has_default;
+}
+
+static Oid
+base_type(Oid typid, int32 *typmod)
+{
+	return getBaseTypeAndTypmod(typid, typmod);
+}
+
+/* numeric(p,s)'s precision and scale, false for a numeric without them. */
+static bool
+numeric_precision(int32 typmod, int *precision, int *scale)
+{
+	if (typmod < (int32) VARHDRSZ)
+		return false;
+	*precision = ((typmod - VARHDRSZ) >> 16) & 0xffff;
+	*scale = (((typmod - VARHDRSZ) & 0x7ff) ^ 1024) - 1024;
+	return true;
+}
+
+/*
+ * Whether a column of type from can become type to with the lake
+ * following by promotion (Iceberg: int to long, float to double, decimal
+ * precision up at the same scale) or with its lake type unchanged (smallint
+ * and integer are both Iceberg int; varchar of any length and text are
+ * string), every value of from being the same value of to.  Domains are
+ * not: their constraints are not the lake's.
+ */
+static bool
+lake_follows_type_change(Oid from, int32 from_mod, Oid to, int32 to_mod)
+{
+	int			p1,
+				s1,
+				p2,
+				s2;
+
+	if (from == to && from_mod == to_mod)
+		return true;
+	switch (from)
+	{
+		case INT2OID:
+			return to == INT4OID || to == INT8OID;
+		case INT4OID:
+			return to == INT8OID;
+		case FLOAT4OID:
+			return to == FLOAT8OID;
+		case NUMERICOID:
+			/* numeric(p,s) is an Iceberg decimal for p <= 38 and 0 <= s <= p (SPEC §6) */
+			return to == NUMERICOID && numeric_precision(from_mod, &p1, &s1) &&
+				numeric_precision(to_mod, &p2, &s2) && s1 == s2 && s1 >= 0 && p2 >= p1 && p2 <= 38;
+		case VARCHAROID:
+			return to == TEXTOID || (to == VARCHAROID && (to_mod < 0 || (from_mod >= 0 && to_mod >= from_mod)));
+		case TEXTOID:
+			return to == VARCHAROID && to_mod < 0;
+		default:
+			return false;
+	}
+}
+
+/* ALTER TABLE t ALTER COLUMN c TYPE: carried when the lake can follow (columns.c rewrites the delta). */
+static void
+check_column_type(Oid relid, const Registration *reg, const AlterTableCmd *cmd)
+{
+	const ColumnDef *def = castNode(ColumnDef, cmd->def);
+	AttrNumber	attnum = get_attnum(relid, cmd->name);
+	Oid			old_type;
+	int32		old_typmod;
+	Oid			new_type;
+	int32		new_typmod;
+
+	refuse_key_column(relid, reg, cmd->name, "change the type of");
+	if (attnum == InvalidAttrNumber)
+		return;					/* Postgres' own error */
+	get_atttypetypmodcoll(relid, attnum, &old_type, &old_typmod, &(Oid) {0});
+	typenameTypeIdAndMod(NULL, def->typeName, &new_type, &new_typmod);
+	if (def->raw_default != NULL || def->collClause != NULL ||
+		base_type(old_type, &(int32) {old_typmod}) != old_type ||
+		base_type(new_type, &(int32) {new_typmod}) != new_type ||
+		!lake_follows_type_change(old_type, old_typmod, new_type, new_typmod))
+		refuse(relid, &(Refusal) {psprintf("change the type of column \"%s\" of", cmd->name), TYPE_NOT_CARRIED});
+	record_column_retype(relid, cmd->name, old_type, old_typmod, new_type, new_typmod);
+}
+
+/* ALTER TABLE t DROP COLUMN c: carried, but of a key column (columns.c records it). */
+static void
+check_drop_column(Oid relid, const Registration *reg, const AlterTableCmd *cmd)
+{
+	refuse_key_column(relid, reg, cmd->name, "drop");
+	if (get_attnum(relid, cmd->name) != InvalidAttrNumber)
+		record_column_drop(relid, reg->location, cmd->name);
+}
+
+static bool
+attaches_default_partition(const AlterTableCmd *cmd)
+{
+	const PartitionCmd *pc;
+
+	if (cmd->subtype != AT_AttachPartition)
+		return false;
+	pc = castNode(PartitionCmd, cmd->def);
+	return pc->bound != NULL && pc->bound->is_default;
+}
+
+static void
+check_alter_table(AlterTableStmt *stmt)
+{
+	Oid			relid;
+	Registration reg;
+	ListCell   *lc;
+
+	if (stmt->objtype == OBJECT_TYPE)
+		check_alter_composite(stmt);
+	if (stmt->objtype != OBJECT_TABLE)
+		return;
+	relid = registered_relation(stmt->relation);
+	if (!OidIsValid(relid))
+		return;
+	reg = registration_of(relid);
+	foreach(lc, stmt->cmds)
+	{
+		AlterTableCmd *cmd = lfirst_node(AlterTableCmd, lc);
+
+		if (attaches_default_partition(cmd))
+			refuse_default_partition(relid);
+		switch (cmd->subtype)
+		{
+			case AT_AddColumn:
+			case AT_AddColumnRecurse:
+				if (!carried_add_column(castNode(ColumnDef, cmd->def)))
+					refuse(relid, &(Refusal) {psprintf("add column \"%s\" to",
+													   castNode(ColumnDef, cmd->def)->colname), ADD_NOT_CARRIED});
+				break;
+			case AT_DropColumn:
+			case AT_DropColumnRecurse:
+				check_drop_column(relid, &reg, cmd);
+				break;
+			case AT_AlterColumnType:
+				check_column_type(relid, &reg, cmd);
+				break;
+			default:
+				break;
+		}
+	}
+}
+
 /*
  * ALTER TABLE t RENAME COLUMN a TO b: carried (columns.c) unless a is the
- * tier key or a primary key column, which tierdb.tables and the lake's
- * partitioning and delete files name.  A column the table lacks is left
- * to Postgres' own error.
+ * tier key or a primary key column.  A column the table lacks is left to
+ * Postgres' own error.
  */
 static void
 check_rename_column(Oid relid, RenameStmt *stmt)
 {
 	Registration reg = registration_of(relid);
-	ListCell   *lc;
-	bool		key = strcmp(reg.tier_key_col, stmt->subname) == 0;
 
-	foreach(lc, reg.pk_cols)
-		key |= strcmp(lfirst(lc), stmt->subname) == 0;
-	if (key)
-		refuse(relid, &(Refusal) {
-			psprintf("rename column \"%s\" of", stmt->subname),
-				"The column is the table's tier key or part of its primary key, which the catalog "
-				"(tierdb.tables) and the lake's partitioning and delete files name."});
+	refuse_key_column(relid, &reg, stmt->subname, "rename");
 	if (get_attnum(relid, stmt->subname) == InvalidAttrNumber)
 		return;
 	record_column_rename(relid, reg.location, stmt->subname, stmt->newname);
@@ -486,6 +601,127 @@ check_create(CreateStmt *stmt)
 	parent = registered_relation(linitial_node(RangeVar, stmt->inhRelations));
 	if (OidIsValid(parent))
 		refuse_default_partition(parent);
+}
+
+/*
+ * A value's text form that reads back the same in any session: dates in
+ * ISO order, intervals in the postgres style, floats exact (a session's
+ * DateStyle could make 01/02/2024 read as another day).
+ */
+static char *
+output_in_fixed_style(Oid output, Datum value)
+{
+	int			nest = NewGUCNestLevel();
+	char	   *text;
+
+	(void) set_config_option("DateStyle", "ISO, YMD", PGC_USERSET, PGC_S_SESSION, GUC_ACTION_SAVE, true, 0, false);
+	(void) set_config_option("IntervalStyle", "postgres", PGC_USERSET, PGC_S_SESSION, GUC_ACTION_SAVE, true, 0,
+							 false);
+	(void) set_config_option("extra_float_digits", "3", PGC_USERSET, PGC_S_SESSION, GUC_ACTION_SAVE, true, 0,
+							 false);
+	text = OidOutputFunctionCall(output, value);
+	AtEOXact_GUC(true, nest);
+	return text;
+}
+
+/*
+ * The value the rows already in the lake read for column `name` just added
+ * to registered table relid: its default (or its domain's), evaluated once
+ * as Postgres does for the heap's rows; NULL for none.  A volatile default
+ * (random(), clock_timestamp(), a serial's nextval) would give each heap
+ * row its own value, which the lake's rows cannot have: refused, which
+ * rolls the ALTER back.
+ */
+static char *
+added_column_default(Relation rel, const char *name, Oid *type, int32 *typmod)
+{
+	AttrNumber	attnum = attnameAttNum(rel, name, false);
+	Form_pg_attribute att = TupleDescAttr(RelationGetDescr(rel), attnum - 1);
+	Node	   *expr = build_column_default(rel, attnum);
+	EState	   *estate;
+	ExprState  *state;
+	Datum		value;
+	bool		isnull;
+	Oid			output;
+	bool		varlena;
+
+	*type = att->atttypid;
+	*typmod = att->atttypmod;
+	if (expr == NULL)
+		return NULL;
+	expr = (Node *) expression_planner((Expr *) expr);
+	if (contain_volatile_functions(expr))
+		refuse(RelationGetRelid(rel), &(Refusal) {
+			psprintf("add column \"%s\" with a volatile default to", name),
+				"Postgres gives each row already in the heap its own value of a volatile default; "
+				"the rows already in the lake cannot have one. Add the column without the default, "
+				"then SET DEFAULT: rows added from then on get it."});
+	estate = CreateExecutorState();
+	state = ExecPrepareExpr((Expr *) expr, estate);
+	value = ExecEvalExprSwitchContext(state, GetPerTupleExprContext(estate), &isnull);
+	if (isnull)
+	{
+		FreeExecutorState(estate);
+		return NULL;
+	}
+	getTypeOutputInfo(att->atttypid, &output, &varlena);
+	value = PointerGetDatum(output_in_fixed_style(output, value));
+	FreeExecutorState(estate);
+	return DatumGetCString(value);
+}
+
+/* After ALTER TABLE ... ADD COLUMN of a registered table: records the added columns' defaults. */
+static void
+follow_alter_table(AlterTableStmt *stmt)
+{
+	Oid			relid = stmt->objtype == OBJECT_TABLE ? registered_relation(stmt->relation) : InvalidOid;
+	Relation	rel;
+	ListCell   *lc;
+
+	if (!OidIsValid(relid))
+		return;
+	rel = relation_open(relid, AccessShareLock);
+	foreach(lc, stmt->cmds)
+	{
+		AlterTableCmd *cmd = lfirst_node(AlterTableCmd, lc);
+		const char *name;
+		char	   *value;
+		Oid			type;
+		int32		typmod;
+
+		if (cmd->subtype != AT_AddColumn && cmd->subtype != AT_AddColumnRecurse)
+			continue;
+		name = castNode(ColumnDef, cmd->def)->colname;
+		/* ADD COLUMN IF NOT EXISTS of a column that was there changed nothing */
+		if (get_attnum(relid, name) == InvalidAttrNumber)
+			continue;
+		value = added_column_default(rel, name, &type, &typmod);
+		if (value != NULL)
+			record_column_default(relid, name, type, typmod, value);
+		else if (TupleDescAttr(RelationGetDescr(rel), get_attnum(relid, name) - 1)->attnotnull)
+			refuse(relid, &(Refusal) {
+				psprintf("add NOT NULL column \"%s\" without a default to", name),
+					"The rows already in the lake would read NULL in it."});
+	}
+	relation_close(rel, AccessShareLock);
+}
+
+PG_FUNCTION_INFO_V1(tierdb_ddl_follow);
+
+/* The ddl_command_end event trigger function. */
+Datum
+tierdb_ddl_follow(PG_FUNCTION_ARGS)
+{
+	Node	   *parsetree;
+
+	if (!CALLED_AS_EVENT_TRIGGER(fcinfo))
+		ereport(ERROR,
+				(errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
+				 errmsg("tierdb.ddl_follow() must be called as an event trigger")));
+	parsetree = ((EventTriggerData *) fcinfo->context)->parsetree;
+	if (IsA(parsetree, AlterTableStmt))
+		follow_alter_table((AlterTableStmt *) parsetree);
+	PG_RETURN_VOID();
 }
 
 PG_FUNCTION_INFO_V1(tierdb_ddl_guard);

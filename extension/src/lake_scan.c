@@ -85,11 +85,21 @@ typedef struct TextCacheSlot
 
 typedef struct LakeColumn
 {
-	const tl_ice_field *field;	/* NULL: the attribute reads as NULL */
+	const tl_ice_field *field;	/* NULL: the attribute reads its default, else NULL */
 	int			batch_index;	/* its column in the reader's batches */
 	LakeValueConverter conv;
 	TextCacheSlot *text_cache;	/* text columns only */
 	bool		unconverted;	/* read for the row conditions only: NULL in the rows */
+
+	/*
+	 * An added column's default (columns.h): the rows of files with a data
+	 * sequence number at most default_until read it instead of the field
+	 * (all rows when the column has no field).
+	 */
+	bool		has_default;
+	Datum		default_value;
+	int64		default_until;
+	bool		reads_default;	/* the current batch's file predates the column */
 } LakeColumn;
 
 struct LakeScan
@@ -108,7 +118,7 @@ struct LakeScan
 	int32	   *field_ids;		/* the projection, in batch column order */
 	int		   *read_attrs;		/* per batch column, its attribute's index */
 	bool		row_allocates;	/* some read attribute's values are palloc'd */
-	TupleTableSlot *nulls_set_in;	/* the slot whose unread attributes are already NULL */
+	TupleTableSlot *nulls_set_in;	/* the slot whose unread attributes are already set (NULL or default) */
 
 	/* Lake objects, freed by release_lake_objects. */
 	tl_ice_table *table;
@@ -279,18 +289,36 @@ find_snapshot(const LakeScan *scan)
 
 /*
  * The lake field a column reads, by field id (SPEC §6): the column's field
- * in the lake's current schema (by its name there, or by tierdb.columns for
- * a renamed column, columns.c), then the field with that id in the pinned
- * snapshot's schema, which the files are read by; NULL when the column has
- * no field (the lake lacks it: it reads as NULL).
+ * in the lake's current schema (by its name there, or as tierdb.columns
+ * says after a rename, columns.c), then the field with that id in the
+ * pinned snapshot's schema, which the files are read by; NULL when the
+ * column has no field (added since: it reads its default or NULL).
  */
 static const tl_ice_field *
-column_lake_field(const LakeScan *scan, List *renamed, const char *name)
+column_lake_field(const LakeScan *scan, const ColumnMap *map, const char *name)
 {
 	const tl_ice_schema *current = tl_ice_metadata_current_schema(scan->table->metadata);
-	const tl_ice_field *field = current != NULL ? column_field(current, renamed, name) : NULL;
+	const tl_ice_field *field = current != NULL ? column_field(current, map, name) : NULL;
 
 	return field != NULL ? tl_ice_schema_find_id(scan->schema, field->id) : NULL;
+}
+
+/* An added column's default for the lake's older rows (tierdb.column_defaults), if it has one. */
+static void
+set_column_default(LakeColumn *col, Form_pg_attribute att, const ColumnDefault *d)
+{
+	Oid			input;
+	Oid			ioparam;
+
+	if (d == NULL)
+		return;
+	getTypeInputInfo(att->atttypid, &input, &ioparam);
+	col->has_default = true;
+	col->default_value = OidInputFunctionCall(input, d->value, ioparam, att->atttypmod);
+	/* Until the lake has a field for the column, and knows since when, every row predates it. */
+	if (!d->has_sequence)
+		col->field = NULL;
+	col->default_until = d->sequence;
 }
 
 /* Maps the needed attributes to lake fields and prepares their converters. */
@@ -299,7 +327,7 @@ map_columns(LakeScan *scan, const Bitmapset *attrs, bool all_attrs)
 {
 	TupleDesc	desc = scan->tupdesc;
 	Oid			relid = OidIsValid(desc->tdtypeid) ? get_typ_typrelid(desc->tdtypeid) : InvalidOid;
-	List	   *renamed = OidIsValid(relid) ? renamed_fields(relid) : NIL;
+	ColumnMap	map = OidIsValid(relid) ? column_map(relid) : (ColumnMap) {NIL, NIL};
 
 	scan->columns = palloc0(sizeof(LakeColumn) * Max(desc->natts, 1));
 	scan->field_ids = palloc(sizeof(int32) * Max(desc->natts, 1));
@@ -314,7 +342,8 @@ map_columns(LakeScan *scan, const Bitmapset *attrs, bool all_attrs)
 		col->batch_index = -1;
 		if (att->attisdropped || (!all_attrs && !bms_is_member(att->attnum, attrs)))
 			continue;
-		col->field = column_lake_field(scan, renamed, NameStr(att->attname));
+		col->field = column_lake_field(scan, &map, NameStr(att->attname));
+		set_column_default(col, att, column_default(&map, NameStr(att->attname)));
 		if (col->field == NULL)
 			continue;
 		tl_error_clear(&err);
@@ -396,6 +425,9 @@ lake_scan_attr_field(const LakeScan *scan, AttrNumber attno)
 {
 	if (attno < 1 || attno > scan->tupdesc->natts)
 		return NULL;
+	/* The lake's statistics know nothing of a default its older files read: no condition goes there. */
+	if (scan->columns[attno - 1].has_default)
+		return NULL;
 	return scan->columns[attno - 1].field;
 }
 
@@ -415,7 +447,7 @@ lake_scan_add_row_condition(LakeScan *scan, const LakeRowCondition *cond, bool d
 	LakeRowCondition *copy;
 	MemoryContext old;
 
-	if (col->field == NULL || col->batch_index < 0)
+	if (col->field == NULL || col->batch_index < 0 || col->has_default)
 		return false;
 	switch (col->field->type.id)
 	{
@@ -655,6 +687,20 @@ cached_text(LakeScan *scan, LakeColumn *col, const tl_vector *vec, int64 row, bo
 	return slot->datum;
 }
 
+/* Which added columns read their default in the current file's rows: those the file predates. */
+static void
+note_file_defaults(LakeScan *scan)
+{
+	int64		sequence = tl_ice_reader_current_file_sequence(scan->reader);
+
+	for (int b = 0; b < scan->nfields; b++)
+	{
+		LakeColumn *col = &scan->columns[scan->read_attrs[b]];
+
+		col->reads_default = col->has_default && sequence <= col->default_until;
+	}
+}
+
 /* Reads the next batch; false at the end of the scan. */
 static bool
 fetch_batch(LakeScan *scan)
@@ -674,6 +720,7 @@ fetch_batch(LakeScan *scan)
 		report_lake_error(scan, "reading the rows", &err);
 	scan->next_row = 0;
 	scan->current_file = tl_ice_reader_current_file(scan->reader);
+	note_file_defaults(scan);
 	forget_batch_values(scan);
 	if (n == 0)
 		scan->done = true;
@@ -700,9 +747,9 @@ conversion_error_context(void *arg)
 
 /*
  * Converts row scan->next_row of the batch into the slot's arrays. Only the
- * read attributes are written: the others were set to NULL once for this
- * slot (set_unread_nulls), and nothing else writes the slot's arrays while
- * lake rows flow through it.
+ * read attributes are written: the others were set once for this slot
+ * (set_unread_attrs: NULL, or an added column's default), and nothing
+ * else writes the slot's arrays while lake rows flow through it.
  */
 static void
 fill_row(LakeScan *scan, Datum *values, bool *isnull)
@@ -721,7 +768,12 @@ fill_row(LakeScan *scan, Datum *values, bool *isnull)
 		if (col->unconverted)
 			continue;
 		scan->converting = i;
-		if (col->text_cache != NULL)
+		if (col->reads_default)
+		{
+			values[i] = col->default_value;
+			isnull[i] = false;
+		}
+		else if (col->text_cache != NULL)
 			values[i] = cached_text(scan, col, &scan->batch->columns[b], scan->next_row, &isnull[i]);
 		else
 			values[i] = lake_value_to_datum(&col->conv, &scan->batch->columns[b], scan->next_row, &isnull[i]);
@@ -730,11 +782,18 @@ fill_row(LakeScan *scan, Datum *values, bool *isnull)
 }
 
 static void
-set_unread_nulls(LakeScan *scan, TupleTableSlot *slot)
+set_unread_attrs(LakeScan *scan, TupleTableSlot *slot)
 {
 	for (int i = 0; i < scan->tupdesc->natts; i++)
 	{
-		if (scan->columns[i].batch_index < 0 || scan->columns[i].unconverted)
+		const LakeColumn *col = &scan->columns[i];
+
+		if (col->batch_index < 0 && col->has_default)
+		{
+			slot->tts_values[i] = col->default_value;
+			slot->tts_isnull[i] = false;
+		}
+		else if (col->batch_index < 0 || col->unconverted)
 		{
 			slot->tts_values[i] = (Datum) 0;
 			slot->tts_isnull[i] = true;
@@ -760,7 +819,7 @@ lake_scan_next(LakeScan *scan, TupleTableSlot *slot)
 	else if ((scan->batch == NULL || scan->next_row >= scan->batch->nrows) && !fetch_batch(scan))
 		return false;
 	if (scan->nulls_set_in != slot)
-		set_unread_nulls(scan, slot);
+		set_unread_attrs(scan, slot);
 	if (scan->row_allocates)
 	{
 		MemoryContextReset(scan->row_cxt);

@@ -52,6 +52,7 @@ static const struct
 	{INT8OID, TL_ICE_INT, LAKE_VALUE_INT8},
 	{FLOAT4OID, TL_ICE_FLOAT, LAKE_VALUE_FLOAT4},
 	{FLOAT8OID, TL_ICE_DOUBLE, LAKE_VALUE_FLOAT8},
+	{FLOAT8OID, TL_ICE_FLOAT, LAKE_VALUE_FLOAT8},
 	{NUMERICOID, TL_ICE_DECIMAL, LAKE_VALUE_DECIMAL},
 	{DATEOID, TL_ICE_DATE, LAKE_VALUE_DATE},
 	{TIMEOID, TL_ICE_TIME, LAKE_VALUE_TIME},
@@ -341,6 +342,8 @@ lake_value_to_datum(LakeValueConverter *conv, const tl_vector *vec, int64 row, b
 		case LAKE_VALUE_FLOAT4:
 			return Float4GetDatum(vec->v.f32[row]);
 		case LAKE_VALUE_FLOAT8:
+			if (conv->physical == TL_PQ_FLOAT)
+				return Float8GetDatum(vec->v.f32[row]);
 			return Float8GetDatum(vec->v.f64[row]);
 		case LAKE_VALUE_DECIMAL:
 			return decimal_datum(conv, vec, row);

@@ -2,17 +2,25 @@
 extension/src/columns.c, cli/schema_evolution.c, docs/schema-changes.md).
 
 The rows below the cut-line live in the lake with the columns they had
-when they moved.  RENAME COLUMN (of a column that is not a key) is carried:
-reads match the column by its lake field id at once, pending corrections
-follow the new name, and the daemon renames the lake's field at its next
-step.  ADD COLUMN of a nullable column without a default is carried too:
-the lake's rows read NULL, and the daemon adds the field.  Every other
-change of a registered table's columns (add with a default or NOT NULL,
-drop, change of type, renaming a key column), renaming or moving the table, and
-a DEFAULT partition of it are refused before they happen, with an error
-that says why; nothing is changed, reads stay exact and `tierdb verify`
-still passes.  Changes that leave the columns alone (defaults,
-constraints, indexes, a range partition) pass.
+when they moved.  The changes the lake can follow by Iceberg schema
+evolution are carried: reads are exact at once (columns are matched by
+lake field id, tierdb.columns and tierdb.column_defaults say what the lake
+cannot), pending corrections follow, and the daemon evolves the lake at its
+next step, keeping every field id:
+  - RENAME COLUMN of a column that is not a key;
+  - ADD COLUMN, nullable or NOT NULL, with no default or a non-volatile one
+    (the lake's older rows read it);
+  - DROP COLUMN of a column that is not a key;
+  - widening a column's type (smallint/integer to a wider integer, real to
+    double precision, numeric precision up at the same scale, varchar longer
+    or to text).
+Every other change of a registered table's columns (a volatile default,
+identity or generated columns, other type changes, any change of a key
+column), renaming or moving the table, and a DEFAULT partition of it are
+refused before they happen, with an error that says why; nothing is
+changed, reads stay exact and `tierdb verify` still passes.  Changes that
+leave the columns alone (defaults, constraints, indexes, a range partition)
+pass.
 
 The database reads with production defaults (transparent reads on).
 """
@@ -64,35 +72,51 @@ def tiered(db, tierdb):
 
 # (statement, SQLSTATE, what the message must say)
 REFUSED = [
-    ("ALTER TABLE events ADD COLUMN extra int DEFAULT 42", "0A000",
-     'cannot add column "extra" to table public.events: it is registered with TierDB'),
     ("ALTER TABLE events ADD COLUMN extra int NOT NULL", "0A000",
-     'cannot add column "extra" to table public.events'),
+     'cannot add column "extra" to table public.events: it is registered with TierDB'),
     ("ALTER TABLE events ADD COLUMN extra bigint GENERATED ALWAYS AS (id * 2) STORED", "0A000",
      'cannot add column "extra" to table public.events'),
     ("ALTER TABLE events ADD COLUMN extra int GENERATED ALWAYS AS IDENTITY", "0A000",
      'cannot add column "extra" to table public.events'),
-    ("ALTER TABLE events ADD COLUMN ok int, ADD COLUMN extra int DEFAULT 1", "0A000",
+    ("ALTER TABLE events ADD COLUMN ok int, ADD COLUMN extra int GENERATED ALWAYS AS IDENTITY", "0A000",
      'cannot add column "extra" to table public.events'),
-    ("ALTER TABLE events ADD COLUMN extra int NOT NULL DEFAULT 42", "0A000",
+    ("ALTER TABLE events ADD COLUMN extra int UNIQUE", "0A000",
      'cannot add column "extra" to table public.events'),
-    ("ALTER TABLE events ADD COLUMN extra timestamptz DEFAULT now()", "0A000",
-     'cannot add column "extra" to table public.events'),
-    ("ALTER TABLE events DROP COLUMN v", "0A000",
-     'cannot drop column "v" of table public.events'),
+    # volatile: each heap row would get its own value (refused after the ALTER ran, which rolls it back)
+    ("ALTER TABLE events ADD COLUMN extra timestamptz DEFAULT clock_timestamp()", "0A000",
+     'cannot add column "extra" with a volatile default to table public.events'),
+    ("ALTER TABLE events ADD COLUMN extra float8 DEFAULT random()", "0A000",
+     'cannot add column "extra" with a volatile default to table public.events'),
+    ("ALTER TABLE events ADD COLUMN extra serial", "0A000",
+     'cannot add column "extra" with a volatile default to table public.events'),
+    ("ALTER TABLE events DROP COLUMN ts", "0A000",
+     'cannot drop column "ts" of table public.events'),
+    ("ALTER TABLE events DROP COLUMN id CASCADE", "0A000",
+     'cannot drop column "id" of table public.events'),
     ("ALTER TABLE events RENAME ts TO at", "0A000",
      'cannot rename column "ts" of table public.events'),
     ("ALTER TABLE events RENAME COLUMN id TO event_id", "0A000",
      'cannot rename column "id" of table public.events'),
-    ("ALTER TABLE events ALTER COLUMN amount TYPE numeric(14,2)", "0A000",
+    ("ALTER TABLE events ALTER COLUMN amount TYPE numeric(14,3)", "0A000",
      'cannot change the type of column "amount" of table public.events'),
+    ("ALTER TABLE events ALTER COLUMN amount TYPE numeric(10,2)", "0A000",
+     'cannot change the type of column "amount" of table public.events'),
+    ("ALTER TABLE events ALTER COLUMN amount TYPE numeric", "0A000",
+     'cannot change the type of column "amount" of table public.events'),
+    ("ALTER TABLE events ALTER COLUMN amount TYPE float8", "0A000",
+     'cannot change the type of column "amount" of table public.events'),
+    ("ALTER TABLE events ALTER COLUMN v TYPE varchar(5)", "0A000",
+     'cannot change the type of column "v" of table public.events'),
+    ("ALTER TABLE events ALTER COLUMN v TYPE text COLLATE \"C\"", "0A000",
+     'cannot change the type of column "v" of table public.events'),
     ("ALTER TABLE events ALTER COLUMN v TYPE int USING length(v)", "0A000",
      'cannot change the type of column "v" of table public.events'),
     ("ALTER TABLE events ALTER COLUMN id TYPE numeric", "0A000",
      'cannot change the type of column "id" of table public.events'),
     # nothing half-applied: the allowed first subcommand is not kept
-    ("ALTER TABLE events ALTER COLUMN v SET DEFAULT 'x', DROP COLUMN amount", "0A000",
-     'cannot drop column "amount" of table public.events'),
+    ("ALTER TABLE events ALTER COLUMN v SET DEFAULT 'x', DROP COLUMN amount,"
+     " ALTER COLUMN ts TYPE timestamp", "0A000",
+     'cannot change the type of column "ts" of table public.events'),
     ("ALTER TABLE events RENAME TO events_renamed", "0A000",
      "cannot rename table public.events: it is registered with TierDB"),
     ("CREATE SCHEMA other; ALTER TABLE events SET SCHEMA other", "0A000",
@@ -132,13 +156,18 @@ def test_the_owner_is_refused_without_rights_on_the_catalog(tiered, tierdb):
             "DO $$ DECLARE p regclass; BEGIN FOR p IN SELECT inhrelid FROM pg_inherits"
             " WHERE inhparent = 'events'::regclass LOOP"
             " EXECUTE format('ALTER TABLE %s OWNER TO ddl_owner', p); END LOOP; END $$;")
-    err = db.error("SET ROLE ddl_owner; ALTER TABLE events ADD COLUMN extra int DEFAULT 1")
+    err = db.error("SET ROLE ddl_owner; ALTER TABLE events ADD COLUMN extra int GENERATED ALWAYS AS IDENTITY")
     assert 'cannot add column "extra" to table public.events' in err, err
     db.psql("SET ROLE ddl_owner; ALTER TABLE events ALTER COLUMN v SET DEFAULT 'fresh'")
     assert "'fresh'::text" in db.query(SHAPE)[0][0]
     # a carried rename writes TierDB's catalog as its owner, not as the table's
     db.psql("SET ROLE ddl_owner; ALTER TABLE events RENAME COLUMN v TO w")
     assert db.query(SESSION + "SELECT w FROM events WHERE id = 10") == [("corrected",)]
+    # ... and so do a carried default, drop and widening
+    db.psql("SET ROLE ddl_owner; ALTER TABLE events ADD COLUMN extra int DEFAULT 7;"
+            " ALTER TABLE events DROP COLUMN w; ALTER TABLE events ALTER COLUMN amount TYPE numeric(14,2)")
+    assert db.query(SESSION + "SELECT id, extra FROM events WHERE id IN (1, 10) ORDER BY id") \
+        == [("1", "7"), ("10", "7")]
 
 
 def test_a_replica_session_is_refused_too(tiered):
@@ -146,8 +175,8 @@ def test_a_replica_session_is_refused_too(tiered):
     session_replication_role = replica would leave the lake behind as well."""
     db = tiered
     shape = db.query(SHAPE)
-    err = db.error("SET session_replication_role = replica; ALTER TABLE events DROP COLUMN v")
-    assert 'cannot drop column "v" of table public.events' in err, err
+    err = db.error("SET session_replication_role = replica; ALTER TABLE events DROP COLUMN id")
+    assert 'cannot drop column "id" of table public.events' in err, err
     assert db.query(SHAPE) == shape
 
 
@@ -400,3 +429,212 @@ def test_add_nullable_column_is_carried_into_reads_the_delta_and_the_lake(tiered
 
     db.psql("ALTER TABLE events RENAME extra TO bonus; ALTER TABLE copy RENAME extra TO bonus")
     same_before_and_after_the_cycle(db, tierdb, ["id", "ts", "v", "amount", "bonus", "note"])
+
+
+def test_add_column_with_a_default_reads_it_in_the_rows_already_in_the_lake(tiered, tierdb):
+    """ADD COLUMN ... DEFAULT (nullable or NOT NULL, a constant or a stable
+    expression evaluated once, a domain's default) reads the default in the
+    lake's rows and in corrections made before the column existed, as
+    Postgres gives it to the heap's rows; rows tiered and folded after it
+    read their own values, NULL included.  Conditions on the column are
+    answered exactly before and after the daemon adds the field (the lake's
+    statistics do not know the default, so they are not used for it)."""
+    db = tiered
+    db.psql(SESSION + "CREATE TABLE copy AS SELECT * FROM events")
+    both = ("ALTER TABLE {t} ADD COLUMN score int DEFAULT 42,"
+            " ADD COLUMN tag text NOT NULL DEFAULT 'old',"
+            " ADD COLUMN since date DEFAULT (date '2024-01-01' + 3),"
+            " ADD COLUMN plain int, ADD COLUMN price numeric(8,2) DEFAULT 1.5, ADD COLUMN flag boolean DEFAULT true,"
+            " ADD COLUMN at timestamptz DEFAULT '2024-01-05 10:00:00+02', ADD COLUMN gone float8 DEFAULT 'NaN';")
+    db.psql("CREATE DOMAIN positive AS int DEFAULT 5 CHECK (VALUE > 0);" + both.format(t="events")
+            + both.format(t="copy") + "ALTER TABLE events ADD COLUMN d positive; ALTER TABLE copy ADD COLUMN d positive;")
+    columns = ["id", "ts", "v", "amount", "score", "tag", "since", "plain", "price", "flag", "at", "gone", "d"]
+    # in a form any session reads back the same (ISO dates, whatever DateStyle the ALTER ran with)
+    assert db.query("SELECT column_name, default_value, lake_sequence_number FROM tierdb.column_defaults"
+                    " ORDER BY 1") == [("at", "2024-01-05 08:00:00+00", None), ("d", "5", None),
+                                       ("flag", "t", None), ("gone", "NaN", None), ("price", "1.50", None),
+                                       ("score", "42", None), ("since", "2024-01-04", None), ("tag", "old", None)]
+    # the correction made before the ALTER reads the defaults too
+    assert db.query(SESSION + "SELECT v, score, tag, since, d FROM events WHERE id = 10") \
+        == [("corrected", "42", "old", "2024-01-04", "5")]
+
+    def same():
+        same_rows(db, columns)
+        for where in ("score = 42", "score <> 42", "score IS NULL", "tag = 'old'", "tag > 'n'",
+                      "since = '2024-01-04'", "d = 5", "score BETWEEN 40 AND 50 AND ts < '2024-01-05'"):
+            sql = f"SELECT id, score, tag FROM {{t}} WHERE {where} ORDER BY id"
+            assert db.query(SESSION + sql.format(t="events")) == db.query(sql.format(t="copy")), where
+
+    same()
+    verify_ok(tierdb)
+    # rows made after the ALTER, hot and cold, with other values and NULL
+    db.psql(SESSION + "UPDATE events SET score = NULL, tag = 'hot' WHERE id % 3 = 0 AND ts >= '2024-01-08';"
+            " UPDATE copy SET score = NULL, tag = 'hot' WHERE id % 3 = 0 AND ts >= '2024-01-08';")
+    upsert_both(db, "SELECT 11::bigint AS id, timestamptz '2024-01-01 02:10:00+00' AS ts, 'after'::text AS v,"
+                    " 2.50::numeric(12,2) AS amount, NULL::int AS score, 'new'::text AS tag,"
+                    " NULL::date AS since, 1 AS plain, 2.25::numeric(8,2) AS price, false AS flag,"
+                    " timestamptz '2024-01-01 00:00:00+00' AS at, 1.5::float8 AS gone, 9::positive AS d")
+    same()
+
+    run_once(tierdb, LAG)  # folds the correction, adds the fields
+    assert db.query("SELECT count(*) FROM tierdb.delta")[0][0] == "0"
+    assert db.query("SELECT count(*) FROM tierdb.column_defaults WHERE lake_sequence_number IS NULL") == [("0",)]
+    same()
+    verify_ok(tierdb)
+    names, table = lake_field_names(db)
+    assert names == columns
+    # the defaults are the new fields' initial-default, which other engines give the older files' rows
+    assert {f.name: f.initial_default for f in table.schema().fields if f.field_id > 4} == {
+        "score": 42, "tag": "old", "since": __import__("datetime").date(2024, 1, 4), "plain": None,
+        "price": __import__("decimal").Decimal("1.50"), "flag": True,
+        "at": __import__("datetime").datetime(2024, 1, 5, 8, 0, tzinfo=__import__("datetime").timezone.utc),
+        "gone": None, "d": 5}
+    below_t = ("SELECT id, score, tag, since, price FROM copy WHERE ts <"
+               " (SELECT to_timestamp(tier_key_hi / 1e6) FROM tierdb.cutline) ORDER BY id")
+    assert duckdb_lake_rows(cutline(db, "events"), "id, score, tag, since, price") \
+        == [tuple(r) for r in db.query(below_t)]
+    # the day tiered now holds values written after the ALTER (NULLs among them)
+    run_once(tierdb, "1d")
+    same()
+    verify_ok(tierdb)
+    assert db.query(SESSION + "SELECT count(*) FILTER (WHERE score IS NULL), count(*) FILTER (WHERE tag = 'hot')"
+                    " FROM events WHERE ts < (SELECT to_timestamp(tier_key_hi / 1e6) FROM tierdb.cutline)") \
+        == db.query("SELECT count(*) FILTER (WHERE score IS NULL), count(*) FILTER (WHERE tag = 'hot')"
+                    " FROM copy WHERE ts < (SELECT to_timestamp(tier_key_hi / 1e6) FROM tierdb.cutline)")
+    assert db.query(SESSION + "SELECT count(*) FROM events WHERE tag = 'hot'")[0][0] != "0"
+
+
+def test_a_default_added_in_a_rolled_back_transaction_leaves_nothing(tiered, tierdb):
+    db = tiered
+    before = db.query("SELECT payload::text FROM tierdb.delta")
+    db.psql("BEGIN; ALTER TABLE events ADD COLUMN score int DEFAULT 42; ROLLBACK;")
+    assert db.query("SELECT count(*) FROM tierdb.column_defaults") == [("0",)]
+    assert db.query("SELECT payload::text FROM tierdb.delta") == before
+    err = db.error("ALTER TABLE events ADD COLUMN score float8 DEFAULT random()")
+    assert "volatile default" in err, err
+    assert db.query("SELECT count(*) FROM tierdb.column_defaults") == [("0",)]
+    assert db.query("SELECT payload::text FROM tierdb.delta") == before
+
+
+# ------------------------------------------------------------ DROP COLUMN
+
+def test_drop_column_is_carried_and_a_new_column_of_the_name_reads_its_own_values(tiered, tierdb):
+    """A dropped column leaves the reads and the pending corrections at
+    once; the daemon drops its field (the other fields keep their ids, a
+    field id is never reused).  A column added later under the same name
+    is a new field: the lake's rows read its default or NULL, never the
+    dropped column's values, before and after the daemon follows."""
+    db = tiered
+    db.psql(SESSION + "CREATE TABLE copy AS SELECT * FROM events")
+    db.psql("ALTER TABLE events DROP COLUMN v; ALTER TABLE copy DROP COLUMN v;")
+    assert db.query("SELECT payload ? 'v' FROM tierdb.delta") == [("f",)]
+    same = ["id", "ts", "amount"]
+    assert db.query(SESSION + "SELECT * FROM events WHERE id = 10") == db.query("SELECT * FROM copy WHERE id = 10")
+    db.psql("ALTER TABLE events ADD COLUMN v text DEFAULT 'fresh'; ALTER TABLE copy ADD COLUMN v text DEFAULT 'fresh';")
+    for columns in (same + ["v"],):
+        assert db.query(SESSION + "SELECT DISTINCT v FROM events") == [("fresh",)]
+        sql = f"SELECT {', '.join(columns)} FROM {{t}} ORDER BY id"
+        assert db.query(SESSION + sql.format(t="events")) == db.query(sql.format(t="copy"))
+    verify_ok(tierdb)
+    run_once(tierdb, LAG)
+    assert db.query(SESSION + "SELECT DISTINCT v FROM events") == [("fresh",)]
+    sql = "SELECT id, ts, amount, v FROM {t} ORDER BY id"
+    assert db.query(SESSION + sql.format(t="events")) == db.query(sql.format(t="copy"))
+    verify_ok(tierdb)
+    names, table = lake_field_names(db)
+    assert names == ["id", "ts", "amount", "v"]
+    assert [f.field_id for f in table.schema().fields] == [1, 2, 4, 5]
+    # other engines read the evolved lake (the old files keep the dropped column's data, unread)
+    lake = duckdb_lake_rows(cutline(db, "events"), "id, amount")
+    assert lake == [tuple(r) for r in db.query("SELECT id, amount FROM copy WHERE ts < "
+                                               "(SELECT to_timestamp(tier_key_hi / 1e6) FROM tierdb.cutline)"
+                                               " ORDER BY id")]
+    db.psql("ALTER TABLE events DROP COLUMN amount; ALTER TABLE copy DROP COLUMN amount;")
+    run_once(tierdb, "1d")
+    sql = "SELECT * FROM {t} ORDER BY id"
+    assert db.query(SESSION + sql.format(t="events")) == db.query(sql.format(t="copy"))
+    verify_ok(tierdb)
+
+
+# ------------------------------------------------------------ type widening
+
+@pytest.fixture
+def widened(db, tierdb):
+    """measures(id, day, i2, i4, r, n, s): registered, tiered, with a
+    correction in the delta, and its untiered copy."""
+    db.psql(
+        "CREATE TABLE measures (id int NOT NULL, day date NOT NULL, i2 smallint, i4 int, r real,"
+        " n numeric(6,2), s varchar(8)) PARTITION BY RANGE (day);\n"
+        "DO $$ BEGIN FOR d IN 0..9 LOOP"
+        "  EXECUTE format('CREATE TABLE %I PARTITION OF measures FOR VALUES FROM (%L) TO (%L)',"
+        "    'measures_' || d, date '2024-01-01' + d, date '2024-01-01' + d + 1);"
+        " END LOOP; END $$;\n"
+        "INSERT INTO measures SELECT g, date '2024-01-01' + g % 10,"
+        "  CASE WHEN g % 11 = 0 THEN NULL ELSE (g % 30000 - 15000) END,"
+        "  CASE WHEN g % 7 = 0 THEN NULL ELSE g * 99991 - 2000000000 END,"
+        "  CASE WHEN g % 5 = 0 THEN NULL WHEN g % 9 = 0 THEN 'NaN' ELSE g / 7.0 + 0.1 END,"
+        "  (g % 100000 - 50000) / 13.0, 's' || g"
+        " FROM generate_series(1, 4000) g;\n"
+    )
+    proc = tierdb(["register", "--table", "public.measures", "--pk", "id", "--tier-key", "day"])
+    assert proc.returncode == 0, proc.stderr
+    run_once(tierdb, "4d")
+    db.psql(SESSION + "SELECT tierdb_upsert('measures', to_jsonb(m) || '{\"r\": 0.1, \"i4\": -7}')"
+            " FROM measures m WHERE id = 20;\n"
+            "CREATE TABLE copy AS SELECT * FROM measures;")
+    assert db.query("SELECT count(*) FROM tierdb.delta")[0][0] == "1"
+    return db
+
+
+def measures_same(db, columns="*"):
+    for where in ("true", "i2 > 100", "i4 < 0", "r > 100", "r = 0.1", "n > 0", "s LIKE 's1%'", "id = 20",
+                  "i4 IS NULL"):
+        sql = f"SELECT {columns} FROM {{t}} WHERE {where} ORDER BY id"
+        assert db.query(SESSION + sql.format(t="measures")) == db.query(sql.format(t="copy")), where
+
+
+def test_widening_a_column_type_is_carried(widened, tierdb):
+    """smallint->integer->bigint, real->double precision, numeric(6,2)->
+    numeric(12,2), varchar(8)->varchar(20)->text: the lake's narrower
+    fields read as the wider type (a real's double is the exact same value,
+    as Postgres' cast gives it), the pending correction is converted, the
+    daemon promotes the fields (int to long, float to double, decimal
+    precision up; strings stay), and new rows use the full range."""
+    db = widened
+    verify = ["verify", "--table", "public.measures"]
+    change = ("ALTER TABLE {t} ALTER COLUMN i2 TYPE int, ALTER COLUMN i4 TYPE bigint,"
+              " ALTER COLUMN r TYPE double precision, ALTER COLUMN n TYPE numeric(12,2),"
+              " ALTER COLUMN s TYPE varchar(20);")
+    db.psql(change.format(t="measures") + change.format(t="copy"))
+    measures_same(db)
+    assert db.query(SESSION + "SELECT r FROM measures WHERE id = 20") == [("0.10000000149011612",)]
+    assert tierdb(verify).returncode == 0
+    db.psql("ALTER TABLE measures ALTER COLUMN i2 TYPE bigint, ALTER COLUMN s TYPE text;"
+            " ALTER TABLE copy ALTER COLUMN i2 TYPE bigint, ALTER COLUMN s TYPE text;")
+    measures_same(db)
+    run_once(tierdb, "2d")
+    assert db.query("SELECT count(*) FROM tierdb.delta")[0][0] == "0"
+    measures_same(db)
+    proc = tierdb(verify)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    pyiceberg_table = pytest.importorskip("pyiceberg.table")
+    from pathlib import Path
+    ref = cutline(db, "measures")["ref"]
+    newest = max(Path(ref, "metadata").glob("v*.metadata.json"), key=lambda p: int(p.name[1:].split(".")[0]))
+    schema = pyiceberg_table.StaticTable.from_metadata(str(newest)).schema()
+    assert [(f.field_id, f.name, str(f.field_type)) for f in schema.fields] == [
+        (1, "id", "int"), (2, "day", "date"), (3, "i2", "long"), (4, "i4", "long"), (5, "r", "double"),
+        (6, "n", "decimal(12, 2)"), (7, "s", "string")]
+    # values only the wider types hold, hot and cold
+    db.psql(SESSION + "UPDATE measures SET i4 = 9000000000, n = 1234567890.12 WHERE id IN (29, 9999) AND day >= '2024-01-08';"
+            "UPDATE copy SET i4 = 9000000000, n = 1234567890.12 WHERE id IN (29, 9999);"
+            "INSERT INTO measures VALUES (9999, '2024-01-10', 1, 9000000000, 1e300, 1234567890.12, repeat('x', 50));"
+            "INSERT INTO copy VALUES (9999, '2024-01-10', 1, 9000000000, 1e300, 1234567890.12, repeat('x', 50));")
+    upsert_both_measures = ("SELECT tierdb_upsert('measures', to_jsonb(m) || '{\"i4\": 8000000000, \"r\": 1e300}')"
+                            " FROM measures m WHERE id = 21;"
+                            " UPDATE copy SET i4 = 8000000000, r = 1e300 WHERE id = 21;")
+    db.psql(SESSION + upsert_both_measures)
+    measures_same(db)
+    run_once(tierdb, "1d")
+    measures_same(db)
+    assert tierdb(verify).returncode == 0

@@ -72,6 +72,8 @@ EXPECTED_COLUMNS = {
     "schema_meta": [("version", "integer"), ("applied_at", TS)],
     # beyond SPEC §4: which lake field a renamed column is (docs/schema-changes.md)
     "columns": [("table_id", "bigint"), ("field_id", "integer"), ("column_name", "text")],
+    "column_defaults": [("table_id", "bigint"), ("column_name", "text"), ("default_value", "text"),
+                        ("lake_sequence_number", "bigint")],
 }
 
 EXPECTED_PRIMARY_KEYS = {
@@ -87,6 +89,7 @@ EXPECTED_PRIMARY_KEYS = {
     "lake_stats": ["table_id"],
     "maintenance_requests": ["table_id"],
     "columns": ["table_id", "field_id"],
+    "column_defaults": ["table_id", "column_name"],
 }
 
 STATUS_COLUMNS = [

@@ -405,3 +405,26 @@ def test_moving_cold_rows_between_cold_days(data):
     data.all_rows_same()
     data.tierdb("run", "--once")
     data.all_rows_same()
+
+
+def test_after_schema_changes(data):
+    """ALTER TABLE carried into the lake (issue 16 item 4), on both tables
+    alike, with corrections waiting in the delta: widened types (smallint to
+    integer, integer to bigint, real to double precision, numeric precision
+    up) and added columns with defaults read the same as on the untiered
+    copy, before the daemon follows (the lake still narrower, without the
+    fields) and after (promoted, added with their initial-default). Runs
+    after the others: it changes the table's columns."""
+    data.corrections(20)
+    assert data.delta_rows() > 0
+    change = ("ALTER TABLE {t} ALTER COLUMN i2 TYPE integer, ALTER COLUMN i4 TYPE bigint,"
+              " ALTER COLUMN f4 TYPE double precision, ALTER COLUMN n TYPE numeric(16,3),"
+              " ADD COLUMN extra integer DEFAULT 7, ADD COLUMN note text NOT NULL DEFAULT 'older';")
+    data.conn.execute(change.format(t="tiered") + change.format(t="copy"))
+    data.all_rows_same()
+    run_queries(data.conn, "altered", SEED + 7, 120, FAMILIES, MODES)
+    data.tierdb("run", "--once")
+    assert data.delta_rows() == 0, "the fold left delta rows"
+    data.all_rows_same()
+    run_queries(data.conn, "altered-followed", SEED + 8, 120, FAMILIES, MODES)
+    data.tierdb("verify", "--table", "public.tiered")

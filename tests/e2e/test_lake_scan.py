@@ -128,17 +128,19 @@ BYPASS_DDL_GUARD = "ALTER EVENT TRIGGER tierdb_ddl_guard DISABLE;\n"
 
 
 def test_columns_added_or_dropped_after_tiering(all_types_tiered):
-    """A column the lake lacks reads as NULL; a dropped one is not returned."""
+    """A column the lake lacks reads its default, which tierdb_ddl_follow
+    recorded even with the guard off (NULL without one); a dropped one is
+    not returned."""
     db, before, snapshot = all_types_tiered
     db.psql(BYPASS_DDL_GUARD + "ALTER TABLE s.all_types ADD COLUMN c_added int DEFAULT 7;"
-            " ALTER TABLE s.all_types DROP COLUMN c_text;")
-    got = db.query(f"{SESSION}SELECT id, c_int4, c_added FROM tierdb.lake_scan(NULL::s.all_types, {snapshot})"
-                   " ORDER BY id")
+            " ALTER TABLE s.all_types DROP COLUMN c_text; ALTER TABLE s.all_types ADD COLUMN c_null int;")
+    got = db.query(f"{SESSION}SELECT id, c_int4, c_added, c_null"
+                   f" FROM tierdb.lake_scan(NULL::s.all_types, {snapshot}) ORDER BY id")
     assert [r[0] for r in got] == [r[0] for r in before]
-    assert all(r[2] is None for r in got)
+    assert all(r[2] == "7" and r[3] is None for r in got)
     assert got[0][1] == "2147483647"
     (row,) = db.query(f"SELECT * FROM tierdb.lake_scan(NULL::s.all_types, {snapshot}) LIMIT 1")
-    assert len(row) == len(ALL_TYPES) + 1  # c_text gone, tk and c_added there
+    assert len(row) == len(ALL_TYPES) + 2  # c_text gone, tk, c_added and c_null there
 
 
 def test_type_changed_after_tiering_is_an_error(all_types_tiered):

@@ -544,7 +544,8 @@ BEGIN
     END LOOP;
 
     BEGIN
-        EXECUTE format('SELECT to_jsonb(r), %s, tierdb.canonical_tier_key(r.%I) FROM jsonb_populate_record(NULL::%s, $1) r',
+        -- r.*, not r: a column of the table named r would be taken for the row
+        EXECUTE format('SELECT to_jsonb(r.*), %s, tierdb.canonical_tier_key(r.%I) FROM jsonb_populate_record(NULL::%s, $1) r',
                        tierdb.pk_expr(tbl, st, 'r'), st ->> 'tier_key_col', tbl)
            INTO payload, pk, tier_key USING image;
     EXCEPTION WHEN data_exception OR integrity_constraint_violation THEN

@@ -25,3 +25,6 @@ SELECT name, setting, vartype FROM pg_settings WHERE name LIKE 'tierdb.%' ORDER 
 
 -- the seeded storage profile
 SELECT profile_name, warehouse, is_default FROM tierdb.storage_profiles;
+
+-- the event triggers that keep registered tables' lakes following their columns
+SELECT evtname, evtevent, evtenabled, evttags, evtfoid::regproc FROM pg_event_trigger ORDER BY 1;

@@ -60,6 +60,12 @@ struct tl_ice_field {
 	bool required;
 	char *doc;             /* NULL when absent */
 	tl_ice_type type;
+	/*
+	 * "initial-default": the value rows written before the field existed
+	 * read, as the spec's single-value JSON text (42, "2024-01-04",
+	 * "1.25"); NULL when absent (they read null). Kept as written.
+	 */
+	char *initial_default;
 };
 
 typedef struct tl_ice_schema {

@@ -141,7 +141,9 @@ void tl_ice_commit_free(tl_ice_commit *c);
  *     doc keeps the current doc.
  *   - a field with id <= 0 is new: a primitive type, made optional, with
  *     the next id after last-column-id (ids of dropped fields are never
- *     given again).
+ *     given again), and its initial_default if given (a JSON single value:
+ *     what the rows of files written before read). A kept field's
+ *     initial_default is the current one, whatever the caller gives.
  *   - a current field not listed is dropped; not an identifier field, nor
  *     a source of the default partition spec or of the default sort order.
  * Names must be unique. The new schema keeps the identifier fields, takes

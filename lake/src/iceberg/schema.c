@@ -133,6 +133,7 @@ static void field_free(tl_ice_field *f)
 {
 	free(f->name);
 	free(f->doc);
+	free(f->initial_default);
 	tl_ice_type_free(&f->type);
 }
 
@@ -141,6 +142,7 @@ static void field_copy(const tl_ice_field *src, tl_ice_field *dst)
 	*dst = *src;
 	dst->name = tl_strdup(src->name);
 	dst->doc = src->doc ? tl_strdup(src->doc) : NULL;
+	dst->initial_default = src->initial_default ? tl_strdup(src->initial_default) : NULL;
 	dst->type.fields = NULL;
 	if (src->type.nfields > 0) {
 		dst->type.fields = tl_calloc((size_t)src->type.nfields, sizeof(tl_ice_field));
@@ -477,6 +479,9 @@ static int field_from_json(const json_t *json, const char *what, tl_ice_field *o
 	out->name = tl_strdup(name);
 	const char *doc = json_string_value(json_object_get(json, "doc"));
 	out->doc = doc ? tl_strdup(doc) : NULL;
+	const json_t *initial = json_object_get(json, "initial-default");
+	if (initial != NULL && !json_is_null(initial))
+		out->initial_default = json_dumps(initial, JSON_ENCODE_ANY | JSON_COMPACT);
 	char fwhat[200];
 	snprintf(fwhat, sizeof(fwhat), "%s field \"%.100s\"", what, name);
 	if (ice_json_int32(json, "id", fwhat, &out->id, err) < 0 ||
@@ -588,6 +593,9 @@ static json_t *field_to_json(const tl_ice_field *f)
 	json_object_set_new(o, "type", type_to_json(&f->type));
 	if (f->doc)
 		json_object_set_new(o, "doc", json_string(f->doc));
+	json_t *initial = f->initial_default ? json_loads(f->initial_default, JSON_DECODE_ANY, NULL) : NULL;
+	if (initial != NULL)
+		json_object_set_new(o, "initial-default", initial);
 	return o;
 }
 

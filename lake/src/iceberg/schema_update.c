@@ -28,6 +28,8 @@
 #include <string.h>
 #include <time.h>
 
+#include <jansson.h>
+
 #include "tierlake/iceberg_table.h"
 #include "iceberg/commit_internal.h"
 #include "iceberg/table_internal.h"
@@ -213,6 +215,13 @@ static int check_new_field(const tl_ice_table *t, const tl_ice_field *f, tl_erro
 	if (type->id == TL_ICE_FIXED && type->length < 1)
 		return tl_error_set(err, TL_ERR_INVALID, "adding field \"%s\" to table %s: fixed[%d] has no bytes",
 		                    f->name ? f->name : "", t->location, (int)type->length);
+	json_t *initial = f->initial_default ? json_loads(f->initial_default, JSON_DECODE_ANY, NULL) : NULL;
+	bool valid = f->initial_default == NULL || (initial != NULL && !json_is_object(initial) && !json_is_array(initial));
+	json_decref(initial);
+	if (!valid)
+		return tl_error_set(err, TL_ERR_INVALID,
+		                    "adding field \"%s\" to table %s: initial-default %s is no JSON single value",
+		                    f->name ? f->name : "", t->location, f->initial_default);
 	return 0;
 }
 
@@ -260,6 +269,8 @@ static tl_ice_field *resolve_fields(const tl_ice_table *t, const tl_ice_schema *
 			goto fail;
 		if (out[i].doc == NULL)
 			out[i].doc = kept->doc;
+		/* What the rows written before the field read never changes (spec: initial-default). */
+		out[i].initial_default = kept->initial_default;
 	}
 	return out;
 fail:
