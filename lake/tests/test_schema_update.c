@@ -210,7 +210,8 @@ static int read_table(const tl_ice_table *t, int64_t snapshot_id, tl_buf *out, t
 			lines[nlines++] = strdup((const char *)line.data);
 		}
 	}
-	qsort(lines, (size_t)nlines, sizeof(char *), compare_lines);
+	if (nlines > 0)
+		qsort(lines, (size_t)nlines, sizeof(char *), compare_lines);
 	tl_buf_reset(out);
 	for (int i = 0; i < nlines; i++) {
 		tl_buf_printf(out, "%s\n", lines[i]);
@@ -493,25 +494,31 @@ TEST(schema_evolve_refusals_change_nothing)
 	}
 }
 
-/* Rewrites the newest metadata as the next version with a sort order on field 5 made the default. */
-static int add_sort_order(const char *dir, tl_error *err)
+/* Rewrites v<version>.metadata.json as the next version (as another engine might write it), changed by `edit`. */
+static int rewrite_metadata(const char *dir, int version, void (*edit)(json_t *md), tl_error *err)
 {
 	char path[PATH_MAX + 64];
-	snprintf(path, sizeof path, "%s/metadata/v1.metadata.json", dir);
+	snprintf(path, sizeof path, "%s/metadata/v%d.metadata.json", dir, version);
 	json_error_t jerr;
 	json_t *md = json_load_file(path, 0, &jerr);
 	if (md == NULL)
 		return tl_error_set(err, TL_ERR_IO, "%s: %s", path, jerr.text);
-	json_t *orders = json_loads("[{\"order-id\":0,\"fields\":[]},{\"order-id\":1,\"fields\":[{\"transform\":"
-	                            "\"identity\",\"source-id\":5,\"direction\":\"asc\",\"null-order\":"
-	                            "\"nulls-first\"}]}]",
-	                            0, &jerr);
-	json_object_set_new(md, "sort-orders", orders);
-	json_object_set_new(md, "default-sort-order-id", json_integer(1));
-	snprintf(path, sizeof path, "%s/metadata/v2.metadata.json", dir);
+	edit(md);
+	snprintf(path, sizeof path, "%s/metadata/v%d.metadata.json", dir, version + 1);
 	int rc = json_dump_file(md, path, 0);
 	json_decref(md);
 	return rc == 0 ? 0 : tl_error_set(err, TL_ERR_IO, "cannot write %s", path);
+}
+
+/* A sort order on field 5 (note), made the default. */
+static void add_sort_order(json_t *md)
+{
+	json_t *orders = json_loads("[{\"order-id\":0,\"fields\":[]},{\"order-id\":1,\"fields\":[{\"transform\":"
+	                            "\"identity\",\"source-id\":5,\"direction\":\"asc\",\"null-order\":"
+	                            "\"nulls-first\"}]}]",
+	                            0, NULL);
+	json_object_set_new(md, "sort-orders", orders);
+	json_object_set_new(md, "default-sort-order-id", json_integer(1));
 }
 
 TEST(schema_evolve_keeps_the_sort_order_source)
@@ -521,7 +528,7 @@ TEST(schema_evolve_keeps_the_sort_order_source)
 	tl_ice_table *t = evolving_table(dir, 0, &err);
 	CHECK(t != NULL);
 	tl_ice_table_free(t);
-	CHECK_OK(add_sort_order(dir, &err), &err);
+	CHECK_OK(rewrite_metadata(dir, 1, add_sort_order, &err), &err);
 	t = tl_ice_table_open(dir, &err);
 	CHECK(t != NULL);
 	CHECK_INT(t->version, 2);
@@ -718,6 +725,131 @@ TEST(schema_evolve_equality_deletes_match_across_promotions)
 	          "{\"id\":1,\"n\":1,\"f\":null,\"price\":\"1.50\",\"note\":null,\"gone\":null}\n"
 	          "{\"id\":3,\"n\":2,\"f\":null,\"price\":\"2.50\",\"note\":null,\"gone\":null}\n");
 	tl_buf_free(&rows);
+	tl_ice_table_free(t);
+	remove_tree(dir);
+}
+
+/* ---------------------------------------------------- initial defaults */
+
+TEST(schema_reader_gives_older_files_the_initial_default)
+{
+	char dir[PATH_MAX];
+	tl_error err;
+	tl_ice_table *t = evolving_table(dir, 0, &err);
+	CHECK(t != NULL);
+	const char *before[] = {"{\"id\":1}", "{\"id\":2,\"n\":5}"};
+	CHECK_OK(append_rows(t, before, 2, NULL, &err), &err);
+	/* One of each storage: BOOLEAN, INT32, INT64, DOUBLE, decimals in INT32 and 9 fixed bytes, strings, bytes. */
+	tl_ice_field added[] = {
+		{.name = "i", .type = {.id = TL_ICE_INT}, .initial_default = "42"},
+		{.name = "b", .type = {.id = TL_ICE_BOOLEAN}, .initial_default = "true"},
+		{.name = "d", .type = {.id = TL_ICE_DOUBLE}, .initial_default = "1.5"},
+		{.name = "dec9", .type = {.id = TL_ICE_DECIMAL, .precision = 9, .scale = 2}, .initial_default = "\"3.10\""},
+		{.name = "dec20", .type = {.id = TL_ICE_DECIMAL, .precision = 20, .scale = 2},
+		 .initial_default = "\"-123456789012345678.25\""},
+		{.name = "day", .type = {.id = TL_ICE_DATE}, .initial_default = "\"2024-01-04\""},
+		{.name = "at", .type = {.id = TL_ICE_TIMESTAMPTZ}, .initial_default = "\"2024-01-04T10:00:00.000001+00:00\""},
+		{.name = "s", .type = {.id = TL_ICE_STRING}, .initial_default = "\"x y\""},
+		{.name = "bin", .type = {.id = TL_ICE_BINARY}, .initial_default = "\"00ff\""},
+		{.name = "u", .type = {.id = TL_ICE_UUID}, .initial_default = "\"f79c3e09-677c-4bbd-a479-3f349cb785e7\""},
+		{.name = "none", .type = {.id = TL_ICE_LONG}},
+	};
+	int nadded = (int)(sizeof(added) / sizeof(added[0]));
+	CHECK_OK(tl_ice_table_add_fields(t, added, nadded, &err), &err);
+	/* Files written after hold each row's own value, null included. */
+	const char *after[] = {"{\"id\":3,\"i\":7,\"s\":null}"};
+	CHECK_OK(append_rows(t, after, 1, NULL, &err), &err);
+	tl_buf rows;
+	tl_buf_init(&rows);
+	CHECK_OK(read_table(t, TL_ICE_NO_SNAPSHOT, &rows, NULL, &err), &err);
+	const char *defaults = "\"i\":42,\"b\":true,\"d\":1.5,\"dec9\":\"3.10\",\"dec20\":\"-123456789012345678.25\","
+	                       "\"day\":\"2024-01-04\",\"at\":\"2024-01-04T10:00:00.000001Z\",\"s\":\"x y\","
+	                       "\"bin\":\"AP8=\",\"u\":\"f79c3e09-677c-4bbd-a479-3f349cb785e7\",\"none\":null}";
+	char want[2048];
+	snprintf(want, sizeof want,
+	         "{\"id\":1,\"n\":null,\"f\":null,\"price\":null,\"note\":null,\"gone\":null,%s\n"
+	         "{\"id\":2,\"n\":5,\"f\":null,\"price\":null,\"note\":null,\"gone\":null,%s\n"
+	         "{\"id\":3,\"n\":null,\"f\":null,\"price\":null,\"note\":null,\"gone\":null,\"i\":7,\"b\":null,"
+	         "\"d\":null,\"dec9\":null,\"dec20\":null,\"day\":null,\"at\":null,\"s\":null,\"bin\":null,\"u\":null,"
+	         "\"none\":null}\n",
+	         defaults, defaults);
+	CHECK_STR((const char *)rows.data, want);
+
+	/* Read back from disk: the defaults survive a metadata round trip, and the read. */
+	tl_ice_table *again = tl_ice_table_open(dir, &err);
+	CHECK(again != NULL);
+	CHECK_STR(tl_ice_schema_find_name(current(again), "dec20")->initial_default, "\"-123456789012345678.25\"");
+	CHECK_OK(read_table(again, TL_ICE_NO_SNAPSHOT, &rows, NULL, &err), &err);
+	CHECK_STR((const char *)rows.data, want);
+	tl_ice_table_free(again);
+	tl_buf_free(&rows);
+	tl_ice_table_free(t);
+	remove_tree(dir);
+}
+
+TEST(schema_evolve_refuses_initial_defaults_readers_cannot_parse)
+{
+	static const struct {
+		tl_ice_type type;
+		const char *initial_default;
+	} bad[] = {
+		{{.id = TL_ICE_INT}, "\"42\""},                                  /* a string for an int */
+		{{.id = TL_ICE_INT}, "4294967296"},                              /* beyond int */
+		{{.id = TL_ICE_LONG}, "1.5"},
+		{{.id = TL_ICE_DECIMAL, .precision = 5, .scale = 2}, "1.25"},    /* decimals are strings */
+		{{.id = TL_ICE_DECIMAL, .precision = 5, .scale = 2}, "\"1.255\""}, /* beyond the scale */
+		{{.id = TL_ICE_DATE}, "\"2024-13-01\""},
+		{{.id = TL_ICE_BOOLEAN}, "1"},
+		{{.id = TL_ICE_STRING}, "[\"a\"]"},
+		{{.id = TL_ICE_BINARY}, "\"0g\""},
+		{{.id = TL_ICE_STRING}, "not json"},
+	};
+	char dir[PATH_MAX];
+	tl_error err;
+	tl_ice_table *t = evolving_table(dir, 0, &err);
+	CHECK(t != NULL);
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		tl_ice_field f = {.name = "c", .type = bad[i].type, .initial_default = (char *)bad[i].initial_default};
+		tl_error_clear(&err);
+		if (tl_ice_table_add_fields(t, &f, 1, &err) == 0 || err.code != TL_ERR_INVALID ||
+		    strstr(err.message, "its initial-default") == NULL || strstr(err.message, bad[i].initial_default) == NULL)
+			tl_test_fail(__FILE__, __LINE__, "%s accepted or badly refused: %s", bad[i].initial_default,
+			             err.message);
+	}
+	CHECK_INT(t->version, 1);
+	tl_ice_table_free(t);
+	remove_tree(dir);
+}
+
+/* Field 6 (gone) renumbered 9, so that no file holds it, with an initial-default no string is. */
+static void bad_initial_default(json_t *md)
+{
+	json_t *field = json_array_get(json_object_get(json_array_get(json_object_get(md, "schemas"), 0), "fields"), 5);
+	json_object_set_new(field, "initial-default", json_integer(7));
+	json_object_set_new(field, "id", json_integer(9));
+	json_object_set_new(md, "last-column-id", json_integer(9));
+}
+
+TEST(schema_reader_refuses_an_initial_default_of_the_wrong_type)
+{
+	char dir[PATH_MAX];
+	tl_error err;
+	tl_ice_table *t = evolving_table(dir, 0, &err);
+	CHECK(t != NULL);
+	const char *rows[] = {"{\"id\":1,\"gone\":\"x\"}"};
+	CHECK_OK(append_rows(t, rows, 1, NULL, &err), &err);
+	tl_ice_table_free(t);
+	/* Another writer's metadata: field 9 (which no file holds) defaults to the number 7, though a string field. */
+	CHECK_OK(rewrite_metadata(dir, 2, bad_initial_default, &err), &err);
+	t = tl_ice_table_open(dir, &err);
+	CHECK(t != NULL);
+	tl_buf out;
+	tl_buf_init(&out);
+	CHECK(read_table(t, TL_ICE_NO_SNAPSHOT, &out, NULL, &err) < 0);
+	CHECK_INT(err.code, TL_ERR_CORRUPT);
+	CHECK(strstr(err.message, "initial-default of field \"gone\" (id 9)") != NULL);
+	CHECK(strstr(err.message, "7 is not the JSON single-value form of a string value") != NULL);
+	tl_buf_free(&out);
 	tl_ice_table_free(t);
 	remove_tree(dir);
 }
