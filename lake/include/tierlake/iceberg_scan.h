@@ -15,7 +15,8 @@
  * The reader then yields the rows of each task in column batches, reading
  * Parquet data files by field id (by name for files without ids), with
  * type promotions (int->long, float->double, wider decimals) and columns
- * added after a file was written read as null. The filter only prunes: rows
+ * added after a file was written read as their initial-default, else as
+ * null. The filter only prunes: rows
  * in kept files are returned whether or not they match it.
  */
 #ifndef TIERLAKE_ICEBERG_SCAN_H

@@ -176,7 +176,7 @@ int tl_ice_table_rename_fields(tl_ice_table *t, const char *const *names, int nn
  * UpdateSchema.addColumn): each optional, whatever `required` says, with
  * the next id after last-column-id (the given ids are ignored), through
  * tl_ice_table_evolve_schema. Rows of files written before read the new
- * fields as null.
+ * fields' initial_default, else null.
  */
 int tl_ice_table_add_fields(tl_ice_table *t, const tl_ice_field *fields, int nfields, tl_error *err);
 
