@@ -3,14 +3,15 @@
  * column a data or delete file stored it in.
  *
  * Files outlive schemas: a file written before a column was added lacks
- * it (read as the field's initial-default, else null), one written before int became long stores INT32, and
- * other engines choose their own storage for timestamps (millis, nanos,
- * legacy INT96) and decimals (INT32, INT64, FIXED or BYTE_ARRAY of any
- * width). Columns are matched by Parquet field id, the only identity that
- * survives renames; files without any ids (written by tools that do not
- * know Iceberg) are matched by name instead. Every value is converted to
- * the Parquet form tl_ice_field_to_pq_column gives the table's type, so
- * callers see one representation per field.
+ * it (read as the field's initial-default, else null), one written before
+ * int became long stores INT32, and other engines choose their own
+ * storage for timestamps (millis, nanos, legacy INT96) and decimals
+ * (INT32, INT64, FIXED or BYTE_ARRAY of any width). Columns are matched
+ * by Parquet field id, the only identity that survives renames; files
+ * without any ids (written by tools that do not know Iceberg) are matched
+ * by name instead. Every value is converted to the Parquet form
+ * tl_ice_field_to_pq_column gives the table's type, so callers see one
+ * representation per field.
  *
  * The same conversions turn a row group's column statistics into manifest
  * style metrics, so the scan filter's metrics evaluator can rule row
@@ -392,8 +393,6 @@ static tl_bytes strip_sign_bytes(tl_bytes b)
 	}
 	return b;
 }
-
-
 
 static int64_t be_to_int64(tl_bytes b)
 {
