@@ -210,7 +210,8 @@ static int read_table(const tl_ice_table *t, int64_t snapshot_id, tl_buf *out, t
 			lines[nlines++] = strdup((const char *)line.data);
 		}
 	}
-	qsort(lines, (size_t)nlines, sizeof(char *), compare_lines);
+	if (nlines > 0)
+		qsort(lines, (size_t)nlines, sizeof(char *), compare_lines);
 	tl_buf_reset(out);
 	for (int i = 0; i < nlines; i++) {
 		tl_buf_printf(out, "%s\n", lines[i]);
@@ -225,6 +226,19 @@ static int read_table(const tl_ice_table *t, int64_t snapshot_id, tl_buf *out, t
 	return got < 0 ? -1 : 0;
 }
 
+/* The lower bound of a data file's id (field 1), or 0 without one. */
+static int64_t first_id(const tl_ice_data_file *f)
+{
+	for (uint32_t k = 0; k < f->lower_bounds.n; k++) {
+		tl_ice_value v;
+		tl_ice_type id_type = {.id = TL_ICE_LONG};
+		const tl_bytes *b = &f->lower_bounds.values[k];
+		if (f->lower_bounds.keys[k] == 1 && tl_ice_value_deserialize(&id_type, b->ptr, b->len, &v, NULL) == 0)
+			return v.v.i64;
+	}
+	return 0;
+}
+
 /* The files a scan of the current snapshot with `filter` plans: bit i set for the file holding id first_ids[i]. */
 static int planned_files(const tl_ice_table *t, const char *filter, const int64_t *first_ids, int nfiles,
                          tl_error *err)
@@ -237,21 +251,10 @@ static int planned_files(const tl_ice_table *t, const char *filter, const int64_
 	if (tl_ice_expr_parse(current(t), filter, &arena, &expr, err) == 0 &&
 	    (scan = tl_ice_scan_plan(t->metadata, TL_ICE_NO_SNAPSHOT, expr, err)) != NULL) {
 		mask = 0;
-		for (int i = 0; i < tl_ice_scan_ntasks(scan); i++) {
-			const tl_ice_data_file *f = &tl_ice_scan_task_at(scan, i)->file;
-			const tl_bytes *lower = NULL;
-			for (uint32_t k = 0; k < f->lower_bounds.n; k++)
-				if (f->lower_bounds.keys[k] == 1)
-					lower = &f->lower_bounds.values[k];
-			int64_t first = 0;
-			tl_ice_value v;
-			tl_ice_type id_type = {.id = TL_ICE_LONG};
-			if (lower != NULL && tl_ice_value_deserialize(&id_type, lower->ptr, lower->len, &v, err) == 0)
-				first = v.v.i64;
+		for (int i = 0; i < tl_ice_scan_ntasks(scan); i++)
 			for (int j = 0; j < nfiles; j++)
-				if (first_ids[j] == first)
+				if (first_ids[j] == first_id(&tl_ice_scan_task_at(scan, i)->file))
 					mask |= 1 << j;
-		}
 	}
 	tl_ice_scan_free(scan);
 	tl_arena_free(&arena);
@@ -440,6 +443,8 @@ static const refusal refusals[] = {
 	{"bad decimal added", 0, NULL, .required = -1,
 	 .add = {.name = "d", .type = {.id = TL_ICE_DECIMAL, .precision = 40, .scale = 2}}, .code = TL_ERR_INVALID,
 	 .message = {"decimal(40, 2)"}},
+	{"every field dropped", 0, NULL, .drop = true, .required = -1, .code = TL_ERR_INVALID,
+	 .message = {"a schema needs a field"}},
 	{"name of an added field taken", 0, NULL, .required = -1, .add = {.name = "n", .type = {.id = TL_ICE_INT}},
 	 .code = TL_ERR_INVALID, .message = {"two fields named \"n\""}},
 };
@@ -456,7 +461,7 @@ TEST(schema_evolve_refusals_change_nothing)
 		int n = current_fields(t, f, 16);
 		int at = c->field ? index_of(f, n, c->field) : -1;
 		if (c->drop)
-			n = remove_at(f, n, at);
+			n = at >= 0 ? remove_at(f, n, at) : 0;
 		else if (at >= 0) {
 			if (c->to.id != TL_ICE_BOOLEAN)
 				f[at].type = c->to;
@@ -489,25 +494,31 @@ TEST(schema_evolve_refusals_change_nothing)
 	}
 }
 
-/* Rewrites the newest metadata as the next version with a sort order on field 5 made the default. */
-static int add_sort_order(const char *dir, tl_error *err)
+/* Rewrites v<version>.metadata.json as the next version (as another engine might write it), changed by `edit`. */
+static int rewrite_metadata(const char *dir, int version, void (*edit)(json_t *md), tl_error *err)
 {
 	char path[PATH_MAX + 64];
-	snprintf(path, sizeof path, "%s/metadata/v1.metadata.json", dir);
+	snprintf(path, sizeof path, "%s/metadata/v%d.metadata.json", dir, version);
 	json_error_t jerr;
 	json_t *md = json_load_file(path, 0, &jerr);
 	if (md == NULL)
 		return tl_error_set(err, TL_ERR_IO, "%s: %s", path, jerr.text);
-	json_t *orders = json_loads("[{\"order-id\":0,\"fields\":[]},{\"order-id\":1,\"fields\":[{\"transform\":"
-	                            "\"identity\",\"source-id\":5,\"direction\":\"asc\",\"null-order\":"
-	                            "\"nulls-first\"}]}]",
-	                            0, &jerr);
-	json_object_set_new(md, "sort-orders", orders);
-	json_object_set_new(md, "default-sort-order-id", json_integer(1));
-	snprintf(path, sizeof path, "%s/metadata/v2.metadata.json", dir);
+	edit(md);
+	snprintf(path, sizeof path, "%s/metadata/v%d.metadata.json", dir, version + 1);
 	int rc = json_dump_file(md, path, 0);
 	json_decref(md);
 	return rc == 0 ? 0 : tl_error_set(err, TL_ERR_IO, "cannot write %s", path);
+}
+
+/* A sort order on field 5 (note), made the default. */
+static void add_sort_order(json_t *md)
+{
+	json_t *orders = json_loads("[{\"order-id\":0,\"fields\":[]},{\"order-id\":1,\"fields\":[{\"transform\":"
+	                            "\"identity\",\"source-id\":5,\"direction\":\"asc\",\"null-order\":"
+	                            "\"nulls-first\"}]}]",
+	                            0, NULL);
+	json_object_set_new(md, "sort-orders", orders);
+	json_object_set_new(md, "default-sort-order-id", json_integer(1));
 }
 
 TEST(schema_evolve_keeps_the_sort_order_source)
@@ -517,7 +528,7 @@ TEST(schema_evolve_keeps_the_sort_order_source)
 	tl_ice_table *t = evolving_table(dir, 0, &err);
 	CHECK(t != NULL);
 	tl_ice_table_free(t);
-	CHECK_OK(add_sort_order(dir, &err), &err);
+	CHECK_OK(rewrite_metadata(dir, 1, add_sort_order, &err), &err);
 	t = tl_ice_table_open(dir, &err);
 	CHECK(t != NULL);
 	CHECK_INT(t->version, 2);
@@ -718,16 +729,183 @@ TEST(schema_evolve_equality_deletes_match_across_promotions)
 	remove_tree(dir);
 }
 
-/* ------------------------------------------------ data sequence numbers */
+/* ---------------------------------------------------- initial defaults */
 
-TEST(schema_reader_reports_each_files_data_sequence_number)
+TEST(schema_reader_gives_older_files_the_initial_default)
 {
 	char dir[PATH_MAX];
 	tl_error err;
 	tl_ice_table *t = evolving_table(dir, 0, &err);
 	CHECK(t != NULL);
-	const char *one[] = {"{\"id\":1}", "{\"id\":2}"};
-	const char *two[] = {"{\"id\":3}"};
+	const char *before[] = {"{\"id\":1}", "{\"id\":2,\"n\":5}"};
+	CHECK_OK(append_rows(t, before, 2, NULL, &err), &err);
+	/* One of each storage: BOOLEAN, INT32, INT64, DOUBLE, decimals in INT32 and 9 fixed bytes, strings, bytes. */
+	tl_ice_field added[] = {
+		{.name = "i", .type = {.id = TL_ICE_INT}, .initial_default = "42"},
+		{.name = "b", .type = {.id = TL_ICE_BOOLEAN}, .initial_default = "true"},
+		{.name = "d", .type = {.id = TL_ICE_DOUBLE}, .initial_default = "1.5"},
+		{.name = "dec9", .type = {.id = TL_ICE_DECIMAL, .precision = 9, .scale = 2}, .initial_default = "\"3.10\""},
+		{.name = "dec20", .type = {.id = TL_ICE_DECIMAL, .precision = 20, .scale = 2},
+		 .initial_default = "\"-123456789012345678.25\""},
+		{.name = "day", .type = {.id = TL_ICE_DATE}, .initial_default = "\"2024-01-04\""},
+		{.name = "at", .type = {.id = TL_ICE_TIMESTAMPTZ}, .initial_default = "\"2024-01-04T10:00:00.000001+00:00\""},
+		{.name = "s", .type = {.id = TL_ICE_STRING}, .initial_default = "\"x y\""},
+		{.name = "bin", .type = {.id = TL_ICE_BINARY}, .initial_default = "\"00ff\""},
+		{.name = "u", .type = {.id = TL_ICE_UUID}, .initial_default = "\"f79c3e09-677c-4bbd-a479-3f349cb785e7\""},
+		{.name = "none", .type = {.id = TL_ICE_LONG}},
+	};
+	int nadded = (int)(sizeof(added) / sizeof(added[0]));
+	CHECK_OK(tl_ice_table_add_fields(t, added, nadded, &err), &err);
+	/* Files written after hold each row's own value, null included. */
+	const char *after[] = {"{\"id\":3,\"i\":7,\"s\":null}"};
+	CHECK_OK(append_rows(t, after, 1, NULL, &err), &err);
+	tl_buf rows;
+	tl_buf_init(&rows);
+	CHECK_OK(read_table(t, TL_ICE_NO_SNAPSHOT, &rows, NULL, &err), &err);
+	const char *defaults = "\"i\":42,\"b\":true,\"d\":1.5,\"dec9\":\"3.10\",\"dec20\":\"-123456789012345678.25\","
+	                       "\"day\":\"2024-01-04\",\"at\":\"2024-01-04T10:00:00.000001Z\",\"s\":\"x y\","
+	                       "\"bin\":\"AP8=\",\"u\":\"f79c3e09-677c-4bbd-a479-3f349cb785e7\",\"none\":null}";
+	char want[2048];
+	snprintf(want, sizeof want,
+	         "{\"id\":1,\"n\":null,\"f\":null,\"price\":null,\"note\":null,\"gone\":null,%s\n"
+	         "{\"id\":2,\"n\":5,\"f\":null,\"price\":null,\"note\":null,\"gone\":null,%s\n"
+	         "{\"id\":3,\"n\":null,\"f\":null,\"price\":null,\"note\":null,\"gone\":null,\"i\":7,\"b\":null,"
+	         "\"d\":null,\"dec9\":null,\"dec20\":null,\"day\":null,\"at\":null,\"s\":null,\"bin\":null,\"u\":null,"
+	         "\"none\":null}\n",
+	         defaults, defaults);
+	CHECK_STR((const char *)rows.data, want);
+
+	/* Read back from disk: the defaults survive a metadata round trip, and the read. */
+	tl_ice_table *again = tl_ice_table_open(dir, &err);
+	CHECK(again != NULL);
+	CHECK_STR(tl_ice_schema_find_name(current(again), "dec20")->initial_default, "\"-123456789012345678.25\"");
+	CHECK_OK(read_table(again, TL_ICE_NO_SNAPSHOT, &rows, NULL, &err), &err);
+	CHECK_STR((const char *)rows.data, want);
+	tl_ice_table_free(again);
+	tl_buf_free(&rows);
+	tl_ice_table_free(t);
+	remove_tree(dir);
+}
+
+TEST(schema_evolve_refuses_initial_defaults_readers_cannot_parse)
+{
+	static const struct {
+		tl_ice_type type;
+		const char *initial_default;
+	} bad[] = {
+		{{.id = TL_ICE_INT}, "\"42\""},                                  /* a string for an int */
+		{{.id = TL_ICE_INT}, "4294967296"},                              /* beyond int */
+		{{.id = TL_ICE_LONG}, "1.5"},
+		{{.id = TL_ICE_DECIMAL, .precision = 5, .scale = 2}, "1.25"},    /* decimals are strings */
+		{{.id = TL_ICE_DECIMAL, .precision = 5, .scale = 2}, "\"1.255\""}, /* beyond the scale */
+		{{.id = TL_ICE_DATE}, "\"2024-13-01\""},
+		{{.id = TL_ICE_BOOLEAN}, "1"},
+		{{.id = TL_ICE_STRING}, "[\"a\"]"},
+		{{.id = TL_ICE_BINARY}, "\"0g\""},
+		{{.id = TL_ICE_STRING}, "not json"},
+	};
+	char dir[PATH_MAX];
+	tl_error err;
+	tl_ice_table *t = evolving_table(dir, 0, &err);
+	CHECK(t != NULL);
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		tl_ice_field f = {.name = "c", .type = bad[i].type, .initial_default = (char *)bad[i].initial_default};
+		tl_error_clear(&err);
+		if (tl_ice_table_add_fields(t, &f, 1, &err) == 0 || err.code != TL_ERR_INVALID ||
+		    strstr(err.message, "its initial-default") == NULL || strstr(err.message, bad[i].initial_default) == NULL)
+			tl_test_fail(__FILE__, __LINE__, "%s accepted or badly refused: %s", bad[i].initial_default,
+			             err.message);
+	}
+	CHECK_INT(t->version, 1);
+	tl_ice_table_free(t);
+	remove_tree(dir);
+}
+
+/* Field 6 (gone) renumbered 9, so that no file holds it, with an initial-default no string is. */
+static void bad_initial_default(json_t *md)
+{
+	json_t *field = json_array_get(json_object_get(json_array_get(json_object_get(md, "schemas"), 0), "fields"), 5);
+	json_object_set_new(field, "initial-default", json_integer(7));
+	json_object_set_new(field, "id", json_integer(9));
+	json_object_set_new(md, "last-column-id", json_integer(9));
+}
+
+TEST(schema_reader_refuses_an_initial_default_of_the_wrong_type)
+{
+	char dir[PATH_MAX];
+	tl_error err;
+	tl_ice_table *t = evolving_table(dir, 0, &err);
+	CHECK(t != NULL);
+	const char *rows[] = {"{\"id\":1,\"gone\":\"x\"}"};
+	CHECK_OK(append_rows(t, rows, 1, NULL, &err), &err);
+	tl_ice_table_free(t);
+	/* Another writer's metadata: field 9 (which no file holds) defaults to the number 7, though a string field. */
+	CHECK_OK(rewrite_metadata(dir, 2, bad_initial_default, &err), &err);
+	t = tl_ice_table_open(dir, &err);
+	CHECK(t != NULL);
+	tl_buf out;
+	tl_buf_init(&out);
+	CHECK(read_table(t, TL_ICE_NO_SNAPSHOT, &out, NULL, &err) < 0);
+	CHECK_INT(err.code, TL_ERR_CORRUPT);
+	CHECK(strstr(err.message, "initial-default of field \"gone\" (id 9)") != NULL);
+	CHECK(strstr(err.message, "7 is not the JSON single-value form of a string value") != NULL);
+	tl_buf_free(&out);
+	tl_ice_table_free(t);
+	remove_tree(dir);
+}
+
+/* ------------------------------------------------ data sequence numbers */
+
+/* The data file of the current snapshot whose rows start at this id (its id lower bound), or NULL. */
+static const char *file_starting_at(const tl_ice_scan *scan, int64_t id)
+{
+	for (int i = 0; i < tl_ice_scan_ntasks(scan); i++)
+		if (first_id(&tl_ice_scan_task_at(scan, i)->file) == id)
+			return tl_ice_scan_task_at(scan, i)->file.file_path;
+	return NULL;
+}
+
+/* Reads column id (field 1) of the current snapshot: the data sequence number the reader gives each row's file. */
+static int sequence_of_ids(const tl_ice_table *t, int64_t *seq_of_id, int max_id, int64_t *total, tl_error *err)
+{
+	tl_ice_scan *scan = tl_ice_scan_plan(t->metadata, TL_ICE_NO_SNAPSHOT, NULL, err);
+	int32_t ids[1] = {1};
+	tl_ice_reader *r = scan != NULL ? tl_ice_reader_open(scan, ids, 1, err) : NULL;
+	if (r == NULL) {
+		tl_ice_scan_free(scan);
+		return -1;
+	}
+	int64_t got = 0;
+	if (tl_ice_reader_current_file_sequence(r) != -1)
+		got = tl_error_set(err, TL_ERR_INVALID, "a sequence number before the first batch");
+	tl_pq_batch *batch = tl_ice_reader_batch_new(r, 16);
+	*total = 0;
+	while (got == 0 && (got = tl_ice_reader_next(r, batch, err)) > 0) {
+		for (int64_t row = 0; row < got; row++) {
+			int64_t id = batch->columns[0].v.i64[row];
+			if (id >= 0 && id <= max_id)
+				seq_of_id[id] = tl_ice_reader_current_file_sequence(r);
+		}
+		*total += got;
+		got = 0;
+	}
+	if (got == 0 && tl_ice_reader_current_file_sequence(r) != -1)
+		got = tl_error_set(err, TL_ERR_INVALID, "a sequence number after the last batch");
+	tl_pq_batch_free(batch);
+	tl_ice_reader_free(r);
+	tl_ice_scan_free(scan);
+	return got < 0 ? -1 : 0;
+}
+
+TEST(schema_reader_reports_each_files_data_sequence_number)
+{
+	char dir[PATH_MAX];
+	tl_error err;
+	/* Partitioned by n: one append writes a file per value of n. */
+	tl_ice_table *t = evolving_table(dir, 2, &err);
+	CHECK(t != NULL);
+	const char *one[] = {"{\"id\":1,\"n\":1}", "{\"id\":2,\"n\":2}"};
+	const char *two[] = {"{\"id\":3,\"n\":1}"};
 	CHECK_OK(append_rows(t, one, 2, NULL, &err), &err);
 	/* A metadata-only change between: it takes no sequence number. */
 	tl_ice_field extra = {.name = "extra", .type = {.id = TL_ICE_INT}};
@@ -741,30 +919,35 @@ TEST(schema_reader_reports_each_files_data_sequence_number)
 	 * sequence numbers are null, inherited from that manifest (1), not
 	 * from the snapshot that lists it (2).
 	 */
-	tl_ice_scan *scan = tl_ice_scan_plan(t->metadata, TL_ICE_NO_SNAPSHOT, NULL, &err);
-	CHECK(scan != NULL);
-	int32_t ids[1] = {1};
-	tl_ice_reader *r = tl_ice_reader_open(scan, ids, 1, &err);
-	CHECK(r != NULL);
-	CHECK_INT(tl_ice_reader_current_file_sequence(r), -1);
-	tl_pq_batch *batch = tl_ice_reader_batch_new(r, 16);
-	int64_t seq_of_id[4] = {0};
-	int64_t got, total = 0;
-	while ((got = tl_ice_reader_next(r, batch, &err)) > 0) {
-		int64_t seq = tl_ice_reader_current_file_sequence(r);
-		for (int64_t row = 0; row < got; row++)
-			seq_of_id[batch->columns[0].v.i64[row]] = seq;
-		total += got;
-	}
-	CHECK_INT(got, 0);
+	int64_t seq_of_id[4] = {0}, total = 0;
+	CHECK_OK(sequence_of_ids(t, seq_of_id, 3, &total, &err), &err);
 	CHECK_INT(total, 3);
 	CHECK_INT(seq_of_id[1], 1);
 	CHECK_INT(seq_of_id[2], 1);
 	CHECK_INT(seq_of_id[3], 2);
-	CHECK_INT(tl_ice_reader_current_file_sequence(r), -1);
-	tl_pq_batch_free(batch);
-	tl_ice_reader_free(r);
+
+	/*
+	 * Removing id 2's file rewrites the first manifest: id 1's file stays
+	 * in it as an EXISTING entry that states its sequence number (1),
+	 * while the snapshot is the third.
+	 */
+	tl_ice_scan *scan = tl_ice_scan_plan(t->metadata, TL_ICE_NO_SNAPSHOT, NULL, &err);
+	CHECK(scan != NULL);
+	const char *victim = file_starting_at(scan, 2);
+	CHECK(victim != NULL);
+	tl_ice_commit *c = tl_ice_commit_begin(t, TL_ICE_OP_DELETE, &err);
+	CHECK(c != NULL);
+	CHECK_OK(tl_ice_commit_remove_file(c, victim, &err), &err);
+	CHECK_OK(tl_ice_commit_finish(c, NULL, &err), &err);
+	tl_ice_commit_free(c);
 	tl_ice_scan_free(scan);
+	CHECK_INT(t->metadata->last_sequence_number, 3);
+	memset(seq_of_id, 0, sizeof seq_of_id);
+	CHECK_OK(sequence_of_ids(t, seq_of_id, 3, &total, &err), &err);
+	CHECK_INT(total, 2);
+	CHECK_INT(seq_of_id[1], 1);
+	CHECK_INT(seq_of_id[2], 0);
+	CHECK_INT(seq_of_id[3], 2);
 	tl_ice_table_free(t);
 	remove_tree(dir);
 }

@@ -550,11 +550,12 @@ CASE_IDS = [f"{layout}-{step + 1}-{STEPS[step].replace(' ', '_')}" for layout, s
 # A table whose schema evolves between its snapshots the way ALTER TABLE
 # carries into the lake (lakegen evolve): `gone` dropped, `name` renamed to
 # `label`, `grp` promoted from int to long, `ratio` from float to double,
-# `amount` from decimal(5, 2) to decimal(12, 2), and `extra` added. Two
-# appends are written before (files storing INT32, FLOAT and a 4-byte
-# decimal), one after, with values only the wider types hold. Every
-# reader must see snapshots 1 and 2 in schema 0 and snapshot 3 (current)
-# in schema 1, older files' values widened, `extra` null in them.
+# `amount` from decimal(5, 2) to decimal(12, 2), and `extra` added with an
+# initial-default. Two appends are written before (files storing INT32,
+# FLOAT and a 4-byte decimal), one after, with values only the wider types
+# hold. Every reader must see snapshots 1 and 2 in schema 0 and snapshot 3
+# (current) in schema 1, older files' values widened and `extra` holding
+# its initial-default in their rows.
 
 EVOLVED_BEFORE = [
     (1, "id", "long", True),
@@ -572,6 +573,8 @@ EVOLVED_AFTER = [
     (5, "label", "string", False),
     (7, "extra", "int", False),
 ]
+# `extra` is added with this initial-default, which the older files' rows read.
+EVOLVED_EXTRA_DEFAULT = 42
 EVOLVED_FIELDS_BEFORE = [(name, t) for _, name, t, _ in EVOLVED_BEFORE]
 EVOLVED_FIELDS_AFTER = [(name, t) for _, name, t, _ in EVOLVED_AFTER]
 # name -> partition spec JSON; bucket[4] of id, a field the evolution keeps.
@@ -621,7 +624,7 @@ def _evolved_row_after(rnd: random.Random, ident: int) -> dict:
 
 def _widened(row: dict) -> dict:
     """A row written before the evolution as the evolved schema reads it (rendered)."""
-    out = {"id": row["id"], "grp": row["grp"], "label": row["name"], "extra": None,
+    out = {"id": row["id"], "grp": row["grp"], "label": row["name"], "extra": EVOLVED_EXTRA_DEFAULT,
            "amount": render("decimal(12, 2)", row["amount"])}
     # The float stored widens to its float32 value, not to the double first written.
     out["ratio"] = None if row["ratio"] is None else render("double", float(np.float32(row["ratio"])))
@@ -646,6 +649,7 @@ def build_evolved_table(lakegen: Lakegen, location: Path, layout: str, seed: int
                          for r in canonical_rows(EVOLVED_FIELDS_BEFORE, before)])
 
     evolved = [{"id": i if i != 7 else 0, "name": n, "required": r, "type": ty} for i, n, ty, r in EVOLVED_AFTER]
+    evolved[5]["initial-default"] = EVOLVED_EXTRA_DEFAULT
     assert lakegen.evolve(location, evolved) == "changed"
     assert lakegen.evolve(location, evolved[:5] + [dict(evolved[5], id=7)]) == "unchanged"
 

@@ -24,9 +24,10 @@ are reported as xfailed, and any other failure fails.
 
 The tables of build_evolved_tables evolve their schema between snapshots
 (a field dropped, one renamed, int to long, float to double, decimal(5, 2)
-to decimal(12, 2), one added): `lake cat`, pyiceberg and Spark must read
-each snapshot in its own schema, files written before the evolution in
-the promoted types.
+to decimal(12, 2), one added with an initial-default): `lake cat`,
+pyiceberg and Spark must read each snapshot in its own schema, files
+written before the evolution in the promoted types and with the added
+field's initial-default.
 """
 
 from __future__ import annotations

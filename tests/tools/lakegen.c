@@ -27,8 +27,9 @@
  *       Schema evolution (tl_ice_table_evolve_schema): FIELDS is a JSON
  *       array of {"id", "name", "required", "type"} objects (text or
  *       @FILE), the new schema's top-level fields in order; an existing
- *       field by its id (renamed, promoted, relaxed), a new one with id 0
- *       and a primitive type; fields left out are dropped. A nested type
+ *       field by its id (renamed, promoted, relaxed), a new one with id 0,
+ *       a primitive type and maybe an "initial-default" (a JSON single
+ *       value); fields left out are dropped. A nested type
  *       may be given as null to keep the current one. Prints "changed" or
  *       "unchanged".
  *
@@ -562,7 +563,10 @@ static int cmd_replace(int argc, char **argv)
 
 /* ------------------------------------------------------------- evolve */
 
-/* One field of evolve's list: names and types point into the JSON or the current schema. */
+/*
+ * One field of evolve's list: names and types point into the JSON or the
+ * current schema; the initial-default is the caller's to free.
+ */
 static int parse_evolved_field(const json_t *j, const tl_ice_schema *current, tl_ice_field *out, tl_error *err)
 {
 	memset(out, 0, sizeof(*out));
@@ -572,6 +576,9 @@ static int parse_evolved_field(const json_t *j, const tl_ice_schema *current, tl
 	if (!json_is_object(j) || out->name == NULL || (id != NULL && !json_is_integer(id)))
 		return tl_error_set(err, TL_ERR_INVALID, "each field wants a \"name\" and an integer \"id\"");
 	out->id = id != NULL ? (int32_t)json_integer_value(id) : 0;
+	const json_t *initial = json_object_get(j, "initial-default");
+	if (initial != NULL)
+		out->initial_default = json_dumps(initial, JSON_ENCODE_ANY | JSON_COMPACT);
 	if (json_is_string(type))
 		return tl_ice_type_parse_primitive(json_string_value(type), &out->type, err);
 	const tl_ice_field *kept = out->id > 0 ? tl_ice_schema_find_id(current, out->id) : NULL;
@@ -601,6 +608,8 @@ static int cmd_evolve(int argc, char **argv)
 	bool changed = false;
 	if (rc == 0)
 		rc = tl_ice_table_evolve_schema(t, fields, (int)n, &changed, &err);
+	for (size_t i = 0; i < n; i++)
+		free(fields[i].initial_default);
 	free(fields);
 	tl_ice_table_free(t);
 	json_decref(list);

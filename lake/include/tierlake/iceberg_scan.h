@@ -15,7 +15,8 @@
  * The reader then yields the rows of each task in column batches, reading
  * Parquet data files by field id (by name for files without ids), with
  * type promotions (int->long, float->double, wider decimals) and columns
- * added after a file was written read as null. The filter only prunes: rows
+ * added after a file was written read as their initial-default, else as
+ * null. The filter only prunes: rows
  * in kept files are returned whether or not they match it.
  */
 #ifndef TIERLAKE_ICEBERG_SCAN_H
@@ -119,7 +120,10 @@ int64_t tl_ice_reader_next(tl_ice_reader *r, tl_pq_batch *batch, tl_error *err);
 int tl_ice_reader_defer(tl_ice_reader *r, const bool *deferred, tl_error *err);
 int tl_ice_reader_load(tl_ice_reader *r, tl_pq_batch *batch, tl_error *err);
 const tl_ice_reader_stats *tl_ice_reader_stats_get(const tl_ice_reader *r);
-/* The data file the last batch came from (NULL before the first and at the end), for messages. */
+/*
+ * The data file the last batch came from (NULL before the first and at the
+ * end), for messages. A batch never holds rows of two files.
+ */
 const char *tl_ice_reader_current_file(const tl_ice_reader *r);
 /*
  * The data sequence number of that file (its manifest entry's, inherited

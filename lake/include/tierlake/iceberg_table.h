@@ -130,7 +130,7 @@ void tl_ice_commit_free(tl_ice_commit *c);
 /* ------------------------------------------------------ schema evolution */
 
 /*
- * Makes `fields` (top-level, in this order) the table's current schema, a
+ * Makes `fields` (top-level, at least one, in this order) the current schema, a
  * metadata-only commit (no snapshot) as Java's UpdateSchema makes:
  *   - a field with id > 0 is the current schema's top-level field of that
  *     id. Its name may differ (a rename). Its type must be the current one
@@ -176,7 +176,7 @@ int tl_ice_table_rename_fields(tl_ice_table *t, const char *const *names, int nn
  * UpdateSchema.addColumn): each optional, whatever `required` says, with
  * the next id after last-column-id (the given ids are ignored), through
  * tl_ice_table_evolve_schema. Rows of files written before read the new
- * fields as null.
+ * fields' initial_default, else null.
  */
 int tl_ice_table_add_fields(tl_ice_table *t, const tl_ice_field *fields, int nfields, tl_error *err);
 

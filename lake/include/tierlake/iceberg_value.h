@@ -75,4 +75,14 @@ void tl_ice_value_human(const tl_ice_type *type, const tl_ice_value *value, tl_b
 int tl_ice_value_parse(const tl_ice_type *type, const char *text, tl_arena *arena,
                        tl_ice_value *out, tl_error *err);
 
+/*
+ * Parses the spec's JSON single-value form (as "initial-default" holds
+ * it): a JSON boolean, an integer for int and long, a number for float and
+ * double, and a string for the other types (decimals "1.25", dates,
+ * times, timestamps with "+00:00" for timestamptz, uuids, binary and
+ * fixed as hex). Anything else is TL_ERR_INVALID. Bytes go to `arena`.
+ */
+int tl_ice_value_from_json(const tl_ice_type *type, const char *json, tl_arena *arena, tl_ice_value *out,
+                           tl_error *err);
+
 #endif

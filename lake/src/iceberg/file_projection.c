@@ -3,14 +3,15 @@
  * column a data or delete file stored it in.
  *
  * Files outlive schemas: a file written before a column was added lacks
- * it (read as null), one written before int became long stores INT32, and
- * other engines choose their own storage for timestamps (millis, nanos,
- * legacy INT96) and decimals (INT32, INT64, FIXED or BYTE_ARRAY of any
- * width). Columns are matched by Parquet field id, the only identity that
- * survives renames; files without any ids (written by tools that do not
- * know Iceberg) are matched by name instead. Every value is converted to
- * the Parquet form tl_ice_field_to_pq_column gives the table's type, so
- * callers see one representation per field.
+ * it (read as the field's initial-default, else null), one written before
+ * int became long stores INT32, and other engines choose their own
+ * storage for timestamps (millis, nanos, legacy INT96) and decimals
+ * (INT32, INT64, FIXED or BYTE_ARRAY of any width). Columns are matched
+ * by Parquet field id, the only identity that survives renames; files
+ * without any ids (written by tools that do not know Iceberg) are matched
+ * by name instead. Every value is converted to the Parquet form
+ * tl_ice_field_to_pq_column gives the table's type, so callers see one
+ * representation per field.
  *
  * The same conversions turn a row group's column statistics into manifest
  * style metrics, so the scan filter's metrics evaluator can rule row
@@ -22,6 +23,7 @@
 #include <strings.h>
 
 #include "iceberg/reader_internal.h"
+#include "tierlake/iceberg_value.h"
 
 /* ------------------------------------------------------------ matching */
 
@@ -184,6 +186,90 @@ static bool plan_conversion(ice_fp_column *c, const tl_pq_column *src)
 	}
 }
 
+/* Writes x as `width` (at most 16) big-endian two's complement bytes. */
+static void int_to_be(tl_int128 x, uint8_t *dst, int width)
+{
+	unsigned __int128 u = (unsigned __int128)x;
+	for (int k = width - 1; k >= 0; k--) {
+		dst[k] = (uint8_t)(u & 0xFF);
+		/* Arithmetic shift by hand: the sign keeps filling the high bytes. */
+		u = (u >> 8) | (x < 0 ? (unsigned __int128)0xFF << 120 : 0);
+	}
+}
+
+/* c's constant: bytes copied into storage c owns. */
+static void set_constant_bytes(ice_fp_column *c, const uint8_t *bytes, size_t len)
+{
+	c->constant_bytes = tl_malloc(len + 1);
+	if (len > 0)
+		memcpy(c->constant_bytes, bytes, len);
+	c->constant.bytes.ptr = c->constant_bytes;
+	c->constant.bytes.len = (uint32_t)len;
+}
+
+/* c's constant: v, a value of c's field, in the table's Parquet form (the inverse of to_ice_value). */
+static void set_constant(ice_fp_column *c, const tl_ice_value *v)
+{
+	ice_value *k = &c->constant;
+	memset(k, 0, sizeof(*k));
+	switch (c->field->type.id) {
+	case TL_ICE_BOOLEAN:
+		k->i = v->v.b;
+		break;
+	case TL_ICE_INT:
+	case TL_ICE_DATE:
+		k->i = v->v.i32;
+		break;
+	case TL_ICE_FLOAT:
+		k->f32 = v->v.f32;
+		break;
+	case TL_ICE_DOUBLE:
+		k->f64 = v->v.f64;
+		break;
+	case TL_ICE_DECIMAL:
+		if (c->out.physical == TL_PQ_FIXED_LEN_BYTE_ARRAY) {
+			uint8_t be[16];
+			int_to_be(v->v.dec, be, c->out.type_length);
+			set_constant_bytes(c, be, (size_t)c->out.type_length);
+		} else {
+			k->i = (int64_t)v->v.dec; /* the precision keeps it within the storage */
+		}
+		break;
+	case TL_ICE_STRING:
+	case TL_ICE_BINARY:
+	case TL_ICE_FIXED:
+	case TL_ICE_UUID:
+		set_constant_bytes(c, v->ptr, v->len);
+		break;
+	default:
+		k->i = v->v.i64; /* LONG, TIME, TIMESTAMP, TIMESTAMPTZ */
+		break;
+	}
+}
+
+/*
+ * Plans a field the file lacks that has an initial-default: every row
+ * reads that value (Iceberg's rule for files written before the field was
+ * added).
+ */
+static int plan_initial_default(ice_fp_column *c, tl_error *err)
+{
+	const tl_ice_field *f = c->field;
+	tl_arena arena;
+	tl_arena_init(&arena, 256);
+	tl_ice_value v;
+	int rc = tl_ice_value_from_json(&f->type, f->initial_default, &arena, &v, err);
+	if (rc == 0) {
+		c->conv = ICE_CONV_CONSTANT;
+		set_constant(c, &v);
+	} else if (err != NULL) {
+		err->code = TL_ERR_CORRUPT; /* the table's metadata, not the caller, is wrong */
+		tl_error_prefix(err, "the initial-default of field \"%s\" (id %d)", f->name, (int)f->id);
+	}
+	tl_arena_free(&arena);
+	return rc;
+}
+
 static int mismatch(const ice_fp_column *c, const tl_pq_column *src, tl_error *err)
 {
 	tl_buf stored, wanted;
@@ -214,6 +300,8 @@ static int plan_column(ice_fp_column *c, const tl_ice_field *f, const tl_pq_sche
 		return -1;
 	*source = s;
 	if (s < 0) {
+		if (f->initial_default != NULL)
+			return plan_initial_default(c, err);
 		if (f->required)
 			return tl_error_set(err, TL_ERR_CORRUPT, "the file has no column for required field \"%s\" (id %d)",
 			                    f->name, f->id);
@@ -262,6 +350,8 @@ int ice_fp_project(const ice_file_projection *fp, tl_pq_reader *pq, tl_error *er
 
 void ice_fp_free(ice_file_projection *fp)
 {
+	for (int i = 0; fp->columns != NULL && i < fp->ncolumns; i++)
+		free(fp->columns[i].constant_bytes);
 	free(fp->columns);
 	free(fp->projection);
 	memset(fp, 0, sizeof(*fp));
@@ -304,17 +394,6 @@ static tl_bytes strip_sign_bytes(tl_bytes b)
 	return b;
 }
 
-/* Writes x as `width` big-endian two's complement bytes. */
-static void int64_to_be(int64_t x, uint8_t *dst, int width)
-{
-	uint64_t u = (uint64_t)x;
-	for (int k = width - 1; k >= 0; k--) {
-		dst[k] = (uint8_t)(u & 0xFF);
-		/* Arithmetic shift by hand: the sign keeps filling the high bytes. */
-		u = (u >> 8) | (x < 0 ? 0xFF00000000000000ULL : 0);
-	}
-}
-
 static int64_t be_to_int64(tl_bytes b)
 {
 	uint64_t u = (b.len > 0 && (b.ptr[0] & 0x80)) ? UINT64_MAX : 0;
@@ -341,7 +420,7 @@ static int read_decimal(const ice_fp_column *c, const tl_vector *v, int64_t row,
 	if (o->physical == TL_PQ_FIXED_LEN_BYTE_ARRAY) {
 		int width = o->type_length;
 		if (!from_bytes) {
-			int64_to_be(unscaled, out->scratch, width);
+			int_to_be(unscaled, out->scratch, width);
 		} else {
 			if (b.len > (uint32_t)width)
 				return out_of_range(c, err);
@@ -368,6 +447,10 @@ int ice_fp_read(const ice_fp_column *c, const tl_pq_batch *src, int64_t row, ice
 	out->null = false;
 	if (c->conv == ICE_CONV_MISSING) {
 		out->null = true;
+		return 0;
+	}
+	if (c->conv == ICE_CONV_CONSTANT) {
+		*out = c->constant;
 		return 0;
 	}
 	const tl_vector *v = &src->columns[c->source];
@@ -399,6 +482,7 @@ int ice_fp_read(const ice_fp_column *c, const tl_pq_batch *src, int64_t row, ice
 	case ICE_CONV_DECIMAL:
 		return read_decimal(c, v, row, out, err);
 	case ICE_CONV_MISSING:
+	case ICE_CONV_CONSTANT:
 		break;
 	}
 	return tl_error_set(err, TL_ERR_INVALID, "field \"%s\": no conversion chosen", c->field->name);

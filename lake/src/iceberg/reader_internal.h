@@ -37,6 +37,7 @@
 /* How a stored value becomes the table type's value. */
 typedef enum ice_conversion {
 	ICE_CONV_MISSING,     /* the file lacks the field: every row is null */
+	ICE_CONV_CONSTANT,    /* the file lacks the field: every row reads its initial-default */
 	ICE_CONV_BOOLEAN,
 	ICE_CONV_INTEGER,     /* INT32/INT64 (and INT96 nanos) to INT32/INT64, times mul or floored by div */
 	ICE_CONV_UINT32,      /* unsigned INT(32) widened to long */
@@ -46,6 +47,16 @@ typedef enum ice_conversion {
 	ICE_CONV_DECIMAL      /* any decimal storage to the table's decimal storage */
 } ice_conversion;
 
+/* One value in the table type's Parquet form (ice_fp_column.out). */
+typedef struct ice_value {
+	bool null;
+	int64_t i;           /* BOOLEAN (0/1), INT32, INT64 */
+	float f32;
+	double f64;
+	tl_bytes bytes;      /* BYTE_ARRAY, FIXED_LEN_BYTE_ARRAY; may point at `scratch` */
+	uint8_t scratch[16]; /* a decimal re-encoded to the table's fixed width */
+} ice_value;
+
 typedef struct ice_fp_column {
 	const tl_ice_field *field;
 	tl_pq_column out;              /* the table's Parquet form (name points at field->name) */
@@ -54,6 +65,8 @@ typedef struct ice_fp_column {
 	tl_pq_physical source_physical;
 	int64_t mul;                   /* ICE_CONV_INTEGER: unit scaling (1 when none) */
 	int64_t div;
+	ice_value constant;            /* ICE_CONV_CONSTANT: the value every row reads */
+	uint8_t *constant_bytes;       /* owned: the bytes constant.bytes points at */
 } ice_fp_column;
 
 typedef struct ice_file_projection {
@@ -66,8 +79,11 @@ typedef struct ice_file_projection {
 /*
  * Maps each field (primitive, of the table's schema) to a column of the
  * file `pq` reads, checks the stored type converts to the field's type,
- * and projects `pq` onto the columns needed (each once). A required field
- * the file lacks is an error. Messages do not name the file: callers prefix.
+ * and projects `pq` onto the columns needed (each once). A field the file
+ * lacks reads as its initial-default (files written before the field was
+ * added), else as null; a required one without an initial-default is an
+ * error, and so is an initial-default that is no value of the field's
+ * type. Messages do not name the file: callers prefix.
  */
 int ice_fp_init(ice_file_projection *fp, tl_pq_reader *pq, const tl_ice_field *const *fields, int nfields,
                 tl_error *err);
@@ -85,16 +101,6 @@ void ice_fp_free(ice_file_projection *fp);
  */
 int ice_row_groups_to_read(const tl_pq_reader *pq, const tl_ice_schema *schema, const tl_ice_expr *filter,
                            bool *keep);
-
-/* One value in the table type's Parquet form (ice_fp_column.out). */
-typedef struct ice_value {
-	bool null;
-	int64_t i;           /* BOOLEAN (0/1), INT32, INT64 */
-	float f32;
-	double f64;
-	tl_bytes bytes;      /* BYTE_ARRAY, FIXED_LEN_BYTE_ARRAY; may point at `scratch` */
-	uint8_t scratch[16]; /* a decimal re-encoded to the table's fixed width */
-} ice_value;
 
 /*
  * Reads row `row` of the projected file batch `src` as column c's table

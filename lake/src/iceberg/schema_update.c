@@ -28,9 +28,8 @@
 #include <string.h>
 #include <time.h>
 
-#include <jansson.h>
-
 #include "tierlake/iceberg_table.h"
+#include "tierlake/iceberg_value.h"
 #include "iceberg/commit_internal.h"
 #include "iceberg/table_internal.h"
 
@@ -215,14 +214,18 @@ static int check_new_field(const tl_ice_table *t, const tl_ice_field *f, tl_erro
 	if (type->id == TL_ICE_FIXED && type->length < 1)
 		return tl_error_set(err, TL_ERR_INVALID, "adding field \"%s\" to table %s: fixed[%d] has no bytes",
 		                    f->name ? f->name : "", t->location, (int)type->length);
-	json_t *initial = f->initial_default ? json_loads(f->initial_default, JSON_DECODE_ANY, NULL) : NULL;
-	bool valid = f->initial_default == NULL || (initial != NULL && !json_is_object(initial) && !json_is_array(initial));
-	json_decref(initial);
-	if (!valid)
-		return tl_error_set(err, TL_ERR_INVALID,
-		                    "adding field \"%s\" to table %s: initial-default %s is no JSON single value",
-		                    f->name ? f->name : "", t->location, f->initial_default);
-	return 0;
+	if (f->initial_default == NULL)
+		return 0;
+	/* Checked as readers will parse it, so no table is published that cannot be read. */
+	tl_arena arena;
+	tl_arena_init(&arena, 256);
+	tl_ice_value value;
+	int rc = tl_ice_value_from_json(type, f->initial_default, &arena, &value, err);
+	tl_arena_free(&arena);
+	if (rc < 0)
+		tl_error_prefix(err, "adding field \"%s\" to table %s: its initial-default", f->name ? f->name : "",
+		                t->location);
+	return rc;
 }
 
 /* The largest field id the table ever used: last-column-id, or more if a writer let it fall behind. */
@@ -328,8 +331,9 @@ int tl_ice_table_evolve_schema(tl_ice_table *t, const tl_ice_field *fields, int 
 	const tl_ice_schema *current = current_schema(t, err);
 	if (current == NULL)
 		return -1;
-	if (nfields < 0 || (nfields > 0 && fields == NULL))
-		return tl_error_set(err, TL_ERR_INVALID, "evolving the schema of table %s: no field list", t->location);
+	if (nfields <= 0 || fields == NULL)
+		return tl_error_set(err, TL_ERR_INVALID, "evolving the schema of table %s: a schema needs a field",
+		                    t->location);
 	tl_ice_field *resolved = resolve_fields(t, current, fields, nfields, err);
 	if (resolved == NULL)
 		return -1;

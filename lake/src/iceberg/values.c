@@ -9,6 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <jansson.h>
+
 #include "tierlake/calendar.h"
 #include "tierlake/iceberg_value.h"
 
@@ -650,4 +652,43 @@ bad:;
 	tl_error_set(err, TL_ERR_INVALID, "\"%s\" is not a valid %s value", text, (const char *)t.data);
 	tl_buf_free(&t);
 	return -1;
+}
+
+/* Whether a JSON value has the kind the single-value form gives `type`. */
+static bool json_kind_fits(const tl_ice_type *type, const json_t *json)
+{
+	switch (type->id) {
+	case TL_ICE_BOOLEAN:
+		return json_is_boolean(json);
+	case TL_ICE_INT:
+	case TL_ICE_LONG:
+		return json_is_integer(json);
+	case TL_ICE_FLOAT:
+	case TL_ICE_DOUBLE:
+		return json_is_number(json);
+	default:
+		return json_is_string(json);
+	}
+}
+
+int tl_ice_value_from_json(const tl_ice_type *type, const char *json, tl_arena *arena, tl_ice_value *out,
+                           tl_error *err)
+{
+	json_t *value = json != NULL ? json_loads(json, JSON_DECODE_ANY, NULL) : NULL;
+	char *text = NULL;
+	if (value != NULL && json_kind_fits(type, value))
+		text = json_is_string(value) ? tl_strdup(json_string_value(value)) : json_dumps(value, JSON_ENCODE_ANY);
+	json_decref(value);
+	int rc = text != NULL ? tl_ice_value_parse(type, text, arena, out, err) : -1;
+	free(text);
+	if (rc < 0) {
+		tl_buf t;
+		tl_buf_init(&t);
+		tl_ice_type_text(type, &t);
+		tl_buf_append_byte(&t, 0);
+		tl_error_set(err, TL_ERR_INVALID, "%s is not the JSON single-value form of a %s value",
+		             json != NULL ? json : "(null)", (const char *)t.data);
+		tl_buf_free(&t);
+	}
+	return rc;
 }
