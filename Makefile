@@ -12,7 +12,7 @@ BUILD   := build
 CSTD    := -std=c11 -D_GNU_SOURCE
 WARN    := -Wall -Wextra -Werror -Wno-unused-parameter
 INCLUDE := -Ilake/include -Ilake/src
-LIBS    := -ljansson -lzstd -lsnappy -lz -llz4 -lbrotlidec -lm
+LIBS    := -ljansson -lzstd -lsnappy -lz -llz4 -lbrotlidec -lcurl -lm
 # The tierdb command and the test tools talk to Postgres through libpq.
 PG_CONFIG ?= pg_config
 PQ_CFLAGS := -I$(shell $(PG_CONFIG) --includedir 2>/dev/null || echo /usr/include/postgresql)
