@@ -117,14 +117,14 @@ stop() {
 }
 
 run() {
-  local dir=$1
+  run_dir=$1
   shift
   [ $# -gt 0 ] || usage
-  start "$dir" >/dev/null
-  dir=$(cd "$dir" && pwd)
-  trap 'stop "$dir"' EXIT
+  start "$run_dir" >/dev/null
+  run_dir=$(cd "$run_dir" && pwd)
+  trap 'stop "$run_dir"' EXIT
   # shellcheck disable=SC1091
-  source "$dir/env"
+  source "$run_dir/env"
   local status=0
   "$@" || status=$?
   return $status
