@@ -121,7 +121,7 @@ deps:
 check: deps
 	@$(MAKE) --no-print-directory -j2 all $(LAKE_TEST) $(FUZZERS)
 	@$(MAKE) --no-print-directory install-extension
-	@$(MAKE) --no-print-directory test-c test-fuzz test-regress test-interop test-e2e test-spark
+	@$(MAKE) --no-print-directory test-c test-s3 test-fuzz test-regress test-interop test-e2e test-spark
 
 test-c: $(LAKE_TEST)
 	$(LAKE_TEST)
