@@ -529,6 +529,7 @@ typedef struct range_args {
 	uint64_t offset;
 	void *buf;
 	size_t len;
+	const char *op;   /* for messages; NULL: "GET (bytes=a-b)" */
 } range_args;
 
 static int get_range(tl_s3_client *c, const char *bucket, const char *key, void *arg, tl_error *err)
@@ -538,7 +539,10 @@ static int get_range(tl_s3_client *c, const char *bucket, const char *key, void 
 	snprintf(range, sizeof(range), "bytes=%llu-%llu", (unsigned long long)a->offset,
 	         (unsigned long long)(a->offset + a->len - 1));
 	char op[96];
-	snprintf(op, sizeof(op), "GET (%s)", range);
+	if (a->op != NULL)
+		snprintf(op, sizeof(op), "%s", a->op);
+	else
+		snprintf(op, sizeof(op), "GET (%s)", range);
 	s3_request r = {.method = "GET", .op = op, .bucket = bucket, .key = key, .range = range,
 	                .dst = a->buf, .dst_cap = a->len};
 	if (run_request(c, &r, err) < 0)
@@ -558,7 +562,7 @@ int tl_s3_get_range(tl_s3_client *c, const char *uri, uint64_t offset, void *buf
 {
 	if (len == 0)
 		return 0;
-	range_args a = {offset, buf, len};
+	range_args a = {offset, buf, len, NULL};
 	return with_uri(c, uri, get_range, &a, err);
 }
 
@@ -583,7 +587,7 @@ static int head_size(tl_s3_client *c, const char *bucket, const char *key, void 
 	tl_error detail;
 	tl_error_clear(&detail);
 	char byte;
-	range_args a = {0, &byte, 1};
+	range_args a = {0, &byte, 1, "HEAD"};
 	if (get_range(c, bucket, key, &a, &detail) < 0 && err != NULL && detail.code == err->code)
 		*err = detail;
 	return -1;
