@@ -271,8 +271,11 @@ TEST(s3_http_errors_name_the_region_the_server_says)
 	CHECK(strstr(err.message, "region us-east-1, not") == NULL);
 }
 
-/* A port where nothing listens: bound but not listening, so connects are refused. */
-static int refusing_port(int *fd)
+/*
+ * A configuration for a port where nothing listens (bound, not listening,
+ * so connects are refused until *fd is closed), retrying after 1 ms.
+ */
+static int refusing_config(tl_s3_config *cfg, char *endpoint, size_t cap, int *fd)
 {
 	*fd = socket(AF_INET, SOCK_STREAM, 0);
 	struct sockaddr_in addr = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
@@ -280,7 +283,11 @@ static int refusing_port(int *fd)
 	if (*fd < 0 || bind(*fd, (struct sockaddr *)&addr, sizeof(addr)) != 0 ||
 	    getsockname(*fd, (struct sockaddr *)&addr, &len) != 0)
 		return -1;
-	return ntohs(addr.sin_port);
+	snprintf(endpoint, cap, "http://127.0.0.1:%d", ntohs(addr.sin_port));
+	tl_s3_config_init(cfg);
+	cfg->endpoint = endpoint;
+	cfg->retry_base_ms = 1;
+	return 0;
 }
 
 static int interrupt_calls;
@@ -294,17 +301,12 @@ static bool interrupt_on_second_call(void *arg)
 TEST(s3_transport_errors_are_retried_then_reported)
 {
 	int fd;
-	int port = refusing_port(&fd);
-	CHECK(port > 0);
 	char endpoint[64];
-	snprintf(endpoint, sizeof(endpoint), "http://127.0.0.1:%d", port);
 	tl_s3_config cfg;
-	tl_s3_config_init(&cfg);
-	cfg.endpoint = endpoint;
+	CHECK_INT(refusing_config(&cfg, endpoint, sizeof(endpoint), &fd), 0);
 	cfg.access_key = "k";
 	cfg.secret_key = "very-secret-value";
 	cfg.max_attempts = 3;
-	cfg.retry_base_ms = 1;
 	tl_error err;
 	tl_error_clear(&err);
 	tl_s3_client *c = tl_s3_client_new(&cfg, &err);
@@ -323,15 +325,10 @@ TEST(s3_transport_errors_are_retried_then_reported)
 TEST(s3_interrupt_hook_stops_retrying)
 {
 	int fd;
-	int port = refusing_port(&fd);
-	CHECK(port > 0);
 	char endpoint[64];
-	snprintf(endpoint, sizeof(endpoint), "http://127.0.0.1:%d", port);
 	tl_s3_config cfg;
-	tl_s3_config_init(&cfg);
-	cfg.endpoint = endpoint;
+	CHECK_INT(refusing_config(&cfg, endpoint, sizeof(endpoint), &fd), 0);
 	cfg.max_attempts = 50;
-	cfg.retry_base_ms = 1;
 	cfg.interrupted = interrupt_on_second_call;
 	interrupt_calls = 0;
 	tl_error err;

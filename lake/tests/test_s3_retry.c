@@ -103,13 +103,15 @@ static void responder_stop(responder *r)
 	"<Error><Code>AccessDenied</Code><Message>Access Denied</Message></Error>"
 #define PARTIAL "HTTP/1.1 206 Partial Content\r\nContent-Range: bytes 0-3/10\r\n\r\nabcd"
 
-static tl_s3_client *client_for(const responder *r, int attempts)
+static tl_s3_client *client_for_at(const responder *r, int attempts, const char *host,
+                                   tl_s3_addressing addressing)
 {
-	static char endpoint[64];
-	snprintf(endpoint, sizeof(endpoint), "http://127.0.0.1:%d", r->port);
+	char endpoint[64];
+	snprintf(endpoint, sizeof(endpoint), "http://%s:%d", host, r->port);
 	tl_s3_config cfg;
 	tl_s3_config_init(&cfg);
 	cfg.endpoint = endpoint;
+	cfg.addressing = addressing;
 	cfg.access_key = "AKIDEXAMPLE";
 	cfg.secret_key = "secret";
 	cfg.session_token = "session-token-xyz";
@@ -120,18 +122,30 @@ static tl_s3_client *client_for(const responder *r, int attempts)
 	return tl_s3_client_new(&cfg, &err);
 }
 
+static tl_s3_client *client_for(const responder *r, int attempts)
+{
+	return client_for_at(r, attempts, "127.0.0.1", TL_S3_ADDRESSING_AUTO);
+}
+
+/* Serves r's script to one 4-byte ranged GET of s3://b/k; the GET's result. */
+static int get4_from(responder *r, int attempts, char *buf, tl_error *err)
+{
+	tl_error_clear(err);
+	if (responder_start(r) != 0)
+		return tl_error_set(err, TL_ERR_IO, "the responder did not start");
+	tl_s3_client *c = client_for(r, attempts);
+	int rc = tl_s3_get_range(c, "s3://b/k", 0, buf, 4, err);
+	tl_s3_client_free(c);
+	responder_stop(r);
+	return rc;
+}
+
 TEST(s3_retry_slowdown_and_5xx_then_succeed)
 {
 	responder r = {.responses = {SLOW_DOWN, INTERNAL, PARTIAL}, .nresponses = 3};
-	CHECK_INT(responder_start(&r), 0);
-	tl_s3_client *c = client_for(&r, 5);
 	tl_error err;
-	tl_error_clear(&err);
 	char buf[4];
-	int rc = tl_s3_get_range(c, "s3://b/k", 0, buf, 4, &err);
-	tl_s3_client_free(c);
-	responder_stop(&r);
-	CHECK_OK(rc, &err);
+	CHECK_OK(get4_from(&r, 5, buf, &err), &err);
 	CHECK(memcmp(buf, "abcd", 4) == 0);
 	CHECK_INT(r.served, 3);
 	/* The request is signed, ranged, and carries the session token. */
@@ -160,15 +174,9 @@ TEST(s3_retry_gives_up_after_max_attempts_with_the_last_error)
 TEST(s3_access_denied_is_not_retried)
 {
 	responder r = {.responses = {DENIED, PARTIAL}, .nresponses = 2};
-	CHECK_INT(responder_start(&r), 0);
-	tl_s3_client *c = client_for(&r, 5);
 	tl_error err;
-	tl_error_clear(&err);
 	char buf[4];
-	int rc = tl_s3_get_range(c, "s3://b/k", 0, buf, 4, &err);
-	tl_s3_client_free(c);
-	responder_stop(&r);
-	CHECK_INT(rc, -1);
+	CHECK_INT(get4_from(&r, 5, buf, &err), -1);
 	CHECK_INT(r.served, 1);
 	CHECK_INT(err.code, TL_ERR_IO);
 	CHECK(strstr(err.message, "s3://b/k: HTTP 403 AccessDenied: Access Denied") != NULL);
@@ -199,4 +207,23 @@ TEST(s3_complete_failure_inside_a_200_is_an_error)
 	CHECK(strstr(err.message, "S3 complete multipart upload s3://b/big: HTTP 200 InternalError: try again") != NULL);
 	CHECK_INT(r.served, 4);
 	CHECK(strstr(r.last_request, "DELETE /b/big?uploadId=u-1 HTTP/1.1") != NULL);
+}
+
+TEST(s3_virtual_hosted_requests_name_the_bucket_in_the_host)
+{
+	/* curl resolves any *.localhost name to the loopback address itself. */
+	responder r = {.responses = {PARTIAL}, .nresponses = 1};
+	CHECK_INT(responder_start(&r), 0);
+	tl_s3_client *c = client_for_at(&r, 1, "localhost", TL_S3_VIRTUAL_HOSTED);
+	tl_error err;
+	tl_error_clear(&err);
+	char buf[4];
+	int rc = tl_s3_get_range(c, "s3://lake/dir/a b.parquet", 0, buf, 4, &err);
+	tl_s3_client_free(c);
+	responder_stop(&r);
+	CHECK_OK(rc, &err);
+	CHECK(strstr(r.last_request, "GET /dir/a%20b.parquet HTTP/1.1\r\n") != NULL);
+	char host[64];
+	snprintf(host, sizeof(host), "\r\nHost: lake.localhost:%d\r\n", r.port);
+	CHECK(strstr(r.last_request, host) != NULL);
 }
