@@ -416,26 +416,28 @@ static long elapsed_ms(const struct timespec *start)
 	return (long)(now.tv_sec - start->tv_sec) * 1000 + (now.tv_nsec - start->tv_nsec) / 1000000;
 }
 
+typedef enum backoff_result { BACKOFF_DONE, BACKOFF_GIVE_UP, BACKOFF_INTERRUPTED } backoff_result;
+
 /*
  * Waits before retry number `retry` (1, 2, ...): full jitter over an
- * exponential bound. False when the wait would end past the total budget,
- * or the host interrupted it.
+ * exponential bound, unless the wait would end past the total budget or
+ * the host interrupts it.
  */
-static bool backoff(tl_s3_client *c, int retry, const struct timespec *start)
+static backoff_result backoff(tl_s3_client *c, int retry, const struct timespec *start)
 {
 	long bound = c->limits.retry_base_ms << (retry - 1 < 20 ? retry - 1 : 20);
 	long wait = bound / 2 + (bound > 1 ? (long)(rand_r(&c->seed) % (unsigned)(bound / 2 + 1)) : 0);
 	if (elapsed_ms(start) + wait > c->limits.retry_total_ms)
-		return false;
+		return BACKOFF_GIVE_UP;
 	while (wait > 0) {
 		if (is_interrupted(c))
-			return false;
+			return BACKOFF_INTERRUPTED;
 		long slice = wait < 50 ? wait : 50;
 		struct timespec ts = {slice / 1000, (slice % 1000) * 1000000};
 		nanosleep(&ts, NULL);
 		wait -= slice;
 	}
-	return true;
+	return BACKOFF_DONE;
 }
 
 static int interrupted_error(tl_error *err, const s3_request *r)
@@ -477,13 +479,17 @@ static int perform(tl_s3_client *c, s3_request *r, tl_error *err)
 			break;
 		}
 		bool again = transport || retryable_status(r);
-		if (!again || r->attempts >= c->limits.max_attempts || !backoff(c, r->attempts, &start)) {
+		backoff_result waited = again && r->attempts < c->limits.max_attempts ? backoff(c, r->attempts, &start)
+		                                                                       : BACKOFF_GIVE_UP;
+		if (waited == BACKOFF_INTERRUPTED) {
+			interrupted_error(err, r);
+			break;
+		}
+		if (waited == BACKOFF_GIVE_UP) {
 			if (transport)
 				tl_error_set(err, TL_ERR_IO, "S3 %s s3://%s/%s: %s%s%s (after %d attempt%s)", r->op, r->bucket,
 				             r->key, curl_easy_strerror(cc), curl_error[0] ? ": " : "", curl_error,
 				             r->attempts, r->attempts == 1 ? "" : "s");
-			else if (r->interrupted || is_interrupted(c))
-				interrupted_error(err, r);
 			else
 				tl_s3_http_error(err, r->op, r->bucket, r->key,
 				                 &(tl_s3_response_error){r->status, (const char *)r->error_body.data,
