@@ -80,7 +80,7 @@ EOF
   setsid java -Xmx512m -jar "$jar" --properties "$dir/s3proxy.conf" >"$dir/s3proxy.log" 2>&1 </dev/null &
   local pid=$!
   echo "$pid" >"$dir/s3proxy.pid"
-  # Up once it answers HTTP at all (an anonymous request is refused with 403).
+  # Up once it accepts connections (Jetty listens when S3Proxy is ready).
   local i
   for i in $(seq 1 300); do
     if ! kill -0 "$pid" 2>/dev/null; then
@@ -89,7 +89,7 @@ EOF
       rm -f "$dir/s3proxy.pid"
       exit 1
     fi
-    if curl -s -o /dev/null --max-time 1 "$endpoint/"; then
+    if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
       echo "$endpoint"
       return 0
     fi
