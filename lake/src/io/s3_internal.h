@@ -1,13 +1,15 @@
 /*
- * s3_internal.h: the parts of the S3 client that need no server (URLs,
- * the few XML elements S3 answers with, error messages), shared by s3.c
- * and s3_io.c and tested on their own in lake/tests/test_s3_client.c.
+ * s3_internal.h: what the S3 client's files share: the parts that need no
+ * server (URLs, the few XML elements S3 answers with, error messages; tested
+ * on their own in lake/tests/test_s3_client.c) and one request (s3.c) that
+ * the operations (s3_ops.c) are made of.
  */
 #ifndef TIERLAKE_S3_INTERNAL_H
 #define TIERLAKE_S3_INTERNAL_H
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "tierlake/buf.h"
 #include "tierlake/s3.h"
@@ -60,5 +62,45 @@ typedef struct tl_s3_response_error {
  */
 int tl_s3_http_error(tl_error *err, const char *op, const char *bucket, const char *key,
                      const tl_s3_response_error *resp);
+
+/* ------------------------------------------------- requests (s3.c) */
+
+/* One request and what came back. Callers fill the first block. */
+typedef struct s3_request {
+	const char *method;        /* GET, HEAD, PUT, POST, DELETE */
+	const char *op;            /* for messages: "GET", "list", "upload part 3", ... */
+	const char *bucket;
+	const char *key;
+	const char *query;         /* canonical, or NULL */
+	const char *range;         /* "bytes=a-b" or NULL */
+	bool if_none_match;
+	const char *content_type;
+	const void *body;          /* PUT/POST payload */
+	size_t body_len;
+	void *dst;                 /* a 2xx body goes here (at most dst_cap bytes) ... */
+	size_t dst_cap;
+	tl_buf *response;          /* ... or here, or is dropped */
+
+	long status;
+	size_t dst_len;
+	bool overflow;             /* the 2xx body was longer than dst_cap */
+	bool interrupted;
+	tl_buf error_body;         /* a non-2xx body */
+	char etag[256];
+	char bucket_region[64];
+	int attempts;
+	size_t sent;               /* upload position in body */
+	int64_t content_length;    /* of the response, -1 if it had none */
+} s3_request;
+
+/*
+ * Runs the request, retrying what is worth retrying. 0 when the response is
+ * a 2xx (the caller checks what else it needs), else -1 with err set.
+ * Free r's buffers with tl_s3_request_done either way.
+ */
+int tl_s3_perform(tl_s3_client *c, s3_request *r, tl_error *err);
+void tl_s3_request_done(s3_request *r);
+/* The region requests are signed for. */
+const char *tl_s3_client_region(const tl_s3_client *c);
 
 #endif
