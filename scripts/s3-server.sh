@@ -82,7 +82,7 @@ EOF
   echo "$pid" >"$dir/s3proxy.pid"
   # Up once it accepts connections (Jetty listens when S3Proxy is ready).
   local i
-  for i in $(seq 1 300); do
+  for i in $(seq 1 600); do
     if ! kill -0 "$pid" 2>/dev/null; then
       echo "s3-server: S3Proxy exited during startup" >&2
       log_tail "$dir/s3proxy.log"
@@ -95,7 +95,7 @@ EOF
     fi
     sleep 0.1
   done
-  echo "s3-server: S3Proxy did not answer on $endpoint within 30 s" >&2
+  echo "s3-server: S3Proxy did not answer on $endpoint within 60 s" >&2
   log_tail "$dir/s3proxy.log"
   stop "$dir"
   exit 1
