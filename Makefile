@@ -12,7 +12,7 @@ BUILD   := build
 CSTD    := -std=c11 -D_GNU_SOURCE
 WARN    := -Wall -Wextra -Werror -Wno-unused-parameter
 INCLUDE := -Ilake/include -Ilake/src
-LIBS    := -ljansson -lzstd -lsnappy -lz -llz4 -lbrotlidec -lm
+LIBS    := -ljansson -lzstd -lsnappy -lz -llz4 -lbrotlidec -lcurl -lm
 # The tierdb command and the test tools talk to Postgres through libpq.
 PG_CONFIG ?= pg_config
 PQ_CFLAGS := -I$(shell $(PG_CONFIG) --includedir 2>/dev/null || echo /usr/include/postgresql)
@@ -28,6 +28,8 @@ LAKE_HDR   := $(wildcard lake/include/tierlake/*.h lake/src/*/*.h)
 CLI_SRC    := $(sort $(wildcard cli/*.c))
 CLI_HDR    := $(wildcard cli/*.h)
 TEST_SRC   := $(sort $(wildcard lake/tests/*.c))
+# Tests that need an S3-compatible server (make test-s3 starts one).
+S3_TEST_SRC := lake/tests/main.c $(sort $(wildcard lake/tests/s3/*.c))
 TOOL_SRC   := $(sort $(wildcard tests/tools/*.c))
 BENCH_SRC  := $(sort $(wildcard bench/*.c))
 
@@ -36,6 +38,7 @@ ASAN_OBJ    := $(LAKE_SRC:%.c=$(BUILD)/asan/%.o)
 
 TIERDB    := $(BUILD)/tierdb
 LAKE_TEST := $(BUILD)/asan/lake_tests
+S3_TEST   := $(BUILD)/asan/s3_tests
 TOOLS     := $(TOOL_SRC:tests/tools/%.c=$(BUILD)/tools/%)
 BENCHES   := $(BENCH_SRC:bench/%.c=$(BUILD)/bench/%)
 FUZZERS   := $(patsubst lake/tests/fuzz/%.c,$(BUILD)/fuzz/%,$(wildcard lake/tests/fuzz/*.c))
@@ -44,7 +47,7 @@ VENV       := .venv
 PYTHON     := $(VENV)/bin/python
 FUZZ_SECONDS ?= 100
 
-.PHONY: all install install-extension extension check deps test-c test-fuzz test-interop test-e2e test-spark \
+.PHONY: all install install-extension extension check deps test-c test-s3 test-fuzz test-interop test-e2e test-spark \
 	test-regress check-differential-long bench demo clean format
 
 all: $(TIERDB) $(TOOLS) extension
@@ -85,6 +88,11 @@ $(LAKE_TEST): $(TEST_SRC) lake/tests/test.h $(BUILD)/asan/liblake.a
 	@echo "  LINK    $@"
 	@$(CC) $(ASAN_CFLAGS) -Ilake/tests $(TEST_SRC) $(BUILD)/asan/liblake.a $(LIBS) $(ASAN_LDFLAGS) -o $@
 
+$(S3_TEST): $(S3_TEST_SRC) lake/tests/test.h $(BUILD)/asan/liblake.a
+	@mkdir -p $(dir $@)
+	@echo "  LINK    $@"
+	@$(CC) $(ASAN_CFLAGS) -Ilake/tests $(S3_TEST_SRC) $(BUILD)/asan/liblake.a $(LIBS) $(ASAN_LDFLAGS) -o $@
+
 $(BUILD)/tools/%: tests/tools/%.c $(BUILD)/release/liblake.a
 	@mkdir -p $(dir $@)
 	@echo "  LINK    $@"
@@ -113,10 +121,17 @@ deps:
 check: deps
 	@$(MAKE) --no-print-directory -j2 all $(LAKE_TEST) $(FUZZERS)
 	@$(MAKE) --no-print-directory install-extension
-	@$(MAKE) --no-print-directory test-c test-fuzz test-regress test-interop test-e2e test-spark
+	@$(MAKE) --no-print-directory test-c test-s3 test-fuzz test-regress test-interop test-e2e test-spark
 
 test-c: $(LAKE_TEST)
 	$(LAKE_TEST)
+
+# The S3 client against S3Proxy on 127.0.0.1 (scripts/s3-server.sh starts and
+# stops it): the C tests, then DuckDB and pyarrow reading what it wrote.
+test-s3: $(S3_TEST) $(TOOLS)
+	@scripts/s3-server.sh stop $(BUILD)/s3-server; rm -rf $(BUILD)/s3-server
+	scripts/s3-server.sh run $(BUILD)/s3-server $(S3_TEST)
+	$(PYTHON) -m pytest -q tests/s3
 
 test-fuzz: $(FUZZERS)
 	@scripts/run-fuzzers.sh $(FUZZ_SECONDS) $(FUZZERS)

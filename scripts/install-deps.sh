@@ -49,16 +49,26 @@ fi
 # with several row groups.
 iceberg_runtime="org.apache.iceberg:iceberg-spark-runtime-3.5_2.12:1.8.1"
 jars="$venv/jars"
-runtime_jar="$jars/iceberg-spark-runtime-3.5_2.12-1.8.1.jar"
-if [ ! -s "$runtime_jar" ]; then
-  echo "install-deps: fetching $iceberg_runtime with Maven into .venv/jars"
+# fetch_jar ARTIFACT FILE: Maven copies ARTIFACT (group:name:version[:type:classifier])
+# into .venv/jars/FILE once.
+fetch_jar() {
+  local artifact=$1 file=$jars/$2
+  [ -s "$file" ] && return 0
+  echo "install-deps: fetching $artifact with Maven into .venv/jars"
   mkdir -p "$jars"
+  local mvn_log
   mvn_log=$(mktemp)
-  if ! (cd "$jars" && mvn -q -B dependency:copy -Dartifact="$iceberg_runtime" -DoutputDirectory="$jars") >"$mvn_log" 2>&1; then
+  if ! (cd "$jars" && mvn -q -B dependency:copy -Dartifact="$artifact" -DoutputDirectory="$jars") >"$mvn_log" 2>&1; then
     cat "$mvn_log" >&2
     rm -f "$mvn_log"
-    echo "install-deps: Maven could not fetch $iceberg_runtime" >&2
+    echo "install-deps: Maven could not fetch $artifact" >&2
     exit 1
   fi
   rm -f "$mvn_log"
-fi
+}
+fetch_jar "$iceberg_runtime" iceberg-spark-runtime-3.5_2.12-1.8.1.jar
+
+# S3Proxy, the S3-compatible server the object-storage tests start on
+# 127.0.0.1 (scripts/s3-server.sh): one jar with its dependencies, Java 17.
+# 4.1.0 answers a PUT with If-None-Match: * on an existing key with 412.
+fetch_jar "org.gaul:s3proxy:4.1.0:jar:jar-with-dependencies" s3proxy-4.1.0-jar-with-dependencies.jar
