@@ -272,7 +272,7 @@ static char *local_path_of(const char *location, tl_error *err)
 
 static tl_error_code errno_code(int e)
 {
-	return e == ENOENT || e == ENOTDIR ? TL_ERR_NOT_FOUND : e == EEXIST ? TL_ERR_CONFLICT : TL_ERR_IO;
+	return e == ENOENT ? TL_ERR_NOT_FOUND : e == EEXIST ? TL_ERR_CONFLICT : TL_ERR_IO;
 }
 
 static tl_input *local_open_read(tl_storage *s, const char *location, tl_error *err)
@@ -455,7 +455,9 @@ static int local_remove(tl_storage *s, const char *location, tl_error *err)
 	char *path = local_path_of(location, err);
 	if (path == NULL)
 		return -1;
-	int rc = unlink(path) == 0 ? 0 : tl_error_set(err, errno_code(errno), "cannot remove %s: %s", path, strerror(errno));
+	int rc = 0;
+	if (unlink(path) != 0)
+		rc = tl_error_set(err, errno_code(errno), "cannot remove %s: %s", path, strerror(errno));
 	free(path);
 	return rc;
 }
