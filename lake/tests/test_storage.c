@@ -281,6 +281,17 @@ static tl_ice_table *create_table(const char *location, tl_error *err)
 	return t;
 }
 
+/* An empty table in a new temporary directory (dir receives its path); removes the directory on failure. */
+static int new_table_dir(char dir[PATH_MAX], tl_error *err)
+{
+	make_temp_dir(dir);
+	tl_ice_table *t = create_table(dir, err);
+	tl_ice_table_free(t);
+	if (t == NULL)
+		remove_tree(dir);
+	return t == NULL ? -1 : 0;
+}
+
 /* Writes `rows` ids from `first` into one new data file and commits it as an append. */
 static int append_rows(const char *location, int64_t first, int rows, tl_error *err)
 {
@@ -366,12 +377,9 @@ static bool metadata_clean(const char *dir, int64_t version)
 static void walk_faults(bool sticky)
 {
 	char dir[PATH_MAX];
-	make_temp_dir(dir);
 	tl_error err;
 	tl_error_clear(&err);
-	tl_ice_table *t = create_table(dir, &err);
-	tl_ice_table_free(t);
-	CHECK_OK(t == NULL ? -1 : 0, &err);
+	CHECK_OK(new_table_dir(dir, &err), &err);
 	fault_storage fs;
 	fault_storage_init(&fs, tl_storage_local());
 	/* A run without faults counts the calls the workload makes. */
@@ -452,12 +460,9 @@ TEST(storage_fault_from_each_call_on_leaves_table_at_previous_state)
 TEST(storage_current_metadata_follows_hint_and_listing)
 {
 	char dir[PATH_MAX], p[PATH_MAX];
-	make_temp_dir(dir);
 	tl_error err;
 	tl_error_clear(&err);
-	tl_ice_table *t = create_table(dir, &err);
-	tl_ice_table_free(t);
-	CHECK_OK(t == NULL ? -1 : 0, &err);
+	CHECK_OK(new_table_dir(dir, &err), &err);
 	int rc = append_rows(dir, 0, 3, &err);
 	int64_t version = 0;
 	char *file = rc == 0 ? tl_ice_table_current_metadata(dir, &version, &err) : NULL;

@@ -350,21 +350,24 @@ static void sync_parent_directory(const char *path)
 }
 
 /*
- * The whole content goes to a temporary file first, durable before it gets
- * the final name, so no reader sees it half-written; link() then gives it
- * the name only if the name is free, atomically (rename() would replace a
- * racing winner's file).
+ * Gives data[0..len) the name path through a temporary file beside it,
+ * durable before it gets the name, so no reader sees it half-written.
+ * Exclusive: link(), which fails if the name exists, atomically (rename()
+ * would replace a racing winner's file). Otherwise rename() over it.
  */
-static int local_create_if_absent(tl_storage *s, const char *location, const void *data, size_t len,
-                                  tl_error *err)
+static int publish_through_temp(const char *location, const void *data, size_t len, bool exclusive,
+                                tl_error *err)
 {
 	char *path = local_path_of(location, err);
 	char *temp = path ? temp_beside(path, err) : NULL;
 	int rc = temp ? write_new_file(temp, data, len, err) : -1;
-	if (rc == 0) {
+	if (rc == 0 && exclusive) {
 		if (link(temp, path) != 0)
 			rc = tl_error_set(err, errno_code(errno), "cannot create %s: %s", path,
 			                  errno == EEXIST ? "it exists already" : strerror(errno));
+		unlink(temp);
+	} else if (rc == 0 && rename(temp, path) != 0) {
+		rc = tl_error_set(err, TL_ERR_IO, "cannot replace %s: %s", path, strerror(errno));
 		unlink(temp);
 	}
 	if (rc == 0)
@@ -374,20 +377,15 @@ static int local_create_if_absent(tl_storage *s, const char *location, const voi
 	return rc;
 }
 
+static int local_create_if_absent(tl_storage *s, const char *location, const void *data, size_t len,
+                                  tl_error *err)
+{
+	return publish_through_temp(location, data, len, true, err);
+}
+
 static int local_replace(tl_storage *s, const char *location, const void *data, size_t len, tl_error *err)
 {
-	char *path = local_path_of(location, err);
-	char *temp = path ? temp_beside(path, err) : NULL;
-	int rc = temp ? write_new_file(temp, data, len, err) : -1;
-	if (rc == 0 && rename(temp, path) != 0) {
-		rc = tl_error_set(err, TL_ERR_IO, "cannot replace %s: %s", path, strerror(errno));
-		unlink(temp);
-	}
-	if (rc == 0)
-		sync_parent_directory(path);
-	free(temp);
-	free(path);
-	return rc;
+	return publish_through_temp(location, data, len, false, err);
 }
 
 static void list_add(tl_storage_list *out, size_t *cap, const char *name, uint64_t size, bool is_dir)
