@@ -2,7 +2,7 @@
  * test_storage.c: the storage boundary (storage.h). The local storage's
  * every operation, on plain paths and file:// URIs; the choice by scheme
  * (s3:// refused until wired, a registered storage taking over); the
- * commit primitive create_if_absent raced by several processes (exactly
+ * commit primitive create_if_absent raced by processes and by threads (exactly
  * one wins, and its whole content is what readers see); finding a table's
  * current metadata; and a table write and commit driven through an I/O
  * error at each storage call, after which the table reads at its previous
@@ -13,6 +13,7 @@
 #include <ftw.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -261,6 +262,56 @@ TEST(storage_create_if_absent_one_winner_among_processes)
 	char *text = ok ? read_all(p, &err) : NULL;
 	ok = text != NULL && strlen(text) == 64 * 1024;
 	free(text);
+	remove_tree(dir);
+	CHECK(ok);
+}
+
+/* One of the threads racing for a name: waits for the start, then publishes its own byte. */
+typedef struct racer {
+	const char *path;
+	pthread_barrier_t *start;
+	char byte;
+	int rc;
+	tl_error err;
+} racer;
+
+static void *race_thread(void *arg)
+{
+	racer *r = arg;
+	char body[4096];
+	memset(body, r->byte, sizeof(body));
+	tl_error_clear(&r->err);
+	pthread_barrier_wait(r->start);
+	r->rc = tl_storage_create_if_absent(r->path, body, sizeof(body), &r->err);
+	return NULL;
+}
+
+TEST(storage_create_if_absent_one_winner_among_threads)
+{
+	char dir[PATH_MAX], p[PATH_MAX];
+	make_temp_dir(dir);
+	bool ok = true;
+	for (int round = 0; ok && round < 50; round++) {
+		char name[32];
+		snprintf(name, sizeof(name), "v%d.metadata.json", round);
+		at(p, dir, name);
+		pthread_barrier_t start;
+		pthread_barrier_init(&start, NULL, 2);
+		racer r[2] = {{.path = p, .start = &start, .byte = 'x'}, {.path = p, .start = &start, .byte = 'y'}};
+		pthread_t t[2];
+		for (int k = 0; k < 2; k++)
+			pthread_create(&t[k], NULL, race_thread, &r[k]);
+		for (int k = 0; k < 2; k++)
+			pthread_join(t[k], NULL);
+		pthread_barrier_destroy(&start);
+		int winner = r[0].rc == 0 ? 0 : 1;
+		ok = (r[0].rc == 0) != (r[1].rc == 0) && r[1 - winner].err.code == TL_ERR_CONFLICT;
+		tl_error err;
+		tl_error_clear(&err);
+		char *text = ok ? read_all(p, &err) : NULL;
+		ok = text != NULL && strlen(text) == 4096 && text[0] == r[winner].byte && text[4095] == r[winner].byte;
+		free(text);
+	}
 	remove_tree(dir);
 	CHECK(ok);
 }
