@@ -150,8 +150,7 @@ static char *newest_listed(const char *table_dir, const char *metadata_dir, int6
 	tl_error why;
 	tl_error_clear(&why);
 	if (tl_storage_list_dir(metadata_dir, 0, &list, &why) < 0) {
-		tl_error_set(err, why.code == TL_ERR_NOT_FOUND ? TL_ERR_NOT_FOUND : why.code,
-		             "%s is not an Iceberg table: %s", table_dir, why.message);
+		tl_error_set(err, why.code, "%s is not an Iceberg table: %s", table_dir, why.message);
 		return NULL;
 	}
 	char *best = NULL;
