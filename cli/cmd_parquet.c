@@ -18,6 +18,7 @@
 #include "cli.h"
 #include "tierlake/parquet.h"
 #include "tierlake/render.h"
+#include "tierlake/storage.h"
 
 /* Values longer than this are shortened in the text form of `schema`. */
 #define TEXT_VALUE_MAX 40
@@ -33,7 +34,7 @@ static int open_parquet(const char *path, parquet_file *f)
 	tl_error err;
 	tl_error_clear(&err);
 	f->reader = NULL;
-	f->in = tl_input_open_file(path, &err);
+	f->in = tl_storage_open_read(path, &err);
 	if (f->in)
 		f->reader = tl_pq_reader_open(f->in, &err);
 	if (f->reader == NULL) {

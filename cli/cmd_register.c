@@ -15,15 +15,11 @@
  * Unregistering deletes the catalog rows (everything per-table cascades from
  * tierdb.tables) and, with --drop-lake, the lake table's directory.
  */
-#include <errno.h>
-#include <dirent.h>
-#include <ftw.h>
 #include <inttypes.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <jansson.h>
@@ -35,6 +31,7 @@
 #include "tierlake/iceberg_metadata.h"
 #include "tierlake/iceberg_table.h"
 #include "tierlake/io.h"
+#include "tierlake/storage.h"
 
 /* Iceberg's convention for the first partition field id. */
 #define PARTITION_FIELD_ID_BASE 1000
@@ -96,22 +93,14 @@ static char *qualified_text(const tdb_table_name *name)
 	return s;
 }
 
-static int nftw_remove(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-	return remove(path);
-}
-
-/* Removes a local directory tree; URIs other than file:// are refused. */
+/* Removes a lake directory tree through the lake's storage. */
 static int remove_lake_dir(const char *location, tl_error *err)
 {
-	char *local = tl_local_path(location, err);
-	if (local == NULL)
+	if (tl_storage_remove_all(location, err) < 0) {
+		tl_error_prefix(err, "cannot remove the lake table at %s", location);
 		return -1;
-	int rc = 0;
-	if (nftw(local, nftw_remove, 16, FTW_DEPTH | FTW_PHYS) != 0 && errno != ENOENT)
-		rc = tl_error_set(err, TL_ERR_IO, "cannot remove the lake table at %s: %s", local, strerror(errno));
-	free(local);
-	return rc;
+	}
+	return 0;
 }
 
 /*
@@ -121,24 +110,24 @@ static int remove_lake_dir(const char *location, tl_error *err)
  */
 static int check_location_free(const char *location, bool *existed, tl_error *err)
 {
-	char *local = tl_local_path(location, err);
-	if (local == NULL)
-		return -1;
-	int rc = 0;
-	DIR *dir = opendir(local);
-	*existed = dir != NULL;
-	if (dir == NULL && errno != ENOENT)
-		rc = tl_error_set(err, TL_ERR_IO, "cannot use lake location %s: %s", local, strerror(errno));
-	for (struct dirent *e; rc == 0 && dir != NULL && (e = readdir(dir)) != NULL;)
-		if (strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0)
-			rc = tl_error_set(err, TL_ERR_CONFLICT,
-			                  "the lake location %s is not empty (a lake table left by 'tierdb unregister' "
-			                  "without --drop-lake?); move or remove it first",
-			                  local);
-	if (dir != NULL)
-		closedir(dir);
-	free(local);
-	return rc;
+	tl_storage_list list;
+	tl_error why;
+	tl_error_clear(&why);
+	*existed = false;
+	if (tl_storage_list_dir(location, 0, &list, &why) < 0) {
+		if (why.code == TL_ERR_NOT_FOUND)
+			return 0;
+		return tl_error_set(err, why.code, "cannot use lake location %s: %s", location, why.message);
+	}
+	*existed = true;
+	size_t count = list.count;
+	tl_storage_list_free(&list);
+	if (count > 0)
+		return tl_error_set(err, TL_ERR_CONFLICT,
+		                    "the lake location %s is not empty (a lake table left by 'tierdb unregister' "
+		                    "without --drop-lake?); move or remove it first",
+		                    location);
+	return 0;
 }
 
 /* Undoes create_lake_table: the directory, or only its contents if it existed before. */
@@ -983,8 +972,9 @@ static int check_own_lake_dir(PGconn *c, const tdb_catalog_table *t, tl_error *e
 		                  "its lake location %s is not the table's own directory in the warehouse (%s); "
 		                  "--drop-lake deletes only that directory: remove the lake table by hand",
 		                  t->lake_table_ref, exp);
-	char *real_lake = rc == 0 ? realpath(lake, NULL) : NULL;
-	char *real_wh = real_lake ? realpath(wh, NULL) : NULL;
+	/* A lake directory that is gone needs no check; an unresolvable warehouse fails it. */
+	char *real_lake = rc == 0 ? tl_storage_canonical(lake, NULL) : NULL;
+	char *real_wh = real_lake ? tl_storage_canonical(wh, NULL) : NULL;
 	if (real_lake != NULL && (real_wh == NULL || !path_within(real_lake, real_wh) ||
 	                          strcmp(real_lake, real_wh) == 0))
 		rc = tl_error_set(err, TL_ERR_INVALID,

@@ -2,19 +2,17 @@
  * lakestep.c: helpers shared by the daemon steps that write the lake; see
  * lakestep.h.
  */
-#include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include <dirent.h>
-#include <sys/stat.h>
 
 #include "daemon.h"
 #include "lakestep.h"
 #include "pg.h"
 #include "pgcopy.h"
+#include "tierlake/storage.h"
 
 /* Stops a COPY that failed on our side: cancel it on the server and read to its end. */
 static void abandon_copy(PGconn *c)
@@ -226,10 +224,9 @@ void tdb_lake_remove_files(const tl_ice_writer *w, const char *label, const char
 	for (int i = 0; i < tl_ice_writer_nfiles(w); i++) {
 		tl_error ignored;
 		tl_error_clear(&ignored);
-		char *path = tl_local_path(tl_ice_writer_file(w, i)->file_path, &ignored);
-		if (path != NULL && unlink(path) != 0 && errno != ENOENT)
-			tdb_log(label, "%s: could not remove the unused file %s: %s", step, path, strerror(errno));
-		free(path);
+		const char *path = tl_ice_writer_file(w, i)->file_path;
+		if (tl_storage_remove(path, &ignored) < 0 && ignored.code != TL_ERR_NOT_FOUND)
+			tdb_log(label, "%s: could not remove the unused file %s: %s", step, path, ignored.message);
 	}
 }
 
@@ -283,34 +280,33 @@ static char *join(const char *a, const char *sep, const char *b)
 /* Deletes one file, counting it; logs what cannot be deleted. */
 static void remove_file(const char *path, const char *label, const char *op_id, int *deleted, int *missing)
 {
-	if (unlink(path) == 0)
+	tl_error why;
+	tl_error_clear(&why);
+	if (tl_storage_remove(path, &why) == 0)
 		(*deleted)++;
-	else if (errno == ENOENT)
+	else if (why.code == TL_ERR_NOT_FOUND)
 		(*missing)++;
 	else
-		tdb_log(label, "recovery: cannot remove %s of operation %s: %s", path, op_id, strerror(errno));
+		tdb_log(label, "recovery: cannot remove %s of operation %s: %s", path, op_id, why.message);
 }
 
 /* Deletes the files under `dir` (recursively) whose names start with `prefix`. */
 static void remove_prefixed(const char *dir, const char *prefix, const char *label, const char *op_id, int *deleted)
 {
-	DIR *d = opendir(dir);
-	if (d == NULL)
+	tl_storage_list list;
+	if (tl_storage_list_dir(dir, TL_STORAGE_LIST_RECURSIVE, &list, NULL) < 0)
 		return; /* no data directory yet: nothing was written */
 	int ignored = 0;
-	struct dirent *e;
-	while ((e = readdir(d)) != NULL) {
-		if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+	for (size_t i = 0; i < list.count; i++) {
+		const char *slash = strrchr(list.entries[i].name, '/');
+		const char *base = slash ? slash + 1 : list.entries[i].name;
+		if (strncmp(base, prefix, strlen(prefix)) != 0)
 			continue;
-		char *path = join(dir, "/", e->d_name);
-		struct stat st;
-		if (lstat(path, &st) == 0 && S_ISDIR(st.st_mode))
-			remove_prefixed(path, prefix, label, op_id, deleted);
-		else if (strncmp(e->d_name, prefix, strlen(prefix)) == 0)
-			remove_file(path, label, op_id, deleted, &ignored);
+		char *path = join(dir, "/", list.entries[i].name);
+		remove_file(path, label, op_id, deleted, &ignored);
 		free(path);
 	}
-	closedir(d);
+	tl_storage_list_free(&list);
 }
 
 void tdb_lake_remove_op_files(const tl_ice_table *lake, const json_t *files, const char *label, const char *op_id,
@@ -323,25 +319,11 @@ void tdb_lake_remove_op_files(const tl_ice_table *lake, const json_t *files, con
 	{
 		if (!json_is_string(file))
 			continue;
-		tl_error why;
-		tl_error_clear(&why);
-		char *path = tl_local_path(json_string_value(file), &why);
-		if (path == NULL)
-			tdb_log(label, "recovery: cannot remove %s of operation %s: %s", json_string_value(file), op_id,
-			        why.message);
-		else
-			remove_file(path, label, op_id, deleted, missing);
-		free(path);
+		remove_file(json_string_value(file), label, op_id, deleted, missing);
 	}
-	tl_error why;
-	tl_error_clear(&why);
-	char *root = tl_local_path(lake->location, &why);
-	if (root == NULL)
-		return;
-	char *data = join(root, "/", "data");
+	char *data = join(lake->location, "/", "data");
 	char *prefix = join(op_id, "-", "");
 	remove_prefixed(data, prefix, label, op_id, deleted);
 	free(prefix);
 	free(data);
-	free(root);
 }

@@ -695,41 +695,25 @@ reference_columns(const RangeTblEntry *rte)
 /*
  * The lake's current record count, for row estimates: the total-records
  * of the current snapshot's summary. Cached per backend and table, and
- * reread only when the table's version hint changes, so planning a query
- * does not parse the metadata every time.
+ * reread only when the table's current metadata file changes (the lake
+ * library finds it, through the version hint, without parsing it), so
+ * planning a query does not parse the metadata every time.
  */
 typedef struct RecordCount
 {
 	char		location[MAXPGPATH];
-	char		hint[32];
+	char		metadata_file[MAXPGPATH];
 	double		records;
 } RecordCount;
 
 static HTAB *record_counts = NULL;
-
-static void
-read_hint(const char *location, char *hint, size_t size)
-{
-	char		path[MAXPGPATH];
-	FILE	   *f;
-	size_t		n = 0;
-
-	snprintf(path, sizeof(path), "%s/metadata/version-hint.text", location);
-	f = AllocateFile(path, "r");
-	if (f != NULL)
-	{
-		n = fread(hint, 1, size - 1, f);
-		FreeFile(f);
-	}
-	hint[n] = '\0';
-}
 
 /* -1 when unknown (no snapshot, or the metadata cannot be read: the scan will say why). */
 static double
 lake_record_count(const char *location)
 {
 	RecordCount *entry;
-	char		hint[32];
+	char	   *current;
 	bool		found;
 	tl_error	err;
 	tl_ice_table *table;
@@ -744,17 +728,21 @@ lake_record_count(const char *location)
 	}
 	if (strlen(location) >= MAXPGPATH)
 		return -1;
-	read_hint(location, hint, sizeof(hint));
-	entry = hash_search(record_counts, location, HASH_ENTER, &found);
-	if (found && hint[0] != '\0' && strcmp(entry->hint, hint) == 0)
-		return entry->records;
 	tl_error_clear(&err);
-	table = tl_ice_table_open(location, &err);
+	current = tl_ice_table_current_metadata(location, NULL, &err);
+	entry = hash_search(record_counts, location, HASH_ENTER, &found);
+	if (found && current != NULL && strcmp(entry->metadata_file, current) == 0)
+	{
+		free(current);
+		return entry->records;
+	}
+	table = current != NULL ? tl_ice_table_open(current, &err) : NULL;
 	snap = table != NULL ? tl_ice_metadata_current_snapshot(table->metadata) : NULL;
 	total = snap != NULL ? tl_ice_snapshot_summary(snap, "total-records") : NULL;
 	entry->records = total != NULL ? strtod(total, NULL) : -1;
-	strlcpy(entry->hint, hint, sizeof(entry->hint));
+	strlcpy(entry->metadata_file, current != NULL ? current : "", sizeof(entry->metadata_file));
 	tl_ice_table_free(table);
+	free(current);
 	return entry->records;
 }
 

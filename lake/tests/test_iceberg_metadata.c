@@ -5,6 +5,7 @@
  * creation, and rejection of broken files with errors naming the field.
  */
 #include <stdlib.h>
+#include <jansson.h>
 
 #include "test.h"
 #include "tierlake/iceberg_metadata.h"

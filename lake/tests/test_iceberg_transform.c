@@ -8,6 +8,7 @@
 
 #include "test.h"
 #include "tierlake/iceberg_transform.h"
+#include "iceberg/schema_json.h"
 
 static tl_ice_type prim(tl_ice_type_id id)
 {

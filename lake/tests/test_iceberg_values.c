@@ -8,6 +8,7 @@
 #include "test.h"
 #include "tierlake/calendar.h"
 #include "tierlake/iceberg_value.h"
+#include "iceberg/schema_json.h"
 
 static int roundtrip(const tl_ice_type *type, const char *text, const char *expect_hex)
 {

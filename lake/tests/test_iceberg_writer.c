@@ -18,6 +18,7 @@
 #include "test.h"
 #include "tierlake/iceberg_table.h"
 #include "tierlake/iceberg_writer.h"
+#include "iceberg/schema_json.h"
 
 /* ------------------------------------------------------------- helpers */
 

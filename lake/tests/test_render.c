@@ -8,6 +8,7 @@
 
 #include "test.h"
 #include "tierlake/render.h"
+#include "common/render_json.h"
 
 /* ---------------------------------------------------------------- helpers */
 

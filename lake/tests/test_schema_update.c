@@ -22,6 +22,8 @@
 #include "tierlake/iceberg_table.h"
 #include "tierlake/iceberg_writer.h"
 #include "tierlake/render.h"
+#include "iceberg/schema_json.h"
+#include "common/render_json.h"
 
 static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
 {

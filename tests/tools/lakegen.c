@@ -48,6 +48,8 @@
 #include "tierlake/iceberg_table.h"
 #include "tierlake/iceberg_writer.h"
 #include "tierlake/render.h"
+#include "common/render_json.h"
+#include "iceberg/schema_json.h"
 
 #define BATCH_ROWS 4096
 

@@ -63,6 +63,7 @@
 
 #include "tierlake/parquet.h"
 #include "tierlake/render.h"
+#include "common/render_json.h"
 
 static void usage(FILE *out)
 {

@@ -14,8 +14,6 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include <jansson.h>
-
 #include "tierlake/buf.h"
 #include "tierlake/error.h"
 #include "tierlake/parquet.h"
@@ -97,11 +95,6 @@ int tl_ice_type_parse_primitive(const char *text, tl_ice_type *out, tl_error *er
  */
 int tl_ice_schema_init(tl_ice_schema *schema, int32_t schema_id,
                        const tl_ice_field *fields, int nfields, tl_error *err);
-
-/* Parses a schema object of the metadata JSON. The result is freed with tl_ice_schema_free. */
-int tl_ice_schema_from_json(const json_t *json, tl_ice_schema *out, tl_error *err);
-/* A new JSON object in the metadata form (the caller owns the reference). */
-json_t *tl_ice_schema_to_json(const tl_ice_schema *schema);
 
 int tl_ice_schema_copy(const tl_ice_schema *src, tl_ice_schema *dst);
 void tl_ice_schema_free(tl_ice_schema *schema);

@@ -26,7 +26,7 @@
 
 typedef struct tl_ice_table {
 	char *location;          /* table root, as in the metadata's "location" */
-	char *metadata_file;     /* local path of the metadata JSON read */
+	char *metadata_file;     /* the metadata JSON read: a plain path for local tables, else a URI */
 	int64_t version;         /* N of v<N>.metadata.json; -1 when the name carries none */
 	tl_ice_table_metadata *metadata;
 } tl_ice_table;
@@ -47,6 +47,17 @@ tl_ice_table *tl_ice_table_create(const char *location, const tl_ice_schema *sch
  * engine wrote can be read. No metadata is TL_ERR_NOT_FOUND.
  */
 tl_ice_table *tl_ice_table_open(const char *location, tl_error *err);
+
+/*
+ * Finds the current metadata file of the table whose root is `location`
+ * (a path or URI) the way tl_ice_table_open does, without reading it: the
+ * version hint walked forward over newer v<N>.metadata.json files, else the
+ * highest-numbered metadata file listed. Returns its location (free() it;
+ * a plain path for local tables) and its version in *version (if not NULL;
+ * -1 when the name carries none); NULL with err set when there is none
+ * (TL_ERR_NOT_FOUND). Cheap enough to call to see whether a table changed.
+ */
+char *tl_ice_table_current_metadata(const char *location, int64_t *version, tl_error *err);
 
 /* Rereads the newest version (a table opened by directory only). */
 int tl_ice_table_refresh(tl_ice_table *t, tl_error *err);

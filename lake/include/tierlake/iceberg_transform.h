@@ -12,8 +12,6 @@
 
 #include <stdint.h>
 
-#include <jansson.h>
-
 #include "tierlake/buf.h"
 #include "tierlake/error.h"
 #include "tierlake/iceberg_schema.h"
@@ -112,13 +110,6 @@ int tl_ice_partition_spec_check(const tl_ice_partition_spec *spec, const tl_ice_
 int tl_ice_partition_type(const tl_ice_partition_spec *spec, const tl_ice_schema *schema,
                           tl_ice_type *out, tl_error *err);
 
-/*
- * Parses {"spec-id": N, "fields": [...]} or, with spec_id >= 0, a bare
- * v1 field array; fields without "field-id" (old v1 writers) get 1000 + index.
- */
-int tl_ice_partition_spec_from_json(const json_t *json, int32_t spec_id,
-                                    tl_ice_partition_spec *out, tl_error *err);
-json_t *tl_ice_partition_spec_to_json(const tl_ice_partition_spec *spec);
 
 /*
  * The partition directory of one row's partition tuple, as Java's

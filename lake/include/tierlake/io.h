@@ -3,7 +3,9 @@
  *
  * Readers fetch byte ranges (so a Parquet footer and one column chunk can be
  * read without the rest of the file, locally or from object storage later);
- * writers stream appends. Implementations live in src/io/.
+ * writers stream appends. Implementations live in src/io/; storage.h
+ * chooses one by a location's scheme and does the rest (list, delete, the
+ * commit primitive).
  */
 #ifndef TIERLAKE_IO_H
 #define TIERLAKE_IO_H
@@ -55,10 +57,11 @@ tl_input *tl_input_open_file(const char *path, tl_error *err);
 /*
  * The local path a location in table metadata names: "file:///x" and
  * "file:/x" become "/x", plain paths stay (a new string, free() it).
- * Other schemes are TL_ERR_UNSUPPORTED until object storage arrives.
+ * Other schemes are TL_ERR_UNSUPPORTED: they are no local path (the local
+ * storage of storage.h uses this; other code goes through storage.h).
  */
 char *tl_local_path(const char *uri, tl_error *err);
-/* tl_input_open_file(tl_local_path(uri)). */
+/* tl_storage_open_read(uri): opened by the storage the URI's scheme chooses (storage.h). */
 tl_input *tl_input_open_uri(const char *uri, tl_error *err);
 /* A read-only view of memory the caller keeps alive (tests, fuzzing). */
 tl_input *tl_input_from_memory(const void *data, size_t len, const char *name);

@@ -16,6 +16,7 @@
 #include "common/render_internal.h"
 #include "tierlake/calendar.h"
 #include "tierlake/render.h"
+#include "common/render_json.h"
 
 static int base64_value(char c)
 {

@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "tierlake/iceberg_table.h"
+#include "tierlake/storage.h"
 #include "iceberg/commit_internal.h"
 #include "iceberg/table_internal.h"
 
@@ -278,7 +279,7 @@ static void end_attempt(attempt *a, bool failed)
 {
 	for (int i = 0; i < a->nwritten; i++) {
 		if (failed)
-			unlink(a->written[i]);
+			(void)tl_storage_remove(a->written[i], NULL);
 		free(a->written[i]);
 	}
 	free(a->written);

@@ -45,7 +45,7 @@ typedef struct attempt {
 	tl_arena arena;
 	listed_manifest *manifests;          /* the new list: written ones, then carried ones */
 	int nmanifests, manifests_cap;
-	char **written;                      /* local paths created, removed if the attempt fails */
+	char **written;                      /* locations created, removed if the attempt fails */
 	int nwritten, written_cap;
 	char *manifest_list;                 /* location of the new list */
 	change_counts change;

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "tierlake/storage.h"
 #include "iceberg/commit_internal.h"
 #include "iceberg/table_internal.h"
 
@@ -83,19 +84,14 @@ static tl_output *create_metadata_output(attempt *a, const char *name, const cha
 	tl_buf_printf(&b, "/metadata/%s%c", name, '\0');
 	*uri = arena_str(&a->arena, (const char *)b.data);
 	tl_buf_free(&b);
-	char *local = tl_local_path(*uri, err);
-	if (local == NULL)
+	tl_output *out = tl_storage_create(*uri, TL_STORAGE_CREATE_EXCLUSIVE, err);
+	if (out == NULL)
 		return NULL;
-	tl_output *out = tl_output_create_file(local, 1, err);
-	if (out == NULL) {
-		free(local);
-		return NULL;
-	}
 	if (a->nwritten == a->written_cap) {
 		a->written_cap = a->written_cap ? 2 * a->written_cap : 8;
 		a->written = tl_realloc(a->written, sizeof(char *) * (size_t)a->written_cap);
 	}
-	a->written[a->nwritten++] = local;
+	a->written[a->nwritten++] = tl_strdup(*uri);
 	return out;
 }
 

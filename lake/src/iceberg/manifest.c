@@ -16,6 +16,7 @@
 #include "tierlake/avro.h"
 #include "tierlake/iceberg_manifest.h"
 #include "iceberg/manifest_internal.h"
+#include "iceberg/schema_json.h"
 
 /* ------------------------------------------------------------- shared */
 

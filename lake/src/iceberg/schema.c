@@ -8,6 +8,7 @@
 
 #include "iceberg/json_fields.h"
 #include "tierlake/iceberg_schema.h"
+#include "iceberg/schema_json.h"
 
 /* Nesting deeper than this in a schema is treated as hostile input. */
 #define MAX_SCHEMA_DEPTH 64

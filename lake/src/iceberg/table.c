@@ -9,20 +9,18 @@
  * publishing a version and updating the hint leaves the hint behind), and
  * list the directory when the hint is missing or names nothing. Tables
  * written by other catalogs (<N>-<uuid>.metadata.json) are found by listing.
+ * Every file operation goes through the location's tl_storage (storage.h);
+ * publishing a version is its create_if_absent, the commit primitive.
  */
 #include <ctype.h>
-#include <dirent.h>
-#include <errno.h>
-#include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include "tierlake/iceberg_table.h"
+#include "tierlake/storage.h"
 #include "iceberg/table_internal.h"
 
 /* The version hint holds a small number; anything longer is not one. */
@@ -35,7 +33,7 @@ static const char METADATA_SUFFIX[] = ".metadata.json";
 /* The public struct plus what only this file and commit.c need. */
 typedef struct table_impl {
 	tl_ice_table pub;
-	char *metadata_dir;   /* local metadata/ directory; NULL when opened by a metadata file */
+	char *metadata_dir;   /* <root>/metadata; NULL when opened by a metadata file */
 } table_impl;
 
 static char *path_join(const char *dir, const char *name)
@@ -52,12 +50,6 @@ static char *versioned_path(const char *metadata_dir, int64_t version)
 	tl_buf_init(&b);
 	tl_buf_printf(&b, "%s/v%" PRId64 "%s%c", metadata_dir, version, METADATA_SUFFIX, '\0');
 	return (char *)b.data;
-}
-
-static bool is_regular_file(const char *path)
-{
-	struct stat st;
-	return stat(path, &st) == 0 && S_ISREG(st.st_mode);
 }
 
 static void strip_trailing_slashes(char *s)
@@ -110,13 +102,16 @@ static int64_t metadata_file_version(const char *name)
 static int64_t hint_version(const char *metadata_dir)
 {
 	char *path = path_join(metadata_dir, "version-hint.text");
-	FILE *f = fopen(path, "r");
+	tl_input *in = tl_storage_open_read(path, NULL);
 	free(path);
-	if (f == NULL)
+	if (in == NULL)
 		return -1;
 	char hint[VERSION_HINT_MAX + 1];
-	size_t n = fread(hint, 1, VERSION_HINT_MAX, f);
-	fclose(f);
+	size_t n = in->size < VERSION_HINT_MAX ? (size_t)in->size : VERSION_HINT_MAX;
+	int rc = tl_input_read(in, 0, hint, n, NULL);
+	tl_input_close(in);
+	if (rc < 0)
+		return -1;
 	hint[n] = '\0';
 	const char *p = hint;
 	while (isspace((unsigned char)*p))
@@ -134,13 +129,13 @@ static int64_t current_from_hint(const char *metadata_dir)
 	if (version < 0)
 		return -1;
 	char *path = versioned_path(metadata_dir, version);
-	bool exists = is_regular_file(path);
+	bool exists = tl_storage_is_file(path);
 	free(path);
 	if (!exists)
 		return -1;
 	for (;;) {
 		path = versioned_path(metadata_dir, version + 1);
-		exists = is_regular_file(path);
+		exists = tl_storage_is_file(path);
 		free(path);
 		if (!exists)
 			return version;
@@ -151,30 +146,31 @@ static int64_t current_from_hint(const char *metadata_dir)
 /* The highest-numbered metadata file name in metadata_dir; NULL (err set) if none. */
 static char *newest_listed(const char *table_dir, const char *metadata_dir, int64_t *version, tl_error *err)
 {
-	DIR *d = opendir(metadata_dir);
-	if (d == NULL) {
-		tl_error_set(err, TL_ERR_NOT_FOUND, "%s is not an Iceberg table: cannot open %s: %s", table_dir,
-		             metadata_dir, strerror(errno));
+	tl_storage_list list;
+	tl_error why;
+	tl_error_clear(&why);
+	if (tl_storage_list_dir(metadata_dir, 0, &list, &why) < 0) {
+		tl_error_set(err, why.code, "%s is not an Iceberg table: %s", table_dir, why.message);
 		return NULL;
 	}
 	char *best = NULL;
 	*version = -1;
-	for (struct dirent *e; (e = readdir(d)) != NULL;) {
-		int64_t v = metadata_file_version(e->d_name);
+	for (size_t i = 0; i < list.count; i++) {
+		int64_t v = list.entries[i].is_dir ? -1 : metadata_file_version(list.entries[i].name);
 		if (v > *version) {
 			*version = v;
 			free(best);
-			best = tl_strdup(e->d_name);
+			best = tl_strdup(list.entries[i].name);
 		}
 	}
-	closedir(d);
+	tl_storage_list_free(&list);
 	if (best == NULL)
 		tl_error_set(err, TL_ERR_NOT_FOUND, "%s is not an Iceberg table: %s has no *.metadata.json file",
 		             table_dir, metadata_dir);
 	return best;
 }
 
-/* The local path of a table directory's current metadata file and its version; NULL with err set. */
+/* The location of a table directory's current metadata file and its version; NULL with err set. */
 static char *find_current_metadata(const char *table_dir, const char *metadata_dir, int64_t *version,
                                    tl_error *err)
 {
@@ -191,7 +187,7 @@ static char *find_current_metadata(const char *table_dir, const char *metadata_d
 
 static tl_ice_table_metadata *read_metadata_file(const char *path, tl_error *err)
 {
-	tl_input *in = tl_input_open_file(path, err);
+	tl_input *in = tl_storage_open_read(path, err);
 	if (in == NULL)
 		return NULL;
 	tl_ice_table_metadata *md = NULL;
@@ -249,23 +245,52 @@ static tl_ice_table *open_metadata_file(const char *path, tl_error *err)
 	return &new_table(md, tl_strdup(path), version, NULL)->pub;
 }
 
+/*
+ * The root the table's files are named under: a file: URI becomes its
+ * local path (as recorded before storage had schemes: metadata_file stays a
+ * plain path), other URIs stay whole; trailing slashes go. NULL with err
+ * set when no storage serves the location.
+ */
+static char *table_root(const char *location, tl_error *err)
+{
+	if (tl_storage_for(location, err) == NULL)
+		return NULL;
+	char *root = strncmp(location, "file:", 5) == 0 ? tl_local_path(location, err) : tl_strdup(location);
+	if (root != NULL)
+		strip_trailing_slashes(root);
+	return root;
+}
+
 tl_ice_table *tl_ice_table_open(const char *location, tl_error *err)
 {
-	char *path = tl_local_path(location, err);
+	char *path = table_root(location, err);
 	if (path == NULL)
 		return NULL;
-	strip_trailing_slashes(path);
 	tl_ice_table *t = NULL;
-	struct stat st;
-	if (stat(path, &st) != 0)
-		tl_error_set(err, errno == ENOENT ? TL_ERR_NOT_FOUND : TL_ERR_IO, "cannot open table %s: %s", location,
-		             strerror(errno));
-	else if (S_ISDIR(st.st_mode))
+	bool is_dir = false;
+	if (tl_storage_stat(path, NULL, &is_dir, err) < 0)
+		tl_error_prefix(err, "cannot open table %s", location);
+	else if (is_dir)
 		t = open_directory(path, err);
 	else
 		t = open_metadata_file(path, err);
 	free(path);
 	return t;
+}
+
+char *tl_ice_table_current_metadata(const char *location, int64_t *version, tl_error *err)
+{
+	char *root = table_root(location, err);
+	if (root == NULL)
+		return NULL;
+	char *metadata_dir = path_join(root, "metadata");
+	int64_t v;
+	char *file = find_current_metadata(root, metadata_dir, &v, err);
+	if (file != NULL && version != NULL)
+		*version = v;
+	free(metadata_dir);
+	free(root);
+	return file;
 }
 
 void tl_ice_table_install(tl_ice_table *t, tl_ice_table_metadata *md, int64_t version, char *path)
@@ -311,34 +336,6 @@ void tl_ice_table_free(tl_ice_table *t)
 
 /* ------------------------------------------------------------ creating */
 
-static int make_directory(const char *path, tl_error *err)
-{
-	if (mkdir(path, 0755) == 0)
-		return 0;
-	struct stat st;
-	if (errno == EEXIST && stat(path, &st) == 0 && S_ISDIR(st.st_mode))
-		return 0;
-	return tl_error_set(err, TL_ERR_IO, "cannot create directory %s: %s", path, strerror(errno));
-}
-
-/* mkdir -p */
-static int make_directories(const char *path, tl_error *err)
-{
-	char *p = tl_strdup(path);
-	int rc = 0;
-	for (char *s = p + 1; rc == 0 && *s; s++) {
-		if (*s != '/')
-			continue;
-		*s = '\0';
-		rc = make_directory(p, err);
-		*s = '/';
-	}
-	if (rc == 0)
-		rc = make_directory(p, err);
-	free(p);
-	return rc;
-}
-
 /*
  * The location a new table's metadata records: as given (a file:// URI
  * stays one), but a relative path becomes absolute through the real path
@@ -347,7 +344,7 @@ static int make_directories(const char *path, tl_error *err)
  */
 static char *metadata_location(const char *given, const char *local, tl_error *err)
 {
-	if (strncmp(given, "file:", 5) == 0 || given[0] == '/')
+	if (strncmp(given, "file:", 5) == 0 || strstr(given, "://") != NULL || given[0] == '/')
 		return tl_strdup(given);
 	const char *slash = strrchr(local, '/');
 	const char *last = slash ? slash + 1 : local;
@@ -355,10 +352,10 @@ static char *metadata_location(const char *given, const char *local, tl_error *e
 	if (slash)
 		parent[slash == local ? 1 : slash - local] = '\0';
 	bool whole = strcmp(last, ".") == 0 || strcmp(last, "..") == 0;
-	char *real = realpath(whole ? local : parent, NULL);
+	char *real = tl_storage_canonical(whole ? local : parent, err);
 	free(parent);
 	if (real == NULL) {
-		tl_error_set(err, TL_ERR_IO, "cannot resolve table location %s: %s", given, strerror(errno));
+		tl_error_prefix(err, "cannot resolve table location %s", given);
 		return NULL;
 	}
 	char *result = whole ? tl_strdup(real) : path_join(strcmp(real, "/") == 0 ? "" : real, last);
@@ -383,9 +380,9 @@ static int check_no_table(const char *location, const char *metadata_dir, tl_err
 static int prepare_directories(const char *local, const char *metadata_dir, tl_error *err)
 {
 	char *data_dir = path_join(local, "data");
-	int rc = make_directories(metadata_dir, err);
+	int rc = tl_storage_make_dirs(metadata_dir, err);
 	if (rc == 0)
-		rc = make_directory(data_dir, err);
+		rc = tl_storage_make_dirs(data_dir, err);
 	free(data_dir);
 	return rc;
 }
@@ -396,7 +393,7 @@ tl_ice_table *tl_ice_table_create(const char *location, const tl_ice_schema *sch
 {
 	char *given = tl_strdup(location);
 	strip_trailing_slashes(given);
-	char *local = tl_local_path(given, err);
+	char *local = table_root(given, err);
 	char *metadata_dir = local ? path_join(local, "metadata") : NULL;
 	char *md_location = NULL, *file = NULL;
 	tl_ice_table_metadata *md = NULL;
@@ -480,75 +477,24 @@ const char *tl_ice_table_commit_dir(const tl_ice_table *t, tl_error *err)
 	return impl->metadata_dir;
 }
 
-/* A hidden, unique file name in dir that no metadata listing mistakes for a version. */
-static int temp_path(const char *dir, const char *what, char **path, tl_error *err)
-{
-	char uuid[37];
-	if (tl_ice_uuid_v4(uuid, err) < 0)
-		return -1;
-	tl_buf b;
-	tl_buf_init(&b);
-	tl_buf_printf(&b, "%s/.%s-%s.tmp%c", dir, what, uuid, '\0');
-	*path = (char *)b.data;
-	return 0;
-}
-
-/* Writes bytes to a new file at path and makes them durable. */
-static int write_new_file(const char *path, const void *data, size_t len, tl_error *err)
-{
-	tl_output *out = tl_output_create_file(path, 1, err);
-	if (out == NULL)
-		return -1;
-	int rc = tl_output_write(out, data, len, err);
-	if (rc == 0)
-		rc = out->finish(out, err);
-	tl_output_close(out);
-	if (rc < 0)
-		unlink(path);
-	return rc;
-}
-
-/*
- * Makes a new directory entry durable, so a commit that returned survives a
- * crash. Best effort: once the link exists the version is visible and the
- * commit has happened, so a failed sync must not report it as failed (the
- * caller would clean up manifests the published metadata names).
- */
-static void sync_directory(const char *dir)
-{
-	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (fd >= 0) {
-		(void)fsync(fd);
-		close(fd);
-	}
-}
-
 int tl_ice_table_publish_version(const char *metadata_dir, int64_t version, const tl_ice_table_metadata *md,
                                  char **path, tl_error *err)
 {
 	tl_buf json;
 	tl_buf_init(&json);
-	char *temp = NULL;
-	int rc = tl_ice_metadata_write(md, &json, err);
-	if (rc == 0)
-		rc = temp_path(metadata_dir, "metadata", &temp, err);
-	if (rc == 0)
-		rc = write_new_file(temp, json.data, json.len, err);
-	tl_buf_free(&json);
-	if (rc < 0) {
-		free(temp);
-		return -1;
-	}
 	char *final = versioned_path(metadata_dir, version);
-	/* link() fails if the name exists: the atomic "create only if absent" a commit needs. */
-	if (link(temp, final) != 0) {
-		rc = tl_error_set(err, errno == EEXIST ? TL_ERR_CONFLICT : TL_ERR_IO, "cannot publish %s: %s", final,
-		                  errno == EEXIST ? "another writer committed this version first" : strerror(errno));
+	int rc = tl_ice_metadata_write(md, &json, err);
+	if (rc == 0 && tl_storage_create_if_absent(final, json.data, json.len, err) < 0) {
+		if (err != NULL && err->code == TL_ERR_CONFLICT) {
+			tl_error_clear(err);
+			tl_error_set(err, TL_ERR_CONFLICT, "cannot publish %s: another writer committed this version first",
+			             final);
+		} else {
+			tl_error_prefix(err, "cannot publish %s", final);
+		}
+		rc = -1;
 	}
-	unlink(temp);
-	free(temp);
-	if (rc == 0)
-		sync_directory(metadata_dir);
+	tl_buf_free(&json);
 	if (rc == 0 && path != NULL)
 		*path = final;
 	else
@@ -560,16 +506,8 @@ int tl_ice_table_write_hint(const char *metadata_dir, int64_t version, tl_error 
 {
 	char text[24];
 	int n = snprintf(text, sizeof(text), "%" PRId64, version);
-	char *temp = NULL;
-	if (temp_path(metadata_dir, "version-hint", &temp, err) < 0)
-		return -1;
-	int rc = write_new_file(temp, text, (size_t)n, err);
 	char *hint = path_join(metadata_dir, "version-hint.text");
-	if (rc == 0 && rename(temp, hint) != 0) {
-		rc = tl_error_set(err, TL_ERR_IO, "cannot replace %s: %s", hint, strerror(errno));
-		unlink(temp);
-	}
+	int rc = tl_storage_replace(hint, text, (size_t)n, err);
 	free(hint);
-	free(temp);
 	return rc;
 }

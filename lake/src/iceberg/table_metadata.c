@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "tierlake/iceberg_metadata.h"
+#include "iceberg/schema_json.h"
 
 /* A sanity bound on array lengths in a metadata file (snapshots, log entries...). */
 #define MAX_METADATA_ITEMS 10000000

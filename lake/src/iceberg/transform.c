@@ -10,6 +10,7 @@
 #include "iceberg/json_fields.h"
 #include "tierlake/calendar.h"
 #include "tierlake/iceberg_transform.h"
+#include "iceberg/schema_json.h"
 
 #define MICROS_PER_HOUR 3600000000LL
 #define MICROS_PER_DAY (24 * MICROS_PER_HOUR)

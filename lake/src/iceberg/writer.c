@@ -13,17 +13,14 @@
  * open. Finished files are reopened to read their footers, so the metrics
  * come from exactly what was written.
  */
-#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include "tierlake/iceberg_writer.h"
+#include "tierlake/storage.h"
 
 typedef struct open_file {
 	char *file_path;        /* as the manifest names it: the location's form */
-	char *local_path;
 	tl_output *out;
 	tl_pq_writer *pq;
 } open_file;
@@ -68,7 +65,7 @@ struct tl_ice_writer {
 
 	tl_ice_data_file *files;
 	int nfiles, files_cap;
-	char **created;                 /* local paths of every file created */
+	char **created;                 /* locations of every file created */
 	int ncreated, created_cap;
 	int64_t rows;
 	bool closed;
@@ -430,23 +427,17 @@ static int find_partition(tl_ice_writer *w, tl_error *err)
 
 /* --------------------------------------------------------------- files */
 
-/* Creates the missing directories above path (mkdir -p of its dirname). */
-static int make_parent_dirs(const char *path, tl_error *err)
+/* Makes the directory above location exist (a no-op on object stores). */
+static int make_parent_dirs(const char *location, tl_error *err)
 {
-	char *copy = tl_strdup(path);
-	for (char *p = copy + 1; *p; p++) {
-		if (*p != '/')
-			continue;
-		*p = '\0';
-		if (mkdir(copy, 0777) < 0 && errno != EEXIST) {
-			tl_error_set(err, TL_ERR_IO, "creating directory %s: %s", copy, strerror(errno));
-			free(copy);
-			return -1;
-		}
-		*p = '/';
-	}
-	free(copy);
-	return 0;
+	const char *slash = strrchr(location, '/');
+	if (slash == NULL || slash == location)
+		return 0;
+	char *parent = tl_strdup(location);
+	parent[slash - location] = '\0';
+	int rc = tl_storage_make_dirs(parent, err);
+	free(parent);
+	return rc;
 }
 
 static void open_file_free(open_file *f)
@@ -456,7 +447,6 @@ static void open_file_free(open_file *f)
 	tl_pq_writer_free(f->pq);
 	tl_output_close(f->out);
 	free(f->file_path);
-	free(f->local_path);
 	free(f);
 }
 
@@ -469,17 +459,16 @@ static open_file *create_file(tl_ice_writer *w, const partition *p, tl_error *er
 		goto fail;
 	tl_buf_append_byte(&path, 0);
 	f->file_path = tl_strdup((const char *)path.data);
-	f->local_path = tl_local_path(f->file_path, err);
-	if (f->local_path == NULL || make_parent_dirs(f->local_path, err) < 0)
+	if (make_parent_dirs(f->file_path, err) < 0)
 		goto fail;
-	f->out = tl_output_create_file(f->local_path, 1, err);
+	f->out = tl_storage_create(f->file_path, TL_STORAGE_CREATE_EXCLUSIVE, err);
 	if (f->out == NULL)
 		goto fail;
 	if (w->ncreated == w->created_cap) {
 		w->created_cap = w->created_cap ? 2 * w->created_cap : 8;
 		w->created = tl_realloc(w->created, sizeof(char *) * (size_t)w->created_cap);
 	}
-	w->created[w->ncreated++] = tl_strdup(f->local_path);
+	w->created[w->ncreated++] = tl_strdup(f->file_path);
 	f->pq = tl_pq_writer_open(f->out, w->pq_schema, &w->opts.parquet, err);
 	if (f->pq == NULL)
 		goto fail;
@@ -494,7 +483,7 @@ fail:
 /* Reads the finished file's footer back and records it as a data file. */
 static int describe_file(tl_ice_writer *w, const partition *p, const open_file *f, tl_error *err)
 {
-	tl_input *in = tl_input_open_file(f->local_path, err);
+	tl_input *in = tl_storage_open_read(f->file_path, err);
 	if (in == NULL)
 		return -1;
 	tl_pq_reader *r = tl_pq_reader_open(in, err);
@@ -519,7 +508,7 @@ static int describe_file(tl_ice_writer *w, const partition *p, const open_file *
 	tl_pq_reader_free(r);
 	tl_input_close(in);
 	if (rc < 0)
-		tl_error_prefix(err, "reading back %s", f->local_path);
+		tl_error_prefix(err, "reading back %s", f->file_path);
 	return rc;
 }
 
@@ -829,7 +818,7 @@ void tl_ice_writer_free(tl_ice_writer *w)
 	}
 	for (int i = 0; i < w->ncreated; i++) {
 		if (!w->closed)
-			unlink(w->created[i]);
+			(void)tl_storage_remove(w->created[i], NULL); /* best effort: an orphan is harmless */
 		free(w->created[i]);
 	}
 	free(w->created);

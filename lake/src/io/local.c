@@ -1,15 +1,23 @@
 /*
- * local.c: tl_input and tl_output over local files and memory.
+ * local.c: tl_input and tl_output over local files and memory, and the
+ * local file system's tl_storage: the only place in the lake library that
+ * calls POSIX file functions on lake paths.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <ftw.h>
+#include <limits.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "tierlake/buf.h"
 #include "tierlake/io.h"
+#include "tierlake/storage.h"
 
 typedef struct file_input {
 	tl_input base;
@@ -251,10 +259,299 @@ char *tl_local_path(const char *uri, tl_error *err)
 
 tl_input *tl_input_open_uri(const char *uri, tl_error *err)
 {
-	char *path = tl_local_path(uri, err);
-	if (path == NULL)
-		return NULL;
-	tl_input *in = tl_input_open_file(path, err);
+	return tl_storage_open_read(uri, err);
+}
+
+/* ------------------------------------------------------- local storage */
+
+/* The local path of a location, or NULL with err set. */
+static char *local_path_of(const char *location, tl_error *err)
+{
+	return tl_local_path(location, err);
+}
+
+static tl_error_code errno_code(int e)
+{
+	return e == ENOENT ? TL_ERR_NOT_FOUND : e == EEXIST ? TL_ERR_CONFLICT : TL_ERR_IO;
+}
+
+static tl_input *local_open_read(tl_storage *s, const char *location, tl_error *err)
+{
+	char *path = local_path_of(location, err);
+	tl_input *in = path ? tl_input_open_file(path, err) : NULL;
 	free(path);
 	return in;
+}
+
+static tl_output *local_create(tl_storage *s, const char *location, int mode, tl_error *err)
+{
+	char *path = local_path_of(location, err);
+	tl_output *out = path ? tl_output_create_file(path, mode == TL_STORAGE_CREATE_EXCLUSIVE, err) : NULL;
+	free(path);
+	return out;
+}
+
+/*
+ * A hidden, unique name beside path ("<dir>/.<name>-<random>.tmp") that no
+ * metadata listing mistakes for a version file.
+ */
+static char *temp_beside(const char *path, tl_error *err)
+{
+	unsigned char r[8];
+	if (getrandom(r, sizeof(r), 0) != (ssize_t)sizeof(r)) {
+		tl_error_set(err, TL_ERR_IO, "cannot name a temporary file for %s: no randomness: %s", path,
+		             strerror(errno));
+		return NULL;
+	}
+	const char *slash = strrchr(path, '/');
+	int dirlen = slash ? (int)(slash - path + 1) : 0;
+	tl_buf b;
+	tl_buf_init(&b);
+	tl_buf_printf(&b, "%.*s.%s-", dirlen, path, slash ? slash + 1 : path);
+	for (size_t i = 0; i < sizeof(r); i++)
+		tl_buf_printf(&b, "%02x", r[i]);
+	tl_buf_printf(&b, ".tmp%c", '\0');
+	return (char *)b.data;
+}
+
+/* Writes bytes to a new file at path and makes them durable; removes it on failure. */
+static int write_new_file(const char *path, const void *data, size_t len, tl_error *err)
+{
+	tl_output *out = tl_output_create_file(path, 1, err);
+	if (out == NULL)
+		return -1;
+	int rc = tl_output_write(out, data, len, err);
+	if (rc == 0)
+		rc = out->finish(out, err);
+	tl_output_close(out);
+	if (rc < 0)
+		unlink(path);
+	return rc;
+}
+
+/*
+ * Makes a new directory entry durable, so that what returned survives a
+ * crash. Best effort: once the name exists the change is visible and has
+ * happened, so a failed sync must not report it as failed (a committer
+ * would clean up files the published metadata names).
+ */
+static void sync_parent_directory(const char *path)
+{
+	const char *slash = strrchr(path, '/');
+	char *dir = slash ? tl_strdup(path) : tl_strdup(".");
+	if (slash)
+		dir[slash == path ? 1 : slash - path] = '\0';
+	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd >= 0) {
+		(void)fsync(fd);
+		close(fd);
+	}
+	free(dir);
+}
+
+/*
+ * Gives data[0..len) the name path through a temporary file beside it,
+ * durable before it gets the name, so no reader sees it half-written.
+ * Exclusive: link(), which fails if the name exists, atomically (rename()
+ * would replace a racing winner's file). Otherwise rename() over it.
+ */
+static int publish_through_temp(const char *location, const void *data, size_t len, bool exclusive,
+                                tl_error *err)
+{
+	char *path = local_path_of(location, err);
+	char *temp = path ? temp_beside(path, err) : NULL;
+	int rc = temp ? write_new_file(temp, data, len, err) : -1;
+	if (rc == 0 && exclusive) {
+		if (link(temp, path) != 0)
+			rc = tl_error_set(err, errno_code(errno), "cannot create %s: %s", path,
+			                  errno == EEXIST ? "it exists already" : strerror(errno));
+		unlink(temp);
+	} else if (rc == 0 && rename(temp, path) != 0) {
+		rc = tl_error_set(err, TL_ERR_IO, "cannot replace %s: %s", path, strerror(errno));
+		unlink(temp);
+	}
+	if (rc == 0)
+		sync_parent_directory(path);
+	free(temp);
+	free(path);
+	return rc;
+}
+
+static int local_create_if_absent(tl_storage *s, const char *location, const void *data, size_t len,
+                                  tl_error *err)
+{
+	return publish_through_temp(location, data, len, true, err);
+}
+
+static int local_replace(tl_storage *s, const char *location, const void *data, size_t len, tl_error *err)
+{
+	return publish_through_temp(location, data, len, false, err);
+}
+
+static void list_add(tl_storage_list *out, size_t *cap, const char *name, uint64_t size, bool is_dir)
+{
+	if (out->count == *cap) {
+		*cap = *cap ? 2 * *cap : 16;
+		out->entries = tl_realloc(out->entries, *cap * sizeof(*out->entries));
+	}
+	out->entries[out->count++] = (tl_storage_entry){tl_strdup(name), size, is_dir};
+}
+
+/* Appends dir's entries (names prefixed with `rel`) to out; descends into subdirectories when recursive. */
+static int list_directory(const char *dir, const char *rel, bool recursive, tl_storage_list *out, size_t *cap,
+                          tl_error *err)
+{
+	DIR *d = opendir(dir);
+	if (d == NULL)
+		return tl_error_set(err, errno_code(errno), "cannot list %s: %s", dir, strerror(errno));
+	int rc = 0;
+	tl_buf path, name;
+	tl_buf_init(&path);
+	tl_buf_init(&name);
+	for (struct dirent *e; rc == 0 && (e = readdir(d)) != NULL;) {
+		if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+			continue;
+		tl_buf_reset(&path);
+		tl_buf_printf(&path, "%s/%s%c", dir, e->d_name, '\0');
+		tl_buf_reset(&name);
+		tl_buf_printf(&name, "%s%s%c", rel, e->d_name, '\0');
+		struct stat st;
+		if (lstat((const char *)path.data, &st) != 0)
+			continue; /* removed while listing */
+		bool is_dir = S_ISDIR(st.st_mode);
+		if (!is_dir || !recursive) {
+			list_add(out, cap, (const char *)name.data, is_dir ? 0 : (uint64_t)st.st_size, is_dir);
+			continue;
+		}
+		name.data[name.len - 1] = '/';
+		tl_buf_append_byte(&name, '\0');
+		rc = list_directory((const char *)path.data, (const char *)name.data, true, out, cap, err);
+	}
+	closedir(d);
+	tl_buf_free(&path);
+	tl_buf_free(&name);
+	return rc;
+}
+
+static int local_list(tl_storage *s, const char *location, int flags, tl_storage_list *out, tl_error *err)
+{
+	out->entries = NULL;
+	out->count = 0;
+	char *path = local_path_of(location, err);
+	if (path == NULL)
+		return -1;
+	size_t cap = 0;
+	int rc = list_directory(path, "", (flags & TL_STORAGE_LIST_RECURSIVE) != 0, out, &cap, err);
+	if (rc < 0)
+		tl_storage_list_free(out);
+	free(path);
+	return rc;
+}
+
+static int local_remove(tl_storage *s, const char *location, tl_error *err)
+{
+	char *path = local_path_of(location, err);
+	if (path == NULL)
+		return -1;
+	int rc = 0;
+	if (unlink(path) != 0)
+		rc = tl_error_set(err, errno_code(errno), "cannot remove %s: %s", path, strerror(errno));
+	free(path);
+	return rc;
+}
+
+static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+	return remove(path);
+}
+
+static int local_remove_all(tl_storage *s, const char *location, tl_error *err)
+{
+	char *path = local_path_of(location, err);
+	if (path == NULL)
+		return -1;
+	int rc = 0;
+	if (nftw(path, remove_entry, 16, FTW_DEPTH | FTW_PHYS) != 0 && errno != ENOENT)
+		rc = tl_error_set(err, TL_ERR_IO, "cannot remove %s: %s", path, strerror(errno));
+	free(path);
+	return rc;
+}
+
+static int local_stat(tl_storage *s, const char *location, uint64_t *size, bool *is_dir, tl_error *err)
+{
+	char *path = local_path_of(location, err);
+	if (path == NULL)
+		return -1;
+	struct stat st;
+	int rc = 0;
+	if (stat(path, &st) != 0) {
+		rc = tl_error_set(err, errno_code(errno), "%s: %s", path, strerror(errno));
+	} else {
+		if (size)
+			*size = S_ISDIR(st.st_mode) ? 0 : (uint64_t)st.st_size;
+		if (is_dir)
+			*is_dir = S_ISDIR(st.st_mode);
+	}
+	free(path);
+	return rc;
+}
+
+static int make_directory(const char *path, tl_error *err)
+{
+	if (mkdir(path, 0777) == 0)
+		return 0;
+	struct stat st;
+	if (errno == EEXIST && stat(path, &st) == 0 && S_ISDIR(st.st_mode))
+		return 0;
+	return tl_error_set(err, TL_ERR_IO, "cannot create directory %s: %s", path, strerror(errno));
+}
+
+static int local_make_dirs(tl_storage *s, const char *location, tl_error *err)
+{
+	char *path = local_path_of(location, err);
+	if (path == NULL)
+		return -1;
+	int rc = 0;
+	for (char *p = path + 1; rc == 0 && *p; p++) {
+		if (*p != '/')
+			continue;
+		*p = '\0';
+		rc = make_directory(path, err);
+		*p = '/';
+	}
+	if (rc == 0)
+		rc = make_directory(path, err);
+	free(path);
+	return rc;
+}
+
+static char *local_canonical(tl_storage *s, const char *location, tl_error *err)
+{
+	char *path = local_path_of(location, err);
+	if (path == NULL)
+		return NULL;
+	char *real = realpath(path, NULL);
+	if (real == NULL)
+		tl_error_set(err, errno_code(errno), "cannot resolve %s: %s", path, strerror(errno));
+	free(path);
+	return real;
+}
+
+static tl_storage local_storage = {
+	.name = "local",
+	.open_read = local_open_read,
+	.create = local_create,
+	.create_if_absent = local_create_if_absent,
+	.replace = local_replace,
+	.list = local_list,
+	.remove = local_remove,
+	.remove_all = local_remove_all,
+	.stat = local_stat,
+	.make_dirs = local_make_dirs,
+	.canonical = local_canonical,
+};
+
+tl_storage *tl_storage_local(void)
+{
+	return &local_storage;
 }
