@@ -21,6 +21,8 @@
  *
  * COPY FROM is no planned statement: routing is the first to see its rows,
  * so a ProcessUtility hook adds the routed alternatives to routing's error.
+ * The same hook refuses TRUNCATE of a registered table, which would empty
+ * the heap alone.
  *
  *-------------------------------------------------------------------------
  */
@@ -270,6 +272,39 @@ copy_hint(Oid relid)
 					table, tier_key_name(t), cut != NULL ? " " : "", cut != NULL ? cut : "", table);
 }
 
+/* ------------------------------------------------------------ TRUNCATE */
+
+/*
+ * TRUNCATE of a registered tiered table would empty its heap alone and
+ * report success while every row below T stays readable from the lake:
+ * refused, as plain DELETE that may reach those rows is.  (A partition is
+ * heap only: truncating one empties what it holds.)
+ */
+static void
+refuse_truncate(const TruncateStmt *stmt)
+{
+	ListCell   *lc;
+
+	foreach(lc, stmt->relations)
+	{
+		Oid			relid = RangeVarGetRelid(lfirst_node(RangeVar, lc), NoLock, true);
+		SeamTable  *t = OidIsValid(relid) ? seam_lookup_table(relid) : NULL;
+		const char *table;
+
+		if (t == NULL)
+			continue;
+		table = seam_table_name(relid);
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("TRUNCATE of table \"%s\" would empty its heap only", table),
+				 errdetail("The table is registered with TierDB: its rows with %s below the cut-line live in "
+						   "the lake, which TRUNCATE does not change.", tier_key_name(t)),
+				 errhint("Truncate its partitions at or above the cut-line to empty the heap; delete older rows "
+						 "with tierdb_delete('%s', <key>, <tier key>); to drop the whole history, run "
+						 "tierdb unregister --table %s --drop-lake first.", table, table)));
+	}
+}
+
 /*
  * COPY FROM a registered tiered table: routing's "no partition of relation
  * ... found for row" (ExecFindPartition's check violation) gets a hint
@@ -288,6 +323,8 @@ tierdb_process_utility(PlannedStmt *pstmt, const char *query_string, bool read_o
 	if (IsA(stmt, CopyStmt) && ((CopyStmt *) stmt)->is_from && ((CopyStmt *) stmt)->relation != NULL &&
 		transparent_reads_on() && OidIsValid(seam_namespace()))
 		hint = copy_hint(RangeVarGetRelid(((CopyStmt *) stmt)->relation, NoLock, true));
+	if (IsA(stmt, TruncateStmt) && transparent_reads_on() && OidIsValid(seam_namespace()))
+		refuse_truncate((TruncateStmt *) stmt);
 	PG_TRY();
 	{
 		if (prev_process_utility)

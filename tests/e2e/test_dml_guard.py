@@ -111,6 +111,28 @@ def test_copy_of_a_cold_row_names_the_routed_write(tiered):
     assert rows(db, "SELECT v FROM events WHERE id = 10006") == [("hot",)]
 
 
+def test_truncate_of_the_table_is_refused_and_of_a_hot_partition_runs(tiered):
+    """TRUNCATE of the registered table would empty the heap alone while the
+    lake's rows stay readable: refused, nothing changed, also in a list of
+    tables and through a function; truncating a partition at or above T
+    empties it, as on any table."""
+    db = tiered
+    before = snapshot(db)
+    for sql in ("TRUNCATE events", "TRUNCATE TABLE plain, events CASCADE",
+                "DO $$ BEGIN EXECUTE 'TRUNCATE public.events'; END $$"):
+        err = refused(db, sql, 'TRUNCATE of table "public.events" would empty its heap only')
+        assert "tierdb unregister --table public.events --drop-lake" in err, err
+    assert snapshot(db) == before
+    assert rows(db, "SELECT count(*) FROM plain")[0][0] != "0"
+    hot = rows(db, "SELECT count(*) FROM events WHERE ts >= '2024-01-10'")[0][0]
+    assert hot != "0"
+    db.psql(SESSION + "TRUNCATE events_20240110")
+    assert rows(db, "SELECT count(*) FROM events WHERE ts >= '2024-01-10'") == [("0",)]
+    assert rows(db, "SELECT count(*) FROM events WHERE ts < '2024-01-08'")[0][0] != "0"
+    # with transparent reads off the table is its heap, for TRUNCATE as for DELETE
+    db.psql(SESSION + "SET tierdb.transparent_reads = off; TRUNCATE events")
+
+
 def test_generic_plans_check_their_parameters_when_they_start(tiered):
     db = tiered
     db.psql("UPDATE plain SET v = 'g' WHERE id IN (2800, 2900)")
