@@ -111,12 +111,15 @@ static const char *column_default(const column_records *r, const char *column)
 	return NULL;
 }
 
+/* ISO 8601's plain form: years 1 to 9999 (no BC, no five digits), not infinity. */
+#define FOUR_DIGIT_YEAR(v) "isfinite(" v ") AND extract(year FROM " v ") BETWEEN 1 AND 9999"
+
 /*
  * A default as Iceberg's single-value JSON for the field's type (decimals,
  * dates, times, timestamps, uuids as strings; binary as hex), computed by
  * the server from the column's own type; NULL (no initial-default, those
  * rows read null in other engines) for a value JSON cannot hold: NaN,
- * infinities. The daemon's session may have any TimeZone: timestamptz is
+ * infinities, dates outside years 1 to 9999. The daemon's session may have any TimeZone: timestamptz is
  * rendered in UTC.
  */
 static int initial_default_json(PGconn *c, int64_t table_id, const tdb_pg_column *col, const char *value,
@@ -129,10 +132,10 @@ static int initial_default_json(PGconn *c, int64_t table_id, const tdb_pg_column
 		{TL_ICE_FLOAT, "CASE WHEN v::text IN ('NaN', 'Infinity', '-Infinity') THEN NULL ELSE to_json(v) END"},
 		{TL_ICE_DOUBLE, "CASE WHEN v::text IN ('NaN', 'Infinity', '-Infinity') THEN NULL ELSE to_json(v) END"},
 		{TL_ICE_DECIMAL, "CASE WHEN v::text IN ('NaN', 'Infinity', '-Infinity') THEN NULL ELSE to_json(v::text) END"},
-		{TL_ICE_DATE, "CASE WHEN isfinite(v) THEN to_json(to_char(v, 'YYYY-MM-DD')) END"},
+		{TL_ICE_DATE, "CASE WHEN " FOUR_DIGIT_YEAR("v") " THEN to_json(to_char(v, 'YYYY-MM-DD')) END"},
 		{TL_ICE_TIME, "to_json(v::text)"},
-		{TL_ICE_TIMESTAMP, "CASE WHEN isfinite(v) THEN to_json(to_char(v, 'YYYY-MM-DD\"T\"HH24:MI:SS.US')) END"},
-		{TL_ICE_TIMESTAMPTZ, "CASE WHEN isfinite(v) THEN to_json(to_char(v AT TIME ZONE 'UTC',"
+		{TL_ICE_TIMESTAMP, "CASE WHEN " FOUR_DIGIT_YEAR("v") " THEN to_json(to_char(v, 'YYYY-MM-DD\"T\"HH24:MI:SS.US')) END"},
+		{TL_ICE_TIMESTAMPTZ, "CASE WHEN " FOUR_DIGIT_YEAR("v AT TIME ZONE 'UTC'") " THEN to_json(to_char(v AT TIME ZONE 'UTC',"
 		                     " 'YYYY-MM-DD\"T\"HH24:MI:SS.US') || '+00:00') END"},
 		{TL_ICE_STRING, "to_json(v::text)"},
 		{TL_ICE_UUID, "to_json(v::text)"},

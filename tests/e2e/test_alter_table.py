@@ -636,3 +636,21 @@ def test_widening_a_column_type_is_carried(widened, tierdb):
     run_once(tierdb, "1d")
     measures_same(db)
     assert tierdb(verify).returncode == 0
+
+
+def test_defaults_iceberg_json_cannot_hold_are_read_from_the_catalog(tiered, tierdb):
+    """A default the lake's initial-default cannot express (a five-digit or
+    BC year, an infinity) leaves the new field without one: the daemon
+    still follows, and Postgres reads the default from tierdb.column_defaults."""
+    db = tiered
+    db.psql("ALTER TABLE events ADD COLUMN far date DEFAULT '12000-01-01',"
+            " ADD COLUMN ides date DEFAULT '0044-03-15 BC', ADD COLUMN top float8 DEFAULT 'Infinity'")
+    want = [("12000-01-01", "0044-03-15 BC", "Infinity")]
+    cold = SESSION + "SELECT DISTINCT far, ides, top FROM events WHERE ts < '2024-01-03'"
+    assert db.query(cold) == want
+    run_once(tierdb, LAG)
+    assert db.query(cold) == want
+    names, table = lake_field_names(db)
+    assert names[-3:] == ["far", "ides", "top"]
+    assert [f.initial_default for f in table.schema().fields[-3:]] == [None, None, None]
+    verify_ok(tierdb)
