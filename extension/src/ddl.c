@@ -413,12 +413,6 @@ carried_add_column(const ColumnDef *def)
 	return !not_null || has_default;
 }
 
-static Oid
-base_type(Oid typid, int32 *typmod)
-{
-	return getBaseTypeAndTypmod(typid, typmod);
-}
-
 /* numeric(p,s)'s precision and scale, false for a numeric without them. */
 static bool
 numeric_precision(int32 typmod, int *precision, int *scale)
@@ -486,8 +480,7 @@ check_column_type(Oid relid, const Registration *reg, const AlterTableCmd *cmd)
 	get_atttypetypmodcoll(relid, attnum, &old_type, &old_typmod, &(Oid) {0});
 	typenameTypeIdAndMod(NULL, def->typeName, &new_type, &new_typmod);
 	if (def->raw_default != NULL || def->collClause != NULL ||
-		base_type(old_type, &(int32) {old_typmod}) != old_type ||
-		base_type(new_type, &(int32) {new_typmod}) != new_type ||
+		getBaseType(old_type) != old_type || getBaseType(new_type) != new_type ||
 		!lake_follows_type_change(old_type, old_typmod, new_type, new_typmod))
 		refuse(relid, &(Refusal) {psprintf("change the type of column \"%s\" of", cmd->name), TYPE_NOT_CARRIED});
 	record_column_retype(relid, cmd->name, old_type, old_typmod, new_type, new_typmod);
