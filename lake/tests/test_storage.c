@@ -171,16 +171,13 @@ TEST(storage_choice_by_scheme)
 	CHECK(tl_storage_for("/tmp/x", &err) == tl_storage_local());
 	CHECK(tl_storage_for("file:///tmp/x", &err) == tl_storage_local());
 	CHECK(tl_storage_for("relative/a:b", &err) == tl_storage_local());
-	CHECK(tl_storage_for("s3://bucket/table", &err) == NULL);
-	CHECK_INT(err.code, TL_ERR_UNSUPPORTED);
-	CHECK(strstr(err.message, "s3:// is not wired yet") != NULL);
-	CHECK(strstr(err.message, "s3://bucket/table") != NULL);
-	tl_error_clear(&err);
-	CHECK(tl_ice_table_open("s3://bucket/table", &err) == NULL);
-	CHECK_INT(err.code, TL_ERR_UNSUPPORTED);
-	tl_error_clear(&err);
+	/* s3:// and s3a:// are the built-in S3 storage (configured from the environment). */
+	tl_storage *s3 = tl_storage_for("s3://bucket/table", &err);
+	CHECK(s3 != NULL && strcmp(s3->name, "s3") == 0);
+	CHECK(tl_storage_for("S3A://bucket/table", &err) == s3);
 	CHECK(tl_storage_for("gs://bucket/t", &err) == NULL);
 	CHECK_INT(err.code, TL_ERR_UNSUPPORTED);
+	CHECK(strstr(err.message, "gs://bucket/t") != NULL);
 	/* A registered storage serves its scheme until unregistered. */
 	fault_storage fs;
 	fault_storage_init(&fs, tl_storage_local());
@@ -189,7 +186,31 @@ TEST(storage_choice_by_scheme)
 	bool served = tl_storage_for("s3://bucket/t", &err) == &fs.base;
 	CHECK(tl_storage_register("s3", NULL) == &fs.base);
 	CHECK(served);
-	CHECK(tl_storage_for("s3://bucket/t", NULL) == NULL);
+	CHECK(tl_storage_for("s3://bucket/t", NULL) == s3);
+}
+
+TEST(storage_choice_by_prefix)
+{
+	fault_storage wh, deeper;
+	fault_storage_init(&wh, tl_storage_local());
+	fault_storage_init(&deeper, tl_storage_local());
+	tl_storage *s3 = tl_storage_for("s3://bucket/x", NULL);
+	CHECK(tl_storage_register_prefix("s3://bucket/wh/", &wh.base) == NULL);
+	CHECK(tl_storage_register_prefix("s3://bucket/wh/s/deep", &deeper.base) == NULL);
+	/* A prefix covers whole path components below it, the longest one wins, the rest falls to the scheme. */
+	bool ok = tl_storage_for("s3://bucket/wh", NULL) == &wh.base &&
+	          tl_storage_for("s3://bucket/wh/s/t/metadata/v1.metadata.json", NULL) == &wh.base &&
+	          tl_storage_for("s3://bucket/wh/s/deep/data/f.parquet", NULL) == &deeper.base &&
+	          tl_storage_for("s3://bucket/wh/s/deeper/f", NULL) == &wh.base &&
+	          tl_storage_for("s3://bucket/wh2/t", NULL) == s3 && tl_storage_for("/tmp/x", NULL) == tl_storage_local();
+	/* Registering the same prefix again replaces it; NULL unregisters. */
+	bool replaced = tl_storage_register_prefix("s3://bucket/wh", &deeper.base) == &wh.base;
+	bool removed = tl_storage_register_prefix("s3://bucket/wh", NULL) == &deeper.base &&
+	               tl_storage_register_prefix("s3://bucket/wh/s/deep", NULL) == &deeper.base;
+	CHECK(ok);
+	CHECK(replaced);
+	CHECK(removed);
+	CHECK(tl_storage_for("s3://bucket/wh/s/deep/x", NULL) == s3);
 }
 
 /* Each of nproc processes publishes its own content at path at once; returns the winners' count. */

@@ -24,6 +24,7 @@
 
 #include "tierlake/error.h"
 #include "tierlake/io.h"
+#include "tierlake/storage.h"
 
 typedef enum tl_s3_addressing {
 	TL_S3_ADDRESSING_AUTO = 0,  /* path-style with an endpoint, virtual-hosted without */
@@ -115,6 +116,8 @@ typedef struct tl_s3_listing {
  */
 int tl_s3_list(tl_s3_client *client, const char *uri_prefix, tl_s3_listing *out, tl_error *err);
 void tl_s3_listing_free(tl_s3_listing *listing);
+/* Whether any object's key starts with the URI's key (one request of at most one key). */
+int tl_s3_list_any(tl_s3_client *client, const char *uri_prefix, bool *any, tl_error *err);
 
 /*
  * A multipart upload: parts are numbered 1, 2, ... in the order they are
@@ -145,5 +148,17 @@ tl_input *tl_s3_input_open(const tl_s3_config *cfg, const char *uri, tl_error *e
  * a successful finish() aborts the upload and leaves no object.
  */
 tl_output *tl_s3_output_create(const tl_s3_config *cfg, const char *uri, bool if_absent, tl_error *err);
+
+/*
+ * A tl_storage (storage.h) over S3 with this configuration: one client,
+ * shared by everything the storage opens, so use it from one thread and
+ * keep it until every object it opened is closed. Locations are s3:// (or
+ * s3a://) URIs; create_if_absent is a PUT with If-None-Match: *, so the
+ * store must support conditional writes for commits to be exclusive (AWS S3
+ * since 2024, MinIO, S3Proxy; see docs/s3.md). A missing object is not an
+ * error for remove (S3 does not say).
+ */
+tl_storage *tl_storage_s3_new(const tl_s3_config *cfg, tl_error *err);
+void tl_storage_s3_free(tl_storage *storage);
 
 #endif

@@ -6,9 +6,11 @@
  * through a tl_storage, a table of functions plus its state (in the manner
  * of SQLite's sqlite3_vfs and iceberg-cpp's FileIO). The library picks the
  * implementation by the location's scheme: a plain path or file:// is the
- * local file system (src/io/local.c); s3:// is object storage, not wired
- * yet. A host (the extension, a test) can register its own implementation
- * for a scheme, for example one that injects I/O errors.
+ * local file system (src/io/local.c); s3:// (and s3a://) is S3 (src/io/
+ * s3_storage.c), configured from the environment unless the host registers
+ * its own. A host (the extension, a test) can register an implementation
+ * for a scheme, for example one that injects I/O errors, or for every
+ * location under a prefix, such as a warehouse with its own credentials.
  *
  * Locations are passed whole (a URI or a plain path, as table metadata
  * records them), so an implementation can serve several buckets or roots.
@@ -98,7 +100,10 @@ struct tl_storage {
 	 */
 	int (*list)(tl_storage *s, const char *location, int flags, tl_storage_list *out, tl_error *err);
 
-	/* Deletes one object; a missing one is TL_ERR_NOT_FOUND (callers often ignore that). */
+	/*
+	 * Deletes one object; a missing one is TL_ERR_NOT_FOUND locally and
+	 * success on object stores, which do not tell (callers ignore both).
+	 */
 	int (*remove)(tl_storage *s, const char *location, tl_error *err);
 
 	/* Deletes `location` and everything under it; nothing there is success. */
@@ -124,10 +129,12 @@ struct tl_storage {
 };
 
 /*
- * The storage serving `location`, by its scheme: registered ones first,
- * then the built-in local storage for plain paths and file:. Another
- * scheme with nothing registered is TL_ERR_UNSUPPORTED (s3:// says it is
- * not wired yet). The result is not owned by the caller.
+ * The storage serving `location`: the one registered for the longest
+ * prefix it lies under, else the one registered for its scheme, else the
+ * built-in local storage for plain paths and file:, or the built-in S3
+ * storage for s3: and s3a: (made from the environment on first use; a bad
+ * environment is TL_ERR_INVALID naming the variable). Another scheme is
+ * TL_ERR_UNSUPPORTED. The result is not owned by the caller.
  */
 tl_storage *tl_storage_for(const char *location, tl_error *err);
 
@@ -138,6 +145,14 @@ tl_storage *tl_storage_for(const char *location, tl_error *err);
  * thread-safe: register at startup (or in a test, around the calls).
  */
 tl_storage *tl_storage_register(const char *scheme, tl_storage *storage);
+
+/*
+ * Serves every location under `prefix` (a whole path component: "s3://b/wh"
+ * covers "s3://b/wh/t/x" but not "s3://b/wh2") with `storage`, or stops when
+ * storage is NULL; returns what served that prefix before. Not thread-safe,
+ * like tl_storage_register; the storage must outlive its registration.
+ */
+tl_storage *tl_storage_register_prefix(const char *prefix, tl_storage *storage);
 
 /* The built-in local file system storage (plain paths and file: URIs). */
 tl_storage *tl_storage_local(void);

@@ -178,6 +178,11 @@ tl_s3_client *tl_s3_client_new(const tl_s3_config *cfg, tl_error *err)
 	return c;
 }
 
+size_t tl_s3_client_part_size(const tl_s3_client *c)
+{
+	return c->limits.part_size;
+}
+
 static void free_secret(char *s)
 {
 	if (s) {

@@ -63,6 +63,18 @@ typedef struct tl_s3_response_error {
 int tl_s3_http_error(tl_error *err, const char *op, const char *bucket, const char *key,
                      const tl_s3_response_error *resp);
 
+/* The multipart part size the client was configured with. */
+size_t tl_s3_client_part_size(const tl_s3_client *c);
+
+/*
+ * tl_s3_input_open and tl_s3_output_create over an existing client (the S3
+ * storage shares one per process); with owns_client the object frees it on
+ * close (and on failure here), otherwise the client must outlive it.
+ */
+tl_input *tl_s3_input_over(tl_s3_client *client, bool owns_client, const char *uri, tl_error *err);
+tl_output *tl_s3_output_over(tl_s3_client *client, bool owns_client, const char *uri, bool if_absent,
+                             tl_error *err);
+
 /* ------------------------------------------------- requests (s3.c) */
 
 /* One request and what came back. Callers fill the first block. */

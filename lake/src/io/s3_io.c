@@ -16,6 +16,7 @@
 typedef struct s3_input {
 	tl_input base;
 	tl_s3_client *client;
+	bool owns_client;
 	char *uri;
 } s3_input;
 
@@ -32,23 +33,23 @@ static int s3_read_at(tl_input *in, uint64_t offset, void *buf, size_t len, tl_e
 static void s3_input_close(tl_input *in)
 {
 	s3_input *s = (s3_input *)in;
-	tl_s3_client_free(s->client);
+	if (s->owns_client)
+		tl_s3_client_free(s->client);
 	free(s->uri);
 	free(s);
 }
 
-tl_input *tl_s3_input_open(const tl_s3_config *cfg, const char *uri, tl_error *err)
+tl_input *tl_s3_input_over(tl_s3_client *client, bool owns_client, const char *uri, tl_error *err)
 {
-	tl_s3_client *client = tl_s3_client_new(cfg, err);
-	if (client == NULL)
-		return NULL;
 	uint64_t size;
 	if (tl_s3_size(client, uri, &size, err) < 0) {
-		tl_s3_client_free(client);
+		if (owns_client)
+			tl_s3_client_free(client);
 		return NULL;
 	}
 	s3_input *s = tl_calloc(1, sizeof(*s));
 	s->client = client;
+	s->owns_client = owns_client;
 	s->uri = tl_strdup(uri);
 	s->base.read_at = s3_read_at;
 	s->base.close = s3_input_close;
@@ -57,9 +58,16 @@ tl_input *tl_s3_input_open(const tl_s3_config *cfg, const char *uri, tl_error *e
 	return &s->base;
 }
 
+tl_input *tl_s3_input_open(const tl_s3_config *cfg, const char *uri, tl_error *err)
+{
+	tl_s3_client *client = tl_s3_client_new(cfg, err);
+	return client ? tl_s3_input_over(client, true, uri, err) : NULL;
+}
+
 typedef struct s3_output {
 	tl_output base;
 	tl_s3_client *client;
+	bool owns_client;
 	char *uri;
 	bool if_absent;
 	size_t part_size;
@@ -133,36 +141,53 @@ static void s3_output_close(tl_output *out)
 	s3_output *s = (s3_output *)out;
 	/* An upload not completed is aborted here, so no parts are left behind. */
 	tl_s3_upload_free(s->upload);
-	tl_s3_client_free(s->client);
+	if (s->owns_client)
+		tl_s3_client_free(s->client);
 	tl_buf_free(&s->part);
 	free(s->uri);
 	free(s);
 }
 
-tl_output *tl_s3_output_create(const tl_s3_config *cfg, const char *uri, bool if_absent, tl_error *err)
+/* Whether uri names an object (a bucket and a key) that an output can make. */
+static bool names_object(const char *uri, tl_error *err)
 {
 	char *bucket, *key;
 	if (tl_s3_parse_uri(uri, &bucket, &key, err) < 0)
-		return NULL;
+		return false;
 	bool has_key = key[0] != '\0';
 	free(bucket);
 	free(key);
-	if (!has_key) {
+	if (!has_key)
 		tl_error_set(err, TL_ERR_INVALID, "\"%s\" names a bucket, not an object", uri);
+	return has_key;
+}
+
+tl_output *tl_s3_output_over(tl_s3_client *client, bool owns_client, const char *uri, bool if_absent,
+                             tl_error *err)
+{
+	if (!names_object(uri, err)) {
+		if (owns_client)
+			tl_s3_client_free(client);
 		return NULL;
 	}
-	tl_s3_client *client = tl_s3_client_new(cfg, err);
-	if (client == NULL)
-		return NULL;
 	s3_output *s = tl_calloc(1, sizeof(*s));
 	s->client = client;
+	s->owns_client = owns_client;
 	s->uri = tl_strdup(uri);
 	s->if_absent = if_absent;
-	s->part_size = cfg->part_size;
+	s->part_size = tl_s3_client_part_size(client);
 	tl_buf_init(&s->part);
 	s->base.write = s3_write;
 	s->base.finish = s3_finish;
 	s->base.close = s3_output_close;
 	s->base.name = s->uri;
 	return &s->base;
+}
+
+tl_output *tl_s3_output_create(const tl_s3_config *cfg, const char *uri, bool if_absent, tl_error *err)
+{
+	if (!names_object(uri, err))
+		return NULL;
+	tl_s3_client *client = tl_s3_client_new(cfg, err);
+	return client ? tl_s3_output_over(client, true, uri, if_absent, err) : NULL;
 }

@@ -158,30 +158,36 @@ static int parse_list_page(const tl_buf *page, tl_buf *objects, const char *buck
 	return 0;
 }
 
-static void list_query(tl_buf *q, const char *prefix, const char *token)
+static void list_query(tl_buf *q, const char *prefix, const char *token, bool just_one)
 {
 	tl_buf_reset(q);
-	/* In canonical (sorted) order: continuation-token < list-type < prefix. */
+	/* In canonical (sorted) order: continuation-token < list-type < max-keys < prefix. */
 	if (token) {
 		tl_buf_append_str(q, "continuation-token=");
 		tl_s3_uri_encode(q, token, false);
 		tl_buf_append_byte(q, '&');
 	}
-	tl_buf_append_str(q, "list-type=2&prefix=");
+	tl_buf_append_str(q, just_one ? "list-type=2&max-keys=1&prefix=" : "list-type=2&prefix=");
 	tl_s3_uri_encode(q, prefix, false);
 	tl_buf_append_byte(q, 0);
 }
 
+typedef struct list_args {
+	tl_buf objects;   /* of tl_s3_object */
+	bool just_one;    /* stop after the first page of at most one key */
+} list_args;
+
 static int list_pages(tl_s3_client *c, const char *bucket, const char *prefix, void *arg, tl_error *err)
 {
-	tl_buf *objects = arg;
+	list_args *args = arg;
+	tl_buf *objects = &args->objects;
 	tl_buf query, page;
 	tl_buf_init(&query);
 	tl_buf_init(&page);
 	char *token = NULL;
 	int rc = 0;
 	do {
-		list_query(&query, prefix, token);
+		list_query(&query, prefix, token, args->just_one);
 		/* The request is on the bucket; the prefix is named in the op. */
 		char op[512];
 		snprintf(op, sizeof(op), "list (prefix \"%s\")", prefix);
@@ -192,7 +198,7 @@ static int list_pages(tl_s3_client *c, const char *bucket, const char *prefix, v
 			rc = parse_list_page(&page, objects, bucket, err);
 		free(token);
 		token = NULL;
-		if (rc == 0) {
+		if (rc == 0 && !args->just_one) {
 			char *truncated = tl_s3_xml_text((const char *)page.data, page.len, "IsTruncated");
 			if (truncated && strcmp(truncated, "true") == 0) {
 				token = tl_s3_xml_text((const char *)page.data, page.len, "NextContinuationToken");
@@ -212,15 +218,24 @@ static int list_pages(tl_s3_client *c, const char *bucket, const char *prefix, v
 
 int tl_s3_list(tl_s3_client *c, const char *uri_prefix, tl_s3_listing *out, tl_error *err)
 {
-	tl_buf objects;
-	tl_buf_init(&objects);
-	out->objects = NULL;
-	out->count = 0;
-	int rc = with_uri(c, uri_prefix, list_pages, &objects, err);
-	out->objects = (tl_s3_object *)objects.data;
-	out->count = objects.len / sizeof(tl_s3_object);
+	list_args args = {.just_one = false};
+	tl_buf_init(&args.objects);
+	int rc = with_uri(c, uri_prefix, list_pages, &args, err);
+	out->objects = (tl_s3_object *)args.objects.data;
+	out->count = args.objects.len / sizeof(tl_s3_object);
 	if (rc < 0)
 		tl_s3_listing_free(out);
+	return rc;
+}
+
+int tl_s3_list_any(tl_s3_client *c, const char *uri_prefix, bool *any, tl_error *err)
+{
+	list_args args = {.just_one = true};
+	tl_buf_init(&args.objects);
+	int rc = with_uri(c, uri_prefix, list_pages, &args, err);
+	*any = rc == 0 && args.objects.len > 0;
+	tl_s3_listing listing = {(tl_s3_object *)args.objects.data, args.objects.len / sizeof(tl_s3_object)};
+	tl_s3_listing_free(&listing);
 	return rc;
 }
 

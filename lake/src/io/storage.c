@@ -1,26 +1,30 @@
 /*
  * storage.c: choosing the tl_storage that serves a location, by its
  * scheme, and the shorthands that call it. Hosts and tests register their
- * own implementation for a scheme; the built-ins are the local file system
- * for plain paths and file:, and nothing yet for s3: (an S3 client plugs in
- * here through tl_storage_register or the built-in table below).
+ * own implementation for a scheme or for every location under a prefix (a
+ * storage profile's warehouse with its own credentials); the built-ins are
+ * the local file system for plain paths and file:, and S3 configured from
+ * the environment for s3: and s3a:.
  */
 #include <ctype.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "tierlake/buf.h"
+#include "tierlake/s3.h"
 #include "tierlake/storage.h"
 
 #define SCHEME_MAX 16
-#define REGISTERED_MAX 8
 
+/* A host's choice: a whole scheme, or every location under a prefix. */
 typedef struct registered {
-	char scheme[SCHEME_MAX];
+	char *match;        /* a lower-case scheme, or a location prefix */
+	bool is_prefix;
 	tl_storage *storage;
 } registered;
 
-static registered registry[REGISTERED_MAX];
+static registered *registry;
+static size_t registry_count;
 
 /*
  * The scheme of a location, lower-cased, into out: "file" for plain paths
@@ -47,12 +51,28 @@ static bool location_scheme(const char *location, char out[SCHEME_MAX])
 	return true;
 }
 
-static registered *find_registered(const char *scheme)
+static registered *find_registered(const char *match, bool is_prefix)
 {
-	for (int i = 0; i < REGISTERED_MAX; i++)
-		if (registry[i].storage != NULL && strcmp(registry[i].scheme, scheme) == 0)
+	for (size_t i = 0; i < registry_count; i++)
+		if (registry[i].is_prefix == is_prefix && strcmp(registry[i].match, match) == 0)
 			return &registry[i];
 	return NULL;
+}
+
+static tl_storage *set_registered(const char *match, bool is_prefix, tl_storage *storage)
+{
+	registered *r = find_registered(match, is_prefix);
+	tl_storage *previous = r ? r->storage : NULL;
+	if (r != NULL && storage == NULL) {
+		free(r->match);
+		*r = registry[--registry_count];
+	} else if (r != NULL) {
+		r->storage = storage;
+	} else if (storage != NULL) {
+		registry = tl_realloc(registry, (registry_count + 1) * sizeof(*registry));
+		registry[registry_count++] = (registered){tl_strdup(match), is_prefix, storage};
+	}
+	return previous;
 }
 
 tl_storage *tl_storage_register(const char *scheme, tl_storage *storage)
@@ -63,19 +83,56 @@ tl_storage *tl_storage_register(const char *scheme, tl_storage *storage)
 		return NULL;
 	for (size_t i = 0; i <= n; i++)
 		lower[i] = (char)tolower((unsigned char)scheme[i]);
-	registered *r = find_registered(lower);
-	tl_storage *previous = r ? r->storage : NULL;
-	if (r == NULL && storage != NULL) {
-		for (int i = 0; i < REGISTERED_MAX && r == NULL; i++)
-			if (registry[i].storage == NULL)
-				r = &registry[i];
-		if (r == NULL)
-			return previous; /* full: a handful of schemes is all a host serves */
-		memcpy(r->scheme, lower, n + 1);
-	}
-	if (r != NULL)
-		r->storage = storage;
+	return set_registered(lower, false, storage);
+}
+
+tl_storage *tl_storage_register_prefix(const char *prefix, tl_storage *storage)
+{
+	/* "s3://b/wh/" and "s3://b/wh" name the same directory. */
+	size_t n = strlen(prefix);
+	while (n > 1 && prefix[n - 1] == '/')
+		n--;
+	char *trimmed = tl_malloc(n + 1);
+	memcpy(trimmed, prefix, n);
+	trimmed[n] = '\0';
+	tl_storage *previous = set_registered(trimmed, true, storage);
+	free(trimmed);
 	return previous;
+}
+
+/* The storage registered for the longest prefix that location lies under (a whole path component), or NULL. */
+static tl_storage *by_prefix(const char *location)
+{
+	registered *best = NULL;
+	size_t best_len = 0;
+	for (size_t i = 0; i < registry_count; i++) {
+		registered *r = &registry[i];
+		size_t n = strlen(r->match);
+		if (!r->is_prefix || n < best_len || strncmp(location, r->match, n) != 0)
+			continue;
+		if (location[n] == '\0' || location[n] == '/' || r->match[n - 1] == '/') {
+			best = r;
+			best_len = n;
+		}
+	}
+	return best ? best->storage : NULL;
+}
+
+/*
+ * The built-in S3 storage, configured from the environment (TIERDB_S3_* and
+ * AWS_*, tl_s3_config_from_env) the first time an s3:// location is used
+ * and kept for the process.
+ */
+static tl_storage *environment_s3(tl_error *err)
+{
+	static tl_storage *s3;
+	if (s3 == NULL) {
+		tl_s3_config cfg;
+		if (tl_s3_config_from_env(&cfg, err) < 0)
+			return NULL;
+		s3 = tl_storage_s3_new(&cfg, err);
+	}
+	return s3;
 }
 
 tl_storage *tl_storage_for(const char *location, tl_error *err)
@@ -86,17 +143,22 @@ tl_storage *tl_storage_for(const char *location, tl_error *err)
 		             location);
 		return NULL;
 	}
-	registered *r = find_registered(scheme);
+	tl_storage *s = by_prefix(location);
+	if (s != NULL)
+		return s;
+	registered *r = find_registered(scheme, false);
 	if (r != NULL)
 		return r->storage;
 	if (strcmp(scheme, "file") == 0)
 		return tl_storage_local();
-	if (strcmp(scheme, "s3") == 0 || strcmp(scheme, "s3a") == 0)
-		tl_error_set(err, TL_ERR_UNSUPPORTED, "cannot use %s: s3:// is not wired yet; only local files "
-		             "(a path or file://) are supported", location);
-	else
-		tl_error_set(err, TL_ERR_UNSUPPORTED, "cannot use %s: only local files (a path or file://) are supported",
-		             location);
+	if (strcmp(scheme, "s3") == 0 || strcmp(scheme, "s3a") == 0) {
+		s = environment_s3(err);
+		if (s == NULL)
+			tl_error_prefix(err, "cannot use %s", location);
+		return s;
+	}
+	tl_error_set(err, TL_ERR_UNSUPPORTED, "cannot use %s: only local files (a path or file://) and s3:// are "
+	             "supported", location);
 	return NULL;
 }
 
