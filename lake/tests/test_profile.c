@@ -145,16 +145,20 @@ TEST(profile_storage_unusable)
 	tl_profile malformed = {.name = "lake2", .warehouse = "s3://b/wh", .credential_ref = "R",
 	                        .credentials = "access_key_id=AK;" SECRET};
 	tl_profile badconfig = {.name = "lake2", .warehouse = "s3://b/wh", .lake_config = "{\"colour\":\"x\"}"};
-	const tl_profile *profiles[] = {&missing, &malformed, &badconfig};
-	for (int i = 0; i < 3; i++) {
+	tl_profile unsafe = {.name = "lake2", .warehouse = "s3://b/wh", .credential_ref = "R",
+	                     .credentials_error = "credentials file /x is readable by others"};
+	const tl_profile *profiles[] = {&missing, &malformed, &unsafe, &badconfig};
+	for (int i = 0; i < 4; i++) {
 		tl_error err;
 		tl_error_clear(&err);
 		tl_storage *s = tl_profile_storage_new(profiles[i], &err);
 		CHECK(s != NULL);
 		CHECK(err.code != TL_OK);
 		CHECK(strstr(err.message, "storage profile 'lake2'") != NULL);
-		if (i < 2)
+		if (i < 3)
 			CHECK(strstr(err.message, "(credentials R)") != NULL);
+		if (i == 2)
+			CHECK(strstr(err.message, "/x is readable by others") != NULL);
 		CHECK(strstr(err.message, "s3cr3t") == NULL);
 		char saved[TL_ERROR_MESSAGE_MAX];
 		strcpy(saved, err.message);

@@ -44,6 +44,11 @@ typedef struct tl_profile {
 	const char *credentials;     /* the text the reference resolved to; NULL when it was not found */
 	const char *credentials_source; /* where the reference was looked for, for messages ("the daemon's
 	                                   environment", "the credentials file /x"); NULL: "the environment" */
+	const char *credentials_error;  /* set when the host could not look the reference up at all (an
+	                                   unreadable or unsafe credentials file): the storage fails with it */
+	/* Passed on to the S3 client (tl_s3_config.interrupted): a host's cancel check. */
+	bool (*interrupted)(void *arg);
+	void *interrupt_arg;
 } tl_profile;
 
 /*

@@ -461,7 +461,9 @@ static int make_s3(profile_storage *ps, const tl_profile *p, tl_error *err)
 	if (rc == 0 && p->credential_ref != NULL) {
 		char var[160];
 		snprintf(var, sizeof(var), TL_CREDENTIALS_ENV_PREFIX "%.100s", p->credential_ref);
-		if (p->credentials == NULL)
+		if (p->credentials_error != NULL)
+			rc = tl_error_set(err, TL_ERR_INVALID, "%s", p->credentials_error);
+		else if (p->credentials == NULL)
 			rc = tl_error_set(err, TL_ERR_NOT_FOUND,
 			                  "credentials %s are not in %s: add %s=access_key_id=...;secret_access_key=... there",
 			                  p->credential_ref, p->credentials_source ? p->credentials_source : "the environment",
@@ -481,6 +483,8 @@ static int make_s3(profile_storage *ps, const tl_profile *p, tl_error *err)
 			cfg.region = v;
 		if ((v = json_string_value(json_object_get(config, "addressing"))) != NULL)
 			cfg.addressing = strcmp(v, "path") == 0 ? TL_S3_PATH_STYLE : TL_S3_VIRTUAL_HOSTED;
+		cfg.interrupted = p->interrupted;
+		cfg.interrupt_arg = p->interrupt_arg;
 		ps->s3 = tl_storage_s3_new(&cfg, err);
 		rc = ps->s3 ? 0 : -1;
 	}
