@@ -8,8 +8,12 @@
  * by one writer at a time rather than by a unique-index violation) while
  * readers and registrations, whose foreign-key checks lock rows only, go on.
  */
+#include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <jansson.h>
 
@@ -262,18 +266,83 @@ PGresult *tdb_profile_list(PGconn *c, bool json, tl_error *err)
 typedef struct served {
 	char *name;
 	char *warehouse;
-	char *signature;    /* warehouse, lake_config and credential_ref: a change makes a new storage */
+	char *signature;    /* the row and where its credentials came from: a change makes a new storage */
 	tl_storage *storage;
 } served;
 
 static served *served_list;
 static int served_count;
 
-static char *signature_of(const char *warehouse, const char *config, const char *ref)
+/*
+ * TIERDB_CREDENTIALS_FILE, read once per tdb_profiles_serve call when a
+ * reference is not in the environment: the same format as the server's
+ * credentials file, so the embedded worker (or a systemd unit) can point
+ * the daemon at one file rather than carry secrets in its environment.
+ */
+typedef struct credentials_file {
+	bool loaded;
+	char *path;       /* NULL when TIERDB_CREDENTIALS_FILE is unset */
+	char *text;       /* its contents, or NULL with `error` */
+	char *error;
+	char identity[96]; /* inode, size and mtime: a rewritten file makes new storages */
+} credentials_file;
+
+static void load_credentials_file(credentials_file *f)
+{
+	f->loaded = true;
+	const char *path = getenv("TIERDB_CREDENTIALS_FILE");
+	if (path == NULL || path[0] == '\0')
+		return;
+	f->path = tl_strdup(path);
+	tl_buf msg;
+	tl_buf_init(&msg);
+	FILE *in = fopen(path, "re");
+	struct stat st;
+	if (in == NULL)
+		tl_buf_printf(&msg, "the credentials file %s (TIERDB_CREDENTIALS_FILE) cannot be opened: %s", path,
+		              strerror(errno));
+	else if (fstat(fileno(in), &st) < 0 || !S_ISREG(st.st_mode))
+		tl_buf_printf(&msg, "the credentials file %s (TIERDB_CREDENTIALS_FILE) is not a regular file", path);
+	else if (st.st_uid != geteuid() || (st.st_mode & (S_IRWXG | S_IRWXO)) != 0)
+		tl_buf_printf(&msg,
+		              "the credentials file %s (TIERDB_CREDENTIALS_FILE) is refused: it must be owned by this "
+		              "process's user and have no group or world access (chmod 0600)",
+		              path);
+	else {
+		snprintf(f->identity, sizeof(f->identity), "%lu/%lld/%lld.%09ld", (unsigned long)st.st_ino,
+		         (long long)st.st_size, (long long)st.st_mtim.tv_sec, st.st_mtim.tv_nsec);
+		tl_buf text;
+		tl_buf_init(&text);
+		char chunk[4096];
+		size_t n;
+		while ((n = fread(chunk, 1, sizeof(chunk), in)) > 0)
+			tl_buf_append(&text, chunk, n);
+		tl_buf_append_byte(&text, '\0');
+		f->text = (char *)text.data;
+	}
+	if (in != NULL)
+		fclose(in);
+	if (msg.len > 0) {
+		tl_buf_append_byte(&msg, '\0');
+		f->error = (char *)msg.data;
+	} else
+		tl_buf_free(&msg);
+}
+
+static void credentials_file_free(credentials_file *f)
+{
+	if (f->text != NULL)
+		memset(f->text, 0, strlen(f->text));
+	free(f->text);
+	free(f->path);
+	free(f->error);
+}
+
+static char *signature_of(const char *warehouse, const char *config, const char *ref, const char *source)
 {
 	tl_buf b;
 	tl_buf_init(&b);
-	tl_buf_printf(&b, "%s\x1f%s\x1f%s", warehouse, config ? config : "", ref ? ref : "\x1e");
+	tl_buf_printf(&b, "%s\x1f%s\x1f%s\x1f%s", warehouse, config ? config : "", ref ? ref : "\x1e", source);
 	tl_buf_append_byte(&b, '\0');
 	return (char *)b.data;
 }
@@ -288,18 +357,8 @@ static void served_free(served *s)
 
 /* The storage for one row: the previous one when nothing changed, else a new one. */
 static void serve_row(served *out, const char *name, const char *warehouse, const char *config, const char *ref,
-                      void (*warn)(const char *message))
+                      credentials_file *file, void (*warn)(const char *message))
 {
-	out->name = tl_strdup(name);
-	out->warehouse = tl_strdup(warehouse);
-	out->signature = signature_of(warehouse, config, ref);
-	for (int i = 0; i < served_count; i++)
-		if (served_list[i].storage != NULL && strcmp(served_list[i].name, name) == 0 &&
-		    strcmp(served_list[i].signature, out->signature) == 0) {
-			out->storage = served_list[i].storage;
-			served_list[i].storage = NULL;
-			return;
-		}
 	char var[200];
 	snprintf(var, sizeof(var), TL_CREDENTIALS_ENV_PREFIX "%.150s", ref ? ref : "");
 	tl_profile p = {.name = name,
@@ -308,11 +367,46 @@ static void serve_row(served *out, const char *name, const char *warehouse, cons
 	                .credential_ref = ref,
 	                .credentials = ref ? getenv(var) : NULL,
 	                .credentials_source = "the environment of this tierdb process"};
+	/* The environment wins; the file is the fallback for references it does not hold. */
+	bool from_file = false;
+	if (ref != NULL && p.credentials == NULL) {
+		if (!file->loaded)
+			load_credentials_file(file);
+		from_file = file->path != NULL;
+	}
+	out->name = tl_strdup(name);
+	out->warehouse = tl_strdup(warehouse);
+	out->signature = signature_of(warehouse, config, ref, from_file ? file->identity : "env");
+	for (int i = 0; i < served_count; i++)
+		if (served_list[i].storage != NULL && strcmp(served_list[i].name, name) == 0 &&
+		    strcmp(served_list[i].signature, out->signature) == 0) {
+			out->storage = served_list[i].storage;
+			served_list[i].storage = NULL;
+			return;
+		}
+	char *found = NULL;
+	char source[300];
 	tl_error err;
 	tl_error_clear(&err);
-	out->storage = tl_profile_storage_new(&p, &err);
-	if (err.code != TL_OK && warn != NULL)
-		warn(err.message);
+	if (from_file) {
+		snprintf(source, sizeof(source), "the environment of this tierdb process or the credentials file %.200s",
+		         file->path);
+		p.credentials_source = source;
+		if (file->error != NULL)
+			p.credentials_error = file->error;
+		else if (tl_profile_credentials_lookup(file->text, ref, file->path, &found, &err) < 0)
+			p.credentials_error = err.message;
+		p.credentials = found;
+	}
+	tl_error problem;
+	tl_error_clear(&problem);
+	out->storage = tl_profile_storage_new(&p, &problem);
+	if (found != NULL) {
+		memset(found, 0, strlen(found));
+		free(found);
+	}
+	if (problem.code != TL_OK && warn != NULL)
+		warn(problem.message);
 }
 
 int tdb_profiles_serve(PGconn *c, void (*warn)(const char *message), tl_error *err)
@@ -326,14 +420,17 @@ int tdb_profiles_serve(PGconn *c, void (*warn)(const char *message), tl_error *e
 	int n = PQntuples(res);
 	served *next = tl_calloc((size_t)n + 1, sizeof(*next));
 	int count = 0;
+	credentials_file file;
+	memset(&file, 0, sizeof(file));
 	for (int i = 0; i < n; i++) {
 		bool is_s3 = false;
 		if (tl_profile_check_warehouse(PQgetvalue(res, i, 1), &is_s3, NULL) < 0 || !is_s3)
 			continue; /* local warehouses need no storage of their own */
 		serve_row(&next[count++], PQgetvalue(res, i, 0), PQgetvalue(res, i, 1), PQgetvalue(res, i, 2),
-		          PQgetisnull(res, i, 3) ? NULL : PQgetvalue(res, i, 3), warn);
+		          PQgetisnull(res, i, 3) ? NULL : PQgetvalue(res, i, 3), &file, warn);
 	}
 	PQclear(res);
+	credentials_file_free(&file);
 	/* Withdraw every old registration first, so a reused prefix ends up with the new storage. */
 	for (int i = 0; i < served_count; i++) {
 		tl_storage_register_prefix(served_list[i].warehouse, NULL);

@@ -9,7 +9,9 @@
  * so every lake location under it is read and written with the profile's
  * endpoint, region and credentials. Credentials are never in the catalog:
  * the row holds a reference REF, and this process finds the credentials in
- * its environment as TIERDB_CREDENTIALS_<REF>. Commands that touch lakes
+ * its environment as TIERDB_CREDENTIALS_<REF>, or else in the file that
+ * TIERDB_CREDENTIALS_FILE names (the server's credentials-file format,
+ * tierlake/profile.h; owned by this user, mode 0600). Commands that touch lakes
  * (register, verify, the daemon) call tdb_profiles_serve after connecting
  * and before the first lake operation; the daemon calls it every cycle,
  * so a profile created or changed while it runs is picked up.

@@ -222,3 +222,29 @@ def test_a_connected_session_follows_the_file_and_new_profiles(db, tierdb, s3, c
         assert "group or world access" in str(failure.value)
         credentials_file(f"TIERDB_CREDENTIALS_LAKE_R={credentials(s3)}\n")
         assert conn.execute("SELECT count(*) FROM public.events WHERE id < 1000").fetchone() == (1000,)
+
+
+def test_daemon_credentials_file(db, tierdb, s3, tmp_path):
+    """TIERDB_CREDENTIALS_FILE: the command and the daemon find a reference
+    missing from their environment in that file (the server's format), which
+    must be theirs alone."""
+    db.psql(EVENTS_DDL)
+    create_profile(tierdb, s3, "s3lake", "wh-file")
+    path = tmp_path / "creds"
+    path.write_text(f"# for the daemon\nexport TIERDB_CREDENTIALS_LAKE_R={credentials(s3)}\n")
+    path.chmod(0o644)
+    env = {**no_s3_env(), "TIERDB_CREDENTIALS_FILE": str(path)}
+    proc = tierdb("register --table public.events --pk id --tier-key id --profile s3lake", env=env)
+    assert proc.returncode == 1
+    assert "storage profile 's3lake' (credentials LAKE_R)" in proc.stderr, proc.stderr
+    assert "no group or world access" in proc.stderr and str(path) in proc.stderr, proc.stderr
+    path.chmod(0o600)
+    ok(tierdb("register --table public.events --pk id --tier-key id --profile s3lake", env=env))
+    ok(tierdb(["run", "--once"], env={**env, "TIERDB_TIERING_LAG": "1000"}))
+    assert db.query("SELECT lake_snapshot_id IS NOT NULL FROM tierdb.cutline") == [("t",)]
+    # The environment wins over the file: a wrong secret there is what is used (and refused).
+    proc = tierdb("verify --table public.events",
+                  env={**env, "TIERDB_CREDENTIALS_LAKE_R": credentials(s3, WRONG_SECRET)})
+    assert proc.returncode == 1 and "403" in proc.stderr and "s3lake" in proc.stderr, proc.stderr
+    assert WRONG_SECRET not in proc.stderr + proc.stdout
+    assert "verify public.events: ok" in ok(tierdb("verify --table public.events", env=env))
