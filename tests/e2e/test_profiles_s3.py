@@ -37,7 +37,7 @@ def s3(tmp_path_factory):
     directory = tmp_path_factory.mktemp("s3-server")
     subprocess.run([str(SERVER_SCRIPT), "start", str(directory)], check=True, stdout=subprocess.DEVNULL,
                    stdin=subprocess.DEVNULL, timeout=180)
-    settings = {}
+    settings = {"directory": directory}
     for line in (directory / "env").read_text().splitlines():
         name, _, value = line.removeprefix("export ").partition("=")
         settings[name] = value
@@ -248,3 +248,9 @@ def test_daemon_credentials_file(db, tierdb, s3, tmp_path):
     assert proc.returncode == 1 and "403" in proc.stderr and "s3lake" in proc.stderr, proc.stderr
     assert WRONG_SECRET not in proc.stderr + proc.stdout
     assert "verify public.events: ok" in ok(tierdb("verify --table public.events", env=env))
+    # --drop-lake deletes the lake's objects through the profile's storage; then the profile can go.
+    objects = s3["directory"] / "data" / s3["TIERDB_S3_TEST_BUCKET"] / "wh-file" / "public" / "events"
+    assert any(p.is_file() for p in objects.rglob("*"))
+    ok(tierdb("unregister --table public.events --drop-lake", env=env))
+    assert not objects.exists() or not any(p.is_file() for p in objects.rglob("*"))
+    ok(tierdb("profile drop --name s3lake"))
