@@ -167,3 +167,17 @@ def test_profile_commands_need_admin_rights(db, tierdb, lake):
         ok(tierdb("profile drop --name x", env=env))
     finally:
         db.psql("DROP OWNED BY profile_reader; DROP ROLE profile_reader")
+
+
+def test_credentials_file_setting(db):
+    """tierdb.credentials_file: a reload-time setting, relative to the data
+    directory by default, that ordinary roles can neither set nor read."""
+    assert db.query("SELECT setting, context FROM pg_settings WHERE name = 'tierdb.credentials_file'") == [
+        ("tierdb_credentials", "sighup")]
+    assert "cannot be changed now" in db.error("SET tierdb.credentials_file = '/tmp/x'")
+    db.psql("CREATE ROLE creds_peeker LOGIN")
+    try:
+        err = db.error("SET ROLE creds_peeker; SHOW tierdb.credentials_file")
+        assert "permission denied" in err or "must be superuser" in err, err
+    finally:
+        db.psql("DROP ROLE creds_peeker")
