@@ -122,6 +122,16 @@ def test_wrong_credentials_never_leak_the_secret(db, tierdb, s3, pg):
     assert proc.returncode == 1
     assert "TIERDB_CREDENTIALS_LAKE_R" in proc.stderr and "s3lake" in proc.stderr
     assert WRONG_SECRET not in proc.stderr + proc.stdout
+    # Registered with the right credentials, then a daemon run with the wrong ones: its log names the
+    # profile and the reference, and the table's tiering fails without the secret in any line.
+    env["TIERDB_CREDENTIALS_LAKE_R"] = credentials(s3)
+    ok(tierdb("register --table public.events --pk id --tier-key id --profile s3lake", env=env))
+    env["TIERDB_CREDENTIALS_LAKE_R"] = credentials(s3, WRONG_SECRET)
+    proc = tierdb(["run", "--once"], env={**env, "TIERDB_TIERING_LAG": "1000"})
+    assert proc.returncode == 1
+    assert "storage profile 's3lake' (credentials LAKE_R)" in proc.stderr and "403" in proc.stderr, proc.stderr
+    assert WRONG_SECRET not in proc.stderr + proc.stdout
+    assert db.query("SELECT lake_snapshot_id FROM tierdb.cutline") == [(None,)]
     assert WRONG_SECRET not in server_log(pg)
 
 
