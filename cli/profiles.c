@@ -97,7 +97,7 @@ static char *config_json(const char *text, tl_error *err)
 	char *out = rc == 0 ? json_dumps(obj, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
 	json_decref(obj);
 	if (out != NULL && tl_profile_check_config(out, err) < 0) {
-		tl_error_prefix(err, "--config: ");
+		tl_error_prefix(err, "--config");
 		free(out);
 		out = NULL;
 	}

@@ -154,7 +154,8 @@ TEST(profile_storage_unusable)
 		tl_storage *s = tl_profile_storage_new(profiles[i], &err);
 		CHECK(s != NULL);
 		CHECK(err.code != TL_OK);
-		CHECK(strstr(err.message, "storage profile 'lake2'") != NULL);
+		CHECK(strncmp(err.message, "storage profile 'lake2'", 23) == 0);
+		CHECK(strstr(err.message, ": :") == NULL);
 		if (i < 3)
 			CHECK(strstr(err.message, "(credentials R)") != NULL);
 		if (i == 2)

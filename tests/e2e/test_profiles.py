@@ -78,7 +78,7 @@ def test_relative_local_warehouse_is_made_absolute(db, tierdb, lake):
 def test_create_refuses_bad_input_and_writes_nothing(db, tierdb, lake):
     cases = [
         (["--name", "p", "--warehouse", "s3://b/wh", "--config", "endpiont=http://x"],
-         ["unknown storage profile setting 'endpiont'", "endpoint, region and addressing"]),
+         ["--config: unknown storage profile setting 'endpiont'", "endpoint, region and addressing"]),
         (["--name", "p", "--warehouse", "s3://b/wh", "--config", "addressing=sideways"], ["use path or virtual"]),
         (["--name", "p", "--warehouse", "s3://b/wh", "--config", "endpoint"], ["'endpoint' is not key=value"]),
         (["--name", "p", "--warehouse", "s3://b/wh", "--config", "region=a;region=b"], ["sets 'region' twice"]),

@@ -103,7 +103,9 @@ def test_missing_credentials_name_profile_and_reference(db, tierdb, s3):
     proc = tierdb("register --table public.events --pk id --tier-key id --profile s3lake", env=env)
     assert proc.returncode == 1, proc.stderr
     assert "storage profile 's3lake' (credentials LAKE_R)" in proc.stderr, proc.stderr
-    assert "TIERDB_CREDENTIALS_LAKE_R=" in proc.stderr
+    assert ("storage profile 's3lake' (credentials LAKE_R): credentials LAKE_R are not in the environment of this"
+            " tierdb process: add TIERDB_CREDENTIALS_LAKE_R=access_key_id=...;secret_access_key=... there"
+            in proc.stderr), proc.stderr
     assert db.query("SELECT count(*) FROM tierdb.tables") == [("0",)]
 
 

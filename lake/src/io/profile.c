@@ -308,7 +308,7 @@ static int fail(const profile_storage *ps, tl_error *err)
 static int annotated(const char *context, int rc, tl_error *err)
 {
 	if (rc < 0)
-		tl_error_prefix(err, "%s: ", context);
+		tl_error_prefix(err, "%s", context);
 	return rc;
 }
 
@@ -512,7 +512,7 @@ tl_storage *tl_profile_storage_new(const tl_profile *p, tl_error *err)
 	if (rc == 0)
 		rc = make_s3(ps, p, &local);
 	if (rc < 0) {
-		tl_error_prefix(&local, "%s: ", ps->context);
+		tl_error_prefix(&local, "%s", ps->context);
 		ps->failure = local;
 		if (err != NULL && err->code == TL_OK)
 			*err = local;
