@@ -182,9 +182,8 @@ read_s3_profiles(void)
 	return rows;
 }
 
-/* The credentials file's path: tierdb.credentials_file, relative to the data directory. */
-static char *
-credentials_path(void)
+char *
+storage_profiles_credentials_path(void)
 {
 	const char *setting = credentials_file != NULL ? credentials_file : "";
 
@@ -362,7 +361,7 @@ storage_profiles_prepare(void)
 	cxt = AllocSetContextCreate(CurrentMemoryContext, "tierdb storage profiles", ALLOCSET_SMALL_SIZES);
 	old = MemoryContextSwitchTo(cxt);
 	rows = read_s3_profiles();
-	path = credentials_path();
+	path = storage_profiles_credentials_path();
 	signature = signature_of(rows, path);
 	if (served_signature == NULL || strcmp(signature, served_signature) != 0)
 	{

@@ -22,4 +22,11 @@ extern void storage_profiles_init(void);
  */
 extern void storage_profiles_prepare(void);
 
+/*
+ * The credentials file's path (palloc'd): tierdb.credentials_file, made
+ * absolute against the data directory. The embedded worker hands it to its
+ * daemon as TIERDB_CREDENTIALS_FILE.
+ */
+extern char *storage_profiles_credentials_path(void);
+
 #endif
