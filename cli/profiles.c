@@ -303,10 +303,13 @@ static void load_credentials_file(credentials_file *f)
 		              strerror(errno));
 	else if (fstat(fileno(in), &st) < 0 || !S_ISREG(st.st_mode))
 		tl_buf_printf(&msg, "the credentials file %s (TIERDB_CREDENTIALS_FILE) is not a regular file", path);
-	else if (st.st_uid != geteuid() || (st.st_mode & (S_IRWXG | S_IRWXO)) != 0)
+	/* The server's rule (like its ssl_key_file's): ours with no group or world access, or root's with group read. */
+	else if (!(st.st_uid == geteuid() && (st.st_mode & (S_IRWXG | S_IRWXO)) == 0) &&
+	         !(st.st_uid == 0 && (st.st_mode & (S_IWGRP | S_IXGRP | S_IRWXO)) == 0))
 		tl_buf_printf(&msg,
 		              "the credentials file %s (TIERDB_CREDENTIALS_FILE) is refused: it must be owned by this "
-		              "process's user and have no group or world access (chmod 0600)",
+		              "process's user with no group or world access (chmod 0600), or by root with at most group "
+		              "read",
 		              path);
 	else {
 		snprintf(f->identity, sizeof(f->identity), "%lu/%lld/%lld.%09ld", (unsigned long)st.st_ino,

@@ -249,7 +249,7 @@ def test_daemon_credentials_file(db, tierdb, s3, tmp_path):
     proc = tierdb("register --table public.events --pk id --tier-key id --profile s3lake", env=env)
     assert proc.returncode == 1
     assert "storage profile 's3lake' (credentials LAKE_R)" in proc.stderr, proc.stderr
-    assert "no group or world access" in proc.stderr and str(path) in proc.stderr, proc.stderr
+    assert "with no group or world access" in proc.stderr and str(path) in proc.stderr, proc.stderr
     path.chmod(0o600)
     ok(tierdb("register --table public.events --pk id --tier-key id --profile s3lake", env=env))
     ok(tierdb(["run", "--once"], env={**env, "TIERDB_TIERING_LAG": "1000"}))
