@@ -25,6 +25,7 @@
 #include <jansson.h>
 
 #include "catalog.h"
+#include "profiles.h"
 #include "cli.h"
 #include "pg.h"
 #include "pgtypes.h"
@@ -803,7 +804,8 @@ static PGconn *connect_checked(const char *dsn)
 	tl_error err;
 	tl_error_clear(&err);
 	PGconn *c = tdb_pg_connect(dsn, &err);
-	if (c != NULL && tdb_catalog_check(c, &err) < 0) {
+	/* Profiles on S3 are served before any lake location is touched. */
+	if (c != NULL && (tdb_catalog_check(c, &err) < 0 || tdb_profiles_serve(c, NULL, &err) < 0)) {
 		PQfinish(c);
 		c = NULL;
 	}

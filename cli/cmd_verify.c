@@ -34,6 +34,7 @@
 #include <jansson.h>
 
 #include "catalog.h"
+#include "profiles.h"
 #include "cli.h"
 #include "digest.h"
 #include "lakestep.h"
@@ -649,7 +650,7 @@ static int run_verify(int argc, char **argv)
 	v.c = tdb_pg_connect(dsn, &err);
 	int rc = CLI_EXIT_FAILURE;
 	int found = -1;
-	if (v.c != NULL && tdb_catalog_check(v.c, &err) == 0)
+	if (v.c != NULL && tdb_catalog_check(v.c, &err) == 0 && tdb_profiles_serve(v.c, NULL, &err) == 0)
 		found = tdb_catalog_load_table(v.c, name.schema, name.table, &v.t, &err);
 	if (found == 0)
 		cli_fail("%s.%s is not registered; 'tierdb status' lists the registered tables", name.schema, name.table);

@@ -39,6 +39,7 @@
 #include "utils/syscache.h"
 
 #include "columns.h"
+#include "storage_profiles.h"
 
 /* ------------------------------------------------------------ reading */
 
@@ -177,6 +178,7 @@ current_field_id(Oid relid, const char *location, const char *name, const char *
 	int32		id;
 
 	tl_error_clear(&err);
+	storage_profiles_prepare();
 	lake = tl_ice_table_open(location, &err);
 	if (lake == NULL)
 		ereport(ERROR,
