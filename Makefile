@@ -29,7 +29,8 @@ CLI_SRC    := $(sort $(wildcard cli/*.c))
 CLI_HDR    := $(wildcard cli/*.h)
 TEST_SRC   := $(sort $(wildcard lake/tests/*.c))
 # Tests that need an S3-compatible server (make test-s3 starts one).
-S3_TEST_SRC := lake/tests/main.c $(sort $(wildcard lake/tests/s3/*.c))
+S3_TEST_SRC := lake/tests/main.c lake/tests/fault_storage.c lake/tests/table_fixture.c \
+               $(sort $(wildcard lake/tests/s3/*.c))
 TOOL_SRC   := $(sort $(wildcard tests/tools/*.c))
 BENCH_SRC  := $(sort $(wildcard bench/*.c))
 
