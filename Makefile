@@ -31,6 +31,8 @@ TEST_SRC   := $(sort $(wildcard lake/tests/*.c))
 # Tests that need an S3-compatible server (make test-s3 starts one).
 S3_TEST_SRC := lake/tests/main.c lake/tests/fault_storage.c lake/tests/table_fixture.c \
                $(sort $(wildcard lake/tests/s3/*.c))
+# Tests that need an Iceberg REST catalog (make test-rest starts one).
+REST_TEST_SRC := lake/tests/main.c $(sort $(wildcard lake/tests/rest/*.c))
 TOOL_SRC   := $(sort $(wildcard tests/tools/*.c))
 BENCH_SRC  := $(sort $(wildcard bench/*.c))
 
@@ -40,6 +42,7 @@ ASAN_OBJ    := $(LAKE_SRC:%.c=$(BUILD)/asan/%.o)
 TIERDB    := $(BUILD)/tierdb
 LAKE_TEST := $(BUILD)/asan/lake_tests
 S3_TEST   := $(BUILD)/asan/s3_tests
+REST_TEST := $(BUILD)/asan/rest_tests
 TOOLS     := $(TOOL_SRC:tests/tools/%.c=$(BUILD)/tools/%)
 BENCHES   := $(BENCH_SRC:bench/%.c=$(BUILD)/bench/%)
 FUZZERS   := $(patsubst lake/tests/fuzz/%.c,$(BUILD)/fuzz/%,$(wildcard lake/tests/fuzz/*.c))
@@ -48,7 +51,7 @@ VENV       := .venv
 PYTHON     := $(VENV)/bin/python
 FUZZ_SECONDS ?= 100
 
-.PHONY: all install install-extension extension check deps test-c test-s3 test-fuzz test-interop test-e2e test-spark \
+.PHONY: all install install-extension extension check deps test-c test-s3 test-rest test-fuzz test-interop test-e2e test-spark \
 	test-regress check-differential-long bench demo clean format
 
 all: $(TIERDB) $(TOOLS) extension
@@ -94,6 +97,11 @@ $(S3_TEST): $(S3_TEST_SRC) lake/tests/test.h $(BUILD)/asan/liblake.a
 	@echo "  LINK    $@"
 	@$(CC) $(ASAN_CFLAGS) -Ilake/tests $(S3_TEST_SRC) $(BUILD)/asan/liblake.a $(LIBS) $(ASAN_LDFLAGS) -o $@
 
+$(REST_TEST): $(REST_TEST_SRC) lake/tests/test.h $(BUILD)/asan/liblake.a
+	@mkdir -p $(dir $@)
+	@echo "  LINK    $@"
+	@$(CC) $(ASAN_CFLAGS) -Ilake/tests $(REST_TEST_SRC) $(BUILD)/asan/liblake.a $(LIBS) $(ASAN_LDFLAGS) -o $@
+
 $(BUILD)/tools/%: tests/tools/%.c $(BUILD)/release/liblake.a
 	@mkdir -p $(dir $@)
 	@echo "  LINK    $@"
@@ -122,7 +130,7 @@ deps:
 check: deps
 	@$(MAKE) --no-print-directory -j2 all $(LAKE_TEST) $(FUZZERS)
 	@$(MAKE) --no-print-directory install-extension
-	@$(MAKE) --no-print-directory test-c test-s3 test-fuzz test-regress test-interop test-e2e test-spark
+	@$(MAKE) --no-print-directory test-c test-s3 test-rest test-fuzz test-regress test-interop test-e2e test-spark
 
 test-c: $(LAKE_TEST)
 	$(LAKE_TEST)
@@ -133,6 +141,12 @@ test-s3: $(S3_TEST) $(TOOLS)
 	@scripts/s3-server.sh stop $(BUILD)/s3-server; rm -rf $(BUILD)/s3-server
 	scripts/s3-server.sh run $(BUILD)/s3-server $(S3_TEST)
 	$(PYTHON) -m pytest -q tests/s3
+
+# The REST catalog client against Apache Iceberg's own REST catalog server on
+# 127.0.0.1 (scripts/rest-catalog.sh starts and stops it).
+test-rest: $(REST_TEST)
+	@scripts/rest-catalog.sh stop $(BUILD)/rest-catalog; rm -rf $(BUILD)/rest-catalog
+	scripts/rest-catalog.sh run $(BUILD)/rest-catalog $(REST_TEST)
 
 test-fuzz: $(FUZZERS)
 	@scripts/run-fuzzers.sh $(FUZZ_SECONDS) $(FUZZERS)
