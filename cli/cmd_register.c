@@ -1112,7 +1112,8 @@ static int do_unregister(PGconn *c, const tdb_table_name *name, bool drop_lake)
 		return cli_fail("cannot unregister %s.%s: %s", name->schema, name->table, err.message);
 	}
 	if (drop_lake) {
-		if (remove_lake_dir(t.lake_table_ref, &err) < 0) {
+		/* A table kept in a REST catalog leaves the catalog first, so no engine finds it without its files. */
+		if (tdb_lake_drop_from_catalog(&t, &err) < 0 || remove_lake_dir(t.lake_table_ref, &err) < 0) {
 			cli_fail("unregistered %s.%s, but %s", name->schema, name->table, err.message);
 			tdb_catalog_table_free(&t);
 			return CLI_EXIT_FAILURE;

@@ -25,6 +25,9 @@
  */
 tl_ice_table *tdb_lake_open(const tdb_catalog_table *t, tl_error *err);
 
+/* Drops t's lake table from its REST catalog (its files stay); 0 for a path-based table or one already gone. */
+int tdb_lake_drop_from_catalog(const tdb_catalog_table *t, tl_error *err);
+
 /* The REST catalog registration should create tables in: NULL (no error) when TIERDB_CATALOG_URI is unset. */
 tl_rest_catalog *tdb_lake_catalog_from_env(tl_error *err);
 

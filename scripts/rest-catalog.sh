@@ -18,8 +18,9 @@
 # once GET /v1/config answers. `run` starts the server, runs COMMAND with
 # DIR/env's variables set, stops the server and exits with COMMAND's status.
 #
-# DIR/env sets TIERDB_CATALOG_URI and TIERDB_CATALOG_TEST_WAREHOUSE (the
-# warehouse directory).
+# DIR/env sets TIERDB_CATALOG_URI, TIERDB_CATALOG_TEST_WAREHOUSE (the
+# warehouse directory) and TIERDB_CATALOG_TEST_DB (the catalog's SQLite
+# database, which a test locks to make the server fail a commit).
 #
 # REST_CATALOG_JARS overrides the directory of the server's classpath
 # (default: the one scripts/install-deps.sh fills, .venv/jars/rest-catalog).
@@ -63,6 +64,7 @@ start() {
   cat >"$dir/env" <<ENV
 export TIERDB_CATALOG_URI=$uri
 export TIERDB_CATALOG_TEST_WAREHOUSE=$dir/warehouse
+export TIERDB_CATALOG_TEST_DB=$dir/catalog.db
 ENV
   # The server reads its catalog properties from CATALOG_* variables
   # (CATALOG_REST_PORT is rest.port, CATALOG_URI the JDBC catalog's uri).

@@ -153,7 +153,16 @@ def test_the_daemon_needs_the_catalog(registered, tierdb, rest_catalog):
     assert table.current_snapshot() is None
     # With it, the same run tiers.
     run_once(tierdb, LAG, **env)
-    assert cutline(db, "events")["S"] == pyiceberg_table(rest_catalog, ns, "events").current_snapshot().snapshot_id
+    c = cutline(db, "events")
+    assert c["S"] == pyiceberg_table(rest_catalog, ns, "events").current_snapshot().snapshot_id
+
+    # Unregistering with --drop-lake takes the table out of the catalog too.
+    proc = tierdb(["unregister", "--table", "public.events", "--drop-lake"], env=env)
+    assert proc.returncode == 0, proc.stderr
+    from pyiceberg.catalog.rest import RestCatalog
+
+    assert not RestCatalog("tierdb", uri=rest_catalog["TIERDB_CATALOG_URI"]).table_exists((ns, "events"))
+    assert not Path(c["ref"]).exists()
 
 
 def test_registering_a_table_the_catalog_has_is_refused(db, tierdb, lake, rest_catalog):

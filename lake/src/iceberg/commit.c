@@ -380,8 +380,11 @@ int tl_ice_commit_finish(tl_ice_commit *c, int64_t *snapshot_id, tl_error *err)
 	start_attempt(c, &a);
 	int rc = run_attempt(c, &a, metadata_dir, err);
 	/* A catalog commit whose answer was lost may have landed: its files must stay. */
-	const tl_rest_table_ref *catalog = tl_ice_table_catalog(t);
-	end_attempt(&a, rc < 0 && !(catalog != NULL && catalog->state_unknown));
+	tl_rest_table_ref *catalog = tl_ice_table_catalog(t);
+	bool landed_maybe = catalog != NULL && catalog->state_unknown;
+	if (catalog != NULL)
+		catalog->state_unknown = false;
+	end_attempt(&a, rc < 0 && !landed_maybe);
 	if (rc < 0) {
 		tl_error_prefix(err, "commit to table %s (base %s)", t->location, t->metadata_file);
 		return -1;

@@ -6,13 +6,16 @@
  * creating and loading tables, appends committed through updateTable and
  * read back by our reader, a racing commit refused by the catalog with the
  * table unchanged, schema evolution through the catalog, and errors that
- * name the catalog and the table but never the token.
+ * name the catalog and the table but never the token, and a commit the
+ * catalog fails with a 5xx reported as in an unknown state.
  */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
 #include <sys/random.h>
+#include <unistd.h>
 
 #include "test.h"
 #include "tierlake/iceberg_scan.h"
@@ -133,6 +136,22 @@ static int our_metadata_files(const tl_ice_table *t)
 	int n = 0;
 	for (size_t i = 0; i < l.count; i++)
 		if (l.entries[i].name[0] == 'v' && strstr(l.entries[i].name, ".metadata.json") != NULL)
+			n++;
+	tl_storage_list_free(&l);
+	return n;
+}
+
+/* How many manifest lists (snap-*.avro) the table's metadata directory holds; -1 if it cannot be listed. */
+static int manifest_lists(const tl_ice_table *t)
+{
+	char dir[1024];
+	snprintf(dir, sizeof(dir), "%s/metadata", t->location);
+	tl_storage_list l = {0};
+	if (tl_storage_list_dir(dir, 0, &l, NULL) < 0)
+		return -1;
+	int n = 0;
+	for (size_t i = 0; i < l.count; i++)
+		if (strncmp(l.entries[i].name, "snap-", 5) == 0)
 			n++;
 	tl_storage_list_free(&l);
 	return n;
@@ -298,6 +317,8 @@ TEST(rest_racing_commit_loses)
 	CHECK_OK(read_ids(t2->metadata, &rows, &sum, &err), &err);
 	CHECK_INT(rows, 4 + 1 + 3);
 	CHECK_INT(sum, 10 + 10 + 500 + 501 + 502);
+	/* The refused attempts removed their files: one manifest list per snapshot. */
+	CHECK_INT(manifest_lists(t2), 3);
 
 	tl_ice_commit_free(stale);
 	tl_ice_commit_free(loser);
@@ -346,6 +367,78 @@ TEST(rest_schema_evolution)
 	CHECK(tl_ice_table_add_fields(loaded, more, 1, &err) < 0);
 	CHECK_INT(err.code, TL_ERR_CONFLICT);
 	tl_ice_table_free(loaded);
+	tl_ice_table_free(t);
+	tl_rest_catalog_free(c);
+}
+
+/*
+ * Holds SQLite's RESERVED lock byte of the catalog server's database
+ * (TIERDB_CATALOG_TEST_DB), so that its JDBC catalog can read but not begin
+ * a write: SQLite locks by fcntl() on fixed bytes of the file (the lock-byte
+ * page at 1 GiB, os_unix.c), and another process's lock on RESERVED_BYTE
+ * makes every write transaction fail with SQLITE_BUSY. Returns the fd that
+ * holds it (close it to release), or -1.
+ */
+static int block_catalog_writes(void)
+{
+	const char *db = getenv("TIERDB_CATALOG_TEST_DB");
+	int fd = db ? open(db, O_RDWR) : -1;
+	if (fd < 0)
+		return -1;
+	struct flock fl = {.l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = 0x40000000 + 1, .l_len = 1};
+	for (int i = 0; i < 1000; i++) {   /* the server may hold it for an instant */
+		if (fcntl(fd, F_SETLK, &fl) == 0)
+			return fd;
+		usleep(10000);
+	}
+	close(fd);
+	return -1;
+}
+
+/*
+ * A commit the catalog fails with a 5xx is in an unknown state: the error
+ * says so and the attempt's manifest list stays (a commit that landed would
+ * name it). The server fails for real: it writes the new metadata file, then
+ * cannot record it in its database (held locked by this test), and answers
+ * 500 (UncheckedSQLException).
+ */
+TEST(rest_commit_state_unknown_keeps_files)
+{
+	tl_error err;
+	tl_error_clear(&err);
+	tl_rest_catalog *c = connect(NULL, NULL, &err);
+	CHECK_OK(c ? 0 : -1, &err);
+	CHECK_OK(tl_rest_catalog_create_namespace(c, "tierdb_ns", &err), &err);
+	char name[64];
+	unique_name(name, sizeof(name), "unknown");
+	tl_ice_table *t = create_table(c, "tierdb_ns", name, &err);
+	CHECK_OK(t ? 0 : -1, &err);
+	int64_t first = 0;
+	CHECK_OK(append(t, 1, 3, &first, &err), &err);
+	char *before = strdup(t->metadata_file);
+
+	tl_ice_commit *commit = begin_append(t, 100, 2, &err);
+	CHECK_OK(commit ? 0 : -1, &err);
+	int lock = block_catalog_writes();
+	CHECK(lock >= 0);
+	tl_error_clear(&err);
+	int rc = tl_ice_commit_finish(commit, NULL, &err);
+	close(lock);
+	tl_ice_commit_free(commit);
+	CHECK(rc < 0);
+	CHECK_INT(err.code, TL_ERR_IO);
+	CHECK(strstr(err.message, "unknown state") != NULL);
+	CHECK(strstr(err.message, name) != NULL);
+	CHECK(strstr(err.message, "HTTP 500") != NULL);
+
+	/* Nothing landed, and the attempt's manifest list is still there for whoever settles the commit. */
+	CHECK_OK(tl_ice_table_refresh(t, &err), &err);
+	CHECK_STR(t->metadata_file, before);
+	CHECK_INT(main_snapshot(t->metadata), first);
+	CHECK_INT(manifest_lists(t), 2);   /* the first append's and the unknown commit's */
+	/* The table takes commits again once the catalog does. */
+	CHECK_OK(append(t, 10, 1, NULL, &err), &err);
+	free(before);
 	tl_ice_table_free(t);
 	tl_rest_catalog_free(c);
 }
