@@ -51,7 +51,8 @@ VENV       := .venv
 PYTHON     := $(VENV)/bin/python
 FUZZ_SECONDS ?= 100
 
-.PHONY: all install install-extension extension check deps test-c test-s3 test-rest test-fuzz test-interop test-e2e test-spark \
+.PHONY: all install install-extension extension check deps test-c test-s3 test-rest test-fuzz test-interop test-e2e test-e2e-s3 \
+	test-spark \
 	test-regress check-differential-long bench demo clean format
 
 all: $(TIERDB) $(TOOLS) extension
@@ -130,7 +131,8 @@ deps:
 check: deps
 	@$(MAKE) --no-print-directory -j2 all $(LAKE_TEST) $(FUZZERS)
 	@$(MAKE) --no-print-directory install-extension
-	@$(MAKE) --no-print-directory test-c test-s3 test-rest test-fuzz test-regress test-interop test-e2e test-spark
+	@$(MAKE) --no-print-directory test-c test-s3 test-rest test-fuzz test-regress test-interop test-e2e test-e2e-s3 \
+		test-spark
 
 test-c: $(LAKE_TEST)
 	$(LAKE_TEST)
@@ -163,6 +165,15 @@ test-regress: install-extension
 # tierdb command and a lake directory (tests/e2e/conftest.py starts them).
 test-e2e: $(TIERDB) $(TOOLS)
 	$(PYTHON) -m pytest -q tests/e2e
+
+# The end-to-end modules whose tiering, folds, reads, corrections, recovery
+# and interop do not depend on where the lake is, again with every lake on
+# S3 (S3Proxy, started by tests/e2e/conftest.py): docs/s3.md.
+E2E_ON_S3 := test_tiering test_fold test_recovery test_transparent_reads test_verify test_routing \
+	test_routing_pins test_pg_types test_differential test_explain test_daemon_coordination \
+	test_reads_privileges_parallel
+test-e2e-s3: $(TIERDB) $(TOOLS)
+	TIERDB_E2E_LAKE=s3 $(PYTHON) -m pytest -q $(E2E_ON_S3:%=tests/e2e/%.py)
 
 # The long differential run (tests/e2e/test_differential.py): TIERDB_DIFF_QUERIES
 # generated queries (default 30000) from TIERDB_DIFF_SEED (default 16);
