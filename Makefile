@@ -145,10 +145,12 @@ test-s3: $(S3_TEST) $(TOOLS)
 	$(PYTHON) -m pytest -q tests/s3
 
 # The REST catalog client against Apache Iceberg's own REST catalog server on
-# 127.0.0.1 (scripts/rest-catalog.sh starts and stops it).
+# 127.0.0.1 (scripts/rest-catalog.sh starts and stops it), run beside S3Proxy
+# so that tables can live on S3 too.
 test-rest: $(REST_TEST)
 	@scripts/rest-catalog.sh stop $(BUILD)/rest-catalog; rm -rf $(BUILD)/rest-catalog
-	scripts/rest-catalog.sh run $(BUILD)/rest-catalog $(REST_TEST)
+	@scripts/s3-server.sh stop $(BUILD)/rest-s3; rm -rf $(BUILD)/rest-s3
+	scripts/s3-server.sh run $(BUILD)/rest-s3 scripts/rest-catalog.sh run $(BUILD)/rest-catalog $(REST_TEST)
 
 test-fuzz: $(FUZZERS)
 	@scripts/run-fuzzers.sh $(FUZZ_SECONDS) $(FUZZERS)

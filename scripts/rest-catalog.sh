@@ -22,6 +22,10 @@
 # warehouse directory) and TIERDB_CATALOG_TEST_DB (the catalog's SQLite
 # database, which a test locks to make the server fail a commit).
 #
+# Started with TIERDB_S3_ENDPOINT (and the other TIERDB_S3_* variables of
+# scripts/s3-server.sh) in its environment, the server can also keep tables
+# whose location is s3://... on that S3-compatible server.
+#
 # REST_CATALOG_JARS overrides the directory of the server's classpath
 # (default: the one scripts/install-deps.sh fills, .venv/jars/rest-catalog).
 set -euo pipefail
@@ -67,9 +71,24 @@ export TIERDB_CATALOG_TEST_WAREHOUSE=$dir/warehouse
 export TIERDB_CATALOG_TEST_DB=$dir/catalog.db
 ENV
   # The server reads its catalog properties from CATALOG_* variables
-  # (CATALOG_REST_PORT is rest.port, CATALOG_URI the JDBC catalog's uri).
+  # (CATALOG_REST_PORT is rest.port, CATALOG_URI the JDBC catalog's uri,
+  # CATALOG_S3_ACCESS__KEY__ID s3.access-key-id). With an S3-compatible
+  # server in the environment (scripts/s3-server.sh's TIERDB_S3_*), tables
+  # may live on s3:// too: ResolvingFileIO writes their metadata with
+  # S3FileIO there, and local paths with HadoopFileIO.
+  local s3_vars=()
+  if [ -n "${TIERDB_S3_ENDPOINT:-}" ]; then
+    s3_vars=(
+      CATALOG_IO__IMPL=org.apache.iceberg.io.ResolvingFileIO
+      CATALOG_S3_ENDPOINT="$TIERDB_S3_ENDPOINT"
+      CATALOG_S3_ACCESS__KEY__ID="${TIERDB_S3_ACCESS_KEY:-}"
+      CATALOG_S3_SECRET__ACCESS__KEY="${TIERDB_S3_SECRET_KEY:-}"
+      CATALOG_S3_PATH__STYLE__ACCESS=true
+      CATALOG_CLIENT_REGION="${TIERDB_S3_REGION:-us-east-1}"
+    )
+  fi
   # setsid: the server outlives this script and is stopped by its pid.
-  CATALOG_REST_PORT=$port \
+  env "${s3_vars[@]}" CATALOG_REST_PORT=$port \
     CATALOG_WAREHOUSE=$dir/warehouse \
     CATALOG_URI="jdbc:sqlite:$dir/catalog.db" \
     setsid java -Xmx512m -cp "$jars/*" org.apache.iceberg.rest.RESTCatalogServer \
