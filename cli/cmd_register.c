@@ -552,8 +552,15 @@ static int insert_catalog_rows(PGconn *c, const registration *r, const char *loc
 	if (rest != NULL) {
 		/* The table is the catalog's: every later open goes through it (lake_catalog.h). */
 		char *entry = tdb_lake_catalog_props(rest, tdb_lake_catalog_namespace(r->name.schema), r->name.table);
-		json_object_set_new(props, "rest_catalog", entry ? json_loads(entry, 0, NULL) : NULL);
+		int set = json_object_set_new(props, "rest_catalog", entry ? json_loads(entry, 0, NULL) : NULL);
 		free(entry);
+		if (set < 0) {
+			json_decref(props);
+			free(pk);
+			free(scheme);
+			return tl_error_set(err, TL_ERR_NOMEM, "out of memory recording the REST catalog of %s.%s",
+			                    r->name.schema, r->name.table);
+		}
 	}
 	char *lake_props = json_dumps(props, JSON_COMPACT);
 	json_decref(props);
