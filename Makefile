@@ -52,7 +52,7 @@ PYTHON     := $(VENV)/bin/python
 FUZZ_SECONDS ?= 100
 
 .PHONY: all install install-extension extension check deps test-c test-s3 test-rest test-fuzz test-interop test-e2e test-e2e-s3 \
-	test-spark test-regress check-differential-long bench demo demo-s3 clean format
+	test-spark test-regress check-differential-long bench demo demo-s3 demo-rest clean format
 
 all: $(TIERDB) $(TOOLS) extension
 
@@ -197,6 +197,10 @@ demo:
 # The same demo with the lake in a bucket of a private S3-compatible server.
 demo-s3:
 	@DEMO_LAKE=s3 scripts/demo.sh
+
+# The S3 demo with the table kept in an Iceberg REST catalog (docs/rest-catalog.md).
+demo-rest:
+	@DEMO_LAKE=s3 DEMO_CATALOG=rest scripts/demo.sh
 
 format:
 	clang-format -i $(LAKE_SRC) $(LAKE_HDR) $(CLI_SRC) $(CLI_HDR) $(TEST_SRC) $(TOOL_SRC) $(BENCH_SRC)
