@@ -34,12 +34,13 @@
 #include <jansson.h>
 
 #include "catalog.h"
-#include "profiles.h"
 #include "cli.h"
 #include "digest.h"
+#include "lake_catalog.h"
 #include "lakestep.h"
 #include "pg.h"
 #include "pgtypes.h"
+#include "profiles.h"
 #include "schema_evolution.h"
 #include "tiering.h"
 #include "tierlake/iceberg_expr.h"
@@ -574,7 +575,7 @@ static int check_delta(verify_run *v, tl_error *err)
 
 static int prepare(verify_run *v, tl_error *err)
 {
-	v->lake = tl_ice_table_open(v->t.lake_table_ref, err);
+	v->lake = tdb_lake_open(&v->t, err);
 	if (v->lake == NULL)
 		return -1;
 	const tl_ice_schema *schema = tl_ice_metadata_current_schema(v->lake->metadata);

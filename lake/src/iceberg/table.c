@@ -21,6 +21,7 @@
 
 #include "tierlake/iceberg_table.h"
 #include "tierlake/storage.h"
+#include "iceberg/rest_internal.h"
 #include "iceberg/table_internal.h"
 
 /* The version hint holds a small number; anything longer is not one. */
@@ -34,6 +35,7 @@ static const char METADATA_SUFFIX[] = ".metadata.json";
 typedef struct table_impl {
 	tl_ice_table pub;
 	char *metadata_dir;   /* <root>/metadata; NULL when opened by a metadata file */
+	tl_rest_table_ref *catalog;   /* the REST catalog that owns the table's commits, or NULL */
 } table_impl;
 
 static char *path_join(const char *dir, const char *name)
@@ -307,6 +309,8 @@ void tl_ice_table_install(tl_ice_table *t, tl_ice_table_metadata *md, int64_t ve
 int tl_ice_table_refresh(tl_ice_table *t, tl_error *err)
 {
 	table_impl *impl = (table_impl *)t;
+	if (impl->catalog != NULL)
+		return tl_rest_table_reload(impl->catalog, t, err);
 	if (impl->metadata_dir == NULL)
 		return tl_error_set(err, TL_ERR_INVALID,
 		                    "table %s was opened by its metadata file %s; only a table opened by directory refreshes",
@@ -331,7 +335,61 @@ void tl_ice_table_free(tl_ice_table *t)
 	free(t->metadata_file);
 	free(t->location);
 	free(impl->metadata_dir);
+	tl_rest_table_ref_free(impl->catalog);
 	free(impl);
+}
+
+/* ---------------------------------------------- tables kept in a catalog */
+
+int64_t tl_ice_table_file_version(const char *metadata_file)
+{
+	const char *slash = strrchr(metadata_file, '/');
+	return metadata_file_version(slash ? slash + 1 : metadata_file);
+}
+
+tl_ice_table *tl_ice_table_from_catalog(tl_ice_table_metadata *md, char *metadata_file, tl_rest_table_ref *ref,
+                                        tl_error *err)
+{
+	table_impl *impl = tl_calloc(1, sizeof(*impl));
+	char *root = impl ? tl_strdup(md->location) : NULL;
+	if (root != NULL)
+		strip_trailing_slashes(root);
+	char *metadata_dir = root ? path_join(root, "metadata") : NULL;
+	char *data_dir = root ? path_join(root, "data") : NULL;
+	char *location = tl_strdup(md->location);
+	if (impl == NULL || metadata_dir == NULL || data_dir == NULL || location == NULL) {
+		tl_error_set(err, TL_ERR_NOMEM, "out of memory opening table %s", md->location);
+		goto fail;
+	}
+	/* Our commits write manifests under metadata/ and files under data/ (no-ops on object stores). */
+	if (tl_storage_make_dirs(metadata_dir, err) < 0 || tl_storage_make_dirs(data_dir, err) < 0) {
+		tl_error_prefix(err, "table %s", md->location);
+		goto fail;
+	}
+	free(root);
+	free(data_dir);
+	impl->metadata_dir = metadata_dir;
+	impl->catalog = ref;
+	impl->pub.location = location;
+	impl->pub.metadata_file = metadata_file;
+	impl->pub.version = tl_ice_table_file_version(metadata_file);
+	impl->pub.metadata = md;
+	return &impl->pub;
+fail:
+	free(impl);
+	free(root);
+	free(metadata_dir);
+	free(data_dir);
+	free(location);
+	free(metadata_file);
+	tl_ice_metadata_free(md);
+	tl_rest_table_ref_free(ref);
+	return NULL;
+}
+
+tl_rest_table_ref *tl_ice_table_catalog(const tl_ice_table *t)
+{
+	return ((const table_impl *)t)->catalog;
 }
 
 /* ------------------------------------------------------------ creating */
@@ -465,6 +523,8 @@ const char *tl_ice_table_commit_dir(const tl_ice_table *t, tl_error *err)
 		             t->location, t->metadata_file);
 		return NULL;
 	}
+	if (impl->catalog != NULL)
+		return impl->metadata_dir;   /* the catalog names the metadata files */
 	const char *slash = strrchr(t->metadata_file, '/');
 	const char *name = slash ? slash + 1 : t->metadata_file;
 	if (t->version < 0 || name[0] != 'v') {
