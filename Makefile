@@ -49,7 +49,7 @@ PYTHON     := $(VENV)/bin/python
 FUZZ_SECONDS ?= 100
 
 .PHONY: all install install-extension extension check deps test-c test-s3 test-fuzz test-interop test-e2e test-e2e-s3 test-spark \
-	test-regress check-differential-long bench demo clean format
+	test-regress check-differential-long bench demo demo-s3 clean format
 
 all: $(TIERDB) $(TOOLS) extension
 
@@ -176,6 +176,10 @@ bench: deps $(BENCHES) $(TIERDB) install-extension
 
 demo:
 	@scripts/demo.sh
+
+# The same demo with the lake in a bucket of a private S3-compatible server.
+demo-s3:
+	@DEMO_LAKE=s3 scripts/demo.sh
 
 format:
 	clang-format -i $(LAKE_SRC) $(LAKE_HDR) $(CLI_SRC) $(CLI_HDR) $(TEST_SRC) $(TOOL_SRC) $(BENCH_SRC)
