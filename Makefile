@@ -172,7 +172,7 @@ test-e2e: $(TIERDB) $(TOOLS)
 # S3 (S3Proxy, started by tests/e2e/conftest.py): docs/s3.md.
 E2E_ON_S3 := test_tiering test_fold test_recovery test_transparent_reads test_verify test_routing \
 	test_routing_pins test_pg_types test_differential test_explain test_daemon_coordination \
-	test_reads_privileges_parallel test_rest_catalog
+	test_reads_privileges_parallel test_rest_catalog test_readers_s3
 test-e2e-s3: $(TIERDB) $(TOOLS)
 	TIERDB_E2E_LAKE=s3 $(PYTHON) -m pytest -q $(E2E_ON_S3:%=tests/e2e/%.py)
 

@@ -73,6 +73,13 @@ fetch_jar "$iceberg_runtime" iceberg-spark-runtime-3.5_2.12-1.8.1.jar
 # 4.1.0 answers a PUT with If-None-Match: * on an existing key with 412.
 fetch_jar "org.gaul:s3proxy:4.1.0:jar:jar-with-dependencies" s3proxy-4.1.0-jar-with-dependencies.jar
 
+# S3A, Hadoop's S3 filesystem, through which Spark reads and writes lakes on
+# S3 (tests/interop/spark_support.py's S3 session): hadoop-aws must match the
+# Hadoop that pyspark 3.5 ships (3.3.4), and the AWS SDK bundle is the one
+# hadoop-aws 3.3.4 was built against (1.12.262).
+fetch_jar "org.apache.hadoop:hadoop-aws:3.3.4" hadoop-aws-3.3.4.jar
+fetch_jar "com.amazonaws:aws-java-sdk-bundle:1.12.262" aws-java-sdk-bundle-1.12.262.jar
+
 # Apache Iceberg's own REST catalog server (RESTCatalogServer from
 # iceberg-open-api's test fixtures) and its classpath, which the REST catalog
 # tests start on a free port (scripts/rest-catalog.sh): Maven copies the jars
