@@ -60,11 +60,8 @@ tl_ice_table *fixture_create_table(const char *location, tl_error *err)
 	return t;
 }
 
-int fixture_append_rows(const char *location, int64_t first, int rows, tl_error *err)
+tl_ice_commit *fixture_begin_append(tl_ice_table *t, int64_t first, int rows, tl_error *err)
 {
-	tl_ice_table *t = tl_ice_table_open(location, err);
-	if (t == NULL)
-		return -1;
 	tl_ice_writer *w = tl_ice_writer_open_data(t, NULL, err);
 	tl_pq_batch *b = w ? tl_pq_batch_new(tl_ice_writer_schema(w), rows) : NULL;
 	int rc = b ? 0 : -1;
@@ -80,11 +77,21 @@ int fixture_append_rows(const char *location, int64_t first, int rows, tl_error 
 	rc = c ? 0 : -1;
 	for (int i = 0; rc == 0 && i < tl_ice_writer_nfiles(w); i++)
 		rc = tl_ice_commit_add_file(c, tl_ice_writer_file(w, i), err);
-	if (rc == 0)
-		rc = tl_ice_commit_finish(c, NULL, err);
-	tl_ice_commit_free(c);
 	tl_pq_batch_free(b);
 	tl_ice_writer_free(w);
+	if (rc < 0) {
+		tl_ice_commit_free(c);
+		return NULL;
+	}
+	return c;
+}
+
+int fixture_append_rows(const char *location, int64_t first, int rows, tl_error *err)
+{
+	tl_ice_table *t = tl_ice_table_open(location, err);
+	tl_ice_commit *c = t ? fixture_begin_append(t, first, rows, err) : NULL;
+	int rc = c ? tl_ice_commit_finish(c, NULL, err) : -1;
+	tl_ice_commit_free(c);
 	tl_ice_table_free(t);
 	return rc;
 }

@@ -22,6 +22,8 @@ const tl_storage_entry *fixture_find_entry(const tl_storage_list *l, const char 
 
 /* An empty unpartitioned table with one required long column "id" (field 1) at location. */
 tl_ice_table *fixture_create_table(const char *location, tl_error *err);
+/* Writes `rows` ids from `first` into one new data file of t and begins an append holding it (NULL on error). */
+tl_ice_commit *fixture_begin_append(tl_ice_table *t, int64_t first, int rows, tl_error *err);
 /* Writes `rows` ids from `first` into one new data file and commits it as an append. */
 int fixture_append_rows(const char *location, int64_t first, int rows, tl_error *err);
 /* The current metadata version, the row count and the sum of the ids, read through scan and reader. */

@@ -17,6 +17,7 @@
 #include <sys/random.h>
 #include <unistd.h>
 
+#include "table_fixture.h"
 #include "test.h"
 #include "tierlake/iceberg_scan.h"
 #include "tierlake/iceberg_writer.h"
@@ -59,31 +60,12 @@ static tl_ice_table *create_table(tl_rest_catalog *c, const char *ns, const char
 	return t;
 }
 
-/* Writes ids first..first+rows-1 into a data file of t and begins an append holding it (NULL on error). */
+/* fixture_begin_append, stamped with an op id as the daemon's commits are. */
 static tl_ice_commit *begin_append(tl_ice_table *t, int64_t first, int rows, tl_error *err)
 {
-	tl_ice_writer *w = tl_ice_writer_open_data(t, NULL, err);
-	tl_pq_batch *b = w ? tl_pq_batch_new(tl_ice_writer_schema(w), rows) : NULL;
-	int rc = b ? 0 : -1;
-	for (int i = 0; rc == 0 && i < rows; i++)
-		b->columns[0].v.i64[i] = first + i;
-	if (b)
-		b->nrows = rows;
-	if (rc == 0)
-		rc = tl_ice_writer_write(w, b, err);
-	if (rc == 0)
-		rc = tl_ice_writer_close(w, err);
-	tl_ice_commit *c = rc == 0 ? tl_ice_commit_begin(t, TL_ICE_OP_APPEND, err) : NULL;
-	rc = c ? 0 : -1;
-	for (int i = 0; rc == 0 && i < tl_ice_writer_nfiles(w); i++)
-		rc = tl_ice_commit_add_file(c, tl_ice_writer_file(w, i), err);
-	tl_ice_commit_set_summary(c, "tierdb.op-id", "test-op");
-	tl_pq_batch_free(b);
-	tl_ice_writer_free(w);
-	if (rc < 0) {
-		tl_ice_commit_free(c);
-		return NULL;
-	}
+	tl_ice_commit *c = fixture_begin_append(t, first, rows, err);
+	if (c != NULL)
+		tl_ice_commit_set_summary(c, "tierdb.op-id", "test-op");
 	return c;
 }
 
