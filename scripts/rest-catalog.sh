@@ -33,21 +33,11 @@ set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 jars=${REST_CATALOG_JARS:-$top/.venv/jars/rest-catalog}
 
-usage() {
-  echo "usage: $0 start DIR | stop DIR | run DIR COMMAND [ARG ...]" >&2
-  exit 2
-}
-
-log_tail() {
-  if [ -f "$1" ]; then
-    echo "rest-catalog: last lines of $1:" >&2
-    tail -n 30 "$1" >&2
-  fi
-}
-
-free_port() {
-  python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
-}
+server_name=rest-catalog
+server_pid=rest-catalog.pid
+server_log=rest-catalog.log
+# shellcheck source=lib/test-server.sh
+source "$top/scripts/lib/test-server.sh"
 
 start() {
   local dir=$1
@@ -57,10 +47,7 @@ start() {
   fi
   mkdir -p "$dir"
   dir=$(cd "$dir" && pwd)
-  if [ -f "$dir/rest-catalog.pid" ] && kill -0 "$(cat "$dir/rest-catalog.pid")" 2>/dev/null; then
-    echo "rest-catalog: already running in $dir (pid $(cat "$dir/rest-catalog.pid"))" >&2
-    exit 1
-  fi
+  refuse_if_running "$dir"
   mkdir -p "$dir/warehouse"
   local port uri
   port=$(free_port)
@@ -93,62 +80,9 @@ ENV
     CATALOG_URI="jdbc:sqlite:$dir/catalog.db" \
     setsid java -Xmx512m -cp "$jars/*" org.apache.iceberg.rest.RESTCatalogServer \
     >"$dir/rest-catalog.log" 2>&1 </dev/null &
-  local pid=$!
-  echo "$pid" >"$dir/rest-catalog.pid"
   # Up once the catalog answers its configuration request.
-  local i
-  for i in $(seq 1 600); do
-    if ! kill -0 "$pid" 2>/dev/null; then
-      echo "rest-catalog: the server exited during startup" >&2
-      log_tail "$dir/rest-catalog.log"
-      rm -f "$dir/rest-catalog.pid"
-      exit 1
-    fi
-    if curl -sf -o /dev/null "$uri/v1/config"; then
-      echo "$uri"
-      return 0
-    fi
-    sleep 0.1
-  done
-  echo "rest-catalog: the server did not answer GET $uri/v1/config within 60 s" >&2
-  log_tail "$dir/rest-catalog.log"
-  stop "$dir"
-  exit 1
+  wait_until_up "$dir" $! "GET $uri/v1/config" curl -sf -o /dev/null "$uri/v1/config"
+  echo "$uri"
 }
 
-stop() {
-  local dir=$1 pid
-  [ -f "$dir/rest-catalog.pid" ] || return 0
-  pid=$(cat "$dir/rest-catalog.pid")
-  if kill "$pid" 2>/dev/null; then
-    local i
-    for i in $(seq 1 100); do
-      kill -0 "$pid" 2>/dev/null || break
-      sleep 0.1
-    done
-    kill -9 "$pid" 2>/dev/null || true
-  fi
-  rm -f "$dir/rest-catalog.pid"
-}
-
-run() {
-  run_dir=$1
-  shift
-  [ $# -gt 0 ] || usage
-  start "$run_dir" >/dev/null
-  run_dir=$(cd "$run_dir" && pwd)
-  trap 'stop "$run_dir"' EXIT
-  # shellcheck disable=SC1091
-  source "$run_dir/env"
-  local status=0
-  "$@" || status=$?
-  return $status
-}
-
-[ $# -ge 2 ] || usage
-case $1 in
-  start) [ $# -eq 2 ] || usage; start "$2" ;;
-  stop) [ $# -eq 2 ] || usage; stop "$2" ;;
-  run) shift; run "$@" ;;
-  *) usage ;;
-esac
+main "$@"

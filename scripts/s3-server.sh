@@ -29,21 +29,11 @@ secret_key=tierdb-test-secret
 region=us-east-1
 bucket=tierdb-test
 
-usage() {
-  echo "usage: $0 start DIR | stop DIR | run DIR COMMAND [ARG ...]" >&2
-  exit 2
-}
-
-log_tail() {
-  if [ -f "$1" ]; then
-    echo "s3-server: last lines of $1:" >&2
-    tail -n 30 "$1" >&2
-  fi
-}
-
-free_port() {
-  python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
-}
+server_name=s3-server
+server_pid=s3proxy.pid
+server_log=s3proxy.log
+# shellcheck source=lib/test-server.sh
+source "$top/scripts/lib/test-server.sh"
 
 start() {
   local dir=$1
@@ -53,10 +43,7 @@ start() {
   fi
   mkdir -p "$dir"
   dir=$(cd "$dir" && pwd)
-  if [ -f "$dir/s3proxy.pid" ] && kill -0 "$(cat "$dir/s3proxy.pid")" 2>/dev/null; then
-    echo "s3-server: already running in $dir (pid $(cat "$dir/s3proxy.pid"))" >&2
-    exit 1
-  fi
+  refuse_if_running "$dir"
   mkdir -p "$dir/data/$bucket"
   local port endpoint
   port=$(free_port)
@@ -78,62 +65,9 @@ export TIERDB_S3_TEST_BUCKET=$bucket
 EOF
   # setsid: the server outlives this script and is stopped by its pid.
   setsid java -Xmx512m -jar "$jar" --properties "$dir/s3proxy.conf" >"$dir/s3proxy.log" 2>&1 </dev/null &
-  local pid=$!
-  echo "$pid" >"$dir/s3proxy.pid"
   # Up once it accepts connections (Jetty listens when S3Proxy is ready).
-  local i
-  for i in $(seq 1 600); do
-    if ! kill -0 "$pid" 2>/dev/null; then
-      echo "s3-server: S3Proxy exited during startup" >&2
-      log_tail "$dir/s3proxy.log"
-      rm -f "$dir/s3proxy.pid"
-      exit 1
-    fi
-    if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
-      echo "$endpoint"
-      return 0
-    fi
-    sleep 0.1
-  done
-  echo "s3-server: S3Proxy did not answer on $endpoint within 60 s" >&2
-  log_tail "$dir/s3proxy.log"
-  stop "$dir"
-  exit 1
+  wait_until_up "$dir" $! "on $endpoint" bash -c "exec 3<>/dev/tcp/127.0.0.1/$port"
+  echo "$endpoint"
 }
 
-stop() {
-  local dir=$1 pid
-  [ -f "$dir/s3proxy.pid" ] || return 0
-  pid=$(cat "$dir/s3proxy.pid")
-  if kill "$pid" 2>/dev/null; then
-    local i
-    for i in $(seq 1 100); do
-      kill -0 "$pid" 2>/dev/null || break
-      sleep 0.1
-    done
-    kill -9 "$pid" 2>/dev/null || true
-  fi
-  rm -f "$dir/s3proxy.pid"
-}
-
-run() {
-  run_dir=$1
-  shift
-  [ $# -gt 0 ] || usage
-  start "$run_dir" >/dev/null
-  run_dir=$(cd "$run_dir" && pwd)
-  trap 'stop "$run_dir"' EXIT
-  # shellcheck disable=SC1091
-  source "$run_dir/env"
-  local status=0
-  "$@" || status=$?
-  return $status
-}
-
-[ $# -ge 2 ] || usage
-case $1 in
-  start) [ $# -eq 2 ] || usage; start "$2" ;;
-  stop) [ $# -eq 2 ] || usage; stop "$2" ;;
-  run) shift; run "$@" ;;
-  *) usage ;;
-esac
+main "$@"
