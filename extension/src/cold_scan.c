@@ -298,7 +298,8 @@ cold_reader_open(ColdReader *r)
 		for (int i = 0; i < r->table->npk; i++)
 			attrs = bms_add_member(attrs, r->table->pk_attnos[i]);
 	}
-	r->lake = lake_scan_open(r->table->lake_location, r->pin.snapshot_id, r->tupdesc, attrs, r->all_attrs);
+	r->lake = lake_scan_open(r->pin.metadata_location ? r->pin.metadata_location : r->table->lake_location,
+							 r->pin.snapshot_id, r->tupdesc, attrs, r->all_attrs);
 	r->lake_done = false;
 	build_filter(r);
 }
@@ -694,11 +695,11 @@ reference_columns(const RangeTblEntry *rte)
 }
 
 /*
- * The lake's current record count, for row estimates: the total-records
- * of the current snapshot's summary. Cached per backend and table, and
- * reread only when the table's current metadata file changes (the lake
- * library finds it, through the version hint, without parsing it), so
- * planning a query does not parse the metadata every time.
+ * The record count of a table's published lake snapshot, for the planner's
+ * estimate, per table, with the metadata file it was read from: published
+ * metadata files never change, so planning reads no lake file while the
+ * cut-line stays (a table published before metadata_location was recorded
+ * finds its current metadata file each time).
  */
 typedef struct RecordCount
 {
@@ -711,40 +712,47 @@ static HTAB *record_counts = NULL;
 
 /* -1 when unknown (no snapshot, or the metadata cannot be read: the scan will say why). */
 static double
-lake_record_count(const char *location)
+lake_record_count(const SeamTable *table)
 {
+	SeamPin		cut = seam_latest_cutline(table);
 	RecordCount *entry;
-	char	   *current;
+	char	   *file;
 	bool		found;
 	tl_error	err;
-	tl_ice_table *table;
+	tl_ice_table *lake;
 	const tl_ice_snapshot *snap;
 	const char *total;
 
+	if (!cut.has_snapshot)
+		return -1;
 	if (record_counts == NULL)
 	{
 		HASHCTL		ctl = {.keysize = MAXPGPATH, .entrysize = sizeof(RecordCount)};
 
 		record_counts = hash_create("tierdb lake record counts", 16, &ctl, HASH_ELEM | HASH_STRINGS);
 	}
-	if (strlen(location) >= MAXPGPATH)
-		return -1;
 	tl_error_clear(&err);
 	storage_profiles_prepare();
-	current = tl_ice_table_current_metadata(location, NULL, &err);
-	entry = hash_search(record_counts, location, HASH_ENTER, &found);
-	if (found && current != NULL && strcmp(entry->metadata_file, current) == 0)
+	if (strlen(table->lake_location) >= MAXPGPATH)
+		return -1;
+	file = cut.metadata_location ? strdup(cut.metadata_location)
+		: tl_ice_table_current_metadata(table->lake_location, NULL, &err);
+	if (file == NULL || strlen(file) >= MAXPGPATH)
 	{
-		free(current);
-		return entry->records;
+		free(file);
+		return -1;
 	}
-	table = current != NULL ? tl_ice_table_open(current, &err) : NULL;
-	snap = table != NULL ? tl_ice_metadata_current_snapshot(table->metadata) : NULL;
-	total = snap != NULL ? tl_ice_snapshot_summary(snap, "total-records") : NULL;
-	entry->records = total != NULL ? strtod(total, NULL) : -1;
-	strlcpy(entry->metadata_file, current != NULL ? current : "", sizeof(entry->metadata_file));
-	tl_ice_table_free(table);
-	free(current);
+	entry = hash_search(record_counts, table->lake_location, HASH_ENTER, &found);
+	if (!found || strcmp(entry->metadata_file, file) != 0)
+	{
+		lake = tl_ice_table_open(file, &err);
+		snap = lake != NULL ? tl_ice_metadata_snapshot(lake->metadata, cut.snapshot_id) : NULL;
+		total = snap != NULL ? tl_ice_snapshot_summary(snap, "total-records") : NULL;
+		entry->records = total != NULL ? strtod(total, NULL) : -1;
+		strlcpy(entry->metadata_file, file, sizeof(entry->metadata_file));
+		tl_ice_table_free(lake);
+	}
+	free(file);
 	return entry->records;
 }
 
@@ -767,7 +775,7 @@ cold_set_rel_pathlist(PlannerInfo *root, RelOptInfo *rel, Index rti, RangeTblEnt
 		return;
 	{
 		SeamTable  *table = seam_lookup_table(relid);
-		double		records = table != NULL ? lake_record_count(table->lake_location) : -1;
+		double		records = table != NULL ? lake_record_count(table) : -1;
 
 		if (records >= 0)
 			rel->rows = clamp_row_est(records * clauselist_selectivity(root, rel->baserestrictinfo, 0,

@@ -43,6 +43,7 @@
 #include "utils/fmgroids.h"
 #include "utils/fmgrprotos.h"
 #include "utils/inval.h"
+#include "utils/jsonb.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/rel.h"
@@ -491,6 +492,16 @@ cutline_of(Oid relid, Relation rel, HeapTuple tuple)
 	d = heap_getattr(tuple, attnameAttNum(rel, "lake_snapshot_id", false), desc, &isnull);
 	pin.has_snapshot = !isnull;
 	pin.snapshot_id = isnull ? 0 : DatumGetInt64(d);
+	d = heap_getattr(tuple, attnameAttNum(rel, "lake_props", false), desc, &isnull);
+	if (pin.has_snapshot && !isnull)
+	{
+		Jsonb	   *props = DatumGetJsonbP(d);
+		JsonbValue *v = getKeyJsonValueFromContainer(&props->root, "metadata_location",
+													 strlen("metadata_location"), NULL);
+
+		if (v != NULL && v->type == jbvString && v->val.string.len > 0)
+			pin.metadata_location = pnstrdup(v->val.string.val, v->val.string.len);
+	}
 	return pin;
 }
 
@@ -569,6 +580,12 @@ read_cutline(const SeamTable *table)
 
 	UnregisterSnapshot(latest);
 	return pin;
+}
+
+SeamPin
+seam_latest_cutline(const SeamTable *table)
+{
+	return read_cutline(table);
 }
 
 SeamPin

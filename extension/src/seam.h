@@ -74,6 +74,14 @@ typedef struct SeamPin
 	int64		tier_key_hi;	/* T, canonical */
 	bool		has_snapshot;	/* S is NULL until the first lake commit */
 	int64		snapshot_id;	/* S */
+	/*
+	 * lake_props' metadata_location: the metadata file that holds S,
+	 * published with it, so reads open it directly instead of finding the
+	 * table's newest one (a lookup per query on object storage, and a REST
+	 * catalog's file names cannot be ordered). NULL when not known (a pin
+	 * given by a caller): then the table's current metadata.
+	 */
+	const char *metadata_location;
 } SeamPin;
 
 /*
@@ -93,6 +101,12 @@ extern bool seam_is_tiered(Oid relid);
 
 /* The statement's pin of the table, taken on first use (see above). */
 extern SeamPin seam_pin(const SeamTable *table);
+
+/*
+ * The cut-line as last committed, without pinning it or taking the
+ * readers' lock: for estimates at planning, never for reading rows.
+ */
+extern SeamPin seam_latest_cutline(const SeamTable *table);
 
 /*
  * T as the planner should assume it: the transaction's pin under

@@ -135,3 +135,11 @@ def duckdb_reach_s3(con) -> None:
                 "USE_SSL false)", [os.environ["TIERDB_S3_ACCESS_KEY"], os.environ["TIERDB_S3_SECRET_KEY"],
                                    os.environ.get("TIERDB_S3_REGION", "us-east-1"),
                                    os.environ["TIERDB_S3_ENDPOINT"].split("://", 1)[1]])
+
+
+def write_bytes(location, data: bytes) -> None:
+    if _is_s3(location):
+        with _s3().open_output_stream(_key(location)) as f:
+            f.write(data)
+    else:
+        local(location).write_bytes(data)

@@ -148,6 +148,32 @@ def test_a_query_at_or_above_t_never_opens_the_lake(tiered):
         lake_files.move_tree(data + ".away", data)
 
 
+def test_reads_open_the_published_metadata_file(tiered):
+    """Planning and reading go to the metadata file the cut-line published
+    with S, not to the table's newest one: a newer file that is not
+    published (another engine's commit, a REST catalog's failed commit) or a
+    hint pointing at it changes nothing, and planning reads no lake file
+    to find it."""
+    db = tiered
+    c = cutline(db, "events")
+    published = c["props"]["metadata_location"]
+    version = int(published.rsplit("/v", 1)[1].split(".")[0])
+    hint = f"{c['ref']}/metadata/version-hint.text"
+    stray = f"{c['ref']}/metadata/v{version + 1}.metadata.json"
+    saved_hint = lake_files.read_bytes(hint)
+    lake_files.write_bytes(stray, b"{not metadata")
+    lake_files.write_bytes(hint, str(version + 1).encode())
+    try:
+        same(db, "SELECT count(*), sum(amount) FROM {t}")
+        same(db, "SELECT id, v FROM {t} WHERE ts < '2024-01-03' ORDER BY id")
+        plan = "\n".join(r[0] for r in db.query(
+            "EXPLAIN (ANALYZE, COSTS OFF) SELECT count(*) FROM events WHERE ts < '2024-01-05'"))
+        assert "TierDB Cold Scan" in plan, plan
+    finally:
+        lake_files.remove(stray)
+        lake_files.write_bytes(hint, saved_hint)
+
+
 def test_a_query_kept_at_or_above_t_plans_as_a_plain_table(tiered, tierdb_bin, lake):
     """A query whose own conditions keep the tier key at or above T when it
     is planned reads the heap only, planned as a plain partitioned table
