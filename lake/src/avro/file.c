@@ -211,7 +211,7 @@ void tl_avro_writer_free(tl_avro_writer *w)
 		return;
 	tl_buf_free(&w->block);
 	tl_buf_free(&w->staged);
-	free(w);
+	tl_free(w);
 }
 
 int64_t tl_avro_writer_records(const tl_avro_writer *w)
@@ -243,7 +243,7 @@ struct tl_avro_reader {
 
 static void forget_meta(tl_avro_reader *r)
 {
-	free(r->meta);
+	tl_free(r->meta);
 	r->meta = NULL;
 	r->n_meta = 0;
 	tl_arena_reset(&r->meta_arena);
@@ -329,7 +329,8 @@ static int read_header(tl_avro_reader *r, tl_error *err)
 	size_t want = size < HEADER_FIRST_READ ? (size_t)size : HEADER_FIRST_READ;
 	for (;;) {
 		tl_buf_reset(&r->header);
-		tl_buf_reserve(&r->header, want ? want : 1);
+		if (tl_buf_reserve(&r->header, want ? want : 1) < 0)
+			return tl_error_nomem(err, "for an Avro file header");
 		if (tl_input_read(r->in, 0, r->header.data, want, err) != 0)
 			return -1;
 		r->header.len = want;
@@ -397,7 +398,7 @@ void tl_avro_reader_free(tl_avro_reader *r)
 	tl_buf_free(&r->header);
 	tl_buf_free(&r->raw);
 	tl_buf_free(&r->block);
-	free(r);
+	tl_free(r);
 }
 
 const tl_avro_schema *tl_avro_reader_schema(const tl_avro_reader *r)
@@ -460,7 +461,8 @@ static int load_block(tl_avro_reader *r, tl_error *err)
 		return tl_error_set(err, TL_ERR_CORRUPT, "Avro: block at offset %llu is %llu bytes, over the %zu limit",
 		                    (unsigned long long)start, (unsigned long long)data_len, AVRO_MAX_BLOCK_BYTES);
 	tl_buf_reset(&r->raw);
-	tl_buf_reserve(&r->raw, data_len + AVRO_SYNC_SIZE);
+	if (tl_buf_reserve(&r->raw, data_len + AVRO_SYNC_SIZE) < 0)
+		return tl_error_nomem(err, "for an Avro block");
 	if (tl_input_read(r->in, start + header_len, r->raw.data, data_len + AVRO_SYNC_SIZE, err) != 0)
 		return -1;
 	r->raw.len = data_len + AVRO_SYNC_SIZE;

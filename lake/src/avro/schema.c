@@ -185,7 +185,7 @@ static int parse_fields(parse_ctx *ctx, json_t *obj, tl_avro_schema *node, const
 			char *text = json_dumps(def, JSON_ENCODE_ANY | JSON_COMPACT);
 			if (text != NULL) {
 				field->default_json = arena_strdup(ctx->arena, text);
-				free(text);
+				tl_free(text);
 			}
 		}
 	}
@@ -336,11 +336,11 @@ tl_avro_schema *tl_avro_schema_parse(const char *json, size_t len, tl_error *err
 	tl_arena_init(&doc->arena, 4096);
 	parse_ctx ctx = {.arena = &doc->arena, .err = err};
 	tl_avro_schema *root = parse_node(&ctx, root_json, "", 0);
-	free(ctx.names);
+	tl_free(ctx.names);
 	json_decref(root_json);
 	if (root == NULL) {
 		tl_arena_free(&doc->arena);
-		free(doc);
+		tl_free(doc);
 		return NULL;
 	}
 	/* A schema that is only a primitive comes back as a fresh node, so this is never shared. */
@@ -356,9 +356,9 @@ void tl_avro_schema_free(tl_avro_schema *root)
 	if (root == NULL || root->doc_ == NULL)
 		return;
 	struct tl_avro_schema_doc *doc = root->doc_;
-	free(doc->json);
+	tl_free(doc->json);
 	tl_arena_free(&doc->arena); /* root lives in this arena */
-	free(doc);
+	tl_free(doc);
 }
 
 const char *tl_avro_schema_json(const tl_avro_schema *root)

@@ -158,7 +158,7 @@ static int decode_list(decoder *d, const tl_avro_schema *s, tl_avro_value *out, 
 			chunk *grown = tl_malloc(2 * cap * sizeof(chunk));
 			memcpy(grown, chunks, cap * sizeof(chunk));
 			if (chunks != &one)
-				free(chunks);
+				tl_free(chunks);
 			chunks = grown;
 			cap *= 2;
 		}
@@ -200,7 +200,7 @@ static int decode_list(decoder *d, const tl_avro_schema *s, tl_avro_value *out, 
 	rc = 0;
 done:
 	if (chunks != &one)
-		free(chunks);
+		tl_free(chunks);
 	return rc;
 }
 

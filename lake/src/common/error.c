@@ -62,6 +62,7 @@ const char *tl_error_code_name(tl_error_code code)
 	case TL_ERR_NOMEM: return "out of memory";
 	case TL_ERR_CONFLICT: return "conflict";
 	case TL_ERR_NOT_FOUND: return "not found";
+	case TL_ERR_INTERRUPTED: return "interrupted";
 	}
 	return "unknown error";
 }

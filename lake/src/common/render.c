@@ -362,7 +362,9 @@ void tl_render_json_string(const void *bytes, size_t len, tl_buf *out)
 	const uint8_t *s = bytes;
 	size_t i = 0;
 
-	tl_buf_reserve(out, len + 2);
+	/* Appends are sticky on failure (buf.h): the caller checks out once. */
+	if (tl_buf_reserve(out, len + 2) < 0)
+		return;
 	put_byte(out, '"');
 	while (i < len) {
 		size_t run = i;
@@ -527,9 +529,9 @@ static void append_decimal_bytes(tl_buf *out, const uint8_t *be, size_t len, int
 	append_scaled(out, digits + pos, cap - pos, negative, scale);
 	put_byte(out, '"');
 	if (digits != stack_digits)
-		free(digits);
+		tl_free(digits);
 	if (limbs != stack_limbs)
-		free(limbs);
+		tl_free(limbs);
 }
 
 /* ---------------------------------------------------------- dates and times */

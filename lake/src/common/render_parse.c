@@ -150,7 +150,7 @@ static void describe(const json_t *json, char *buf, size_t size)
 		snprintf(buf, size, "%.57s...", text);
 	else
 		snprintf(buf, size, "%s", text);
-	free(text);
+	tl_free(text);
 }
 
 static int bad_value(tl_error *err, const json_t *json, const char *expected)
@@ -467,14 +467,14 @@ static int64_t decimal_to_bytes(const tl_buf *digits, bool negative, int32_t wid
 	size_t need = room - start;
 	if (width > 0) {
 		if (need > (size_t)width) {
-			free(mag);
+			tl_free(mag);
 			return -1;
 		}
 		start = room - (size_t)width;
 		need = (size_t)width;
 	}
 	*out = tl_arena_copy(arena, mag + start, (uint32_t)need);
-	free(mag);
+	tl_free(mag);
 	return (int64_t)need;
 }
 
@@ -632,7 +632,7 @@ static int parse_binary(const tl_pq_column *col, const json_t *json, tl_arena *a
 		rc = bad_value(err, json, expected);
 	} else
 		*out = tl_arena_copy(arena, bytes, (uint32_t)n);
-	free(bytes);
+	tl_free(bytes);
 	return rc;
 }
 

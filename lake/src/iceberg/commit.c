@@ -122,7 +122,7 @@ void tl_ice_commit_set_summary(tl_ice_commit *c, const char *key, const char *va
 {
 	for (int i = 0; i < c->nsummary; i++) {
 		if (strcmp(c->summary[i].key, key) == 0) {
-			free(c->summary[i].value);
+			tl_free(c->summary[i].value);
 			c->summary[i].value = tl_strdup(value);
 			return;
 		}
@@ -191,16 +191,16 @@ void tl_ice_commit_free(tl_ice_commit *c)
 	if (c == NULL)
 		return;
 	tl_arena_free(&c->arena);
-	free(c->added);
+	tl_free(c->added);
 	for (int i = 0; i < c->nremoved; i++)
-		free(c->removed[i]);
-	free(c->removed);
+		tl_free(c->removed[i]);
+	tl_free(c->removed);
 	for (int i = 0; i < c->nsummary; i++) {
-		free(c->summary[i].key);
-		free(c->summary[i].value);
+		tl_free(c->summary[i].key);
+		tl_free(c->summary[i].value);
 	}
-	free(c->summary);
-	free(c);
+	tl_free(c->summary);
+	tl_free(c);
 }
 
 /* ------------------------------------------------------- finishing */
@@ -226,7 +226,7 @@ static void sort_removed(tl_ice_commit *c)
 	int n = 0;
 	for (int i = 0; i < c->nremoved; i++) {
 		if (n > 0 && strcmp(c->removed[n - 1], c->removed[i]) == 0)
-			free(c->removed[i]);
+			tl_free(c->removed[i]);
 		else
 			c->removed[n++] = c->removed[i];
 	}
@@ -280,12 +280,12 @@ static void end_attempt(attempt *a, bool failed)
 	for (int i = 0; i < a->nwritten; i++) {
 		if (failed)
 			(void)tl_storage_remove(a->written[i], NULL);
-		free(a->written[i]);
+		tl_free(a->written[i]);
 	}
-	free(a->written);
-	free(a->manifests);
-	free(a->found);
-	free(a->manifest_list);
+	tl_free(a->written);
+	tl_free(a->manifests);
+	tl_free(a->found);
+	tl_free(a->manifest_list);
 	tl_arena_free(&a->arena);
 }
 
@@ -338,7 +338,7 @@ static int publish(tl_ice_commit *c, attempt *a, const char *metadata_dir, tl_er
 {
 	char *previous = tl_ice_commit_base_location(c->table);
 	tl_ice_table_metadata *md = tl_ice_commit_new_metadata(a, previous, c->summary, c->nsummary, c->op, err);
-	free(previous);
+	tl_free(previous);
 	if (md == NULL)
 		return -1;
 	return tl_ice_commit_publish(c->table, metadata_dir, md, err);

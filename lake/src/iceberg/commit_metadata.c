@@ -32,7 +32,7 @@ static void kv_set(kv_list *l, const char *key, const char *value)
 {
 	for (int i = 0; i < l->n; i++) {
 		if (strcmp(l->items[i].key, key) == 0) {
-			free(l->items[i].value);
+			tl_free(l->items[i].value);
 			l->items[i].value = tl_strdup(value);
 			return;
 		}
@@ -59,10 +59,10 @@ static void kv_set_nonzero(kv_list *l, const char *key, int64_t v)
 static void kv_free(kv_list *l)
 {
 	for (int i = 0; i < l->n; i++) {
-		free(l->items[i].key);
-		free(l->items[i].value);
+		tl_free(l->items[i].key);
+		tl_free(l->items[i].value);
 	}
-	free(l->items);
+	tl_free(l->items);
 }
 
 static void add_change_counts(kv_list *l, const change_counts *c)
@@ -201,7 +201,7 @@ void tl_ice_commit_log_metadata(tl_ice_table_metadata *md, int64_t base_updated_
 	if (md->nmetadata_log > keep) {
 		int drop = md->nmetadata_log - (int)keep;
 		for (int i = 0; i < drop; i++)
-			free(md->metadata_log[i].metadata_file);
+			tl_free(md->metadata_log[i].metadata_file);
 		memmove(md->metadata_log, md->metadata_log + drop, sizeof(tl_ice_metadata_log_entry) * (size_t)keep);
 		md->nmetadata_log = (int)keep;
 	}

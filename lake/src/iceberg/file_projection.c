@@ -351,9 +351,9 @@ int ice_fp_project(const ice_file_projection *fp, tl_pq_reader *pq, tl_error *er
 void ice_fp_free(ice_file_projection *fp)
 {
 	for (int i = 0; fp->columns != NULL && i < fp->ncolumns; i++)
-		free(fp->columns[i].constant_bytes);
-	free(fp->columns);
-	free(fp->projection);
+		tl_free(fp->columns[i].constant_bytes);
+	tl_free(fp->columns);
+	tl_free(fp->projection);
 	memset(fp, 0, sizeof(*fp));
 }
 
@@ -624,7 +624,7 @@ static int map_stats_columns(const tl_pq_reader *pq, const tl_ice_schema *schema
 		sc->file_column = s;
 		n++;
 	}
-	free(fields);
+	tl_free(fields);
 	return n;
 }
 
@@ -774,7 +774,7 @@ int ice_row_groups_to_read(const tl_pq_reader *pq, const tl_ice_schema *schema, 
 		}
 	}
 	tl_arena_free(&arena);
-	free(cols);
+	tl_free(cols);
 	return skipped;
 }
 

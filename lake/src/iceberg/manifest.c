@@ -81,7 +81,7 @@ void tl_ice_manifest_json_string(tl_buf *out, const char *s)
 	json_t *j = json_string(s);
 	char *text = j ? json_dumps(j, JSON_ENCODE_ANY) : NULL;
 	tl_buf_append_str(out, text ? text : "\"\"");
-	free(text);
+	tl_free(text);
 	json_decref(j);
 }
 
@@ -445,7 +445,7 @@ void tl_ice_manifest_reader_free(tl_ice_manifest_reader *r)
 		tl_ice_schema_free(&r->schema);
 	tl_ice_partition_spec_free(&r->spec);
 	tl_ice_type_free(&r->ptype);
-	free(r);
+	tl_free(r);
 }
 
 int tl_ice_manifest_reader_format_version(const tl_ice_manifest_reader *r) { return r->format_version; }
@@ -694,10 +694,10 @@ void tl_ice_manifest_writer_free(tl_ice_manifest_writer *w)
 	tl_arena_free(&w->arena);
 	tl_arena_free(&w->keep);
 	tl_ice_type_free(&w->ptype);
-	free(w->lower);
-	free(w->upper);
-	free(w->parts);
-	free(w);
+	tl_free(w->lower);
+	tl_free(w->upper);
+	tl_free(w->parts);
+	tl_free(w);
 }
 
 static char *json_text(json_t *j)
@@ -766,8 +766,8 @@ tl_ice_manifest_writer *tl_ice_manifest_writer_open(tl_output *out, const tl_ice
 	} else {
 		w->avro = tl_avro_writer_open(out, w->avro_schema, TL_AVRO_CODEC_DEFLATE, meta, 6, err);
 	}
-	free(schema_json);
-	free(spec_json);
+	tl_free(schema_json);
+	tl_free(spec_json);
 	if (w->avro == NULL)
 		goto fail;
 	return w;

@@ -52,7 +52,7 @@ void tl_ice_manifest_list_reader_free(tl_ice_manifest_list_reader *r)
 		return;
 	tl_avro_reader_free(r->avro);
 	tl_arena_free(&r->arena);
-	free(r);
+	tl_free(r);
 }
 
 int tl_ice_manifest_list_reader_format_version(const tl_ice_manifest_list_reader *r)
@@ -184,7 +184,7 @@ void tl_ice_manifest_list_writer_free(tl_ice_manifest_list_writer *w)
 	tl_avro_writer_free(w->avro);
 	tl_avro_schema_free(w->schema);
 	tl_arena_free(&w->arena);
-	free(w);
+	tl_free(w);
 }
 
 tl_ice_manifest_list_writer *tl_ice_manifest_list_writer_open(tl_output *out, int64_t snapshot_id,

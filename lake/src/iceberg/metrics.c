@@ -460,7 +460,7 @@ int tl_ice_data_file_metrics(const tl_ice_schema *schema, const tl_pq_reader *r,
 
 	file->record_count = tl_pq_reader_num_rows(r);
 	int rc = emit_metrics(ms, n, arena, file, err);
-	free(ms);
-	free(column_of);
+	tl_free(ms);
+	tl_free(column_of);
 	return rc;
 }

@@ -149,7 +149,7 @@ tl_ice_reader *tl_ice_reader_open(const tl_ice_scan *scan, const int32_t *field_
 	for (int i = 0; i < ntasks; i++)
 		tasks[i] = tl_ice_scan_task_at(scan, i);
 	tl_ice_reader *r = ice_reader_new(tl_ice_scan_schema(scan), tl_ice_scan_filter(scan), tasks, ntasks, field_ids, nfields, err);
-	free(tasks);
+	tl_free(tasks);
 	return r;
 }
 
@@ -169,7 +169,7 @@ int tl_ice_reader_defer(tl_ice_reader *r, const bool *deferred, tl_error *err)
 {
 	if (r->next_task > 0)
 		return tl_error_set(err, TL_ERR_INVALID, "deferred columns must be chosen before reading starts");
-	free(r->deferred);
+	tl_free(r->deferred);
 	r->deferred = NULL;
 	if (deferred != NULL && r->nout > 0) {
 		r->deferred = tl_malloc(sizeof(bool) * (size_t)r->nout);
@@ -233,7 +233,7 @@ static int needed_fields(const tl_ice_reader *r, const tl_ice_scan_task *t, cons
 		for (uint32_t k = 0; k < df->n_equality_ids; k++) {
 			const tl_ice_field *f = ice_top_level_field(r->schema, df->equality_ids[k]);
 			if (f == NULL) {
-				free(out);
+				tl_free(out);
 				return tl_error_set(err, TL_ERR_UNSUPPORTED,
 				                    "reading delete file %s: equality field id %d is not a top-level field of "
 				                    "the scanned schema",
@@ -316,22 +316,22 @@ static void close_file(tl_ice_reader *r)
 	r->pq = NULL;
 	tl_input_close(r->in);
 	r->in = NULL;
-	free(r->row_group_start);
+	tl_free(r->row_group_start);
 	r->row_group_start = NULL;
-	free(r->keep_row_group);
+	tl_free(r->keep_row_group);
 	r->keep_row_group = NULL;
-	free(r->source_deferred);
+	tl_free(r->source_deferred);
 	r->source_deferred = NULL;
 	r->load_pending = false;
-	free(r->deleted);
+	tl_free(r->deleted);
 	r->deleted = NULL;
 	r->ndeleted = 0;
 	r->deleted_cursor = 0;
 	for (int g = 0; g < r->ngroups; g++) {
-		free(r->groups[g].columns);
-		free(r->groups[g].sets);
+		tl_free(r->groups[g].columns);
+		tl_free(r->groups[g].sets);
 	}
-	free(r->groups);
+	tl_free(r->groups);
 	r->groups = NULL;
 	r->ngroups = 0;
 	r->task = NULL;
@@ -399,7 +399,7 @@ static int open_task(tl_ice_reader *r, const tl_ice_scan_task *t, tl_error *err)
 	r->row_group_left = 0;
 	if (ice_fp_open_file(path, t->file.file_format, fields, nfields, &r->in, &r->pq, &r->fp, err) < 0) {
 		ice_error_name_file(err, "data file", path);
-		free(fields);
+		tl_free(fields);
 		r->task = NULL;
 		return -1;
 	}
@@ -408,7 +408,7 @@ static int open_task(tl_ice_reader *r, const tl_ice_scan_task *t, tl_error *err)
 	r->nkept = kept;
 	if (kept < 0) {
 		ice_error_name_file(err, "data file", path);
-		free(fields);
+		tl_free(fields);
 		close_file(r);
 		return -1;
 	}
@@ -416,11 +416,11 @@ static int open_task(tl_ice_reader *r, const tl_ice_scan_task *t, tl_error *err)
 	const tl_ice_delete_file *const *deletes = t->deletes;
 	if (kept > 0 && (ice_positions_load(path, deletes, t->ndeletes, &r->deleted, &r->ndeleted, err) < 0 ||
 	                 load_equality_deletes(r, fields, nfields, err) < 0 || defer_sources(r, err) < 0)) {
-		free(fields);
+		tl_free(fields);
 		close_file(r);
 		return -1;
 	}
-	free(fields);
+	tl_free(fields);
 	return 0;
 }
 
@@ -759,11 +759,11 @@ void tl_ice_reader_free(tl_ice_reader *r)
 	close_file(r);
 	for (int i = 0; i < r->neq_cache; i++)
 		ice_eq_set_free(r->eq_cache[i]);
-	free(r->eq_cache);
+	tl_free(r->eq_cache);
 	tl_buf_free(&r->key);
-	free(r->deferred);
+	tl_free(r->deferred);
 	tl_pq_schema_free(r->out_schema);
-	free(r->out_fields);
-	free(r->tasks);
-	free(r);
+	tl_free(r->out_fields);
+	tl_free(r->tasks);
+	tl_free(r);
 }

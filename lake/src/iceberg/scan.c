@@ -131,7 +131,11 @@ static tl_input *open_metadata_file(const char *uri, tl_buf *whole, tl_error *er
 	if (in == NULL || in->size > WHOLE_FILE_MAX)
 		return in;
 	tl_buf_reset(whole);
-	tl_buf_reserve(whole, (size_t)in->size + 1);
+	if (tl_buf_reserve(whole, (size_t)in->size + 1) < 0) {
+		tl_input_close(in);
+		tl_error_nomem(err, "reading a metadata file");
+		return NULL;
+	}
 	if (tl_input_read(in, 0, whole->data, (size_t)in->size, err) < 0) {
 		tl_input_close(in);
 		return NULL;
@@ -268,13 +272,18 @@ static int partition_key(planner *p, const tl_ice_type *ptype, const tl_ice_data
 		}
 		tl_buf_append_byte(k, 1);
 		size_t at = k->len;
-		tl_buf_extend(k, 4);
+		if (tl_buf_extend(k, 4) == NULL)
+			return tl_error_nomem(err, "for a partition key");
 		if (tl_ice_value_serialize(&ptype->fields[i].type, &f->partition[i], k, err) < 0)
 			return -1;
 		uint32_t n = (uint32_t)(k->len - at - 4);
 		memcpy(k->data + at, &n, 4);
 	}
+	if (tl_buf_check(k, err, "for a partition key") < 0)
+		return -1;
 	*out = tl_arena_copy(&p->scan->arena, k->data, (uint32_t)k->len);
+	if (out->ptr == NULL)
+		return tl_error_nomem(err, "for a partition key");
 	return 0;
 }
 
@@ -434,7 +443,7 @@ static int plan_snapshot(tl_ice_scan *scan, const tl_ice_snapshot *snap, tl_erro
 		rc = read_manifest(&p, &p.manifests[i], err);
 	if (rc == 0)
 		rc = tl_ice_scan_associate_deletes(scan, err);
-	free(p.manifests);
+	tl_free(p.manifests);
 	tl_arena_free(&p.paths);
 	tl_buf_free(&p.file);
 	tl_buf_free(&p.key);
@@ -477,13 +486,13 @@ void tl_ice_scan_free(tl_ice_scan *scan)
 		tl_ice_schema_free(&scan->schema);
 	for (int i = 0; i < scan->nspecs; i++)
 		tl_ice_partition_spec_free(&scan->specs[i]);
-	free(scan->specs);
-	free(scan->tasks);
-	free(scan->task_keys);
-	free(scan->deletes);
-	free(scan->delete_keys);
+	tl_free(scan->specs);
+	tl_free(scan->tasks);
+	tl_free(scan->task_keys);
+	tl_free(scan->deletes);
+	tl_free(scan->delete_keys);
 	tl_arena_free(&scan->arena);
-	free(scan);
+	tl_free(scan);
 }
 
 /* --------------------------------------------------------- accessors */

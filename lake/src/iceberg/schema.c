@@ -125,16 +125,16 @@ void tl_ice_type_free(tl_ice_type *t)
 {
 	for (int i = 0; i < t->nfields; i++)
 		field_free(&t->fields[i]);
-	free(t->fields);
+	tl_free(t->fields);
 	t->fields = NULL;
 	t->nfields = 0;
 }
 
 static void field_free(tl_ice_field *f)
 {
-	free(f->name);
-	free(f->doc);
-	free(f->initial_default);
+	tl_free(f->name);
+	tl_free(f->doc);
+	tl_free(f->initial_default);
 	tl_ice_type_free(&f->type);
 }
 
@@ -158,8 +158,8 @@ void tl_ice_schema_free(tl_ice_schema *schema)
 		return;
 	for (int i = 0; i < schema->nfields; i++)
 		field_free(&schema->fields[i]);
-	free(schema->fields);
-	free(schema->identifier_ids);
+	tl_free(schema->fields);
+	tl_free(schema->identifier_ids);
 	memset(schema, 0, sizeof(*schema));
 }
 
@@ -336,7 +336,7 @@ static int collect_ids(const tl_ice_field *fields, int n, id_entry *ids, size_t 
 	for (int i = 0; i < n && rc == 0; i++)
 		rc = collect_ids(fields[i].type.fields, fields[i].type.nfields, ids, nids, err);
 done:
-	free(sorted);
+	tl_free(sorted);
 	return rc;
 }
 
@@ -357,7 +357,7 @@ static int check_ids(const tl_ice_field *fields, int n, tl_error *err)
 			}
 		}
 	}
-	free(ids);
+	tl_free(ids);
 	return rc;
 }
 

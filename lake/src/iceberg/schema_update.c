@@ -86,7 +86,7 @@ static int publish_schema(tl_ice_table *t, tl_ice_schema *schema, tl_error *err)
 	}
 	char *previous = tl_ice_commit_base_location(t);
 	tl_ice_commit_log_metadata(md, base->last_updated_ms, previous);
-	free(previous);
+	tl_free(previous);
 	int32_t max_id = tl_ice_schema_max_id(schema);
 	schema->schema_id = next_schema_id(base);
 	add_current_schema(md, schema);
@@ -277,7 +277,7 @@ static tl_ice_field *resolve_fields(const tl_ice_table *t, const tl_ice_schema *
 	}
 	return out;
 fail:
-	free(out);
+	tl_free(out);
 	return NULL;
 }
 
@@ -339,7 +339,7 @@ int tl_ice_table_evolve_schema(tl_ice_table *t, const tl_ice_field *fields, int 
 		return -1;
 	tl_ice_schema evolved;
 	int rc = new_schema(current, current->schema_id, resolved, nfields, &evolved, err);
-	free(resolved);
+	tl_free(resolved);
 	if (rc < 0) {
 		tl_error_prefix(err, "evolving the schema of table %s", t->location);
 		return -1;
@@ -386,7 +386,7 @@ int tl_ice_table_rename_fields(tl_ice_table *t, const char *const *names, int nn
 	for (int i = 0; i < nnames; i++)
 		fields[i].name = (char *)names[i];
 	int rc = tl_ice_table_evolve_schema(t, fields, nnames, changed, err);
-	free(fields);
+	tl_free(fields);
 	return rc;
 }
 
@@ -403,6 +403,6 @@ int tl_ice_table_add_fields(tl_ice_table *t, const tl_ice_field *added, int nadd
 		fields[current->nfields + i].id = 0;  /* new: the next ids */
 	}
 	int rc = tl_ice_table_evolve_schema(t, fields, current->nfields + nadded, NULL, err);
-	free(fields);
+	tl_free(fields);
 	return rc;
 }

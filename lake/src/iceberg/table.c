@@ -103,7 +103,7 @@ static int64_t hint_version(const char *metadata_dir)
 {
 	char *path = path_join(metadata_dir, "version-hint.text");
 	tl_input *in = tl_storage_open_read(path, NULL);
-	free(path);
+	tl_free(path);
 	if (in == NULL)
 		return -1;
 	char hint[VERSION_HINT_MAX + 1];
@@ -130,13 +130,13 @@ static int64_t current_from_hint(const char *metadata_dir)
 		return -1;
 	char *path = versioned_path(metadata_dir, version);
 	bool exists = tl_storage_is_file(path);
-	free(path);
+	tl_free(path);
 	if (!exists)
 		return -1;
 	for (;;) {
 		path = versioned_path(metadata_dir, version + 1);
 		exists = tl_storage_is_file(path);
-		free(path);
+		tl_free(path);
 		if (!exists)
 			return version;
 		version++;
@@ -159,7 +159,7 @@ static char *newest_listed(const char *table_dir, const char *metadata_dir, int6
 		int64_t v = list.entries[i].is_dir ? -1 : metadata_file_version(list.entries[i].name);
 		if (v > *version) {
 			*version = v;
-			free(best);
+			tl_free(best);
 			best = tl_strdup(list.entries[i].name);
 		}
 	}
@@ -181,7 +181,7 @@ static char *find_current_metadata(const char *table_dir, const char *metadata_d
 	if (name == NULL)
 		return NULL;
 	char *path = path_join(metadata_dir, name);
-	free(name);
+	tl_free(name);
 	return path;
 }
 
@@ -201,7 +201,7 @@ static tl_ice_table_metadata *read_metadata_file(const char *path, tl_error *err
 			if (md == NULL)
 				tl_error_prefix(err, "%s", path);
 		}
-		free(text);
+		tl_free(text);
 	}
 	tl_input_close(in);
 	return md;
@@ -228,8 +228,8 @@ static tl_ice_table *open_directory(const char *dir, tl_error *err)
 	char *file = find_current_metadata(dir, metadata_dir, &version, err);
 	tl_ice_table_metadata *md = file ? read_metadata_file(file, err) : NULL;
 	if (md == NULL) {
-		free(file);
-		free(metadata_dir);
+		tl_free(file);
+		tl_free(metadata_dir);
 		return NULL;
 	}
 	return &new_table(md, file, version, metadata_dir)->pub;
@@ -274,7 +274,7 @@ tl_ice_table *tl_ice_table_open(const char *location, tl_error *err)
 		t = open_directory(path, err);
 	else
 		t = open_metadata_file(path, err);
-	free(path);
+	tl_free(path);
 	return t;
 }
 
@@ -288,16 +288,16 @@ char *tl_ice_table_current_metadata(const char *location, int64_t *version, tl_e
 	char *file = find_current_metadata(root, metadata_dir, &v, err);
 	if (file != NULL && version != NULL)
 		*version = v;
-	free(metadata_dir);
-	free(root);
+	tl_free(metadata_dir);
+	tl_free(root);
 	return file;
 }
 
 void tl_ice_table_install(tl_ice_table *t, tl_ice_table_metadata *md, int64_t version, char *path)
 {
 	tl_ice_metadata_free(t->metadata);
-	free(t->metadata_file);
-	free(t->location);
+	tl_free(t->metadata_file);
+	tl_free(t->location);
 	t->metadata = md;
 	t->metadata_file = path;
 	t->version = version;
@@ -315,7 +315,7 @@ int tl_ice_table_refresh(tl_ice_table *t, tl_error *err)
 	char *file = find_current_metadata(t->location, impl->metadata_dir, &version, err);
 	tl_ice_table_metadata *md = file ? read_metadata_file(file, err) : NULL;
 	if (md == NULL) {
-		free(file);
+		tl_free(file);
 		return -1;
 	}
 	tl_ice_table_install(t, md, version, file);
@@ -328,10 +328,10 @@ void tl_ice_table_free(tl_ice_table *t)
 		return;
 	table_impl *impl = (table_impl *)t;
 	tl_ice_metadata_free(t->metadata);
-	free(t->metadata_file);
-	free(t->location);
-	free(impl->metadata_dir);
-	free(impl);
+	tl_free(t->metadata_file);
+	tl_free(t->location);
+	tl_free(impl->metadata_dir);
+	tl_free(impl);
 }
 
 /* ------------------------------------------------------------ creating */
@@ -353,13 +353,13 @@ static char *metadata_location(const char *given, const char *local, tl_error *e
 		parent[slash == local ? 1 : slash - local] = '\0';
 	bool whole = strcmp(last, ".") == 0 || strcmp(last, "..") == 0;
 	char *real = tl_storage_canonical(whole ? local : parent, err);
-	free(parent);
+	tl_free(parent);
 	if (real == NULL) {
 		tl_error_prefix(err, "cannot resolve table location %s", given);
 		return NULL;
 	}
 	char *result = whole ? tl_strdup(real) : path_join(strcmp(real, "/") == 0 ? "" : real, last);
-	free(real);
+	tl_free(real);
 	return result;
 }
 
@@ -373,7 +373,7 @@ static int check_no_table(const char *location, const char *metadata_dir, tl_err
 	if (name == NULL)
 		return 0;
 	tl_error_set(err, TL_ERR_CONFLICT, "table already exists at %s (%s/%s)", location, metadata_dir, name);
-	free(name);
+	tl_free(name);
 	return -1;
 }
 
@@ -383,7 +383,7 @@ static int prepare_directories(const char *local, const char *metadata_dir, tl_e
 	int rc = tl_storage_make_dirs(metadata_dir, err);
 	if (rc == 0)
 		rc = tl_storage_make_dirs(data_dir, err);
-	free(data_dir);
+	tl_free(data_dir);
 	return rc;
 }
 
@@ -420,11 +420,11 @@ tl_ice_table *tl_ice_table_create(const char *location, const tl_ice_schema *sch
 	metadata_dir = NULL;
 done:
 	tl_ice_metadata_free(md);
-	free(file);
-	free(md_location);
-	free(metadata_dir);
-	free(local);
-	free(given);
+	tl_free(file);
+	tl_free(md_location);
+	tl_free(metadata_dir);
+	tl_free(local);
+	tl_free(given);
 	return t;
 }
 
@@ -498,7 +498,7 @@ int tl_ice_table_publish_version(const char *metadata_dir, int64_t version, cons
 	if (rc == 0 && path != NULL)
 		*path = final;
 	else
-		free(final);
+		tl_free(final);
 	return rc;
 }
 
@@ -508,6 +508,6 @@ int tl_ice_table_write_hint(const char *metadata_dir, int64_t version, tl_error 
 	int n = snprintf(text, sizeof(text), "%" PRId64, version);
 	char *hint = path_join(metadata_dir, "version-hint.text");
 	int rc = tl_storage_replace(hint, text, (size_t)n, err);
-	free(hint);
+	tl_free(hint);
 	return rc;
 }

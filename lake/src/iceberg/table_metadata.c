@@ -196,7 +196,7 @@ static int parse_schemas(parser *p, tl_ice_table_metadata *md)
 		ids[i] = md->schemas[i].schema_id;
 	int64_t dup;
 	bool has_dup = find_duplicate(ids, n, &dup);
-	free(ids);
+	tl_free(ids);
 	if (has_dup)
 		return tl_error_set(p->err, TL_ERR_CORRUPT, "table metadata: schema-id %lld appears twice in \"schemas\"",
 		                    (long long)dup);
@@ -487,7 +487,7 @@ tl_ice_table_metadata *tl_ice_metadata_parse(const char *text, size_t len, tl_er
 	int rc = json_is_object(root) ? parse_root(&p, md)
 	                              : tl_error_set(err, TL_ERR_CORRUPT, "table metadata is not a JSON object");
 	json_decref(root);
-	free(p.snapshot_ids);
+	tl_free(p.snapshot_ids);
 	if (rc < 0) {
 		tl_ice_metadata_free(md);
 		return NULL;
@@ -635,7 +635,7 @@ int tl_ice_metadata_write(const tl_ice_table_metadata *md, tl_buf *out, tl_error
 		return tl_error_set(err, TL_ERR_NOMEM, "could not render table metadata JSON");
 	tl_buf_append_str(out, text);
 	tl_buf_append_byte(out, '\n');
-	free(text);
+	tl_free(text);
 	return 0;
 }
 
@@ -712,46 +712,46 @@ tl_ice_table_metadata *tl_ice_metadata_create(const char *location, const tl_ice
 static void free_kvs(tl_ice_kv *kv, int n)
 {
 	for (int i = 0; i < n; i++) {
-		free(kv[i].key);
-		free(kv[i].value);
+		tl_free(kv[i].key);
+		tl_free(kv[i].value);
 	}
-	free(kv);
+	tl_free(kv);
 }
 
 void tl_ice_metadata_free(tl_ice_table_metadata *md)
 {
 	if (md == NULL)
 		return;
-	free(md->table_uuid);
-	free(md->location);
+	tl_free(md->table_uuid);
+	tl_free(md->location);
 	for (int i = 0; i < md->nschemas; i++)
 		tl_ice_schema_free(&md->schemas[i]);
-	free(md->schemas);
+	tl_free(md->schemas);
 	for (int i = 0; i < md->nspecs; i++)
 		tl_ice_partition_spec_free(&md->specs[i]);
-	free(md->specs);
+	tl_free(md->specs);
 	for (int i = 0; i < md->nsort_orders; i++)
-		free(md->sort_orders[i].fields);
-	free(md->sort_orders);
+		tl_free(md->sort_orders[i].fields);
+	tl_free(md->sort_orders);
 	free_kvs(md->properties, md->nproperties);
 	for (int i = 0; i < md->nsnapshots; i++) {
 		tl_ice_snapshot *s = &md->snapshots[i];
-		free(s->manifest_list);
+		tl_free(s->manifest_list);
 		for (int j = 0; j < s->nmanifests; j++)
-			free(s->manifests[j]);
-		free(s->manifests);
-		free(s->operation);
+			tl_free(s->manifests[j]);
+		tl_free(s->manifests);
+		tl_free(s->operation);
 		free_kvs(s->summary, s->nsummary);
 	}
-	free(md->snapshots);
-	free(md->snapshot_log);
+	tl_free(md->snapshots);
+	tl_free(md->snapshot_log);
 	for (int i = 0; i < md->nmetadata_log; i++)
-		free(md->metadata_log[i].metadata_file);
-	free(md->metadata_log);
+		tl_free(md->metadata_log[i].metadata_file);
+	tl_free(md->metadata_log);
 	for (int i = 0; i < md->nrefs; i++)
-		free(md->refs[i].name);
-	free(md->refs);
-	free(md);
+		tl_free(md->refs[i].name);
+	tl_free(md->refs);
+	tl_free(md);
 }
 
 /* ---- lookups ---- */

@@ -347,8 +347,8 @@ void tl_ice_partition_spec_free(tl_ice_partition_spec *spec)
 	if (spec == NULL)
 		return;
 	for (int i = 0; i < spec->nfields; i++)
-		free(spec->fields[i].name);
-	free(spec->fields);
+		tl_free(spec->fields[i].name);
+	tl_free(spec->fields);
 	memset(spec, 0, sizeof(*spec));
 }
 

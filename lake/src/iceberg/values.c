@@ -680,7 +680,7 @@ int tl_ice_value_from_json(const tl_ice_type *type, const char *json, tl_arena *
 		text = json_is_string(value) ? tl_strdup(json_string_value(value)) : json_dumps(value, JSON_ENCODE_ANY);
 	json_decref(value);
 	int rc = text != NULL ? tl_ice_value_parse(type, text, arena, out, err) : -1;
-	free(text);
+	tl_free(text);
 	if (rc < 0) {
 		tl_buf t;
 		tl_buf_init(&t);

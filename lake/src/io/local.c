@@ -53,8 +53,8 @@ static void file_input_close(tl_input *in)
 {
 	file_input *f = (file_input *)in;
 	close(f->fd);
-	free(f->path);
-	free(f);
+	tl_free(f->path);
+	tl_free(f);
 }
 
 tl_input *tl_input_open_file(const char *path, tl_error *err)
@@ -101,8 +101,8 @@ static int memory_read_at(tl_input *in, uint64_t offset, void *buf, size_t len, 
 static void memory_input_close(tl_input *in)
 {
 	memory_input *m = (memory_input *)in;
-	free(m->name);
-	free(m);
+	tl_free(m->name);
+	tl_free(m);
 }
 
 tl_input *tl_input_from_memory(const void *data, size_t len, const char *name)
@@ -175,8 +175,8 @@ static void file_output_close(tl_output *out)
 	file_output *f = (file_output *)out;
 	close(f->fd);
 	tl_buf_free(&f->pending);
-	free(f->path);
-	free(f);
+	tl_free(f->path);
+	tl_free(f);
 }
 
 tl_output *tl_output_create_file(const char *path, int exclusive, tl_error *err)
@@ -221,8 +221,8 @@ static int buffer_finish(tl_output *out, tl_error *err)
 static void buffer_output_close(tl_output *out)
 {
 	buffer_output *b = (buffer_output *)out;
-	free(b->name);
-	free(b);
+	tl_free(b->name);
+	tl_free(b);
 }
 
 tl_output *tl_output_to_buffer(tl_buf *buf, const char *name)
@@ -279,7 +279,7 @@ static tl_input *local_open_read(tl_storage *s, const char *location, tl_error *
 {
 	char *path = local_path_of(location, err);
 	tl_input *in = path ? tl_input_open_file(path, err) : NULL;
-	free(path);
+	tl_free(path);
 	return in;
 }
 
@@ -287,7 +287,7 @@ static tl_output *local_create(tl_storage *s, const char *location, int mode, tl
 {
 	char *path = local_path_of(location, err);
 	tl_output *out = path ? tl_output_create_file(path, mode == TL_STORAGE_CREATE_EXCLUSIVE, err) : NULL;
-	free(path);
+	tl_free(path);
 	return out;
 }
 
@@ -346,7 +346,7 @@ static void sync_parent_directory(const char *path)
 		(void)fsync(fd);
 		close(fd);
 	}
-	free(dir);
+	tl_free(dir);
 }
 
 /*
@@ -372,8 +372,8 @@ static int publish_through_temp(const char *location, const void *data, size_t l
 	}
 	if (rc == 0)
 		sync_parent_directory(path);
-	free(temp);
-	free(path);
+	tl_free(temp);
+	tl_free(path);
 	return rc;
 }
 
@@ -444,7 +444,7 @@ static int local_list(tl_storage *s, const char *location, int flags, tl_storage
 	int rc = list_directory(path, "", (flags & TL_STORAGE_LIST_RECURSIVE) != 0, out, &cap, err);
 	if (rc < 0)
 		tl_storage_list_free(out);
-	free(path);
+	tl_free(path);
 	return rc;
 }
 
@@ -456,7 +456,7 @@ static int local_remove(tl_storage *s, const char *location, tl_error *err)
 	int rc = 0;
 	if (unlink(path) != 0)
 		rc = tl_error_set(err, errno_code(errno), "cannot remove %s: %s", path, strerror(errno));
-	free(path);
+	tl_free(path);
 	return rc;
 }
 
@@ -473,7 +473,7 @@ static int local_remove_all(tl_storage *s, const char *location, tl_error *err)
 	int rc = 0;
 	if (nftw(path, remove_entry, 16, FTW_DEPTH | FTW_PHYS) != 0 && errno != ENOENT)
 		rc = tl_error_set(err, TL_ERR_IO, "cannot remove %s: %s", path, strerror(errno));
-	free(path);
+	tl_free(path);
 	return rc;
 }
 
@@ -492,7 +492,7 @@ static int local_stat(tl_storage *s, const char *location, uint64_t *size, bool 
 		if (is_dir)
 			*is_dir = S_ISDIR(st.st_mode);
 	}
-	free(path);
+	tl_free(path);
 	return rc;
 }
 
@@ -521,7 +521,7 @@ static int local_make_dirs(tl_storage *s, const char *location, tl_error *err)
 	}
 	if (rc == 0)
 		rc = make_directory(path, err);
-	free(path);
+	tl_free(path);
 	return rc;
 }
 
@@ -530,10 +530,14 @@ static char *local_canonical(tl_storage *s, const char *location, tl_error *err)
 	char *path = local_path_of(location, err);
 	if (path == NULL)
 		return NULL;
-	char *real = realpath(path, NULL);
-	if (real == NULL)
+	/* realpath's result is the C library's memory; the caller frees ours. */
+	char *resolved = realpath(path, NULL), *real = NULL;
+	if (resolved == NULL)
 		tl_error_set(err, errno_code(errno), "cannot resolve %s: %s", path, strerror(errno));
-	free(path);
+	else if ((real = tl_strdup(resolved)) == NULL)
+		tl_error_nomem(err, "resolving a local path");
+	free(resolved);
+	tl_free(path);
 	return real;
 }
 

@@ -106,11 +106,11 @@ int tl_s3_parse_uri(const char *uri, char **bucket, char **key, tl_error *err)
 	size_t blen = rest ? strcspn(rest, "/") : 0;
 	if (rest == NULL || blen == 0)
 		return tl_error_set(err, TL_ERR_INVALID, "\"%s\" is not an S3 location (s3://bucket/key)", uri);
-	*bucket = strndup(rest, blen);
-	*key = strdup(rest[blen] == '/' ? rest + blen + 1 : "");
+	*bucket = tl_strndup(rest, blen);
+	*key = tl_strdup(rest[blen] == '/' ? rest + blen + 1 : "");
 	if (*bucket == NULL || *key == NULL) {
-		free(*bucket);
-		free(*key);
+		tl_free(*bucket);
+		tl_free(*key);
 		return tl_error_set(err, TL_ERR_NOMEM, "out of memory parsing \"%s\"", uri);
 	}
 	return 0;
@@ -154,14 +154,14 @@ tl_s3_client *tl_s3_client_new(const tl_s3_config *cfg, tl_error *err)
 	}
 	tl_s3_client *c = tl_calloc(1, sizeof(*c));
 	if (tl_s3_endpoint_parse(cfg, &c->ep, err) < 0) {
-		free(c);
+		tl_free(c);
 		return NULL;
 	}
 	c->curl = curl_easy_init();
 	if (c->curl == NULL) {
 		tl_error_set(err, TL_ERR_NOMEM, "libcurl could not make a handle");
 		tl_s3_endpoint_free(&c->ep);
-		free(c);
+		tl_free(c);
 		return NULL;
 	}
 	c->region = tl_strdup(cfg->region ? cfg->region : "us-east-1");
@@ -190,7 +190,7 @@ static void free_secret(char *s)
 		volatile char *p = s;
 		while (*p)
 			*p++ = 0;
-		free(s);
+		tl_free(s);
 	}
 }
 
@@ -200,12 +200,12 @@ void tl_s3_client_free(tl_s3_client *c)
 		return;
 	curl_easy_cleanup(c->curl);
 	tl_s3_endpoint_free(&c->ep);
-	free(c->region);
-	free(c->access_key);
+	tl_free(c->region);
+	tl_free(c->access_key);
 	free_secret(c->secret_key);
 	free_secret(c->session_token);
-	free(c->sigv4);
-	free(c);
+	tl_free(c->sigv4);
+	tl_free(c);
 }
 
 /* ------------------------------------------------------------ request */
@@ -480,7 +480,7 @@ int tl_s3_perform(tl_s3_client *c, s3_request *r, tl_error *err)
 			break;
 		}
 	}
-	free(url);
+	tl_free(url);
 	return rc;
 }
 

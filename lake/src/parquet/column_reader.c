@@ -33,7 +33,7 @@ static void free_buffer_list(pq_page_buffer *b)
 {
 	while (b) {
 		pq_page_buffer *next = b->next;
-		free(b);
+		tl_free(b);
 		b = next;
 	}
 }
@@ -114,12 +114,12 @@ void pq_column_reader_free(pq_column_reader *cr)
 	retire_page(cr);
 	free_buffer_list(cr->retired);
 	free_buffer_list(cr->spare);
-	free(cr->dictionary_page);
-	free(cr->dictionary_values);
-	free(cr->dictionary_bytes);
-	free(cr->scratch_u32);
-	free(cr->scratch_bytes);
-	free(cr->chunk);
+	tl_free(cr->dictionary_page);
+	tl_free(cr->dictionary_values);
+	tl_free(cr->dictionary_bytes);
+	tl_free(cr->scratch_u32);
+	tl_free(cr->scratch_bytes);
+	tl_free(cr->chunk);
 	memset(cr, 0, sizeof(*cr));
 }
 
@@ -149,7 +149,7 @@ int64_t pq_int96_to_nanos(const uint8_t bytes[12])
 static void ensure_scratch(pq_column_reader *cr, int64_t n)
 {
 	if (n > cr->scratch_capacity) {
-		free(cr->scratch_u32);
+		tl_free(cr->scratch_u32);
 		cr->scratch_u32 = tl_malloc((size_t)n * sizeof(uint32_t));
 		cr->scratch_capacity = n;
 	}
@@ -158,7 +158,7 @@ static void ensure_scratch(pq_column_reader *cr, int64_t n)
 static uint8_t *ensure_scratch_bytes(pq_column_reader *cr, size_t n)
 {
 	if (n > cr->scratch_bytes_capacity) {
-		free(cr->scratch_bytes);
+		tl_free(cr->scratch_bytes);
 		cr->scratch_bytes = tl_malloc(n);
 		cr->scratch_bytes_capacity = n;
 	}
@@ -182,7 +182,7 @@ static int page_body(pq_column_reader *cr, const uint8_t *body, size_t compresse
 	}
 	pq_page_buffer *b = take_buffer(cr, uncompressed_len);
 	if (pq_decompress(cr->codec, body, compressed_len, b->data, uncompressed_len, err) < 0) {
-		free(b);
+		tl_free(b);
 		tl_error_prefix(err, "%s: column \"%s\"", cr->file_name, cr->column->name);
 		return -1;
 	}

@@ -317,7 +317,7 @@ static int read_lengths(const uint8_t **p, const uint8_t *end, int64_t limit, co
 	}
 	const uint8_t *after = got >= 0 && (uint64_t)got == total ? pq_delta_decoder_skip_to_end(&dd, err) : NULL;
 	if (after == NULL) {
-		free(values);
+		tl_free(values);
 		goto fail;
 	}
 	*p = after;
@@ -394,7 +394,8 @@ static int64_t decode_prefixed(pq_bytes_decoder *d, tl_bytes *out, int64_t k, tl
 	if (d->previous.len > 0)
 		memmove(buf->data, d->previous.ptr, d->previous.len);
 	buf->len = d->previous.len;
-	tl_buf_reserve(buf, (size_t)need + 1); /* + 1: never a NULL buffer */
+	if (tl_buf_reserve(buf, (size_t)need + 1) < 0) /* + 1: never a NULL buffer */
+		return tl_error_nomem(err, "decoding DELTA_BYTE_ARRAY values");
 	d->previous.ptr = buf->data;
 	tl_bytes previous = d->previous;
 
@@ -447,8 +448,8 @@ int64_t pq_bytes_decode(pq_bytes_decoder *d, tl_bytes *out, int64_t n, tl_error 
 
 void pq_bytes_decoder_free(pq_bytes_decoder *d)
 {
-	free(d->lengths);
-	free(d->prefixes);
+	tl_free(d->lengths);
+	tl_free(d->prefixes);
 	tl_buf_free(&d->materialised);
 	d->lengths = NULL;
 	d->prefixes = NULL;
@@ -478,7 +479,7 @@ void pq_delta_length_encode(tl_buf *out, const tl_bytes *values, int64_t n)
 	for (int64_t i = 0; i < n; i++)
 		lengths[i] = (int32_t)values[i].len;
 	pq_delta_encode_i32(out, lengths, n);
-	free(lengths);
+	tl_free(lengths);
 	append_values(out, values, NULL, n);
 }
 
@@ -499,6 +500,6 @@ void pq_delta_byte_array_encode(tl_buf *out, const tl_bytes *values, int64_t n)
 	pq_delta_encode_i32(out, prefixes, n);
 	pq_delta_encode_i32(out, suffixes, n);
 	append_values(out, values, prefixes, n);
-	free(prefixes);
-	free(suffixes);
+	tl_free(prefixes);
+	tl_free(suffixes);
 }

@@ -235,7 +235,7 @@ static int map_schema(tl_pq_reader *r, tl_error *err)
 		tl_pq_column c;
 		char *name = copy_text(md->schema[i].name);
 		int rc = map_leaf(r, &md->schema[i], name, &c, err);
-		free(name); /* tl_pq_schema_add copied it */
+		tl_free(name); /* tl_pq_schema_add copied it */
 		if (rc < 0)
 			return -1;
 	}
@@ -547,7 +547,7 @@ tl_pq_reader *tl_pq_reader_open(tl_input *in, tl_error *err)
 	for (int i = 0; i < r->schema->ncolumns; i++)
 		all[i] = i;
 	tl_pq_reader_project(r, all, r->schema->ncolumns, err);
-	free(all);
+	tl_free(all);
 	return r;
 }
 
@@ -557,7 +557,7 @@ static void release_columns(tl_pq_reader *r)
 		return;
 	for (int i = 0; i < r->nprojection; i++)
 		pq_column_reader_free(&r->columns[i]);
-	free(r->columns);
+	tl_free(r->columns);
 	r->columns = NULL;
 }
 
@@ -568,20 +568,20 @@ void tl_pq_reader_free(tl_pq_reader *r)
 	release_columns(r);
 	if (r->md_decoded)
 		pq_file_metadata_free(&r->md);
-	free(r->footer);
+	tl_free(r->footer);
 	tl_pq_schema_free(r->schema);
 	tl_pq_schema_free(r->projected_schema);
-	free(r->chunks);
-	free(r->created_by);
+	tl_free(r->chunks);
+	tl_free(r->created_by);
 	for (int i = 0; i < r->nmetadata; i++) {
-		free((char *)r->metadata[i].key);
-		free((char *)r->metadata[i].value);
+		tl_free((char *)r->metadata[i].key);
+		tl_free((char *)r->metadata[i].value);
 	}
-	free(r->metadata);
-	free(r->projection);
-	free(r->deferred);
-	free(r->skip_row_group);
-	free(r);
+	tl_free(r->metadata);
+	tl_free(r->projection);
+	tl_free(r->deferred);
+	tl_free(r->skip_row_group);
+	tl_free(r);
 }
 
 /* ------------------------------------------------------------ accessors */
@@ -621,8 +621,8 @@ int tl_pq_reader_project(tl_pq_reader *r, const int *columns, int ncolumns, tl_e
 		if (columns[i] < 0 || columns[i] >= r->schema->ncolumns)
 			return tl_error_set(err, TL_ERR_INVALID, "column index %d is out of range (the file has %d columns)",
 			                    columns[i], r->schema->ncolumns);
-	free(r->projection);
-	free(r->deferred);
+	tl_free(r->projection);
+	tl_free(r->deferred);
 	r->deferred = NULL;
 	tl_pq_schema_free(r->projected_schema);
 	r->projection = tl_malloc(sizeof(int) * (size_t)(ncolumns ? ncolumns : 1));
@@ -639,7 +639,7 @@ int tl_pq_reader_defer(tl_pq_reader *r, const bool *deferred, tl_error *err)
 {
 	if (r->started)
 		return tl_error_set(err, TL_ERR_INVALID, "deferred columns must be chosen before reading starts");
-	free(r->deferred);
+	tl_free(r->deferred);
 	r->deferred = NULL;
 	if (deferred != NULL && r->nprojection > 0) {
 		r->deferred = tl_malloc(sizeof(bool) * (size_t)r->nprojection);
@@ -709,7 +709,7 @@ static int open_column(tl_pq_reader *r, int i, tl_error *err)
 	size_t len = (size_t)m->total_compressed_size;
 	uint8_t *chunk = tl_malloc(len);
 	if (tl_input_read(r->in, (uint64_t)chunk_start(m), chunk, len, err) < 0) {
-		free(chunk);
+		tl_free(chunk);
 		return -1;
 	}
 	pq_column_reader_init(&r->columns[i], &r->projected_schema->columns[i], r->in->name, r->row_group,

@@ -377,7 +377,8 @@ static void rle_close_literal_run(pq_rle_encoder *e)
 		header_len++;
 	size_t pos = e->packed_header_pos;
 	if (header_len > 1) {
-		tl_buf_reserve(out, header_len - 1);
+		if (tl_buf_reserve(out, header_len - 1) < 0)
+			return; /* out is failed; its writer checks it (buf.h) */
 		memmove(out->data + pos + header_len, out->data + pos + 1, out->len - pos - 1);
 		out->len += header_len - 1;
 	}

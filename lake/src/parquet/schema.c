@@ -38,9 +38,9 @@ void tl_pq_schema_free(tl_pq_schema *schema)
 	if (schema == NULL)
 		return;
 	for (int i = 0; i < schema->ncolumns; i++)
-		free(schema->columns[i].name);
-	free(schema->columns);
-	free(schema);
+		tl_free(schema->columns[i].name);
+	tl_free(schema->columns);
+	tl_free(schema);
 }
 
 int tl_pq_schema_find(const tl_pq_schema *schema, const char *name)
@@ -301,12 +301,12 @@ void tl_pq_batch_free(tl_pq_batch *batch)
 	if (batch == NULL)
 		return;
 	for (int i = 0; i < batch->ncolumns; i++) {
-		free(batch->columns[i].valid);
-		free(batch->columns[i].v.b);   /* every union member is the same pointer */
+		tl_free(batch->columns[i].valid);
+		tl_free(batch->columns[i].v.b);   /* every union member is the same pointer */
 	}
-	free(batch->columns);
+	tl_free(batch->columns);
 	tl_arena_free(&batch->arena);
-	free(batch);
+	tl_free(batch);
 }
 
 /* ------------------------------------------------------------ writer defaults */

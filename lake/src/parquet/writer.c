@@ -811,14 +811,14 @@ void tl_pq_writer_free(tl_pq_writer *w)
 		return;
 	for (int i = 0; i < w->schema->ncolumns; i++)
 		column_free(&w->columns[i]);
-	free(w->columns);
+	tl_free(w->columns);
 	for (int i = 0; i < w->opts.nmetadata; i++) {
-		free((char *)w->metadata[i].key);
-		free((char *)w->metadata[i].value);
+		tl_free((char *)w->metadata[i].key);
+		tl_free((char *)w->metadata[i].value);
 	}
-	free(w->metadata);
-	free(w->created_by);
-	free(w->row_groups);
+	tl_free(w->metadata);
+	tl_free(w->created_by);
+	tl_free(w->row_groups);
 	tl_arena_free(&w->footer_arena);
 	tl_buf_free(&w->gather);
 	tl_buf_free(&w->page);
@@ -826,7 +826,7 @@ void tl_pq_writer_free(tl_pq_writer *w)
 	tl_buf_free(&w->header);
 	tl_buf_free(&w->stats_views);
 	tl_pq_schema_free(w->schema);
-	free(w);
+	tl_free(w);
 }
 
 int64_t tl_pq_writer_rows_written(const tl_pq_writer *w)

@@ -57,8 +57,8 @@ void pq_dict_reset(pq_dict *d)
 void pq_dict_free(pq_dict *d)
 {
 	tl_buf_free(&d->plain);
-	free(d->entries);
-	free(d->slots);
+	tl_free(d->entries);
+	tl_free(d->slots);
 	memset(d, 0, sizeof(*d));
 }
 
@@ -161,7 +161,7 @@ static void grow_table(pq_dict *d)
 			pos = (pos + 1) & d->mask;
 		d->slots[pos] = old[i];
 	}
-	free(old);
+	tl_free(old);
 }
 
 /* Kept at most half full, so probe sequences stay short. */
