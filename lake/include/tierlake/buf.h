@@ -13,6 +13,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "tierlake/env.h"
 #include "tierlake/error.h"
 
 /*
@@ -53,6 +54,8 @@ void tl_buf_append_uvarint(tl_buf *b, uint64_t v);
 uint8_t *tl_buf_extend(tl_buf *b, size_t n) __attribute__((warn_unused_result));
 /* True once an allocation of b failed: its contents are incomplete. */
 static inline bool tl_buf_failed(const tl_buf *b) { return b->failed; }
+/* Marks b failed: an encoder that appends to b could not allocate its own scratch. */
+static inline void tl_buf_set_failed(tl_buf *b) { b->failed = true; }
 /* -1 with TL_ERR_NOMEM naming `what` when b failed, else 0. */
 int tl_buf_check(const tl_buf *b, tl_error *err, const char *what);
 
@@ -85,7 +88,7 @@ void *tl_realloc(void *p, size_t n) __attribute__((warn_unused_result));
 char *tl_strdup(const char *s) __attribute__((warn_unused_result));
 char *tl_strndup(const char *s, size_t n) __attribute__((warn_unused_result));
 void tl_free(void *p);
-/* Sets err to TL_ERR_NOMEM "out of memory <what>" and returns -1. */
-int tl_error_nomem(tl_error *err, const char *what);
+/* Sets err to TL_ERR_NOMEM "out of memory <what>" (printf-formatted) and returns -1. */
+int tl_error_nomem(tl_error *err, const char *what_fmt, ...) __attribute__((format(printf, 2, 3)));
 
 #endif

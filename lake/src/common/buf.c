@@ -187,10 +187,15 @@ int tl_buf_check(const tl_buf *b, tl_error *err, const char *what)
 {
 	if (!b->failed)
 		return 0;
-	return tl_error_nomem(err, what);
+	return tl_error_nomem(err, "%s", what);
 }
 
-int tl_error_nomem(tl_error *err, const char *what)
+int tl_error_nomem(tl_error *err, const char *what_fmt, ...)
 {
+	char what[TL_ERROR_MESSAGE_MAX];
+	va_list ap;
+	va_start(ap, what_fmt);
+	vsnprintf(what, sizeof(what), what_fmt, ap);
+	va_end(ap);
 	return tl_error_set(err, TL_ERR_NOMEM, "out of memory %s", what);
 }

@@ -306,6 +306,10 @@ static int read_lengths(const uint8_t **p, const uint8_t *end, int64_t limit, co
 		goto fail;
 	}
 	int32_t *values = tl_malloc((size_t)total * sizeof(*values));
+	if (values == NULL) {
+		tl_error_nomem(err, "decoding delta lengths");
+		goto fail;
+	}
 	int64_t got = pq_delta_decode_i32(&dd, values, (int64_t)total, err);
 	if (got >= 0 && (uint64_t)got != total)
 		tl_error_set(err, TL_ERR_CORRUPT, "decoded %lld of %llu values", (long long)got, (unsigned long long)total);
@@ -476,6 +480,10 @@ static void append_values(tl_buf *out, const tl_bytes *values, const int32_t *sk
 void pq_delta_length_encode(tl_buf *out, const tl_bytes *values, int64_t n)
 {
 	int32_t *lengths = tl_malloc((size_t)n * sizeof(*lengths));
+	if (lengths == NULL) {
+		tl_buf_set_failed(out);
+		return;
+	}
 	for (int64_t i = 0; i < n; i++)
 		lengths[i] = (int32_t)values[i].len;
 	pq_delta_encode_i32(out, lengths, n);
@@ -487,6 +495,12 @@ void pq_delta_byte_array_encode(tl_buf *out, const tl_bytes *values, int64_t n)
 {
 	int32_t *prefixes = tl_malloc((size_t)n * sizeof(*prefixes));
 	int32_t *suffixes = tl_malloc((size_t)n * sizeof(*suffixes));
+	if (prefixes == NULL || suffixes == NULL) {
+		tl_free(prefixes);
+		tl_free(suffixes);
+		tl_buf_set_failed(out);
+		return;
+	}
 	for (int64_t i = 0; i < n; i++) {
 		uint32_t common = 0;
 		if (i > 0) {
