@@ -733,7 +733,7 @@ lake_record_count(const char *location)
 	entry = hash_search(record_counts, location, HASH_ENTER, &found);
 	if (found && current != NULL && strcmp(entry->metadata_file, current) == 0)
 	{
-		free(current);
+		tl_free(current);
 		return entry->records;
 	}
 	table = current != NULL ? tl_ice_table_open(current, &err) : NULL;
@@ -742,7 +742,7 @@ lake_record_count(const char *location)
 	entry->records = total != NULL ? strtod(total, NULL) : -1;
 	strlcpy(entry->metadata_file, current != NULL ? current : "", sizeof(entry->metadata_file));
 	tl_ice_table_free(table);
-	free(current);
+	tl_free(current);
 	return entry->records;
 }
 

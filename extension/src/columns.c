@@ -39,6 +39,7 @@
 #include "utils/syscache.h"
 
 #include "columns.h"
+#include "lake_env.h"
 
 /* ------------------------------------------------------------ reading */
 
@@ -178,6 +179,8 @@ current_field_id(Oid relid, const char *location, const char *name, const char *
 
 	tl_error_clear(&err);
 	lake = tl_ice_table_open(location, &err);
+	if (lake == NULL)
+		tierdb_lake_error_precheck(&err);
 	if (lake == NULL)
 		ereport(ERROR,
 				(errcode(ERRCODE_EXTERNAL_ROUTINE_EXCEPTION),
