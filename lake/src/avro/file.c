@@ -494,6 +494,9 @@ int tl_avro_reader_next(tl_avro_reader *r, const tl_avro_value **out, tl_error *
 			                    (size_t)(r->cur.end - r->cur.p));
 		if (r->pos >= r->in->size)
 			return 0;
+		/* One check per block: manifests and manifest lists are read here. */
+		if (tl_check_interrupt(err) < 0)
+			return -1;
 		if (load_block(r, err) != 0) {
 			tl_error_prefix(err, "reading %s", r->in->name ? r->in->name : "Avro file");
 			return -1;

@@ -717,6 +717,8 @@ int64_t tl_ice_reader_next(tl_ice_reader *r, tl_pq_batch *batch, tl_error *err)
 	batch->nrows = 0;
 	tl_arena_reset(&batch->arena);
 	for (;;) {
+		if (tl_check_interrupt(err) < 0)
+			return -1;
 		if (r->in == NULL) {
 			if (r->next_task >= r->ntasks)
 				return 0;

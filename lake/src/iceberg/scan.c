@@ -439,8 +439,11 @@ static int plan_snapshot(tl_ice_scan *scan, const tl_ice_snapshot *snap, tl_erro
 		rc = read_manifest_list(&p, snap->manifest_list, err);
 	else
 		list_v1_manifests(&p, snap);
-	for (int i = 0; rc == 0 && i < p.nmanifests; i++)
-		rc = read_manifest(&p, &p.manifests[i], err);
+	for (int i = 0; rc == 0 && i < p.nmanifests; i++) {
+		rc = tl_check_interrupt(err);
+		if (rc == 0)
+			rc = read_manifest(&p, &p.manifests[i], err);
+	}
 	if (rc == 0)
 		rc = tl_ice_scan_associate_deletes(scan, err);
 	tl_free(p.manifests);

@@ -279,10 +279,18 @@ static size_t on_upload(char *dst, size_t size, size_t nmemb, void *arg)
 	return n;
 }
 
+/* The config's own check, else the host's (tierlake/env.h). */
+static bool is_interrupted(tl_s3_client *c)
+{
+	if (c->limits.interrupted != NULL)
+		return c->limits.interrupted(c->limits.interrupt_arg);
+	return tl_interrupt_requested();
+}
+
 static int on_progress(void *arg, curl_off_t dltotal, curl_off_t dlnow, curl_off_t ultotal, curl_off_t ulnow)
 {
 	tl_s3_client *c = arg;
-	return c->limits.interrupted != NULL && c->limits.interrupted(c->limits.interrupt_arg);
+	return is_interrupted(c);
 }
 
 static struct curl_slist *add_header(struct curl_slist *list, const char *fmt, const char *value)
@@ -385,10 +393,6 @@ static bool retryable_status(const s3_request *r)
 	       memmem(r->error_body.data, r->error_body.len, "<Code>RequestTimeout</Code>", 27) != NULL;
 }
 
-static bool is_interrupted(tl_s3_client *c)
-{
-	return c->limits.interrupted != NULL && c->limits.interrupted(c->limits.interrupt_arg);
-}
 
 static long elapsed_ms(const struct timespec *start)
 {
@@ -423,7 +427,8 @@ static backoff_result backoff(tl_s3_client *c, int retry, const struct timespec 
 
 static int interrupted_error(tl_error *err, const s3_request *r)
 {
-	return tl_error_set(err, TL_ERR_IO, "S3 %s s3://%s/%s: interrupted", r->op, r->bucket, r->key);
+	(void)r; /* "interrupted" is the whole message (env.h): the host knows what it asked to stop */
+	return tl_error_set(err, TL_ERR_INTERRUPTED, "interrupted");
 }
 
 /*

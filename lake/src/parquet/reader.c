@@ -793,6 +793,8 @@ int64_t tl_pq_reader_next(tl_pq_reader *r, tl_pq_batch *batch, tl_error *err)
 		                    batch->ncolumns, r->nprojection);
 	if (batch->capacity <= 0)
 		return tl_error_set(err, TL_ERR_INVALID, "the batch has no room for rows");
+	if (tl_check_interrupt(err) < 0)
+		return -1;
 	r->started = true;
 	r->batch_rows = 0;
 	batch->nrows = 0;
