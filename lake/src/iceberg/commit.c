@@ -315,6 +315,10 @@ char *tl_ice_commit_base_location(const tl_ice_table *t)
 	tl_buf_init(&b);
 	tl_ice_table_append_location(t, &b);
 	tl_buf_printf(&b, "/metadata/%s%c", slash ? slash + 1 : t->metadata_file, '\0');
+	if (tl_buf_failed(&b)) {
+		tl_buf_free(&b);
+		return NULL;
+	}
 	return (char *)b.data;
 }
 
@@ -330,13 +334,20 @@ int tl_ice_commit_publish(tl_ice_table *t, const char *metadata_dir, tl_ice_tabl
 	tl_error ignored;
 	tl_error_clear(&ignored);
 	tl_ice_table_write_hint(metadata_dir, version, &ignored);
-	tl_ice_table_install(t, md, version, path);
+	if (tl_ice_table_install(t, md, version, path) < 0) {
+		/* Not reached for a commit (install allocates only when the location moves). */
+		tl_ice_metadata_free(md);
+		tl_free(path);
+		return tl_error_nomem(err, "installing version %lld of table %s", (long long)version, t->location);
+	}
 	return 0;
 }
 
 static int publish(tl_ice_commit *c, attempt *a, const char *metadata_dir, tl_error *err)
 {
 	char *previous = tl_ice_commit_base_location(c->table);
+	if (previous == NULL)
+		return tl_error_nomem(err, "committing to %s", c->table->location);
 	tl_ice_table_metadata *md = tl_ice_commit_new_metadata(a, previous, c->summary, c->nsummary, c->op, err);
 	tl_free(previous);
 	if (md == NULL)

@@ -86,7 +86,7 @@ tl_ice_table_metadata *tl_ice_commit_copy_metadata(const tl_ice_table_metadata *
  */
 void tl_ice_commit_log_metadata(tl_ice_table_metadata *md, int64_t base_updated_ms, const char *previous_file);
 
-/* The metadata-log entry for t's current file, under the table location (free()). */
+/* The metadata-log entry for t's current file, under the table location (tl_free); NULL when out of memory. */
 char *tl_ice_commit_base_location(const tl_ice_table *t);
 
 /*
