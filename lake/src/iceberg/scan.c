@@ -142,6 +142,8 @@ static tl_input *open_metadata_file(const char *uri, tl_buf *whole, tl_error *er
 	}
 	whole->len = (size_t)in->size;
 	tl_input *mem = tl_input_from_memory(whole->data, whole->len, in->name);
+	if (mem == NULL)
+		tl_error_nomem(err, "reading %s", in->name);
 	tl_input_close(in);
 	return mem;
 }

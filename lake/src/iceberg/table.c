@@ -250,8 +250,8 @@ static tl_ice_table *new_table(tl_ice_table_metadata *md, char *metadata_file, i
 		tl_free(location);
 		tl_free(metadata_file);
 		tl_free(metadata_dir);
-		tl_ice_metadata_free(md);
 		tl_error_nomem(err, "opening table %s", md->location);
+		tl_ice_metadata_free(md);
 		return NULL;
 	}
 	impl->metadata_dir = metadata_dir;
