@@ -51,7 +51,8 @@ static void *arena_dup(tl_arena *a, const void *src, size_t n)
 	if (src == NULL || n == 0)
 		return NULL;
 	void *p = tl_arena_alloc(a, n);
-	memcpy(p, src, n);
+	if (p != NULL)
+		memcpy(p, src, n);
 	return p;
 }
 
@@ -67,18 +68,21 @@ static void copy_bytes_map(tl_arena *a, tl_ice_bytes_map *dst, const tl_ice_byte
 	dst->n = src->n;
 	dst->keys = arena_dup(a, src->keys, sizeof(int32_t) * src->n);
 	dst->values = src->n ? tl_arena_alloc(a, sizeof(tl_bytes) * src->n) : NULL;
-	for (uint32_t i = 0; i < src->n; i++)
+	for (uint32_t i = 0; dst->values != NULL && i < src->n; i++)
 		dst->values[i] = tl_arena_copy(a, src->values[i].ptr, src->values[i].len);
 }
 
-/* A deep copy of f whose every pointer is into the arena. */
+/*
+ * A deep copy of f whose every pointer is into the arena. Out of memory,
+ * some pointers are NULL: the caller compares tl_mem_failures() around it.
+ */
 static void copy_data_file(tl_arena *a, tl_ice_data_file *dst, const tl_ice_data_file *src)
 {
 	*dst = *src;
 	dst->file_path = arena_dup(a, src->file_path, strlen(src->file_path) + 1);
 	dst->file_format = arena_dup(a, src->file_format, strlen(src->file_format) + 1);
 	dst->partition = arena_dup(a, src->partition, sizeof(tl_ice_value) * (size_t)src->npartition);
-	for (int i = 0; i < src->npartition; i++)
+	for (int i = 0; dst->partition != NULL && i < src->npartition; i++)
 		if (src->partition[i].ptr != NULL)
 			dst->partition[i].ptr = arena_dup(a, src->partition[i].ptr, src->partition[i].len);
 	copy_long_map(a, &dst->column_sizes, &src->column_sizes);
@@ -111,6 +115,10 @@ tl_ice_commit *tl_ice_commit_begin(tl_ice_table *t, tl_ice_operation op, tl_erro
 	if (tl_ice_table_commit_dir(t, err) == NULL)
 		return NULL;
 	tl_ice_commit *c = tl_calloc(1, sizeof(*c));
+	if (c == NULL) {
+		tl_error_nomem(err, "starting a commit to table %s", t->location);
+		return NULL;
+	}
 	c->table = t;
 	c->op = op;
 	c->begin_snapshot_id = tl_ice_commit_base_snapshot_id(t->metadata);
@@ -118,19 +126,30 @@ tl_ice_commit *tl_ice_commit_begin(tl_ice_table *t, tl_ice_operation op, tl_erro
 	return c;
 }
 
-void tl_ice_commit_set_summary(tl_ice_commit *c, const char *key, const char *value)
+int tl_ice_commit_set_summary(tl_ice_commit *c, const char *key, const char *value)
 {
+	char *v = tl_strdup(value);
+	if (v == NULL)
+		return -1;
 	for (int i = 0; i < c->nsummary; i++) {
 		if (strcmp(c->summary[i].key, key) == 0) {
 			tl_free(c->summary[i].value);
-			c->summary[i].value = tl_strdup(value);
-			return;
+			c->summary[i].value = v;
+			return 0;
 		}
 	}
-	c->summary = tl_realloc(c->summary, sizeof(tl_ice_kv) * (size_t)(c->nsummary + 1));
-	c->summary[c->nsummary].key = tl_strdup(key);
-	c->summary[c->nsummary].value = tl_strdup(value);
+	char *k = tl_strdup(key);
+	tl_ice_kv *summary = k ? tl_realloc(c->summary, sizeof(tl_ice_kv) * (size_t)(c->nsummary + 1)) : NULL;
+	if (summary == NULL) {
+		tl_free(k);
+		tl_free(v);
+		return -1;
+	}
+	c->summary = summary;
+	c->summary[c->nsummary].key = k;
+	c->summary[c->nsummary].value = v;
 	c->nsummary++;
+	return 0;
 }
 
 static int check_added_file(const tl_ice_commit *c, const tl_ice_data_file *f, tl_error *err)
@@ -163,10 +182,18 @@ int tl_ice_commit_add_file(tl_ice_commit *c, const tl_ice_data_file *file, tl_er
 	if (check_added_file(c, file, err) < 0)
 		return -1;
 	if (c->nadded == c->added_cap) {
-		c->added_cap = c->added_cap ? 2 * c->added_cap : 16;
-		c->added = tl_realloc(c->added, sizeof(tl_ice_data_file) * (size_t)c->added_cap);
+		int cap = c->added_cap ? 2 * c->added_cap : 16;
+		tl_ice_data_file *added = tl_realloc(c->added, sizeof(tl_ice_data_file) * (size_t)cap);
+		if (added == NULL)
+			return tl_error_nomem(err, "adding %s to a commit", file->file_path);
+		c->added = added;
+		c->added_cap = cap;
 	}
-	copy_data_file(&c->arena, &c->added[c->nadded++], file);
+	unsigned long failures = tl_mem_failures();
+	copy_data_file(&c->arena, &c->added[c->nadded], file);
+	if (tl_mem_failures() != failures)
+		return tl_error_nomem(err, "adding %s to a commit", file->file_path); /* the arena keeps the bytes */
+	c->nadded++;
 	return 0;
 }
 
@@ -179,10 +206,17 @@ int tl_ice_commit_remove_file(tl_ice_commit *c, const char *file_path, tl_error 
 		return tl_error_set(err, TL_ERR_INVALID, "commit to table %s: a removed file needs a path",
 		                    c->table->location);
 	if (c->nremoved == c->removed_cap) {
-		c->removed_cap = c->removed_cap ? 2 * c->removed_cap : 16;
-		c->removed = tl_realloc(c->removed, sizeof(char *) * (size_t)c->removed_cap);
+		int cap = c->removed_cap ? 2 * c->removed_cap : 16;
+		char **removed = tl_realloc(c->removed, sizeof(char *) * (size_t)cap);
+		if (removed == NULL)
+			return tl_error_nomem(err, "removing %s in a commit", file_path);
+		c->removed = removed;
+		c->removed_cap = cap;
 	}
-	c->removed[c->nremoved++] = tl_strdup(file_path);
+	char *copy = tl_strdup(file_path);
+	if (copy == NULL)
+		return tl_error_nomem(err, "removing %s in a commit", file_path);
+	c->removed[c->nremoved++] = copy;
 	return 0;
 }
 
@@ -357,6 +391,8 @@ static int publish(tl_ice_commit *c, attempt *a, const char *metadata_dir, tl_er
 
 static int run_attempt(tl_ice_commit *c, attempt *a, const char *metadata_dir, tl_error *err)
 {
+	if (c->nremoved > 0 && a->found == NULL)
+		return tl_error_nomem(err, "committing to %s", c->table->location);
 	if (a->parent == NULL && tl_ice_commit_base_snapshot_id(a->base) != TL_ICE_NO_SNAPSHOT)
 		return tl_error_set(err, TL_ERR_CORRUPT, "the main branch names a snapshot the metadata lacks");
 	if (tl_ice_uuid_v4(a->uuid, err) < 0 || tl_ice_commit_load_base(a, err) < 0 ||
