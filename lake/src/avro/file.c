@@ -176,6 +176,10 @@ int tl_avro_writer_append(tl_avro_writer *w, const tl_avro_value *record, tl_err
 		tl_error_prefix(err, "record %lld", (long long)w->records);
 		return -1;
 	}
+	if (tl_buf_failed(&w->block)) {
+		w->broken = true; /* the block lost bytes: nothing more can be written after it */
+		return tl_error_nomem(err, "encoding Avro record %lld", (long long)w->records);
+	}
 	if (w->block.len > WRITER_MAX_BLOCK) {
 		size_t encoded = w->block.len - before;
 		w->block.len = before;
