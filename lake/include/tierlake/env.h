@@ -53,6 +53,13 @@ void tl_get_mem_methods(tl_mem_methods *out);
  */
 unsigned long tl_mem_failures(void);
 
+/*
+ * True while jansson parses JSON for the library. jansson's lexer cannot
+ * take a failed allocation (lake/src/common/json_load.h); an allocator that
+ * fails on purpose (fault tests) must not fail one while this is true.
+ */
+bool tl_mem_json_loading(void);
+
 typedef bool (*tl_interrupt_fn)(void *arg);
 
 /* Installs the host's interrupt check (NULL removes it). */

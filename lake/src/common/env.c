@@ -14,6 +14,7 @@
 
 #include "tierlake/buf.h"
 #include "tierlake/env.h"
+#include "common/json_load.h"
 
 static void *libc_malloc(size_t n, void *arg)
 {
@@ -35,6 +36,8 @@ static void libc_free(void *p, void *arg)
 
 static tl_mem_methods methods = {libc_malloc, libc_realloc, libc_free, NULL};
 static unsigned long failures;
+
+static int json_loading;
 
 static tl_interrupt_fn interrupt_fn;
 static void *interrupt_arg;
@@ -116,6 +119,19 @@ char *tl_strndup(const char *s, size_t n)
 	memcpy(p, s, len);
 	p[len] = '\0';
 	return p;
+}
+
+bool tl_mem_json_loading(void)
+{
+	return json_loading > 0;
+}
+
+json_t *tl_json_loadb(const char *text, size_t len, size_t flags, json_error_t *error)
+{
+	json_loading++;
+	json_t *json = json_loadb(text, len, flags, error);
+	json_loading--;
+	return json;
 }
 
 void tl_set_interrupt_check(tl_interrupt_fn fn, void *arg)

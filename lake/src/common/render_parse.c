@@ -17,6 +17,7 @@
 #include "tierlake/calendar.h"
 #include "tierlake/render.h"
 #include "common/render_json.h"
+#include "common/json_load.h"
 
 static int base64_value(char c)
 {
@@ -129,7 +130,7 @@ json_t *tl_render_load_json(const char *text, size_t len, tl_error *err)
 	}
 
 	json_error_t jerr;
-	json_t *json = json_loadb(src, srclen, JSON_ALLOW_NUL | JSON_REJECT_DUPLICATES | JSON_DECODE_ANY, &jerr);
+	json_t *json = tl_json_loadb(src, srclen, JSON_ALLOW_NUL | JSON_REJECT_DUPLICATES | JSON_DECODE_ANY, &jerr);
 	tl_buf_free(&quoted);
 	if (json == NULL)
 		tl_error_set(err, TL_ERR_INVALID, "invalid JSON at column %d: %s", jerr.column, jerr.text);

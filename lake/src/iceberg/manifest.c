@@ -17,6 +17,7 @@
 #include "tierlake/iceberg_manifest.h"
 #include "iceberg/manifest_internal.h"
 #include "iceberg/schema_json.h"
+#include "common/json_load.h"
 
 /* ------------------------------------------------------------- shared */
 
@@ -367,7 +368,7 @@ static json_t *meta_json(tl_avro_reader *avro, const char *key, tl_error *err)
 	if (b == NULL)
 		return NULL;
 	json_error_t jerr;
-	json_t *j = json_loadb((const char *)b->ptr, b->len, JSON_REJECT_DUPLICATES, &jerr);
+	json_t *j = tl_json_loadb((const char *)b->ptr, b->len, JSON_REJECT_DUPLICATES, &jerr);
 	if (j == NULL)
 		tl_error_set(err, TL_ERR_CORRUPT, "manifest metadata %s is not JSON: %s", key, jerr.text);
 	return j;
@@ -767,6 +768,8 @@ tl_ice_manifest_writer *tl_ice_manifest_writer_open(tl_output *out, const tl_ice
 	tl_buf s;
 	tl_buf_init(&s);
 	int rc = entry_schema_json(&w->ptype, &s, err);
+	if (rc == 0)
+		rc = tl_buf_check(&s, err, "writing a manifest's schema");
 	if (rc == 0)
 		w->avro_schema = tl_avro_schema_parse((const char *)s.data, s.len, err);
 	tl_buf_free(&s);

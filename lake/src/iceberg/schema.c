@@ -9,6 +9,7 @@
 #include "iceberg/json_fields.h"
 #include "tierlake/iceberg_schema.h"
 #include "iceberg/schema_json.h"
+#include "common/json_load.h"
 
 /* Nesting deeper than this in a schema is treated as hostile input. */
 #define MAX_SCHEMA_DEPTH 64
@@ -639,7 +640,7 @@ static json_t *field_to_json(const tl_ice_field *f)
 	json_object_set_new(o, "type", type_to_json(&f->type));
 	if (f->doc)
 		json_object_set_new(o, "doc", json_string(f->doc));
-	json_t *initial = f->initial_default ? json_loads(f->initial_default, JSON_DECODE_ANY, NULL) : NULL;
+	json_t *initial = f->initial_default ? tl_json_loadb(f->initial_default, strlen(f->initial_default), JSON_DECODE_ANY, NULL) : NULL;
 	if (initial != NULL)
 		json_object_set_new(o, "initial-default", initial);
 	return o;

@@ -18,6 +18,7 @@
 
 #include "tierlake/iceberg_metadata.h"
 #include "iceberg/schema_json.h"
+#include "common/json_load.h"
 
 /* A sanity bound on array lengths in a metadata file (snapshots, log entries...). */
 #define MAX_METADATA_ITEMS 10000000
@@ -527,7 +528,7 @@ tl_ice_table_metadata *tl_ice_metadata_parse(const char *text, size_t len, tl_er
 {
 	json_error_t jerr;
 	unsigned long failures = tl_mem_failures();
-	json_t *root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &jerr);
+	json_t *root = tl_json_loadb(text, len, JSON_REJECT_DUPLICATES, &jerr);
 	if (root == NULL && tl_mem_failures() != failures) {
 		tl_error_nomem(err, "parsing table metadata");
 		return NULL;

@@ -13,6 +13,7 @@
 
 #include "tierlake/calendar.h"
 #include "tierlake/iceberg_value.h"
+#include "common/json_load.h"
 
 #define MICROS_PER_SECOND 1000000LL
 #define MICROS_PER_DAY (86400LL * MICROS_PER_SECOND)
@@ -694,7 +695,7 @@ int tl_ice_value_from_json(const tl_ice_type *type, const char *json, tl_arena *
                            tl_error *err)
 {
 	unsigned long failures = tl_mem_failures();
-	json_t *value = json != NULL ? json_loads(json, JSON_DECODE_ANY, NULL) : NULL;
+	json_t *value = json != NULL ? tl_json_loadb(json, strlen(json), JSON_DECODE_ANY, NULL) : NULL;
 	char *text = NULL;
 	if (value != NULL && json_kind_fits(type, value))
 		text = json_is_string(value) ? tl_strdup(json_string_value(value)) : json_dumps(value, JSON_ENCODE_ANY);
