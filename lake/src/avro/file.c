@@ -103,6 +103,10 @@ tl_avro_writer *tl_avro_writer_open(tl_output *out, const tl_avro_schema *schema
 			}
 	}
 	tl_avro_writer *w = tl_calloc(1, sizeof(*w));
+	if (w == NULL) {
+		tl_error_nomem(err, "opening an Avro writer");
+		return NULL;
+	}
 	w->out = out;
 	w->schema = schema;
 	w->codec = codec;
@@ -127,6 +131,10 @@ tl_avro_writer *tl_avro_writer_open(tl_output *out, const tl_avro_schema *schema
 	}
 	avro_write_long(h, 0);
 	tl_buf_append(h, w->sync, AVRO_SYNC_SIZE);
+	if (tl_buf_check(h, err, "writing an Avro header") < 0) {
+		tl_avro_writer_free(w);
+		return NULL;
+	}
 	if (tl_output_write(out, h->data, h->len, err) != 0) {
 		tl_error_prefix(err, "writing Avro header");
 		tl_avro_writer_free(w);
@@ -154,6 +162,9 @@ static int flush_block(tl_avro_writer *w, tl_error *err)
 		avro_write_long(&w->staged, (int64_t)compressed.len);
 		tl_buf_append(&w->staged, compressed.data, compressed.len);
 		tl_buf_append(&w->staged, w->sync, AVRO_SYNC_SIZE);
+		rc = tl_buf_check(&w->staged, err, "writing an Avro block");
+	}
+	if (rc == 0) {
 		rc = tl_output_write(w->out, w->staged.data, w->staged.len, err);
 	}
 	tl_buf_free(&compressed);
@@ -290,10 +301,16 @@ static int parse_meta(tl_avro_reader *r, avro_cursor *c, tl_error *err)
 			if (memchr(key, '\0', klen) != NULL)
 				return tl_error_set(err, TL_ERR_CORRUPT, "Avro: metadata key contains a NUL byte");
 			if (r->n_meta == cap) {
-				cap = cap ? cap * 2 : 8;
-				r->meta = tl_realloc(r->meta, cap * sizeof(*r->meta));
+				size_t grown = cap ? cap * 2 : 8;
+				void *meta = tl_realloc(r->meta, grown * sizeof(*r->meta));
+				if (meta == NULL)
+					return tl_error_nomem(err, "reading Avro metadata");
+				r->meta = meta;
+				cap = grown;
 			}
 			char *k = tl_arena_alloc(&r->meta_arena, klen + 1);
+			if (k == NULL)
+				return tl_error_nomem(err, "reading Avro metadata");
 			memcpy(k, key, klen);
 			k[klen] = '\0';
 			if (tl_avro_reader_meta(r, k) != NULL)
@@ -377,6 +394,10 @@ static int load_schema_and_codec(tl_avro_reader *r, tl_error *err)
 tl_avro_reader *tl_avro_reader_open(tl_input *in, tl_error *err)
 {
 	tl_avro_reader *r = tl_calloc(1, sizeof(*r));
+	if (r == NULL) {
+		tl_error_nomem(err, "opening %s", in->name ? in->name : "an Avro file");
+		return NULL;
+	}
 	r->in = in;
 	tl_buf_init(&r->header);
 	tl_buf_init(&r->raw);

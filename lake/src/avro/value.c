@@ -540,17 +540,30 @@ int tl_avro_get_string(const tl_avro_value *v, tl_bytes *out)
  * Where the builders put a value when the arena has no room for the record
  * or list that should hold it. The builders are called in long chains
  * (tl_avro_record_field(...)->u.i64 = ...) that cannot each check; so a
- * failed allocation sends the rest of the chain here, harmlessly, and the
- * writers that build records (manifests, manifest lists) compare
+ * failed allocation sends the rest of the chain to a sink, harmlessly, and
+ * the writers that build records (manifests, manifest lists) compare
  * tl_mem_failures() around the build and never append such a record.
+ * There is one sink per schema node, so a sunk container and the sunk
+ * values inside it never share one (Avro schemas here are not recursive).
  */
-static tl_avro_value sink;
+#define SINKS 64
+static struct {
+	const tl_avro_schema *schema;
+	tl_avro_value value;
+} sinks[SINKS];
 
 static tl_avro_value *to_sink(const tl_avro_schema *declared, tl_avro_type type)
 {
-	memset(&sink, 0, sizeof(sink));
-	sink.branch = -1;
-	return tl_avro_prepare(&sink, declared, type);
+	size_t i = 0;
+	while (i < SINKS && sinks[i].schema != NULL && sinks[i].schema != declared)
+		i++;
+	if (i == SINKS)
+		i = 0; /* more node types than any Iceberg schema has: share the first */
+	sinks[i].schema = declared;
+	tl_avro_value *v = &sinks[i].value;
+	memset(v, 0, sizeof(*v));
+	v->branch = -1;
+	return tl_avro_prepare(v, declared, type);
 }
 
 /* The null branch of a declared type, if it has one, for defaulting fields. */
