@@ -242,8 +242,10 @@ static void delta_encode_block(tl_buf *out, const int64_t *deltas, int count)
 	tl_buf_append(out, widths, sizeof(widths));
 	for (int m = 0; m < used; m++) {
 		size_t bytes = (size_t)DELTA_MINIBLOCK_VALUES / 8 * widths[m];
-		pq_bit_pack64(tl_buf_extend(out, bytes), rel + m * DELTA_MINIBLOCK_VALUES, widths[m],
-		              DELTA_MINIBLOCK_VALUES / 8);
+		uint8_t *packed = tl_buf_extend(out, bytes);
+		if (packed == NULL)
+			return; /* out is failed; the writer checks it (buf.h) */
+		pq_bit_pack64(packed, rel + m * DELTA_MINIBLOCK_VALUES, widths[m], DELTA_MINIBLOCK_VALUES / 8);
 	}
 }
 
@@ -469,6 +471,8 @@ static void append_values(tl_buf *out, const tl_bytes *values, const int32_t *sk
 	for (int64_t i = 0; i < n; i++)
 		total += values[i].len - (skip ? (uint32_t)skip[i] : 0);
 	uint8_t *dst = tl_buf_extend(out, total);
+	if (dst == NULL)
+		return; /* out is failed; the writer checks it (buf.h) */
 	for (int64_t i = 0; i < n; i++) {
 		uint32_t from = skip ? (uint32_t)skip[i] : 0, len = values[i].len - from;
 		if (len)
