@@ -962,6 +962,19 @@ static int check_own_lake_dir(PGconn *c, const tdb_catalog_table *t, tl_error *e
 	snprintf(legacy, len, "%s/%s/%s", warehouse, t->schema_name, t->table_name);
 	bool legacy_safe = strchr(t->schema_name, '/') == NULL && strchr(t->table_name, '/') == NULL &&
 	                   t->schema_name[0] != '.' && t->table_name[0] != '.';
+	if (tl_storage_for(t->lake_table_ref, NULL) != tl_storage_local()) {
+		/* An object store: no links or "..", so the recorded location is the table's own iff it is the derived one. */
+		int rc = 0;
+		if (strcmp(t->lake_table_ref, expected) != 0 && !(legacy_safe && strcmp(t->lake_table_ref, legacy) == 0))
+			rc = tl_error_set(err, TL_ERR_INVALID,
+			                  "its lake location %s is not the table's own location in the warehouse (%s); "
+			                  "--drop-lake deletes only that: remove the lake table by hand",
+			                  t->lake_table_ref, expected);
+		free(legacy);
+		free(expected);
+		free(warehouse);
+		return rc;
+	}
 	char *lake = tl_local_path(t->lake_table_ref, err);
 	char *wh = lake ? tl_local_path(warehouse, err) : NULL;
 	char *exp = wh ? tl_local_path(expected, err) : NULL;

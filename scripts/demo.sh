@@ -5,6 +5,11 @@
 # daemon embedded, a partitioned events table registered for tiering, its
 # old partitions moving into an Iceberg table while plain SQL keeps seeing
 # every row, a correction to a cold row, and DuckDB reading the lake.
+#
+# DEMO_LAKE=s3 (`make demo-s3`) keeps the lake in a bucket of a private
+# S3-compatible server (S3Proxy, scripts/s3-server.sh) instead of a local
+# directory: the server's backends, its embedded daemon, the CLI and DuckDB
+# all reach it through the TIERDB_S3_* variables.
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 cd "$top"
@@ -15,8 +20,11 @@ scripts/install-deps.sh
 make --no-print-directory -s build/tierdb build/bench/parquet_bench install-extension >/dev/null
 
 dir=${DEMO_DIR:-$top/build/demo}
-# A cluster left running by an earlier demo is stopped before its files go.
+lake_on=${DEMO_LAKE:-local}
+case $lake_on in local|s3) ;; *) echo "demo: DEMO_LAKE must be local or s3, not '$lake_on'" >&2; exit 2;; esac
+# A cluster (and S3 server) left running by an earlier demo is stopped before its files go.
 scripts/pg-cluster.sh stop "$dir/pg" >/dev/null 2>&1 || true
+scripts/s3-server.sh stop "$dir/s3" >/dev/null 2>&1 || true
 rm -rf "$dir"
 mkdir -p "$dir"
 events=$dir/events.parquet
@@ -59,13 +67,23 @@ theirs=$(build/tierdb parquet cat "$dir/pyarrow.parquet" --columns id,event,valu
 echo "tierdb parquet cat of both files, columns id,event,value: $ours vs $theirs"
 [ "$ours" = "$theirs" ] && echo "identical: the rows survived TierDB -> pyarrow -> TierDB unchanged"
 
-say "A private Postgres cluster: the tierdb extension preloaded, the daemon embedded"
 cluster=$dir/pg
-lake=$dir/lake
 port=${DEMO_PORT:-55439}
-mkdir -p "$lake"
-# The embedded daemon runs as the server's OS user: it must own the lake.
-if [ "$(id -u)" -eq 0 ]; then chown postgres: "$lake"; fi
+if [ "$lake_on" = s3 ]; then
+  say "A private S3-compatible server (S3Proxy) for the lake"
+  scripts/s3-server.sh start "$dir/s3" >/dev/null
+  # The cluster started below inherits these, so its backends and its embedded daemon reach the bucket.
+  set -a; . "$dir/s3/env"; set +a
+  lake=s3://$TIERDB_S3_TEST_BUCKET/demo
+  echo "S3 endpoint $TIERDB_S3_ENDPOINT, lake at $lake"
+else
+  lake=$dir/lake
+  mkdir -p "$lake"
+  # The embedded daemon runs as the server's OS user: it must own the lake.
+  if [ "$(id -u)" -eq 0 ]; then chown postgres: "$lake"; fi
+fi
+
+say "A private Postgres cluster: the tierdb extension preloaded, the daemon embedded"
 scripts/pg-cluster.sh start "$cluster" "$port" -c shared_preload_libraries=tierdb \
   -c tierdb.embedded_worker=on -c "tierdb.worker_command=$top/build/tierdb" \
   -c "tierdb.worker_env=TIERDB_WAREHOUSE=$lake;TIERDB_TIERING_LAG=2d;TIERDB_CYCLE_INTERVAL_SECONDS=2" >/dev/null
@@ -93,7 +111,7 @@ before=$(command psql -X -At -c "$aggregate")
 
 say "tierdb register: an Iceberg table partitioned by day(ts)"
 build/tierdb register --table public.events --pk id --tier-key ts
-if [ "$(id -u)" -eq 0 ]; then chown -R postgres: "$lake"; fi
+if [ "$lake_on" = local ] && [ "$(id -u)" -eq 0 ]; then chown -R postgres: "$lake"; fi
 
 say "The embedded daemon tiers every partition older than max(ts) - 2 days"
 for _ in $(seq 1 120); do
@@ -139,14 +157,22 @@ build/tierdb verify --table public.events
 
 say "DuckDB reads the lake table with its iceberg extension"
 "$py" - "$lake/public/events" <<'PY'
-import glob, importlib, pathlib, sys
+import glob, importlib, os, pathlib, sys
 import duckdb
 con = duckdb.connect()
 con.execute("SET autoinstall_known_extensions = false")
 con.execute("SET autoload_known_extensions = false")
-for package in ("duckdb_extension_avro", "duckdb_extension_iceberg"):
-    where = pathlib.Path(importlib.import_module(package).__path__[0]) / "extensions" / f"v{duckdb.__version__}"
-    con.execute(f"LOAD '{glob.glob(str(where / '*.duckdb_extension'))[0]}'")
+packages = ["duckdb_extension_avro", "duckdb_extension_iceberg"]
+if sys.argv[1].startswith("s3://"):
+    packages.append("duckdb_extension_httpfs")
+for package in packages:
+    where = pathlib.Path(importlib.import_module(package).__path__[0]) / "extensions"
+    found = glob.glob(str(where / f"v{duckdb.__version__}" / "*.duckdb_extension")) or glob.glob(str(where / "*.duckdb_extension"))
+    con.execute(f"LOAD '{found[0]}'")
+if sys.argv[1].startswith("s3://"):
+    con.execute("CREATE SECRET lake (TYPE s3, KEY_ID ?, SECRET ?, REGION ?, ENDPOINT ?, URL_STYLE 'path', USE_SSL false)",
+                [os.environ["TIERDB_S3_ACCESS_KEY"], os.environ["TIERDB_S3_SECRET_KEY"], os.environ["TIERDB_S3_REGION"],
+                 os.environ["TIERDB_S3_ENDPOINT"].split("://", 1)[1]])
 print(con.sql(f"SELECT event, count(*) AS rows, round(sum(value), 2) AS total FROM iceberg_scan('{sys.argv[1]}') GROUP BY event ORDER BY event"))
 PY
 
@@ -154,5 +180,10 @@ say "Done"
 echo "Files are in $dir. Try: build/tierdb parquet cat $events --columns id,user --limit 3"
 echo "The cluster is still running, with the daemon inside it:"
 echo "  psql -h 127.0.0.1 -p $port -U postgres -c 'SELECT count(*) FROM events'"
-echo "  build/tierdb lake cat $lake/public/events --limit 3"
-echo "Stop it with: scripts/pg-cluster.sh stop $cluster"
+if [ "$lake_on" = s3 ]; then
+  echo "  (. $dir/s3/env; build/tierdb lake cat $lake/public/events --limit 3)"
+  echo "Stop them with: scripts/pg-cluster.sh stop $cluster; scripts/s3-server.sh stop $dir/s3"
+else
+  echo "  build/tierdb lake cat $lake/public/events --limit 3"
+  echo "Stop it with: scripts/pg-cluster.sh stop $cluster"
+fi

@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "fault_storage.h"
+#include "table_fixture.h"
 #include "test.h"
 #include "tierlake/iceberg_scan.h"
 #include "tierlake/iceberg_table.h"
@@ -51,41 +52,6 @@ static const char *at(char buf[PATH_MAX], const char *dir, const char *name)
 	return buf;
 }
 
-static int write_all(const char *location, const char *text, int mode, tl_error *err)
-{
-	tl_output *out = tl_storage_create(location, mode, err);
-	if (out == NULL)
-		return -1;
-	int rc = tl_output_write(out, text, strlen(text), err);
-	if (rc == 0)
-		rc = out->finish(out, err);
-	tl_output_close(out);
-	return rc;
-}
-
-/* The whole object as a string (malloc'd), or NULL. */
-static char *read_all(const char *location, tl_error *err)
-{
-	tl_input *in = tl_storage_open_read(location, err);
-	if (in == NULL)
-		return NULL;
-	char *text = calloc(1, (size_t)in->size + 1);
-	if (tl_input_read(in, 0, text, (size_t)in->size, err) < 0) {
-		free(text);
-		text = NULL;
-	}
-	tl_input_close(in);
-	return text;
-}
-
-static const tl_storage_entry *find_entry(const tl_storage_list *l, const char *name)
-{
-	for (size_t i = 0; i < l->count; i++)
-		if (strcmp(l->entries[i].name, name) == 0)
-			return &l->entries[i];
-	return NULL;
-}
-
 TEST(storage_local_every_operation)
 {
 	char dir[PATH_MAX], p[PATH_MAX], uri[PATH_MAX + 32];
@@ -97,15 +63,15 @@ TEST(storage_local_every_operation)
 	if (rc == 0)
 		rc = tl_storage_make_dirs(at(p, dir, "a/b"), &err); /* again: exists is fine */
 	if (rc == 0)
-		rc = write_all(at(p, dir, "a/b/one.txt"), "hello storage", TL_STORAGE_CREATE_EXCLUSIVE, &err);
+		rc = fixture_write_all(at(p, dir, "a/b/one.txt"), "hello storage", TL_STORAGE_CREATE_EXCLUSIVE, &err);
 	bool ok = rc == 0;
 	/* Exclusive create of an existing name is a conflict; replace mode truncates. */
 	tl_error e2;
 	tl_error_clear(&e2);
-	ok = ok && write_all(at(p, dir, "a/b/one.txt"), "x", TL_STORAGE_CREATE_EXCLUSIVE, &e2) < 0 &&
+	ok = ok && fixture_write_all(at(p, dir, "a/b/one.txt"), "x", TL_STORAGE_CREATE_EXCLUSIVE, &e2) < 0 &&
 	     e2.code == TL_ERR_CONFLICT;
-	ok = ok && write_all(at(p, dir, "a/two.txt"), "long text replaced", TL_STORAGE_CREATE_REPLACE, &err) == 0 &&
-	     write_all(at(p, dir, "a/two.txt"), "short", TL_STORAGE_CREATE_REPLACE, &err) == 0;
+	ok = ok && fixture_write_all(at(p, dir, "a/two.txt"), "long text replaced", TL_STORAGE_CREATE_REPLACE, &err) == 0 &&
+	     fixture_write_all(at(p, dir, "a/two.txt"), "short", TL_STORAGE_CREATE_REPLACE, &err) == 0;
 	/* Ranged reads through a file:// URI. */
 	snprintf(uri, sizeof(uri), "file://%s/a/b/one.txt", dir);
 	tl_input *in = ok ? tl_storage_open_read(uri, &err) : NULL;
@@ -114,7 +80,7 @@ TEST(storage_local_every_operation)
 	tl_error_clear(&e2);
 	ok = ok && tl_input_read(in, 10, part, 4, &e2) < 0 && e2.code == TL_ERR_CORRUPT;
 	tl_input_close(in);
-	char *two = ok ? read_all(at(p, dir, "a/two.txt"), &err) : NULL;
+	char *two = ok ? fixture_read_all(at(p, dir, "a/two.txt"), &err) : NULL;
 	ok = two != NULL && strcmp(two, "short") == 0;
 	free(two);
 	/* stat: object, directory, missing. */
@@ -128,12 +94,12 @@ TEST(storage_local_every_operation)
 	/* Listing: one level with directories, or every file below. */
 	tl_storage_list l = {0};
 	ok = ok && tl_storage_list_dir(at(p, dir, "a"), 0, &l, &err) == 0 && l.count == 2 &&
-	     find_entry(&l, "b") && find_entry(&l, "b")->is_dir && find_entry(&l, "two.txt") &&
-	     find_entry(&l, "two.txt")->size == 5;
+	     fixture_find_entry(&l, "b") && fixture_find_entry(&l, "b")->is_dir && fixture_find_entry(&l, "two.txt") &&
+	     fixture_find_entry(&l, "two.txt")->size == 5;
 	tl_storage_list_free(&l);
 	ok = ok && tl_storage_list_dir(dir, TL_STORAGE_LIST_RECURSIVE, &l, &err) == 0 && l.count == 2 &&
-	     find_entry(&l, "a/b/one.txt") && find_entry(&l, "a/b/one.txt")->size == 13 &&
-	     !find_entry(&l, "a/b/one.txt")->is_dir && find_entry(&l, "a/two.txt");
+	     fixture_find_entry(&l, "a/b/one.txt") && fixture_find_entry(&l, "a/b/one.txt")->size == 13 &&
+	     !fixture_find_entry(&l, "a/b/one.txt")->is_dir && fixture_find_entry(&l, "a/two.txt");
 	tl_storage_list_free(&l);
 	tl_error_clear(&e2);
 	ok = ok && tl_storage_list_dir(at(p, dir, "missing"), 0, &l, &e2) < 0 && e2.code == TL_ERR_NOT_FOUND &&
@@ -141,7 +107,7 @@ TEST(storage_local_every_operation)
 	/* replace swaps content whole. */
 	ok = ok && tl_storage_replace(at(p, dir, "a/hint"), "1", 1, &err) == 0 &&
 	     tl_storage_replace(at(p, dir, "a/hint"), "22", 2, &err) == 0;
-	char *hint = ok ? read_all(at(p, dir, "a/hint"), &err) : NULL;
+	char *hint = ok ? fixture_read_all(at(p, dir, "a/hint"), &err) : NULL;
 	ok = hint != NULL && strcmp(hint, "22") == 0;
 	free(hint);
 	/* canonical resolves links and relative parts. */
@@ -263,7 +229,7 @@ TEST(storage_create_if_absent_one_winner_among_processes)
 		ok = race_once(at(p, dir, name), 4, &winner) == 1;
 		tl_error err;
 		tl_error_clear(&err);
-		char *text = ok ? read_all(p, &err) : NULL;
+		char *text = ok ? fixture_read_all(p, &err) : NULL;
 		ok = text != NULL && strlen(text) == 64 * 1024 && text[0] == 'a' + winner &&
 		     text[64 * 1024 - 1] == 'a' + winner;
 		free(text);
@@ -280,7 +246,7 @@ TEST(storage_create_if_absent_one_winner_among_processes)
 	tl_error_clear(&err);
 	ok = ok && tl_storage_create_if_absent(at(p, dir, "v0.metadata.json"), "x", 1, &err) < 0 &&
 	     err.code == TL_ERR_CONFLICT && strstr(err.message, "v0.metadata.json") != NULL;
-	char *text = ok ? read_all(p, &err) : NULL;
+	char *text = ok ? fixture_read_all(p, &err) : NULL;
 	ok = text != NULL && strlen(text) == 64 * 1024;
 	free(text);
 	remove_tree(dir);
@@ -329,7 +295,7 @@ TEST(storage_create_if_absent_one_winner_among_threads)
 		ok = (r[0].rc == 0) != (r[1].rc == 0) && r[1 - winner].err.code == TL_ERR_CONFLICT;
 		tl_error err;
 		tl_error_clear(&err);
-		char *text = ok ? read_all(p, &err) : NULL;
+		char *text = ok ? fixture_read_all(p, &err) : NULL;
 		ok = text != NULL && strlen(text) == 4096 && text[0] == r[winner].byte && text[4095] == r[winner].byte;
 		free(text);
 	}
@@ -339,184 +305,25 @@ TEST(storage_create_if_absent_one_winner_among_threads)
 
 /* ------------------------------------------------ tables through faults */
 
-static tl_ice_table *create_table(const char *location, tl_error *err)
-{
-	tl_ice_schema schema;
-	tl_ice_partition_spec spec;
-	tl_ice_field fields[] = {{.id = 1, .name = "id", .required = true, .type = {.id = TL_ICE_LONG}}};
-	if (tl_ice_schema_init(&schema, 0, fields, 1, err) < 0)
-		return NULL;
-	tl_ice_partition_spec_init(&spec, 0);
-	tl_ice_table *t = tl_ice_table_create(location, &schema, &spec, NULL, 0, err);
-	tl_ice_schema_free(&schema);
-	tl_ice_partition_spec_free(&spec);
-	return t;
-}
-
 /* An empty table in a new temporary directory (dir receives its path); removes the directory on failure. */
 static int new_table_dir(char dir[PATH_MAX], tl_error *err)
 {
 	make_temp_dir(dir);
-	tl_ice_table *t = create_table(dir, err);
+	tl_ice_table *t = fixture_create_table(dir, err);
 	tl_ice_table_free(t);
 	if (t == NULL)
 		remove_tree(dir);
 	return t == NULL ? -1 : 0;
 }
 
-/* Writes `rows` ids from `first` into one new data file and commits it as an append. */
-static int append_rows(const char *location, int64_t first, int rows, tl_error *err)
-{
-	tl_ice_table *t = tl_ice_table_open(location, err);
-	if (t == NULL)
-		return -1;
-	tl_ice_writer *w = tl_ice_writer_open_data(t, NULL, err);
-	tl_pq_batch *b = w ? tl_pq_batch_new(tl_ice_writer_schema(w), rows) : NULL;
-	int rc = b ? 0 : -1;
-	for (int i = 0; rc == 0 && i < rows; i++)
-		b->columns[0].v.i64[i] = first + i;
-	if (b)
-		b->nrows = rows;
-	if (rc == 0)
-		rc = tl_ice_writer_write(w, b, err);
-	if (rc == 0)
-		rc = tl_ice_writer_close(w, err);
-	tl_ice_commit *c = rc == 0 ? tl_ice_commit_begin(t, TL_ICE_OP_APPEND, err) : NULL;
-	rc = c ? 0 : -1;
-	for (int i = 0; rc == 0 && i < tl_ice_writer_nfiles(w); i++)
-		rc = tl_ice_commit_add_file(c, tl_ice_writer_file(w, i), err);
-	if (rc == 0)
-		rc = tl_ice_commit_finish(c, NULL, err);
-	tl_ice_commit_free(c);
-	tl_pq_batch_free(b);
-	tl_ice_writer_free(w);
-	tl_ice_table_free(t);
-	return rc;
-}
-
-/* The sum of the ids in the table's current snapshot and its row count, read through scan and reader. */
-static int read_table(const char *location, int64_t *version, int64_t *rows, int64_t *sum, tl_error *err)
-{
-	tl_ice_table *t = tl_ice_table_open(location, err);
-	if (t == NULL)
-		return -1;
-	*version = t->version;
-	*rows = *sum = 0;
-	tl_ice_scan *scan = tl_ice_scan_plan(t->metadata, TL_ICE_NO_SNAPSHOT, NULL, err);
-	int32_t ids[1] = {1};
-	tl_ice_reader *r = scan ? tl_ice_reader_open(scan, ids, 1, err) : NULL;
-	tl_pq_batch *b = r ? tl_ice_reader_batch_new(r, 64) : NULL;
-	int rc = b ? 0 : -1;
-	for (int64_t n; rc == 0 && (n = tl_ice_reader_next(r, b, err)) != 0;) {
-		if (n < 0)
-			rc = -1;
-		for (int64_t i = 0; i < n; i++)
-			*sum += b->columns[0].v.i64[i];
-		*rows += n > 0 ? n : 0;
-	}
-	tl_pq_batch_free(b);
-	tl_ice_reader_free(r);
-	tl_ice_scan_free(scan);
-	tl_ice_table_free(t);
-	return rc;
-}
-
-/* No metadata version past `version` and no temporary file is visible in the table's metadata/. */
-static bool metadata_clean(const char *dir, int64_t version)
-{
-	char p[PATH_MAX];
-	tl_storage_list l = {0};
-	if (tl_storage_list_dir(at(p, dir, "metadata"), 0, &l, NULL) < 0)
-		return false;
-	bool ok = true;
-	for (size_t i = 0; ok && i < l.count; i++) {
-		const char *name = l.entries[i].name;
-		long long v;
-		char rest[64];
-		ok = name[0] != '.' && !(sscanf(name, "v%lld%63s", &v, rest) == 2 && strcmp(rest, ".metadata.json") == 0 &&
-		                         v > version);
-	}
-	tl_storage_list_free(&l);
-	return ok;
-}
-
-/*
- * Appends 5 rows under an I/O error at each storage call n = 1..calls, once
- * (a transient error) or from n on (the storage went away). After each
- * attempt, read without faults: a failed attempt left the version, rows and
- * sum as they were, a successful one added exactly its rows.
- */
 static void walk_faults(bool sticky)
 {
 	char dir[PATH_MAX];
 	tl_error err;
 	tl_error_clear(&err);
 	CHECK_OK(new_table_dir(dir, &err), &err);
-	fault_storage fs;
-	fault_storage_init(&fs, tl_storage_local());
-	/* A run without faults counts the calls the workload makes. */
-	tl_storage_register("file", &fs.base);
-	fault_storage_arm(&fs, 0, false);
-	int rc = append_rows(dir, 0, 5, &err);
-	long calls = fs.calls;
-	tl_storage_register("file", NULL);
-	CHECK_OK(rc, &err);
-	CHECK(calls > 10);
-	int64_t version = 2, rows = 5, sum = 10, next = 5;
-	int failures = 0;
-	/*
-	 * Calls 1..calls of each attempt. (A successful attempt whose fault hit
-	 * the ignored hint update leaves the hint stale, so later attempts make
-	 * a call more to walk past it: the publish moves a call later, and the
-	 * range reaches past it by a few calls.)
-	 */
-	bool published_failed = false;
-	for (long n = 1; n <= calls + 4; n++) {
-		tl_storage_register("file", &fs.base);
-		fault_storage_arm(&fs, n, sticky);
-		tl_error_clear(&err);
-		rc = append_rows(dir, next, 5, &err);
-		tl_storage_register("file", NULL);
-		if (rc < 0) {
-			failures++;
-			published_failed = published_failed || strstr(err.message, "publishing") != NULL;
-			if (fs.injected == 0 || strstr(err.message, "injected I/O error") == NULL)
-				tl_test_fail(__FILE__, __LINE__, "call %ld: failed without an injected error: %s", n, err.message);
-		} else {
-			version++;
-			rows += 5;
-			sum += 5 * next + 10;
-		}
-		next += 5;
-		int64_t got_version, got_rows, got_sum;
-		tl_error rerr;
-		tl_error_clear(&rerr);
-		if (read_table(dir, &got_version, &got_rows, &got_sum, &rerr) < 0) {
-			tl_test_fail(__FILE__, __LINE__, "fault at call %ld: table unreadable: %s", n, rerr.message);
-			break;
-		}
-		if (got_version != version || got_rows != rows || got_sum != sum || !metadata_clean(dir, version)) {
-			tl_test_fail(__FILE__, __LINE__,
-			             "fault at call %ld (%s): version %" PRId64 " rows %" PRId64 " sum %" PRId64
-			             ", want %" PRId64 " %" PRId64 " %" PRId64 " and no newer metadata",
-			             n, rc < 0 ? err.message : "commit succeeded", got_version, got_rows, got_sum, version, rows,
-			             sum);
-			break;
-		}
-	}
-	/* Without faults the table takes commits again. */
-	tl_error_clear(&err);
-	rc = append_rows(dir, next, 5, &err);
-	int64_t got_version = 0, got_rows = 0, got_sum = 0;
-	if (rc == 0)
-		rc = read_table(dir, &got_version, &got_rows, &got_sum, &err);
+	fixture_walk_storage_faults(dir, "file", sticky);
 	remove_tree(dir);
-	CHECK_OK(rc, &err);
-	CHECK_INT(got_version, version + 1);
-	CHECK_INT(got_rows, rows + 5);
-	/* The walk reached the commit point, and most calls come before it. */
-	CHECK(published_failed);
-	CHECK(failures >= calls / 2);
 }
 
 TEST(storage_fault_at_each_call_leaves_table_at_previous_state)
@@ -535,7 +342,7 @@ TEST(storage_current_metadata_follows_hint_and_listing)
 	tl_error err;
 	tl_error_clear(&err);
 	CHECK_OK(new_table_dir(dir, &err), &err);
-	int rc = append_rows(dir, 0, 3, &err);
+	int rc = fixture_append_rows(dir, 0, 3, &err);
 	int64_t version = 0;
 	char *file = rc == 0 ? tl_ice_table_current_metadata(dir, &version, &err) : NULL;
 	bool ok = file != NULL && version == 2 && strcmp(file, at(p, dir, "metadata/v2.metadata.json")) == 0;

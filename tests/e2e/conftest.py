@@ -8,7 +8,9 @@ installed tierdb extension, fresh databases, lake directories, and the
                      A test (or module, pytestmark) marked `heap_and_lake_apart`
                      gets tierdb.transparent_reads = off in the sessions of
                      these helpers: it looks at the heap and the lake separately
-  lake    (function) a fresh warehouse directory, readable by the server's backends
+  lake    (function) a fresh warehouse directory, readable by the server's backends;
+                     with TIERDB_E2E_LAKE=s3, a fresh prefix in an S3 bucket
+                     (an S3Location; lake_files.py reads either)
   tierdb  (function) tierdb(args, env=None) runs build/tierdb against `db` with
                      TIERDB_WAREHOUSE=<lake> and returns the CompletedProcess
 
@@ -20,6 +22,11 @@ must be built (`make`). TIERDB_BUILD_DIR points the tests at another build;
 TIERDB_E2E_KEEP=1 keeps the cluster directory and lakes for a post-mortem.
 
 The cluster and database helpers live in pg_cluster.py.
+
+TIERDB_E2E_LAKE=s3 (`make test-e2e-s3`) runs the suite with its lakes on S3:
+the session starts S3Proxy (scripts/s3-server.sh) and puts its TIERDB_S3_*
+variables into this process's environment before the cluster starts, so the
+server's backends, every daemon and lake_files.py reach the same store.
 """
 
 from __future__ import annotations
@@ -34,6 +41,7 @@ from pathlib import Path
 
 import pytest
 
+import lake_files
 from pg_cluster import (
     BUILD_DIR, PG_BINDIR, PG_CLUSTER, REPO_ROOT, TIERDB_TIMEOUT, Cluster, Database,
     clean_env, free_port,
@@ -65,7 +73,31 @@ def e2e_root():
 
 
 @pytest.fixture(scope="session")
-def pg(e2e_root):
+def s3_store(e2e_root):
+    """With TIERDB_E2E_LAKE=s3: a private S3Proxy whose TIERDB_S3_* variables
+    are set in this process (and so in the cluster's and every daemon's
+    environment) for the session. Nothing otherwise."""
+    if not lake_files.ON_S3:
+        yield None
+        return
+    directory = e2e_root / "s3"
+    script = REPO_ROOT / "scripts" / "s3-server.sh"
+    subprocess.run([str(script), "start", str(directory)], check=True, stdout=subprocess.DEVNULL,
+                   stdin=subprocess.DEVNULL, timeout=120)
+    saved = dict(os.environ)
+    for line in (directory / "env").read_text().splitlines():
+        name, _, value = line.removeprefix("export ").partition("=")
+        os.environ[name] = value
+    try:
+        yield directory
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+        subprocess.run([str(script), "stop", str(directory)], check=False, timeout=60)
+
+
+@pytest.fixture(scope="session")
+def pg(e2e_root, s3_store):
     if not (PG_BINDIR / "pg_ctl").exists():
         pytest.fail(f"{PG_BINDIR}/pg_ctl is missing: run scripts/install-deps.sh (postgresql-15)", pytrace=False)
     directory = e2e_root / "cluster"
@@ -127,8 +159,11 @@ def db(pg, request):
 
 
 @pytest.fixture
-def lake(e2e_root):
-    """A fresh, empty warehouse directory (mode 0755 on the whole path)."""
+def lake(e2e_root, s3_store):
+    """A fresh, empty warehouse directory (mode 0755 on the whole path), or
+    a fresh S3 prefix with TIERDB_E2E_LAKE=s3."""
+    if lake_files.ON_S3:
+        return lake_files.new_warehouse()
     lakes = e2e_root / "lakes"
     lakes.mkdir(mode=0o755, exist_ok=True)
     lakes.chmod(0o755)

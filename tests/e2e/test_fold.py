@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+import lake_files
 from test_tiering import SESSION, canonical_rows, cutline, lake_rows, make_events, metadata, run_once
 
 # These tests look at the heap and the lake separately.
@@ -194,7 +195,7 @@ def test_an_unexpired_pin_blocks_the_fold(tiered_events, tierdb):
     # A pin taken while the fold writes its files (here: when it journals
     # them) stops it before its lake commit; it is undone and retried.
     db.psql("UPDATE tierdb.read_pins SET expires_at = now() - interval '1 second'")
-    files_before = sorted(Path(before["ref"]).rglob("*.parquet"))
+    files_before = sorted(lake_files.list_files(before["ref"], ".parquet"))
     db.psql(
         "CREATE FUNCTION pin_now() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN"
         "  INSERT INTO tierdb.read_pins (table_id, pinned_lake_snapshot_id, pinned_tier_key_hi, expires_at)"
@@ -208,7 +209,7 @@ def test_an_unexpired_pin_blocks_the_fold(tiered_events, tierdb):
     assert "read pin arrived during the fold; retrying next cycle" in proc.stderr, proc.stderr
     assert cutline(db, "events") == before
     assert [phase for _, phase, _, _ in fold_ops(db)] == ["aborted"]
-    assert sorted(Path(before["ref"]).rglob("*.parquet")) == files_before
+    assert sorted(lake_files.list_files(before["ref"], ".parquet")) == files_before
     assert len(delta_rows(db, tid)) == 1
 
     db.psql("DROP TRIGGER pin_now ON tierdb.op_log; DELETE FROM tierdb.read_pins")
@@ -329,6 +330,7 @@ def test_duckdb_reads_the_folded_lake(tiered_events, tierdb):
         if not found:
             pytest.skip(f"{package} has no build for duckdb {duckdb.__version__}")
         con.execute(f"LOAD '{found[0]}'")
+    lake_files.duckdb_reach_s3(con)
     rows = con.execute(
         "SELECT id, v, strftime(ts AT TIME ZONE 'UTC', '%Y-%m-%dT%H:%M:%S.%fZ') FROM iceberg_scan(?, snapshot_from_id => ?)",
         [after["ref"], after["S"]],
@@ -351,7 +353,7 @@ def test_an_interrupted_fold_is_adopted_or_rolled_back(tiered_events, tierdb):
     tid = before["table_id"]
     upsert(db, tid, "SELECT id, ts, 'corrected'::text AS v, amount FROM originals WHERE id = 5")
     lake_before = lake_events(db, tierdb)
-    files_before = sorted(Path(before["ref"]).rglob("*.parquet"))
+    files_before = sorted(lake_files.list_files(before["ref"], ".parquet"))
 
     # Before the commit: every journal update of the fold fails (recording its
     # files, then marking it aborted), so it stays in phase 'writing'.
@@ -372,7 +374,7 @@ def test_an_interrupted_fold_is_adopted_or_rolled_back(tiered_events, tierdb):
     assert [phase for _, phase, _, _ in fold_ops(db)] == ["aborted"]
     assert len(delta_rows(db, tid)) == 1
     # The files the fold wrote are gone.
-    assert sorted(Path(before["ref"]).rglob("*.parquet")) == files_before
+    assert sorted(lake_files.list_files(before["ref"], ".parquet")) == files_before
 
     # After the commit: clearing the delta fails, so the snapshot landed but S
     # was not published.
@@ -382,8 +384,8 @@ def test_an_interrupted_fold_is_adopted_or_rolled_back(tiered_events, tierdb):
     (op_id, phase, op_snapshot, _) = fold_ops(db)[-1]
     assert phase == "committed"
     assert cutline(db, "events") == before
-    md = metadata(sorted(Path(before["ref"], "metadata").glob("v*.metadata.json"),
-                         key=lambda p: int(p.name[1:].split(".")[0]))[-1])
+    md = metadata(max(lake_files.list_files(f"{before['ref']}/metadata", ".metadata.json"),
+                      key=lambda p: int(p.rsplit("/v", 1)[1].split(".")[0])))
     assert md["current-snapshot-id"] == int(op_snapshot) != before["S"]
     db.psql("DROP TRIGGER refuse_clear ON tierdb.delta")
     proc = run_once(tierdb, LAG)
@@ -440,7 +442,7 @@ def test_a_fold_killed_at_each_fault_point_recovers(tiered_events, tierdb, point
     before = cutline(db, "events")
     tid = before["table_id"]
     lake_before = lake_events(db, tierdb)
-    files_before = sorted(Path(before["ref"]).rglob("*.parquet"))
+    files_before = sorted(lake_files.list_files(before["ref"], ".parquet"))
     upsert(db, tid, "SELECT id, ts, 'corrected'::text AS v, amount FROM originals WHERE id = 5")
     tombstone(db, tid, 10)
     upsert(db, tid, "SELECT id, timestamptz '2024-01-05 12:00:00+00' AS ts, v, amount FROM originals WHERE id = 20",
@@ -458,7 +460,7 @@ def test_a_fold_killed_at_each_fault_point_recovers(tiered_events, tierdb, point
     proc = run_once(tierdb, LAG)
     if outcome == "rolled back":
         assert f"interrupted operation {op_id} never reached the lake; rolled back" in proc.stderr, proc.stderr
-        assert sorted(Path(before["ref"]).rglob("*.parquet")) == files_before
+        assert sorted(lake_files.list_files(before["ref"], ".parquet")) == files_before
         assert cutline(db, "events") == before
         proc = run_once(tierdb, LAG)
         assert [p for _, p, _, _ in fold_ops(db)] == ["aborted", "done"]

@@ -8,6 +8,12 @@
  * backend, the daemon). Object stores have no directories: a "directory"
  * is the prefix "<location>/", make_dirs does nothing, and listing folds
  * deeper keys into their first component.
+ *
+ * Readers of Parquet and Avro start at a file's end (the footer and its
+ * length, then the footer) and read small files whole; over S3 each read is
+ * a round trip. So an input fetches the last TAIL_BYTES of its object (the
+ * whole object when it is smaller) in one GET the first time a read falls
+ * there, and serves every later read inside that window from memory.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -37,9 +43,55 @@ static char *dir_prefix(const char *location)
 	return p;
 }
 
+#define TAIL_BYTES (64 * 1024)
+
+typedef struct tail_input {
+	tl_input base;
+	tl_input *object;     /* the ranged-GET input */
+	uint8_t *tail;        /* the object's last tail_len bytes, once a read fell there */
+	uint64_t tail_len;
+} tail_input;
+
+static int tail_read_at(tl_input *in, uint64_t offset, void *buf, size_t len, tl_error *err)
+{
+	tail_input *t = (tail_input *)in;
+	uint64_t window = in->size < TAIL_BYTES ? in->size : TAIL_BYTES;
+	uint64_t start = in->size - window;
+	if (offset < start || offset > in->size || len > in->size - offset)
+		return tl_input_read(t->object, offset, buf, len, err);
+	if (t->tail == NULL) {
+		uint8_t *tail = tl_malloc(window ? window : 1);
+		if (tl_input_read(t->object, start, tail, window, err) < 0) {
+			free(tail);
+			return -1;
+		}
+		t->tail = tail;
+		t->tail_len = window;
+	}
+	memcpy(buf, t->tail + (offset - start), len);
+	return 0;
+}
+
+static void tail_close(tl_input *in)
+{
+	tail_input *t = (tail_input *)in;
+	tl_input_close(t->object);
+	free(t->tail);
+	free(t);
+}
+
 static tl_input *s3_open_read(tl_storage *s, const char *location, tl_error *err)
 {
-	return tl_s3_input_over(client_of(s), false, location, err);
+	tl_input *object = tl_s3_input_over(client_of(s), false, location, err);
+	if (object == NULL)
+		return NULL;
+	tail_input *t = tl_calloc(1, sizeof(*t));
+	t->object = object;
+	t->base.read_at = tail_read_at;
+	t->base.close = tail_close;
+	t->base.size = object->size;
+	t->base.name = object->name;
+	return &t->base;
 }
 
 static tl_output *s3_create(tl_storage *s, const char *location, int mode, tl_error *err)
