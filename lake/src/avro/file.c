@@ -383,7 +383,8 @@ static int load_schema_and_codec(tl_avro_reader *r, tl_error *err)
 	tl_error_clear(&perr);
 	r->schema = tl_avro_schema_parse((const char *)schema->ptr, schema->len, &perr);
 	if (r->schema == NULL)
-		return tl_error_set(err, TL_ERR_CORRUPT, "Avro: header avro.schema: %s", perr.message);
+		return tl_error_set(err, perr.code == TL_ERR_NOMEM ? TL_ERR_NOMEM : TL_ERR_CORRUPT,
+		                    "Avro: header avro.schema: %s", perr.message);
 	const tl_bytes *codec = tl_avro_reader_meta(r, "avro.codec");
 	r->codec = TL_AVRO_CODEC_NULL;
 	if (codec != NULL && avro_codec_parse(codec->ptr, codec->len, &r->codec, err) != 0)

@@ -263,7 +263,8 @@ static int plan_initial_default(ice_fp_column *c, tl_error *err)
 		c->conv = ICE_CONV_CONSTANT;
 		set_constant(c, &v);
 	} else if (err != NULL) {
-		err->code = TL_ERR_CORRUPT; /* the table's metadata, not the caller, is wrong */
+		if (err->code != TL_ERR_NOMEM)
+			err->code = TL_ERR_CORRUPT; /* the table's metadata, not the caller, is wrong */
 		tl_error_prefix(err, "the initial-default of field \"%s\" (id %d)", f->name, (int)f->id);
 	}
 	tl_arena_free(&arena);
