@@ -235,6 +235,8 @@ static int collect_keys(void *ctx, const ice_file_projection *fp, const tl_pq_ba
 				return -1;
 			ice_value_key(&fp->columns[c].out, &v, &load->key);
 		}
+		if (tl_buf_check(&load->key, err, "loading equality deletes") < 0)
+			return -1;
 		if (eq_set_insert(load->set, load->key.data, load->key.len, err) < 0)
 			return -1;
 	}

@@ -488,6 +488,8 @@ static int equality_deleted(tl_ice_reader *r, int64_t row, tl_error *err)
 				return -1;
 			ice_value_key(&c->out, &v, &r->key);
 		}
+		if (tl_buf_check(&r->key, err, "matching equality deletes") < 0)
+			return -1;
 		for (int s = 0; s < group->nsets; s++)
 			if (ice_eq_set_contains(group->sets[s], r->key.data, r->key.len))
 				return 1;
@@ -561,7 +563,8 @@ static int copy_column(tl_ice_reader *r, tl_pq_batch *out, int c, tl_error *err)
 		ice_value v;
 		if (ice_fp_read(col, r->src, row, &v, err) < 0)
 			return -1;
-		ice_value_store(&r->out_schema->columns[c], &v, &out->columns[c], row, &out->arena);
+		if (!ice_value_store(&r->out_schema->columns[c], &v, &out->columns[c], row, &out->arena))
+			return tl_error_nomem(err, "reading a value");
 	}
 	return 0;
 }
@@ -626,7 +629,8 @@ static int64_t fill_output(tl_ice_reader *r, tl_pq_batch *out, tl_error *err)
 			ice_value v;
 			if (ice_fp_read(&r->fp.columns[c], r->src, row, &v, err) < 0)
 				return -1;
-			ice_value_store(&r->out_schema->columns[c], &v, &out->columns[c], kept, &out->arena);
+			if (!ice_value_store(&r->out_schema->columns[c], &v, &out->columns[c], kept, &out->arena))
+				return tl_error_nomem(err, "reading a value");
 		}
 		kept++;
 	}
