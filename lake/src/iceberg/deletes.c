@@ -46,7 +46,9 @@ static int scan_delete_file(const tl_ice_delete_file *df, const tl_ice_field *co
 		return -1;
 	}
 	tl_pq_batch *batch = tl_pq_reader_batch_new(pq, ICE_DELETE_BATCH_ROWS);
-	for (;;) {
+	if (batch == NULL)
+		tl_error_nomem(err, "reading a delete file");
+	for (; batch != NULL;) {
 		int64_t n = tl_pq_reader_next(pq, batch, err);
 		if (n < 0)
 			break;

@@ -705,6 +705,8 @@ static int64_t read_open_file(tl_ice_reader *r, tl_pq_batch *out, tl_error *err)
 	if (r->src == NULL || r->src->capacity != out->capacity) {
 		tl_pq_batch_free(r->src);
 		r->src = tl_pq_reader_batch_new(r->pq, out->capacity);
+		if (r->src == NULL)
+			return tl_error_nomem(err, "reading %s", r->task->file.file_path);
 	}
 	for (;;) {
 		int64_t n = next_file_batch(r, err);

@@ -667,12 +667,14 @@ static void copy_value(tl_pq_physical physical, const tl_vector *src, int64_t fr
 	}
 }
 
-/* Copies the partition's selected rows of batch into the scratch batch. */
+/* Copies the partition's selected rows of batch into the scratch batch; NULL when out of memory. */
 static const tl_pq_batch *gather(tl_ice_writer *w, const tl_pq_batch *batch, const partition *p)
 {
 	if (w->scratch == NULL || w->scratch->capacity < p->nrows) {
 		tl_pq_batch_free(w->scratch);
 		w->scratch = tl_pq_batch_new(w->pq_schema, batch->nrows);
+		if (w->scratch == NULL)
+			return NULL;
 	}
 	tl_pq_batch *s = w->scratch;
 	for (int c = 0; c < batch->ncolumns; c++) {
@@ -747,7 +749,8 @@ static int write_routed(tl_ice_writer *w, const tl_pq_batch *batch, bool *wrote,
 			if ((p->file != NULL) != (pass == 0) || p->nrows == 0)
 				continue;
 			const tl_pq_batch *rows = ntouched == 1 ? batch : gather(w, batch, p);
-			rc = write_partition(w, w->touched[i], rows, err);
+			rc = rows == NULL ? tl_error_nomem(err, "gathering a partition's rows")
+			                  : write_partition(w, w->touched[i], rows, err);
 			w->partitions[w->touched[i]].nrows = 0;   /* written */
 		}
 	}
