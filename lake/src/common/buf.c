@@ -99,7 +99,8 @@ void tl_buf_append_uvarint(tl_buf *b, uint64_t v)
 
 uint8_t *tl_buf_extend(tl_buf *b, size_t n)
 {
-	if (tl_buf_reserve(b, n) < 0)
+	/* At least one byte, so that even n == 0 gives a non-NULL pointer: NULL means failure. */
+	if (tl_buf_reserve(b, n ? n : 1) < 0)
 		return NULL;
 	uint8_t *p = b->data + b->len;
 	b->len += n;

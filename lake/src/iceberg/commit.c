@@ -418,6 +418,8 @@ int tl_ice_commit_finish(tl_ice_commit *c, int64_t *snapshot_id, tl_error *err)
 	if (c->snapshot_id == 0 || tl_ice_metadata_snapshot(t->metadata, c->snapshot_id) != NULL)
 		if (new_snapshot_id(t->metadata, &c->snapshot_id, err) < 0)
 			return -1;
+	if (tl_check_interrupt(err) < 0)
+		return -1;
 	c->attempts++;
 	attempt a;
 	start_attempt(c, &a);

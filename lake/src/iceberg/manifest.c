@@ -891,6 +891,8 @@ int tl_ice_manifest_writer_add(tl_ice_manifest_writer *w, const tl_ice_manifest_
 		return tl_error_set(err, TL_ERR_INVALID, "data file %s: content %d does not belong in this manifest",
 		                    f->file_path, f->content);
 
+	if (tl_check_interrupt(err) < 0)
+		return -1;
 	/* Building the record cannot fail part-way (value.c's sink); one count says whether it did. */
 	unsigned long failures = tl_mem_failures();
 	tl_arena *a = &w->arena;
