@@ -539,8 +539,7 @@ char *tdb_catalog_profile(PGconn *c, const char *profile, tl_error *err)
 	return name;
 }
 
-/* A local relative path made absolute against the working directory; URIs and absolute paths as given. */
-static char *absolute_warehouse(const char *w, tl_error *err)
+char *tdb_absolute_warehouse(const char *w, tl_error *err)
 {
 	if (w[0] == '/' || strstr(w, "://") != NULL || strncmp(w, "file:", 5) == 0)
 		return tl_strdup(w);
@@ -581,7 +580,7 @@ char *tdb_catalog_warehouse(PGconn *c, const char *profile, tl_error *err)
 		return NULL;
 	} else if (own[0] == '\0')
 		chosen = fallback;
-	char *result = absolute_warehouse(chosen, err);
+	char *result = tdb_absolute_warehouse(chosen, err);
 	free(own);
 	free(fallback);
 	return result;

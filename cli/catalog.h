@@ -170,6 +170,9 @@ char *tdb_default_warehouse(tl_error *err);
  */
 char *tdb_catalog_profile(PGconn *c, const char *profile, tl_error *err);
 
+/* A local relative path made absolute against the working directory; URIs and absolute paths as given. */
+char *tdb_absolute_warehouse(const char *warehouse, tl_error *err);
+
 /*
  * A profile's warehouse: its own if non-empty, else TIERDB_WAREHOUSE, else
  * tdb_default_warehouse(). Relative local paths become absolute (every

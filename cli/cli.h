@@ -58,6 +58,7 @@ extern const cli_command cli_unregister_command;
 extern const cli_command cli_status_command;
 extern const cli_command cli_run_command;
 extern const cli_command cli_verify_command;
+extern const cli_command cli_profile_command;
 
 /*
  * Runs the subcommand named by argv[1] from commands (n of them). `path`
@@ -136,6 +137,14 @@ struct tl_error;
 typedef int64_t (*cli_next_batch_fn)(void *ctx, struct tl_pq_batch *batch, struct tl_error *err);
 int cli_print_rows(const struct tl_pq_schema *schema, const int *columns, struct tl_pq_batch *batch,
                    cli_next_batch_fn next, void *ctx, int64_t limit);
+
+/*
+ * Prints the first ncols columns of a query result as a text table: a
+ * header of column names, values padded to the widest, NULL as an empty
+ * cell (`tierdb status`, `tierdb profile list`).
+ */
+struct pg_result;
+void cli_print_aligned(const struct pg_result *res, int ncols);
 
 /* The names of a --columns list, split at commas (they point into `text`). */
 typedef struct cli_column_list {

@@ -25,7 +25,9 @@
 #include <jansson.h>
 
 #include "catalog.h"
+#include "profiles.h"
 #include "cli.h"
+#include "lake_catalog.h"
 #include "pg.h"
 #include "pgtypes.h"
 #include "tierlake/iceberg_metadata.h"
@@ -443,8 +445,36 @@ static void build_spec(const registration *r, tl_ice_partition_spec *spec)
 	free(name);
 }
 
-/* Creates the empty lake table at a free location (check_location_free). */
-static tl_ice_table *create_lake_table(const registration *r, const char *location, tl_error *err)
+/*
+ * Creates the table in the REST catalog `rc` at `location` (a free one, as
+ * for a path-based table). The catalog assigns field ids afresh; in
+ * attnum order they are the ids build_schema gave, and the table is
+ * refused (and dropped again) if the catalog made them anything else.
+ */
+static tl_ice_table *create_in_catalog(const registration *r, tl_rest_catalog *rc, const char *location,
+                                       const tl_ice_schema *schema, const tl_ice_partition_spec *spec,
+                                       const tl_ice_kv *props, int nprops, tl_error *err)
+{
+	const char *ns = tdb_lake_catalog_namespace(r->name.schema);
+	if (tl_rest_catalog_create_namespace(rc, ns, err) < 0)
+		return NULL;
+	tl_ice_table *t = tl_rest_catalog_create_table(rc, ns, r->name.table, location, schema, spec, props, nprops, err);
+	if (t != NULL && !tl_ice_schema_equal(tl_ice_metadata_current_schema(t->metadata), schema)) {
+		tl_error_set(err, TL_ERR_UNSUPPORTED,
+		             "the REST catalog %s gave table %s.%s field ids other than TierDB's (1..n in column order)",
+		             tl_rest_catalog_uri(rc), ns, r->name.table);
+		tl_error ignored;
+		tl_error_clear(&ignored);
+		(void)tl_rest_catalog_drop_table(rc, ns, r->name.table, &ignored);
+		tl_ice_table_free(t);
+		t = NULL;
+	}
+	return t;
+}
+
+/* Creates the empty lake table at a free location (check_location_free), in the REST catalog rc if not NULL. */
+static tl_ice_table *create_lake_table(const registration *r, const char *location, tl_rest_catalog *rc,
+                                       tl_error *err)
 {
 	tl_ice_schema schema;
 	if (build_schema(r, &schema, err) < 0)
@@ -461,8 +491,9 @@ static tl_ice_table *create_lake_table(const registration *r, const char *locati
 		{"write.format.default", "parquet"},
 		{"write.parquet.compression-codec", "zstd"},
 	};
-	tl_ice_table *t =
-		tl_ice_table_create(location, &schema, &spec, props, (int)(sizeof(props) / sizeof(props[0])), err);
+	int nprops = (int)(sizeof(props) / sizeof(props[0]));
+	tl_ice_table *t = rc ? create_in_catalog(r, rc, location, &schema, &spec, props, nprops, err)
+	                     : tl_ice_table_create(location, &schema, &spec, props, nprops, err);
 	free(source);
 	tl_ice_partition_spec_free(&spec);
 	tl_ice_schema_free(&schema);
@@ -510,7 +541,7 @@ static char *partitions_json(const registration *r)
 
 /* The three inserts of the publishing transaction. */
 static int insert_catalog_rows(PGconn *c, const registration *r, const char *location, const char *md_location,
-                               tl_error *err)
+                               const tl_rest_catalog *rest, tl_error *err)
 {
 	char table_id[16], retention[24], cut[24];
 	snprintf(table_id, sizeof(table_id), "%u", r->table_oid);
@@ -519,6 +550,19 @@ static int insert_catalog_rows(PGconn *c, const registration *r, const char *loc
 	char *pk = json_text_array(r->pk.names, r->pk.count);
 	char *scheme = partition_scheme_json(r);
 	json_t *props = json_pack("{s:s, s:n}", "metadata_location", md_location, "snapshot_id");
+	if (rest != NULL) {
+		/* The table is the catalog's: every later open goes through it (lake_catalog.h). */
+		char *entry = tdb_lake_catalog_props(rest, tdb_lake_catalog_namespace(r->name.schema), r->name.table);
+		int set = json_object_set_new(props, "rest_catalog", entry ? json_loads(entry, 0, NULL) : NULL);
+		free(entry);
+		if (set < 0) {
+			json_decref(props);
+			free(pk);
+			free(scheme);
+			return tl_error_set(err, TL_ERR_NOMEM, "out of memory recording the REST catalog of %s.%s",
+			                    r->name.schema, r->name.table);
+		}
+	}
 	char *lake_props = json_dumps(props, JSON_COMPACT);
 	json_decref(props);
 	char *parts = partitions_json(r);
@@ -803,7 +847,8 @@ static PGconn *connect_checked(const char *dsn)
 	tl_error err;
 	tl_error_clear(&err);
 	PGconn *c = tdb_pg_connect(dsn, &err);
-	if (c != NULL && tdb_catalog_check(c, &err) < 0) {
+	/* Profiles on S3 are served before any lake location is touched. */
+	if (c != NULL && (tdb_catalog_check(c, &err) < 0 || tdb_profiles_serve(c, NULL, &err) < 0)) {
 		PQfinish(c);
 		c = NULL;
 	}
@@ -846,13 +891,15 @@ static int do_register(PGconn *c, registration *r, const register_args *a)
 		return cli_finish_output();
 	}
 
-	char *warehouse = tdb_catalog_warehouse(c, r->profile, &err);
+	/* With TIERDB_CATALOG_URI set, the lake table is created in (and committed through) that REST catalog. */
+	tl_rest_catalog *rest = tdb_lake_catalog_from_env(&err);
+	char *warehouse = err.code == TL_OK ? tdb_catalog_warehouse(c, r->profile, &err) : NULL;
 	char *location = warehouse ? tdb_lake_location(warehouse, r->name.schema, r->name.table) : NULL;
 	bool existed = false;
 	bool free_location = location != NULL && check_location_free(location, &existed, &err) == 0;
-	tl_ice_table *lake = free_location ? create_lake_table(r, location, &err) : NULL;
+	tl_ice_table *lake = free_location ? create_lake_table(r, location, rest, &err) : NULL;
 	char *md_location = lake ? metadata_location(lake) : NULL;
-	rc = md_location ? insert_catalog_rows(c, r, lake->location, md_location, &err) : -1;
+	rc = md_location ? insert_catalog_rows(c, r, lake->location, md_location, rest, &err) : -1;
 	bool outcome_unknown = false;
 	if (rc == 0) {
 		rc = tdb_pg_exec(c, "committing the registration", "COMMIT", 0, NULL, &err);
@@ -870,8 +917,15 @@ static int do_register(PGconn *c, registration *r, const register_args *a)
 		 * created it. A conflict means a concurrent registration made it
 		 * first, and that one is not ours to remove.
 		 */
-		if (free_location && !(lake == NULL && err.code == TL_ERR_CONFLICT))
+		if (free_location && !(lake == NULL && err.code == TL_ERR_CONFLICT)) {
+			if (rest != NULL && lake != NULL) {
+				tl_error ignored;
+				tl_error_clear(&ignored);
+				(void)tl_rest_catalog_drop_table(rest, tdb_lake_catalog_namespace(r->name.schema), r->name.table,
+				                                 &ignored);
+			}
 			remove_created_lake(location, existed);
+		}
 		cli_fail("cannot register %s: %s", a->table, err.message);
 	} else {
 		const tdb_heap_partition *first = &r->parts[r->first_range];
@@ -880,12 +934,16 @@ static int do_register(PGconn *c, registration *r, const register_args *a)
 		       " (the lower bound of %s); hot partitions: %d\n",
 		       r->name.schema, r->name.table, lake->location, t, r->cols[r->tier_key_index].name, first->lo,
 		       first->partition_id, r->last_range - r->first_range + 1);
+		if (rest != NULL)
+			printf("the lake table is %s.%s in the REST catalog %s, which commits go through\n",
+			       tdb_lake_catalog_namespace(r->name.schema), r->name.table, tl_rest_catalog_uri(rest));
 		free(t);
 	}
 	free(warehouse);
 	free(location);
 	free(md_location);
 	tl_ice_table_free(lake);
+	tl_rest_catalog_free(rest);
 	return rc < 0 ? CLI_EXIT_FAILURE : cli_finish_output();
 }
 
@@ -1076,7 +1134,8 @@ static int do_unregister(PGconn *c, const tdb_table_name *name, bool drop_lake)
 		return cli_fail("cannot unregister %s.%s: %s", name->schema, name->table, err.message);
 	}
 	if (drop_lake) {
-		if (remove_lake_dir(t.lake_table_ref, &err) < 0) {
+		/* A table kept in a REST catalog leaves the catalog first, so no engine finds it without its files. */
+		if (tdb_lake_drop_from_catalog(&t, &err) < 0 || remove_lake_dir(t.lake_table_ref, &err) < 0) {
 			cli_fail("unregistered %s.%s, but %s", name->schema, name->table, err.message);
 			tdb_catalog_table_free(&t);
 			return CLI_EXIT_FAILURE;

@@ -37,7 +37,11 @@ static void usage(FILE *out)
 	      "  TIERDB_LOCK_TIMEOUT_MS         the longest the daemon waits for one lock (5000); a table\n"
 	      "                                 whose lock is held longer is retried next cycle, and the\n"
 	      "                                 sessions holding it are logged\n"
-	      "  TIERDB_WAREHOUSE               the lake's warehouse when the profile names none\n",
+	      "  TIERDB_WAREHOUSE               the lake's warehouse when the profile names none\n"
+	      "  TIERDB_CREDENTIALS_<REF>       the S3 credentials a storage profile names by REF:\n"
+	      "                                 access_key_id=...;secret_access_key=...[;session_token=...]\n"
+	      "  TIERDB_CREDENTIALS_FILE        a file (mode 0600) of TIERDB_CREDENTIALS_<REF>=... lines,\n"
+	      "                                 for references not in the environment (docs/profiles.md)\n",
 	      out);
 }
 

@@ -47,25 +47,6 @@ static void print_unfoldable(const PGresult *res)
 	}
 }
 
-/* Prints rows as columns padded to their widest value, NULL as an empty cell, all but the last column. */
-static void print_aligned(const PGresult *res)
-{
-	int ncols = PQnfields(res) - 1, nrows = PQntuples(res);
-	int *width = calloc((size_t)ncols, sizeof(int));
-	for (int j = 0; j < ncols; j++) {
-		width[j] = (int)strlen(PQfname(res, j));
-		for (int i = 0; i < nrows; i++)
-			if (PQgetlength(res, i, j) > width[j])
-				width[j] = PQgetlength(res, i, j);
-	}
-	for (int j = 0; j < ncols; j++)
-		printf("%-*s%s", j + 1 < ncols ? width[j] : 0, PQfname(res, j), j + 1 < ncols ? "  " : "\n");
-	for (int i = 0; i < nrows; i++)
-		for (int j = 0; j < ncols; j++)
-			printf("%-*s%s", j + 1 < ncols ? width[j] : 0, PQgetvalue(res, i, j), j + 1 < ncols ? "  " : "\n");
-	free(width);
-}
-
 static int show_status(PGconn *c, const tdb_table_name *name, bool json)
 {
 	tl_error err;
@@ -98,7 +79,8 @@ static int show_status(PGconn *c, const tdb_table_name *name, bool json)
 	else if (PQntuples(res) == 0)
 		printf("no tables are registered; register one with 'tierdb register'\n");
 	else {
-		print_aligned(res);
+		/* All but the last column, unfoldable_rows: print_unfoldable says it in sentences. */
+		cli_print_aligned(res, PQnfields(res) - 1);
 		print_unfoldable(res);
 	}
 	PQclear(res);

@@ -36,9 +36,11 @@
 #include "catalog.h"
 #include "cli.h"
 #include "digest.h"
+#include "lake_catalog.h"
 #include "lakestep.h"
 #include "pg.h"
 #include "pgtypes.h"
+#include "profiles.h"
 #include "schema_evolution.h"
 #include "tiering.h"
 #include "tierlake/iceberg_expr.h"
@@ -573,7 +575,7 @@ static int check_delta(verify_run *v, tl_error *err)
 
 static int prepare(verify_run *v, tl_error *err)
 {
-	v->lake = tl_ice_table_open(v->t.lake_table_ref, err);
+	v->lake = tdb_lake_open(&v->t, err);
 	if (v->lake == NULL)
 		return -1;
 	const tl_ice_schema *schema = tl_ice_metadata_current_schema(v->lake->metadata);
@@ -649,7 +651,7 @@ static int run_verify(int argc, char **argv)
 	v.c = tdb_pg_connect(dsn, &err);
 	int rc = CLI_EXIT_FAILURE;
 	int found = -1;
-	if (v.c != NULL && tdb_catalog_check(v.c, &err) == 0)
+	if (v.c != NULL && tdb_catalog_check(v.c, &err) == 0 && tdb_profiles_serve(v.c, NULL, &err) == 0)
 		found = tdb_catalog_load_table(v.c, name.schema, name.table, &v.t, &err);
 	if (found == 0)
 		cli_fail("%s.%s is not registered; 'tierdb status' lists the registered tables", name.schema, name.table);

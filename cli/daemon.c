@@ -18,6 +18,7 @@
 #include <time.h>
 
 #include "catalog.h"
+#include "profiles.h"
 #include "daemon.h"
 #include "fault.h"
 #include "fold.h"
@@ -444,13 +445,21 @@ static int sweep_pins(PGconn *c, tl_error *err)
 	return 0;
 }
 
+/* A profile that cannot be served, said once when it appears; its tables fail with the same reason. */
+static void log_profile_problem(const char *message)
+{
+	tdb_log(NULL, "%s", message);
+}
+
 int tdb_daemon_cycle(PGconn *c, const tdb_daemon_config *cfg)
 {
 	tl_error err;
 	tl_error_clear(&err);
 	tdb_catalog_table *tables = NULL;
 	int n = 0;
-	if (tdb_catalog_check(c, &err) < 0 || tdb_catalog_list_tables(c, &tables, &n, &err) < 0) {
+	/* Profiles are re-read every cycle: one created or changed meanwhile is served from now on. */
+	if (tdb_catalog_check(c, &err) < 0 || tdb_profiles_serve(c, log_profile_problem, &err) < 0 ||
+	    tdb_catalog_list_tables(c, &tables, &n, &err) < 0) {
 		tdb_abort_transaction(c);
 		tdb_log(NULL, "%s", err.message);
 		return -1;

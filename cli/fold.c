@@ -59,6 +59,7 @@
 #include <jansson.h>
 
 #include "daemon.h"
+#include "lake_catalog.h"
 #include "fault.h"
 #include "fold.h"
 #include "lakestep.h"
@@ -720,7 +721,7 @@ static int recover_fold(fold_run *r, const char *phase, json_t *details, tl_erro
 	r->pks = tl_strdup(pks);
 	r->versions = tl_strdup(versions);
 	r->locations = tl_strdup(locations);
-	r->lake = tl_ice_table_open(r->t->lake_table_ref, err);
+	r->lake = tdb_lake_open(r->t, err);
 	if (r->lake == NULL)
 		return -1;
 	const tl_ice_snapshot *snap = tdb_lake_snapshot_of_op(r->lake, r->op_id);
@@ -845,7 +846,7 @@ static void abort_fold(fold_run *r)
 
 static int run_fold(fold_run *r, tl_error *err)
 {
-	r->lake = tl_ice_table_open(r->t->lake_table_ref, err);
+	r->lake = tdb_lake_open(r->t, err);
 	/* The upserted rows are written with the heap's columns: the lake's fields must be those. */
 	if (r->lake == NULL || tdb_pg_table_columns(r->c, (uint32_t)r->t->table_id, &r->cols, &r->ncols, err) < 0 ||
 	    tdb_lake_follow_columns(r->c, r->t->table_id, r->lake, r->cols, r->ncols, r->label, "the fold", err) < 0 ||

@@ -16,6 +16,7 @@ static const cli_command *const commands[] = {
 	&cli_status_command,
 	&cli_run_command,
 	&cli_verify_command,
+	&cli_profile_command,
 };
 
 static void describe_tierdb(FILE *out)

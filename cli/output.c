@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <libpq-fe.h>
+
 #include "cli.h"
 #include "tierlake/buf.h"
 #include "tierlake/parquet.h"
@@ -88,4 +90,22 @@ int cli_split_columns(const char *cmd, const char *arg, cli_column_list *list)
 		name = comma ? comma + 1 : name + strlen(name);
 	}
 	return 0;
+}
+
+void cli_print_aligned(const PGresult *res, int ncols)
+{
+	int nrows = PQntuples(res);
+	int *width = tl_calloc((size_t)ncols + 1, sizeof(int));
+	for (int j = 0; j < ncols; j++) {
+		width[j] = (int)strlen(PQfname(res, j));
+		for (int i = 0; i < nrows; i++)
+			if (PQgetlength(res, i, j) > width[j])
+				width[j] = PQgetlength(res, i, j);
+	}
+	for (int j = 0; j < ncols; j++)
+		printf("%-*s%s", j + 1 < ncols ? width[j] : 0, PQfname(res, j), j + 1 < ncols ? "  " : "\n");
+	for (int i = 0; i < nrows; i++)
+		for (int j = 0; j < ncols; j++)
+			printf("%-*s%s", j + 1 < ncols ? width[j] : 0, PQgetvalue(res, i, j), j + 1 < ncols ? "  " : "\n");
+	free(width);
 }

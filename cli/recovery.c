@@ -24,6 +24,7 @@
 #include <jansson.h>
 
 #include "daemon.h"
+#include "lake_catalog.h"
 #include "pg.h"
 #include "lakestep.h"
 #include "recovery.h"
@@ -242,7 +243,7 @@ static int settle(const recovery *rc, interrupted_op *op, tl_error *err)
 /* Settles every row of `ops` with the lake opened under the lock; returns how many. */
 static int settle_all(recovery *rc, PGresult *ops, tl_error *err)
 {
-	rc->lake = tl_ice_table_open(rc->t->lake_table_ref, err);
+	rc->lake = tdb_lake_open(rc->t, err);
 	if (rc->lake == NULL) {
 		tl_error_prefix(err, "opening the lake table to recover interrupted operations");
 		return -1;

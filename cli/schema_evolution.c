@@ -28,6 +28,7 @@
 #include <string.h>
 
 #include "daemon.h"
+#include "lake_catalog.h"
 #include "lakestep.h"
 #include "pg.h"
 #include "schema_evolution.h"
@@ -318,7 +319,7 @@ int tdb_follow_column_changes(PGconn *c, const tdb_catalog_table *t, tl_error *e
 	/* A lake that does not open, or columns that do not match, are left to the steps that write to report. */
 	tl_error quiet;
 	tl_error_clear(&quiet);
-	tl_ice_table *lake = tl_ice_table_open(t->lake_table_ref, &quiet);
+	tl_ice_table *lake = tdb_lake_open(t, &quiet);
 	if (lake == NULL)
 		return 0;
 	tdb_pg_column *cols = NULL;

@@ -38,6 +38,7 @@
 #include <jansson.h>
 
 #include "daemon.h"
+#include "lake_catalog.h"
 #include "fault.h"
 #include "lakestep.h"
 #include "pg.h"
@@ -392,7 +393,7 @@ static int commit_and_publish(tier_run *r, tl_error *err)
 
 static int run_tiering(tier_run *r, tl_error *err)
 {
-	r->lake = tl_ice_table_open(r->t->lake_table_ref, err);
+	r->lake = tdb_lake_open(r->t, err);
 	if (r->lake == NULL)
 		return -1;
 	if (tdb_pg_table_columns(r->c, (uint32_t)r->t->table_id, &r->cols, &r->ncols, err) < 0 ||

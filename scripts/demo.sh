@@ -10,6 +10,11 @@
 # S3-compatible server (S3Proxy, scripts/s3-server.sh) instead of a local
 # directory: the server's backends, its embedded daemon, the CLI and DuckDB
 # all reach it through the TIERDB_S3_* variables.
+#
+# DEMO_CATALOG=rest (`make demo-rest`, with the lake on S3) also starts an
+# Iceberg REST catalog (Iceberg's RESTCatalogServer, scripts/rest-catalog.sh):
+# the table is registered in it and every commit goes through it
+# (docs/rest-catalog.md); DuckDB then reads the metadata file it pinned.
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 cd "$top"
@@ -22,9 +27,12 @@ make --no-print-directory -s build/tierdb build/bench/parquet_bench install-exte
 dir=${DEMO_DIR:-$top/build/demo}
 lake_on=${DEMO_LAKE:-local}
 case $lake_on in local|s3) ;; *) echo "demo: DEMO_LAKE must be local or s3, not '$lake_on'" >&2; exit 2;; esac
+catalog_on=${DEMO_CATALOG:-none}
+case $catalog_on in none|rest) ;; *) echo "demo: DEMO_CATALOG must be none or rest, not '$catalog_on'" >&2; exit 2;; esac
 # A cluster (and S3 server) left running by an earlier demo is stopped before its files go.
 scripts/pg-cluster.sh stop "$dir/pg" >/dev/null 2>&1 || true
 scripts/s3-server.sh stop "$dir/s3" >/dev/null 2>&1 || true
+scripts/rest-catalog.sh stop "$dir/rest" >/dev/null 2>&1 || true
 rm -rf "$dir"
 mkdir -p "$dir"
 events=$dir/events.parquet
@@ -81,6 +89,14 @@ else
   mkdir -p "$lake"
   # The embedded daemon runs as the server's OS user: it must own the lake.
   if [ "$(id -u)" -eq 0 ]; then chown postgres: "$lake"; fi
+fi
+if [ "$catalog_on" = rest ]; then
+  say "A private Iceberg REST catalog (Iceberg's RESTCatalogServer) that will own the table's commits"
+  # Started after the S3 server, with its variables: it writes s3:// metadata with S3FileIO.
+  scripts/rest-catalog.sh start "$dir/rest" >/dev/null
+  # The cluster inherits TIERDB_CATALOG_URI too, so its embedded daemon commits through the catalog.
+  set -a; . "$dir/rest/env"; set +a
+  echo "REST catalog at $TIERDB_CATALOG_URI"
 fi
 
 say "A private Postgres cluster: the tierdb extension preloaded, the daemon embedded"
@@ -156,7 +172,12 @@ say "tierdb verify: the lake holds exactly the rows each partition had (counts a
 build/tierdb verify --table public.events
 
 say "DuckDB reads the lake table with its iceberg extension"
-"$py" - "$lake/public/events" <<'PY'
+scan_target=$lake/public/events
+if [ "$catalog_on" = rest ]; then
+  # The catalog names its metadata files <N>-<uuid>.metadata.json and keeps no version hint: DuckDB gets the pinned one.
+  scan_target=$(command psql -X -At -c "SELECT lake_props->>'metadata_location' FROM tierdb.cutline")
+fi
+"$py" - "$scan_target" <<'PY'
 import glob, importlib, os, pathlib, sys
 import duckdb
 con = duckdb.connect()
@@ -180,7 +201,11 @@ say "Done"
 echo "Files are in $dir. Try: build/tierdb parquet cat $events --columns id,user --limit 3"
 echo "The cluster is still running, with the daemon inside it:"
 echo "  psql -h 127.0.0.1 -p $port -U postgres -c 'SELECT count(*) FROM events'"
-if [ "$lake_on" = s3 ]; then
+if [ "$catalog_on" = rest ]; then
+  echo "  (. $dir/s3/env; build/tierdb lake cat $lake/public/events --limit 3)"
+  echo "Stop them with: scripts/pg-cluster.sh stop $cluster; scripts/rest-catalog.sh stop $dir/rest;" \
+       "scripts/s3-server.sh stop $dir/s3"
+elif [ "$lake_on" = s3 ]; then
   echo "  (. $dir/s3/env; build/tierdb lake cat $lake/public/events --limit 3)"
   echo "Stop them with: scripts/pg-cluster.sh stop $cluster; scripts/s3-server.sh stop $dir/s3"
 else

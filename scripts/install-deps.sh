@@ -72,3 +72,34 @@ fetch_jar "$iceberg_runtime" iceberg-spark-runtime-3.5_2.12-1.8.1.jar
 # 127.0.0.1 (scripts/s3-server.sh): one jar with its dependencies, Java 17.
 # 4.1.0 answers a PUT with If-None-Match: * on an existing key with 412.
 fetch_jar "org.gaul:s3proxy:4.1.0:jar:jar-with-dependencies" s3proxy-4.1.0-jar-with-dependencies.jar
+
+# S3A, Hadoop's S3 filesystem, through which Spark reads and writes lakes on
+# S3 (tests/interop/spark_support.py's S3 session): hadoop-aws must match the
+# Hadoop that pyspark 3.5 ships (3.3.4), and the AWS SDK bundle is the one
+# hadoop-aws 3.3.4 was built against (1.12.262).
+fetch_jar "org.apache.hadoop:hadoop-aws:3.3.4" hadoop-aws-3.3.4.jar
+fetch_jar "com.amazonaws:aws-java-sdk-bundle:1.12.262" aws-java-sdk-bundle-1.12.262.jar
+
+# Apache Iceberg's own REST catalog server (RESTCatalogServer from
+# iceberg-open-api's test fixtures) and its classpath, which the REST catalog
+# tests start on a free port (scripts/rest-catalog.sh): Maven copies the jars
+# scripts/rest-catalog/pom.xml names into .venv/jars/rest-catalog, again when
+# the pom changes (its copy there is the stamp).
+rest_jars="$jars/rest-catalog"
+rest_pom="$top/scripts/rest-catalog/pom.xml"
+if [ ! -f "$rest_jars/pom.xml" ] || ! cmp -s "$rest_pom" "$rest_jars/pom.xml"; then
+  echo "install-deps: fetching the Iceberg REST catalog server's jars with Maven into .venv/jars/rest-catalog"
+  rm -rf "$rest_jars"
+  mkdir -p "$rest_jars"
+  mvn_log=$(mktemp)
+  if ! mvn -q -B -f "$rest_pom" dependency:copy-dependencies -DincludeScope=runtime \
+      -DoutputDirectory="$rest_jars" >"$mvn_log" 2>&1; then
+    cat "$mvn_log" >&2
+    rm -f "$mvn_log"
+    rm -rf "$rest_jars"
+    echo "install-deps: Maven could not fetch the REST catalog server's jars" >&2
+    exit 1
+  fi
+  rm -f "$mvn_log"
+  cp "$rest_pom" "$rest_jars/pom.xml"
+fi

@@ -76,6 +76,7 @@
 #include "delta_keys.h"
 #include "lake_scan.h"
 #include "seam.h"
+#include "storage_profiles.h"
 
 #define COLD_SCAN_NAME "TierDB Cold Scan"
 
@@ -729,6 +730,7 @@ lake_record_count(const char *location)
 	if (strlen(location) >= MAXPGPATH)
 		return -1;
 	tl_error_clear(&err);
+	storage_profiles_prepare();
 	current = tl_ice_table_current_metadata(location, NULL, &err);
 	entry = hash_search(record_counts, location, HASH_ENTER, &found);
 	if (found && current != NULL && strcmp(entry->metadata_file, current) == 0)

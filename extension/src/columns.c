@@ -40,6 +40,7 @@
 
 #include "columns.h"
 #include "lake_env.h"
+#include "storage_profiles.h"
 
 /* ------------------------------------------------------------ reading */
 
@@ -178,6 +179,7 @@ current_field_id(Oid relid, const char *location, const char *name, const char *
 	int32		id;
 
 	tl_error_clear(&err);
+	storage_profiles_prepare();
 	lake = tl_ice_table_open(location, &err);
 	if (lake == NULL)
 		tierdb_lake_error_precheck(&err);

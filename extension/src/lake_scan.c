@@ -55,6 +55,7 @@
 #include "lake_values.h"
 #include "routing.h"
 #include "seam.h"
+#include "storage_profiles.h"
 
 /* Rows per batch: large enough to amortise the reader's per-call work. */
 #define LAKE_SCAN_BATCH_ROWS 4096
@@ -389,6 +390,7 @@ lake_scan_open(const char *location, int64 snapshot_id, TupleDesc tupdesc, const
 	scan->tupdesc = CreateTupleDescCopy(tupdesc);
 
 	tl_error_clear(&err);
+	storage_profiles_prepare();
 	scan->table = tl_ice_table_open(location, &err);
 	if (scan->table == NULL)
 		report_lake_error(scan, "opening the metadata", &err);

@@ -37,6 +37,7 @@
 
 #include "lake_env.h"
 #include "routing.h"
+#include "storage_profiles.h"
 #include "transparent.h"
 #include "worker.h"
 
@@ -121,6 +122,7 @@ _PG_init(void)
 	tierdb_worker_define_gucs();
 	transparent_reads_init(process_shared_preload_libraries_in_progress);
 	routing_init();
+	storage_profiles_init();
 	DefineCustomBoolVariable("tierdb.explain",
 							 "Makes tierdb_upsert() and tierdb_delete() report each route they take, and why, as a NOTICE.",
 							 NULL,

@@ -15,7 +15,9 @@
  *	- points the child at this server through libpq's environment: PGHOST
  *	  (the first Unix socket directory, else the first listen address),
  *	  PGPORT, PGDATABASE = tierdb.worker_database and PGUSER = the bootstrap
- *	  superuser, then adds tierdb.worker_env (which may override any of them);
+ *	  superuser, TIERDB_CREDENTIALS_FILE = the server's credentials file
+ *	  (storage_profiles.c), then adds tierdb.worker_env (which may override
+ *	  any of them);
  *	- logs every start and exit with the child's PID and status;
  *	- starts the child again after it ends, after 1 s, doubling up to 30 s
  *	  while it keeps dying young; the delay goes back to 1 s once a child has
@@ -60,6 +62,7 @@
 #include "utils/timestamp.h"
 #include "utils/varlena.h"
 
+#include "storage_profiles.h"
 #include "worker.h"
 
 extern char **environ;
@@ -436,6 +439,8 @@ child_environment(const char *host, const char *user)
 	env_put(&env, psprintf("PGPORT=%d", PostPortNumber));
 	env_put(&env, psprintf("PGDATABASE=%s", worker_database));
 	env_put(&env, psprintf("PGUSER=%s", user));
+	/* The daemon runs as the server's OS user, so it can read the server's credentials file (docs/profiles.md). */
+	env_put(&env, psprintf("TIERDB_CREDENTIALS_FILE=%s", storage_profiles_credentials_path()));
 
 	/* Checked by check_worker_env already. */
 	if (parse_worker_env(worker_env, &extra, &bad_entry))

@@ -46,24 +46,23 @@ static tl_pq_predicate int64_predicate(int column, tl_pq_op op, int64_t v)
 	return p;
 }
 
-TEST(reader_reads_every_value_of_a_pyarrow_file)
+/* Reads row_groups.parquet to the end through r, checking every value. */
+static void check_every_row_groups_value(tl_pq_reader *r)
 {
 	tl_error err;
 	tl_error_clear(&err);
-	opened o;
-	CHECK_OK(open_fixture(ROW_GROUPS_FILE, &o, &err), &err);
-	const tl_pq_schema *schema = tl_pq_reader_schema(o.reader);
+	const tl_pq_schema *schema = tl_pq_reader_schema(r);
 	CHECK_INT(schema->ncolumns, 4);
 	CHECK_STR(schema->columns[0].name, "id");
 	CHECK_INT(schema->columns[0].physical, TL_PQ_INT64);
 	CHECK_INT(schema->columns[1].logical, TL_PQ_LOGICAL_STRING);
-	CHECK_INT(tl_pq_reader_num_rows(o.reader), 10000);
-	CHECK_INT(tl_pq_reader_num_row_groups(o.reader), 10);
+	CHECK_INT(tl_pq_reader_num_rows(r), 10000);
+	CHECK_INT(tl_pq_reader_num_row_groups(r), 10);
 
-	tl_pq_batch *batch = tl_pq_reader_batch_new(o.reader, 700);
+	tl_pq_batch *batch = tl_pq_reader_batch_new(r, 700);
 	int64_t row = 0, n;
 	char expected[32];
-	while ((n = tl_pq_reader_next(o.reader, batch, &err)) > 0) {
+	while ((n = tl_pq_reader_next(r, batch, &err)) > 0) {
 		CHECK(n <= 700);
 		for (int64_t i = 0; i < n; i++, row++) {
 			CHECK_INT(batch->columns[0].v.i64[i], row);
@@ -85,7 +84,61 @@ TEST(reader_reads_every_value_of_a_pyarrow_file)
 	CHECK_OK(n, &err);
 	CHECK_INT(row, 10000);
 	tl_pq_batch_free(batch);
+}
+
+TEST(reader_reads_every_value_of_a_pyarrow_file)
+{
+	tl_error err;
+	tl_error_clear(&err);
+	opened o;
+	CHECK_OK(open_fixture(ROW_GROUPS_FILE, &o, &err), &err);
+	check_every_row_groups_value(o.reader);
 	close_fixture(&o);
+}
+
+/* An input over another that counts reads, with the coalesce_gap a test chooses. */
+typedef struct counting_input {
+	tl_input base;
+	tl_input *inner;
+	int reads;
+} counting_input;
+
+static int counting_read_at(tl_input *in, uint64_t offset, void *buf, size_t len, tl_error *err)
+{
+	counting_input *c = (counting_input *)in;
+	c->reads++;
+	return tl_input_read(c->inner, offset, buf, len, err);
+}
+
+/* The reads a whole read of row_groups.parquet takes with coalesce_gap gap (its values checked). */
+static int reads_with_gap(uint64_t gap)
+{
+	tl_error err;
+	tl_error_clear(&err);
+	counting_input c = {.base = {.read_at = counting_read_at, .name = ROW_GROUPS_FILE, .coalesce_gap = gap}};
+	c.inner = tl_input_open_file(ROW_GROUPS_FILE, &err);
+	if (c.inner == NULL) {
+		tl_test_fail(__FILE__, __LINE__, "%s", err.message);
+		return -1;
+	}
+	c.base.size = c.inner->size;
+	tl_pq_reader *r = tl_pq_reader_open(&c.base, &err);
+	if (r != NULL)
+		check_every_row_groups_value(r);
+	else
+		tl_test_fail(__FILE__, __LINE__, "%s", err.message);
+	tl_pq_reader_free(r);
+	tl_input_close(c.inner);
+	return c.reads;
+}
+
+/* Where reads are round trips (object storage), a row group's close column chunks come in one read. */
+TEST(reader_coalesces_close_chunks_when_the_input_asks)
+{
+	int separate = reads_with_gap(0), coalesced = reads_with_gap(1 << 20);
+	/* Opening reads the tail, the magic and the footer; then one read per chunk, or per row group. */
+	CHECK_INT(separate, 3 + 10 * 4);
+	CHECK_INT(coalesced, 3 + 10);
 }
 
 TEST(reader_batches_never_span_row_groups)

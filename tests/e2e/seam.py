@@ -32,6 +32,7 @@ from pathlib import Path
 sys.path.append(str(Path(__file__).resolve().parents[1] / "interop"))
 
 # The readers' canonical rows, re-exported for the tests (tests/interop is not on their path).
+import lake_files  # noqa: E402
 from iceberg_tables import (  # noqa: E402
     assert_same_rows, canonical_rows, cat_rows, datetime_micros, lake_cat, spark_rows,
 )
@@ -159,7 +160,7 @@ class Seam:
 
     def fields(self, metadata_location: str) -> list:
         """[(name, Iceberg type)] of the lake table's current schema."""
-        md = json.loads(Path(metadata_location).read_text())
+        md = lake_files.read_json(metadata_location)  # a local path or an s3:// object
         (schema,) = [s for s in md["schemas"] if s["schema-id"] == md["current-schema-id"]]
         return [(f["name"], f["type"]) for f in schema["fields"]]
 

@@ -34,7 +34,7 @@ import json, os, signal, sys
 
 OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "out", "events.jsonl")
 KEYS = ("PGHOST", "PGPORT", "PGDATABASE", "PGUSER", "TIERDB_PG_URL",
-        "TIERDB_TEST_EXTRA", "TIERDB_CYCLE_INTERVAL_SECONDS")
+        "TIERDB_TEST_EXTRA", "TIERDB_CYCLE_INTERVAL_SECONDS", "TIERDB_CREDENTIALS_FILE")
 
 
 def open_fds():
@@ -237,7 +237,10 @@ def test_worker_runs_the_daemon_pointed_at_this_server(embedded):
         "TIERDB_PG_URL": None,
         "TIERDB_TEST_EXTRA": "hello",
         "TIERDB_CYCLE_INTERVAL_SECONDS": "1",
+        # The server's credentials file, for storage profiles' references (docs/profiles.md).
+        "TIERDB_CREDENTIALS_FILE": start["env"]["TIERDB_CREDENTIALS_FILE"],
     }
+    assert start["env"]["TIERDB_CREDENTIALS_FILE"].endswith("/data/tierdb_credentials")
     # Nothing of the server's is left open in the daemon: stdin is
     # /dev/null, stdout and stderr are the server's log.
     assert sorted(start["fds"]) == ["0", "1", "2"], start["fds"]

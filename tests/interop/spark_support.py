@@ -60,7 +60,7 @@ def _java_home() -> None:
             return
 
 
-def _start():
+def _start(s3: dict | None = None):
     from pyspark.sql import SparkSession
 
     _java_home()
@@ -72,7 +72,7 @@ def _start():
     builder = (
         SparkSession.builder.master("local[2]")
         .appName("tierdb-interop")
-        .config("spark.jars", str(_runtime_jar()))
+        .config("spark.jars", ",".join(str(j) for j in [_runtime_jar(), *(_s3a_jars() if s3 else [])]))
         .config("spark.driver.host", "127.0.0.1")
         .config("spark.driver.bindAddress", "127.0.0.1")
         .config("spark.local.dir", str(root / "local"))
@@ -88,6 +88,8 @@ def _start():
         .config("spark.sql.catalog.lake.warehouse", str(warehouse))
         .config("spark.sql.catalog.lake.cache-enabled", "false")
     )
+    for key, value in (s3 or {}).items():
+        builder = builder.config(key, value)
     session = builder.getOrCreate()
     session.sparkContext.setLogLevel("ERROR")
     session.sql("CREATE NAMESPACE IF NOT EXISTS lake.db")
@@ -104,18 +106,66 @@ def _stop() -> None:
     _state.clear()
 
 
-def spark_session():
-    """The shared session, started on first use; a test failure saying why if it cannot start."""
+def spark_session(s3: dict | None = None):
+    """The shared session, started on first use; a test failure saying why if it cannot start.
+    With `s3` (s3a_settings()), it is started able to reach that S3 store; one
+    JVM has one session, so a process asks for S3 before its first Spark use."""
     if "error" in _state:
         pytest.fail(_state["error"], pytrace=False)
     if "session" not in _state:
         try:
-            _state["session"], _state["root"] = _start()
+            _state["session"], _state["root"] = _start(s3)
+            _state["s3"] = s3
         except Exception as exc:  # Py4J, missing Java or jar: all mean the same to a test
             _state["error"] = f"cannot start Spark with the Iceberg runtime: {type(exc).__name__}: {exc}"
             pytest.fail(_state["error"], pytrace=False)
         atexit.register(_stop)
+    elif s3 is not None and _state.get("s3") != s3:
+        pytest.fail("the Spark session was started without this S3 store's settings (S3A jars and "
+                    "credentials are fixed when the JVM starts): run the S3 tests in their own pytest run",
+                    pytrace=False)
     return _state["session"]
+
+
+# S3 through Hadoop's S3A filesystem (hadoop-aws, the version of the Hadoop
+# that pyspark 3.5 bundles, with the AWS SDK it was built against; both
+# fetched by scripts/install-deps.sh). Iceberg's path-based loads
+# (spark.read.format("iceberg").load("s3://...")) go through HadoopTables
+# and so through Hadoop's FileSystem for the location's scheme: our lakes say
+# s3://, which Hadoop maps to no filesystem by default, hence fs.s3.impl.
+# docs/s3.md ("Reading the lake from Spark, DuckDB and pyiceberg").
+S3A_JARS = ("hadoop-aws-3.3.4.jar", "aws-java-sdk-bundle-1.12.262.jar")
+
+
+def _s3a_jars() -> list:
+    missing = [j for j in S3A_JARS if not (JARS_DIR / j).is_file()]
+    if missing:
+        raise RuntimeError(f"no {', '.join(missing)} in {JARS_DIR}: run scripts/install-deps.sh")
+    return [JARS_DIR / j for j in S3A_JARS]
+
+
+def s3a_settings(endpoint: str, access_key: str, secret_key: str, region: str = "us-east-1") -> dict:
+    """The session settings that point S3A, for both s3:// and s3a:// paths, at
+    one S3-compatible store with path-style addressing (S3Proxy, MinIO)."""
+    scheme, _, host = endpoint.partition("://")
+    return {
+        "spark.hadoop.fs.s3.impl": "org.apache.hadoop.fs.s3a.S3AFileSystem",
+        "spark.hadoop.fs.s3a.impl": "org.apache.hadoop.fs.s3a.S3AFileSystem",
+        "spark.hadoop.fs.s3a.endpoint": host,
+        "spark.hadoop.fs.s3a.endpoint.region": region,
+        "spark.hadoop.fs.s3a.path.style.access": "true",
+        "spark.hadoop.fs.s3a.connection.ssl.enabled": "true" if scheme == "https" else "false",
+        "spark.hadoop.fs.s3a.aws.credentials.provider": "org.apache.hadoop.fs.s3a.SimpleAWSCredentialsProvider",
+        "spark.hadoop.fs.s3a.access.key": access_key,
+        "spark.hadoop.fs.s3a.secret.key": secret_key,
+    }
+
+
+def s3a_settings_from_env(env=None) -> dict:
+    """s3a_settings for the store TIERDB_S3_* (in `env`, default os.environ) name."""
+    env = os.environ if env is None else env
+    return s3a_settings(env["TIERDB_S3_ENDPOINT"], env["TIERDB_S3_ACCESS_KEY"], env["TIERDB_S3_SECRET_KEY"],
+                        env.get("TIERDB_S3_REGION", "us-east-1"))
 
 
 def spark_warehouse() -> Path:

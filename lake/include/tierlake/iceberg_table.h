@@ -11,6 +11,10 @@
  * commit fails with TL_ERR_CONFLICT and nothing of the table changes. The
  * hint is updated last; readers that find it stale still pick the newest
  * version by listing (tl_ice_table_open).
+ *
+ * A table created or loaded through an Iceberg REST catalog (rest_catalog.h)
+ * is the same object, but its commits go to the catalog, which writes the
+ * metadata files and refuses a commit whose base is stale (TL_ERR_CONFLICT).
  */
 #ifndef TIERLAKE_ICEBERG_TABLE_H
 #define TIERLAKE_ICEBERG_TABLE_H
@@ -59,7 +63,10 @@ tl_ice_table *tl_ice_table_open(const char *location, tl_error *err);
  */
 char *tl_ice_table_current_metadata(const char *location, int64_t *version, tl_error *err);
 
-/* Rereads the newest version (a table opened by directory only). */
+/*
+ * Rereads the newest version (a table opened by directory), or reloads it
+ * from its catalog (a table opened through a REST catalog, rest_catalog.h).
+ */
 int tl_ice_table_refresh(tl_ice_table *t, tl_error *err);
 void tl_ice_table_free(tl_ice_table *t);
 

@@ -22,6 +22,12 @@ struct tl_input {
 	void (*close)(tl_input *in);
 	uint64_t size;
 	const char *name;   /* for error messages: a path or URL */
+	/*
+	 * Reads of ranges this many bytes apart or closer cost less as one read
+	 * than as two (a round trip on object storage), so readers may fetch
+	 * them together; 0 (local files, memory): read each range by itself.
+	 */
+	uint64_t coalesce_gap;
 };
 
 typedef struct tl_output tl_output;

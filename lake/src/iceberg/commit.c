@@ -26,6 +26,7 @@
 #include "tierlake/iceberg_table.h"
 #include "tierlake/storage.h"
 #include "iceberg/commit_internal.h"
+#include "iceberg/rest_internal.h"
 #include "iceberg/table_internal.h"
 
 struct tl_ice_commit {
@@ -358,6 +359,9 @@ char *tl_ice_commit_base_location(const tl_ice_table *t)
 
 int tl_ice_commit_publish(tl_ice_table *t, const char *metadata_dir, tl_ice_table_metadata *md, tl_error *err)
 {
+	/* A table kept in a REST catalog: the catalog checks the base and writes the metadata file. */
+	if (tl_ice_table_catalog(t) != NULL)
+		return tl_rest_table_commit(tl_ice_table_catalog(t), t, md, err);
 	char *path = NULL;
 	int64_t version = t->version + 1;
 	if (tl_ice_table_publish_version(metadata_dir, version, md, &path, err) < 0) {
@@ -424,7 +428,12 @@ int tl_ice_commit_finish(tl_ice_commit *c, int64_t *snapshot_id, tl_error *err)
 	attempt a;
 	start_attempt(c, &a);
 	int rc = run_attempt(c, &a, metadata_dir, err);
-	end_attempt(&a, rc < 0);
+	/* A catalog commit whose answer was lost may have landed: its files must stay. */
+	tl_rest_table_ref *catalog = tl_ice_table_catalog(t);
+	bool landed_maybe = catalog != NULL && catalog->state_unknown;
+	if (catalog != NULL)
+		catalog->state_unknown = false;
+	end_attempt(&a, rc < 0 && !landed_maybe);
 	if (rc < 0) {
 		tl_error_prefix(err, "commit to table %s (base %s)", t->location, t->metadata_file);
 		return -1;

@@ -21,6 +21,7 @@
 
 #include "tierlake/iceberg_table.h"
 #include "tierlake/storage.h"
+#include "iceberg/rest_internal.h"
 #include "iceberg/table_internal.h"
 
 /* The version hint holds a small number; anything longer is not one. */
@@ -34,6 +35,7 @@ static const char METADATA_SUFFIX[] = ".metadata.json";
 typedef struct table_impl {
 	tl_ice_table pub;
 	char *metadata_dir;   /* <root>/metadata; NULL when opened by a metadata file */
+	tl_rest_table_ref *catalog;   /* the REST catalog that owns the table's commits, or NULL */
 } table_impl;
 
 /* The buffer's text, or NULL (and nothing held) when building it ran out of memory. */
@@ -369,6 +371,8 @@ int tl_ice_table_install(tl_ice_table *t, tl_ice_table_metadata *md, int64_t ver
 int tl_ice_table_refresh(tl_ice_table *t, tl_error *err)
 {
 	table_impl *impl = (table_impl *)t;
+	if (impl->catalog != NULL)
+		return tl_rest_table_reload(impl->catalog, t, err);
 	if (impl->metadata_dir == NULL)
 		return tl_error_set(err, TL_ERR_INVALID,
 		                    "table %s was opened by its metadata file %s; only a table opened by directory refreshes",
@@ -397,7 +401,61 @@ void tl_ice_table_free(tl_ice_table *t)
 	tl_free(t->metadata_file);
 	tl_free(t->location);
 	tl_free(impl->metadata_dir);
+	tl_rest_table_ref_free(impl->catalog);
 	tl_free(impl);
+}
+
+/* ---------------------------------------------- tables kept in a catalog */
+
+int64_t tl_ice_table_file_version(const char *metadata_file)
+{
+	const char *slash = strrchr(metadata_file, '/');
+	return metadata_file_version(slash ? slash + 1 : metadata_file);
+}
+
+tl_ice_table *tl_ice_table_from_catalog(tl_ice_table_metadata *md, char *metadata_file, tl_rest_table_ref *ref,
+                                        tl_error *err)
+{
+	table_impl *impl = tl_calloc(1, sizeof(*impl));
+	char *root = impl ? tl_strdup(md->location) : NULL;
+	if (root != NULL)
+		strip_trailing_slashes(root);
+	char *metadata_dir = root ? path_join(root, "metadata") : NULL;
+	char *data_dir = root ? path_join(root, "data") : NULL;
+	char *location = tl_strdup(md->location);
+	if (impl == NULL || metadata_dir == NULL || data_dir == NULL || location == NULL) {
+		tl_error_set(err, TL_ERR_NOMEM, "out of memory opening table %s", md->location);
+		goto fail;
+	}
+	/* Our commits write manifests under metadata/ and files under data/ (no-ops on object stores). */
+	if (tl_storage_make_dirs(metadata_dir, err) < 0 || tl_storage_make_dirs(data_dir, err) < 0) {
+		tl_error_prefix(err, "table %s", md->location);
+		goto fail;
+	}
+	tl_free(root);
+	tl_free(data_dir);
+	impl->metadata_dir = metadata_dir;
+	impl->catalog = ref;
+	impl->pub.location = location;
+	impl->pub.metadata_file = metadata_file;
+	impl->pub.version = tl_ice_table_file_version(metadata_file);
+	impl->pub.metadata = md;
+	return &impl->pub;
+fail:
+	tl_free(impl);
+	tl_free(root);
+	tl_free(metadata_dir);
+	tl_free(data_dir);
+	tl_free(location);
+	tl_free(metadata_file);
+	tl_ice_metadata_free(md);
+	tl_rest_table_ref_free(ref);
+	return NULL;
+}
+
+tl_rest_table_ref *tl_ice_table_catalog(const tl_ice_table *t)
+{
+	return ((const table_impl *)t)->catalog;
 }
 
 /* ------------------------------------------------------------ creating */
@@ -551,6 +609,8 @@ const char *tl_ice_table_commit_dir(const tl_ice_table *t, tl_error *err)
 		             t->location, t->metadata_file);
 		return NULL;
 	}
+	if (impl->catalog != NULL)
+		return impl->metadata_dir;   /* the catalog names the metadata files */
 	const char *slash = strrchr(t->metadata_file, '/');
 	const char *name = slash ? slash + 1 : t->metadata_file;
 	if (t->version < 0 || name[0] != 'v') {

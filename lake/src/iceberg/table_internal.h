@@ -37,6 +37,24 @@ int tl_ice_table_write_hint(const char *metadata_dir, int64_t version, tl_error 
  */
 int tl_ice_table_install(tl_ice_table *t, tl_ice_table_metadata *md, int64_t version, char *path);
 
+/* ------------------------------------------ tables kept in a REST catalog */
+
+typedef struct tl_rest_table_ref tl_rest_table_ref;
+
+/*
+ * A table whose current metadata md (taken over) a REST catalog answered,
+ * at metadata_file (taken over), committing through ref (taken over; all
+ * three freed on failure). Makes the metadata and data directories.
+ */
+tl_ice_table *tl_ice_table_from_catalog(tl_ice_table_metadata *md, char *metadata_file, tl_rest_table_ref *ref,
+                                        tl_error *err);
+
+/* The catalog t commits through, or NULL for a path-based table. */
+tl_rest_table_ref *tl_ice_table_catalog(const tl_ice_table *t);
+
+/* The version a metadata file's name carries (v<N> or <N>-<uuid>), -1 for none. */
+int64_t tl_ice_table_file_version(const char *metadata_file);
+
 /* t->location without trailing slashes, into out (no NUL). */
 void tl_ice_table_append_location(const tl_ice_table *t, tl_buf *out);
 

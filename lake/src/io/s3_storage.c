@@ -13,7 +13,9 @@
  * length, then the footer) and read small files whole; over S3 each read is
  * a round trip. So an input fetches the last TAIL_BYTES of its object (the
  * whole object when it is smaller) in one GET the first time a read falls
- * there, and serves every later read inside that window from memory.
+ * there, and serves every later read inside that window from memory; and
+ * it tells readers (coalesce_gap) to fetch column chunks less than a MiB
+ * apart together.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -44,6 +46,8 @@ static char *dir_prefix(const char *location)
 }
 
 #define TAIL_BYTES (64 * 1024)
+/* A GET costs about as much as transferring this many bytes more (a round trip on a fast link). */
+#define COALESCE_GAP (1024 * 1024)
 
 typedef struct tail_input {
 	tl_input base;
@@ -91,6 +95,7 @@ static tl_input *s3_open_read(tl_storage *s, const char *location, tl_error *err
 	t->base.close = tail_close;
 	t->base.size = object->size;
 	t->base.name = object->name;
+	t->base.coalesce_gap = COALESCE_GAP;
 	return &t->base;
 }
 

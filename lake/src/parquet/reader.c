@@ -741,37 +741,126 @@ static bool wanted(const tl_pq_reader *r, int g)
 	return !r->skip_row_group[g];
 }
 
-/* Fetches projected column i's chunk of the current row group and prepares its decoder. */
-static int open_column(tl_pq_reader *r, int i, tl_error *err)
+/*
+ * Prepares projected column i's decoder over its chunk of the current row
+ * group: `fetched` when the caller read it already (taken over), else read
+ * here.
+ */
+static int open_column(tl_pq_reader *r, int i, uint8_t *fetched, tl_error *err)
 {
 	const pq_row_group *rg = &r->md.row_groups[r->row_group];
 	const pq_column_meta *m = &rg->columns[r->projection[i]].meta_data;
 	size_t len = (size_t)m->total_compressed_size;
-	uint8_t *chunk = tl_malloc(len);
-	if (chunk == NULL)
-		return tl_error_nomem(err, "reading a Parquet column chunk");
-	if (tl_input_read(r->in, (uint64_t)chunk_start(m), chunk, len, err) < 0) {
-		tl_free(chunk);
-		return -1;
+	uint8_t *chunk = fetched;
+	if (chunk == NULL) {
+		chunk = tl_malloc(len);
+		if (chunk == NULL)
+			return tl_error_nomem(err, "reading a Parquet column chunk");
+		if (tl_input_read(r->in, (uint64_t)chunk_start(m), chunk, len, err) < 0) {
+			tl_free(chunk);
+			return -1;
+		}
 	}
 	pq_column_reader_init(&r->columns[i], &r->projected_schema->columns[i], r->in->name, r->row_group,
 	                      chunk_start(m), (tl_pq_codec)m->codec, chunk, len, rg->num_rows);
 	return 0;
 }
 
+/* The byte range of projected column i's chunk in the current row group. */
+static void chunk_range(const tl_pq_reader *r, int i, uint64_t *start, uint64_t *end)
+{
+	const pq_column_meta *m = &r->md.row_groups[r->row_group].columns[r->projection[i]].meta_data;
+	*start = (uint64_t)chunk_start(m);
+	*end = *start + (uint64_t)m->total_compressed_size;
+}
+
+typedef struct chunk_span {
+	uint64_t start, end;
+	int column;    /* projected column */
+} chunk_span;
+
+static int by_start(const void *a, const void *b)
+{
+	uint64_t sa = ((const chunk_span *)a)->start, sb = ((const chunk_span *)b)->start;
+	return sa < sb ? -1 : sa > sb;
+}
+
+/*
+ * Over object storage every read is a round trip, so the chunks of the
+ * current row group's non-deferred columns that lie within the input's
+ * coalesce_gap of each other are fetched by one read per run of them, and
+ * split into chunks[i] (left NULL where a column is read on its own).
+ * Locally (coalesce_gap 0) nothing is fetched here. Chunks whose metadata
+ * points outside the file are left to open_column, which reports them.
+ */
+static int fetch_close_chunks(tl_pq_reader *r, uint8_t **chunks, tl_error *err)
+{
+	uint64_t gap = r->in->coalesce_gap;
+	if (gap == 0)
+		return 0;
+	chunk_span *spans = tl_malloc(sizeof(chunk_span) * (size_t)(r->nprojection ? r->nprojection : 1));
+	if (spans == NULL)
+		return tl_error_nomem(err, "reading a Parquet row group");
+	int n = 0;
+	for (int i = 0; i < r->nprojection; i++) {
+		chunk_span c = {.column = i};
+		chunk_range(r, i, &c.start, &c.end);
+		if (!is_deferred(r, i) && c.start <= c.end && c.end <= r->in->size)
+			spans[n++] = c;
+	}
+	qsort(spans, (size_t)n, sizeof(chunk_span), by_start);
+	int rc = 0;
+	for (int first = 0; first < n && rc == 0;) {
+		uint64_t run_start = spans[first].start, run_end = spans[first].end;
+		int last = first;
+		while (last + 1 < n && !(spans[last + 1].start > run_end && spans[last + 1].start - run_end > gap)) {
+			last++;
+			run_end = spans[last].end > run_end ? spans[last].end : run_end;
+		}
+		if (last > first) {
+			uint8_t *run = tl_malloc((size_t)(run_end - run_start));
+			rc = run == NULL ? tl_error_nomem(err, "reading a Parquet row group")
+			                 : tl_input_read(r->in, run_start, run, (size_t)(run_end - run_start), err);
+			for (int k = first; rc == 0 && k <= last; k++) {
+				size_t len = (size_t)(spans[k].end - spans[k].start);
+				chunks[spans[k].column] = tl_malloc(len ? len : 1);
+				if (chunks[spans[k].column] == NULL)
+					rc = tl_error_nomem(err, "reading a Parquet row group");
+				else
+					memcpy(chunks[spans[k].column], run + (spans[k].start - run_start), len);
+			}
+			tl_free(run);
+		}
+		first = last + 1;
+	}
+	tl_free(spans);
+	return rc;
+}
+
 /* Moves to row group g: fetches its chunks, but a deferred column's only when it is loaded. */
 static int open_row_group(tl_pq_reader *r, int g, tl_error *err)
 {
 	release_columns(r);
-	r->columns = tl_calloc((size_t)(r->nprojection ? r->nprojection : 1), sizeof(pq_column_reader));
+	int ncols = r->nprojection ? r->nprojection : 1;
+	r->columns = tl_calloc((size_t)ncols, sizeof(pq_column_reader));
 	if (r->columns == NULL)
 		return tl_error_nomem(err, "reading a Parquet row group");
 	r->row_group = g;
 	r->rows_left = r->md.row_groups[g].num_rows;
+	uint8_t **fetched = tl_calloc((size_t)ncols, sizeof(uint8_t *));
+	if (fetched == NULL)
+		return tl_error_nomem(err, "reading a Parquet row group");
+	int rc = fetch_close_chunks(r, fetched, err);
+	for (int i = 0; rc == 0 && i < r->nprojection; i++) {
+		if (!is_deferred(r, i)) {
+			rc = open_column(r, i, fetched[i], err);
+			fetched[i] = NULL;  /* the column reader owns it now (or freed it) */
+		}
+	}
 	for (int i = 0; i < r->nprojection; i++)
-		if (!is_deferred(r, i) && open_column(r, i, err) < 0)
-			return -1;
-	return 0;
+		tl_free(fetched[i]);
+	tl_free(fetched);
+	return rc;
 }
 
 static int64_t fail(tl_pq_reader *r, tl_error *err)
@@ -838,7 +927,7 @@ int tl_pq_reader_load_column(tl_pq_reader *r, tl_pq_batch *batch, int column, tl
 	if (r->batch_rows == 0 || batch->nrows != r->batch_rows)
 		return tl_error_set(err, TL_ERR_INVALID, "there is no batch to load column %d of", column);
 	pq_column_reader *cr = &r->columns[column];
-	if (cr->column == NULL && open_column(r, column, err) < 0)
+	if (cr->column == NULL && open_column(r, column, NULL, err) < 0)
 		return fail(r, err);
 	if (cr->rows_read == r->batch_start + r->batch_rows)
 		return 0; /* loaded already */

@@ -6,6 +6,14 @@
  * database with CREATE EXTENSION tierdb and its own lake directory, tiered
  * by the real daemon (the binary named by -Dtierdb.bin).  Everything is
  * stopped and removed when the JVM exits.
+ *
+ * For lakes on S3 it also starts S3Proxy (scripts/s3-server.sh, the jar
+ * scripts/install-deps.sh fetches), puts the server's TIERDB_S3_* variables
+ * in the cluster's and every daemon's environment, and configures the
+ * session's S3A filesystem for s3:// paths the way docs/s3.md tells users to
+ * (s3aSettings); newS3Database() gives a database whose lake is an s3://
+ * prefix in the server's bucket.  If S3Proxy cannot start, only the tests
+ * that ask for an S3 lake fail, with the reason.
  */
 package io.tierdb.spark;
 
@@ -36,18 +44,26 @@ import org.apache.spark.sql.SparkSession;
 final class TestEnv {
     private static final Path REPO = Paths.get(System.getProperty("user.dir")).resolve("../..").normalize();
     private static final Path PG_CLUSTER = REPO.resolve("scripts/pg-cluster.sh");
+    private static final Path S3_SERVER = REPO.resolve("scripts/s3-server.sh");
     private static TestEnv instance;
 
     final Path root;
     final int port;
     final Path tierdbBin;
     final SparkSession spark;
+    /** The S3 server's TIERDB_S3_* variables (and TIERDB_S3_TEST_BUCKET); empty if it did not start. */
+    final Map<String, String> s3Env;
+    /** Why the S3 server did not start, or null. */
+    final String s3Error;
 
-    private TestEnv(Path root, int port, Path tierdbBin, SparkSession spark) {
+    private TestEnv(Path root, int port, Path tierdbBin, SparkSession spark, Map<String, String> s3Env,
+            String s3Error) {
         this.root = root;
         this.port = port;
         this.tierdbBin = tierdbBin;
         this.spark = spark;
+        this.s3Env = s3Env;
+        this.s3Error = s3Error;
     }
 
     static synchronized TestEnv get() {
@@ -65,9 +81,16 @@ final class TestEnv {
         try {
             Path root = Files.createTempDirectory("tierdb-spark-test-",
                     PosixFilePermissions.asFileAttribute(PosixFilePermissions.fromString("rwxr-xr-x")));
-            int port = startCluster(root.resolve("cluster"));
             Runtime.getRuntime().addShutdownHook(new Thread(() -> stop(root)));
-            SparkSession spark = SparkSession.builder()
+            Map<String, String> s3Env = Map.of();
+            String s3Error = null;
+            try {
+                s3Env = startS3(root.resolve("s3"));
+            } catch (IOException | IllegalStateException e) {
+                s3Error = e.getMessage();
+            }
+            int port = startCluster(root.resolve("cluster"), s3Env);
+            SparkSession.Builder builder = SparkSession.builder()
                     .master("local[2]")
                     .appName("tierdb-spark-tests")
                     .config("spark.ui.enabled", "false")
@@ -75,26 +98,73 @@ final class TestEnv {
                     .config("spark.driver.bindAddress", "127.0.0.1")
                     .config("spark.sql.shuffle.partitions", "2")
                     .config("spark.sql.session.timeZone", "UTC")
-                    .config("spark.local.dir", root.resolve("spark-local").toString())
-                    .getOrCreate();
+                    .config("spark.local.dir", root.resolve("spark-local").toString());
+            if (!s3Env.isEmpty()) {
+                for (Map.Entry<String, String> e : s3aSettings(s3Env).entrySet()) {
+                    builder = builder.config(e.getKey(), e.getValue());
+                }
+            }
+            SparkSession spark = builder.getOrCreate();
             spark.sparkContext().setLogLevel("WARN");
             // set at runtime, not on the builder, so spark.newSession() has no
             // Iceberg catalog: the test of the missing-catalog error uses one
             spark.conf().set("spark.sql.catalog.default_iceberg", "org.apache.iceberg.spark.SparkCatalog");
             spark.conf().set("spark.sql.catalog.default_iceberg.type", "hadoop");
             spark.conf().set("spark.sql.catalog.default_iceberg.warehouse", root.resolve("warehouse").toString());
-            return new TestEnv(root, port, Paths.get(bin), spark);
+            return new TestEnv(root, port, Paths.get(bin), spark, s3Env, s3Error);
         } catch (IOException | InterruptedException e) {
             throw new IllegalStateException("could not start the test environment: " + e, e);
         }
     }
 
-    private static int startCluster(Path dir) throws IOException, InterruptedException {
+    /**
+     * The session settings that make s3:// (the daemon's lake locations) and s3a:// paths go through Hadoop's S3A
+     * filesystem to one S3-compatible server with path-style addressing: what docs/s3.md gives users.
+     */
+    static Map<String, String> s3aSettings(Map<String, String> s3) {
+        String endpoint = s3.get("TIERDB_S3_ENDPOINT");
+        Map<String, String> m = new HashMap<>();
+        m.put("spark.hadoop.fs.s3.impl", "org.apache.hadoop.fs.s3a.S3AFileSystem");
+        m.put("spark.hadoop.fs.s3a.endpoint", endpoint.replaceFirst("^https?://", ""));
+        m.put("spark.hadoop.fs.s3a.endpoint.region", s3.getOrDefault("TIERDB_S3_REGION", "us-east-1"));
+        m.put("spark.hadoop.fs.s3a.path.style.access", "true");
+        m.put("spark.hadoop.fs.s3a.connection.ssl.enabled", String.valueOf(endpoint.startsWith("https://")));
+        m.put("spark.hadoop.fs.s3a.aws.credentials.provider", "org.apache.hadoop.fs.s3a.SimpleAWSCredentialsProvider");
+        m.put("spark.hadoop.fs.s3a.access.key", s3.get("TIERDB_S3_ACCESS_KEY"));
+        m.put("spark.hadoop.fs.s3a.secret.key", s3.get("TIERDB_S3_SECRET_KEY"));
+        return m;
+    }
+
+    /** Starts S3Proxy in dir; its variables from dir/env. */
+    private static Map<String, String> startS3(Path dir) throws IOException {
+        ProcessResult r;
+        try {
+            r = run(List.of(S3_SERVER.toString(), "start", dir.toString()), Map.of());
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new IllegalStateException("interrupted while starting S3Proxy", e);
+        }
+        if (r.exitCode != 0) {
+            throw new IllegalStateException("could not start S3Proxy (" + S3_SERVER + " start " + dir
+                    + "; is its jar fetched? run scripts/install-deps.sh):\n" + r.stderr);
+        }
+        Map<String, String> env = new HashMap<>();
+        for (String line : Files.readAllLines(dir.resolve("env"), StandardCharsets.UTF_8)) {
+            String assignment = line.replaceFirst("^export ", "");
+            int eq = assignment.indexOf('=');
+            if (eq > 0) {
+                env.put(assignment.substring(0, eq), assignment.substring(eq + 1));
+            }
+        }
+        return Map.copyOf(env);
+    }
+
+    private static int startCluster(Path dir, Map<String, String> env) throws IOException, InterruptedException {
         List<String> failures = new ArrayList<>();
         for (int attempt = 0; attempt < 3; attempt++) {
             int port = freePort();
             ProcessResult r = run(List.of(PG_CLUSTER.toString(), "start", dir.toString(), String.valueOf(port),
-                    "-c", "shared_preload_libraries=tierdb"), Map.of());
+                    "-c", "shared_preload_libraries=tierdb"), env);
             if (r.exitCode == 0) {
                 return port;
             }
@@ -109,6 +179,13 @@ final class TestEnv {
             run(List.of(PG_CLUSTER.toString(), "stop", root.resolve("cluster").toString()), Map.of());
         } catch (IOException | InterruptedException e) {
             System.err.println("tierdb-spark tests: stopping the cluster failed: " + e);
+        }
+        if (Files.exists(root.resolve("s3").resolve("env"))) {
+            try {
+                run(List.of(S3_SERVER.toString(), "stop", root.resolve("s3").toString()), Map.of());
+            } catch (IOException | InterruptedException e) {
+                System.err.println("tierdb-spark tests: stopping S3Proxy failed: " + e);
+            }
         }
         try {
             // rm, not a walk: Spark's own shutdown hook empties spark-local at the same time
@@ -138,10 +215,27 @@ final class TestEnv {
             st.execute("CREATE DATABASE " + name);
             Path lake = Files.createTempDirectory(root, "lake-",
                     PosixFilePermissions.asFileAttribute(PosixFilePermissions.fromString("rwxr-xr-x")));
-            Db db = new Db(this, name, lake);
+            Db db = new Db(this, name, lake, lake.toString());
             db.exec("CREATE EXTENSION tierdb");
             return db;
         } catch (SQLException | IOException e) {
+            throw new IllegalStateException("could not create a test database: " + e, e);
+        }
+    }
+
+    /** A fresh database with the extension whose lake is a fresh s3:// prefix in the S3 server's bucket. */
+    Db newS3Database() {
+        if (s3Error != null) {
+            fail(s3Error);
+        }
+        String name = "t_" + UUID.randomUUID().toString().replace("-", "").substring(0, 12);
+        String lake = "s3://" + s3Env.get("TIERDB_S3_TEST_BUCKET") + "/lake-" + name;
+        try (Connection c = DriverManager.getConnection(jdbcUrl("postgres")); Statement st = c.createStatement()) {
+            st.execute("CREATE DATABASE " + name);
+            Db db = new Db(this, name, null, lake);
+            db.exec("CREATE EXTENSION tierdb");
+            return db;
+        } catch (SQLException e) {
             throw new IllegalStateException("could not create a test database: " + e, e);
         }
     }
@@ -187,13 +281,17 @@ final class TestEnv {
     static final class Db {
         final TestEnv env;
         final String name;
+        /** The lake directory; null when the lake is on S3. */
         final Path lake;
+        /** TIERDB_WAREHOUSE: the lake directory or an s3:// prefix. */
+        final String warehouse;
         final String jdbcUrl;
 
-        Db(TestEnv env, String name, Path lake) {
+        Db(TestEnv env, String name, Path lake, String warehouse) {
             this.env = env;
             this.name = name;
             this.lake = lake;
+            this.warehouse = warehouse;
             this.jdbcUrl = env.jdbcUrl(name);
         }
 
@@ -263,7 +361,8 @@ final class TestEnv {
             e.put("PGPORT", String.valueOf(env.port));
             e.put("PGUSER", "postgres");
             e.put("PGDATABASE", name);
-            e.put("TIERDB_WAREHOUSE", lake.toString());
+            e.putAll(env.s3Env);
+            e.put("TIERDB_WAREHOUSE", warehouse);
             e.putAll(extraEnv);
             try {
                 return run(command, e);
