@@ -47,6 +47,16 @@ static void *json_alloc(size_t n)
 	return tl_malloc(n);
 }
 
+/*
+ * jansson allocates through tl_malloc from the start, not only once a host
+ * sets its methods, so that a json_* constructor that fails is counted
+ * (tl_mem_failures) under the default allocator too.
+ */
+__attribute__((constructor)) static void route_jansson(void)
+{
+	json_set_alloc_funcs(json_alloc, tl_free);
+}
+
 void tl_set_mem_methods(const tl_mem_methods *m)
 {
 	if (m == NULL)
