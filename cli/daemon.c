@@ -27,6 +27,7 @@
 #include "recovery.h"
 #include "schema_evolution.h"
 #include "tiering.h"
+#include "tierlake/env.h"
 
 /* ------------------------------------------------------------ settings */
 
@@ -139,8 +140,22 @@ static void request_stop(int sig)
 	stop_requested = 1;
 }
 
+/*
+ * The lake library's interrupt check (tierlake/env.h): once a stop was
+ * requested, a long tiering write or fold returns TL_ERR_INTERRUPTED at its
+ * next check instead of running to the end. The operation is then left as a
+ * crash would leave it (its journal entry open), and recovery finishes or
+ * undoes it on the next start.
+ */
+static bool lake_should_stop(void *arg)
+{
+	(void)arg;
+	return stop_requested != 0;
+}
+
 void tdb_daemon_install_signals(void)
 {
+	tl_set_interrupt_check(lake_should_stop, NULL);
 	struct sigaction sa;
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_handler = request_stop;

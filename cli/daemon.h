@@ -56,7 +56,7 @@ int tdb_daemon_try_lead(PGconn *c, tl_error *err);
  */
 int tdb_daemon_cycle(PGconn *c, const tdb_daemon_config *cfg);
 
-/* Makes SIGTERM and SIGINT request a stop instead of killing the process. */
+/* Makes SIGTERM and SIGINT request a stop instead of killing the process, and stop the lake library's long loops. */
 void tdb_daemon_install_signals(void);
 /* True once a stop was requested. */
 bool tdb_daemon_stopping(void);

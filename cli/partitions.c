@@ -14,7 +14,11 @@
 
 const char *tdb_buf_cstr(tl_buf *b)
 {
-	tl_buf_reserve(b, 1);
+	if (tl_buf_reserve(b, 1) < 0) {
+		/* The CLI's own buffers: nothing to hand back, so stop as before (abort()). */
+		fputs("tierdb: out of memory\n", stderr);
+		exit(70);
+	}
 	b->data[b->len] = '\0';
 	return (const char *)b->data;
 }

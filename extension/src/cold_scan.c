@@ -735,11 +735,11 @@ lake_record_count(const SeamTable *table)
 	storage_profiles_prepare();
 	if (strlen(table->lake_location) >= MAXPGPATH)
 		return -1;
-	file = cut.metadata_location ? strdup(cut.metadata_location)
+	file = cut.metadata_location ? tl_strdup(cut.metadata_location)
 		: tl_ice_table_current_metadata(table->lake_location, NULL, &err);
 	if (file == NULL || strlen(file) >= MAXPGPATH)
 	{
-		free(file);
+		tl_free(file);
 		return -1;
 	}
 	entry = hash_search(record_counts, table->lake_location, HASH_ENTER, &found);
@@ -752,7 +752,7 @@ lake_record_count(const SeamTable *table)
 		strlcpy(entry->metadata_file, file, sizeof(entry->metadata_file));
 		tl_ice_table_free(lake);
 	}
-	free(file);
+	tl_free(file);
 	return entry->records;
 }
 

@@ -39,6 +39,7 @@
 #include "utils/syscache.h"
 
 #include "columns.h"
+#include "lake_env.h"
 #include "storage_profiles.h"
 
 /* ------------------------------------------------------------ reading */
@@ -180,6 +181,8 @@ current_field_id(Oid relid, const char *location, const char *name, const char *
 	tl_error_clear(&err);
 	storage_profiles_prepare();
 	lake = tl_ice_table_open(location, &err);
+	if (lake == NULL)
+		tierdb_lake_error_precheck(&err);
 	if (lake == NULL)
 		ereport(ERROR,
 				(errcode(ERRCODE_EXTERNAL_ROUTINE_EXCEPTION),

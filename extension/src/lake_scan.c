@@ -50,6 +50,7 @@
 #include "utils/tuplestore.h"
 
 #include "columns.h"
+#include "lake_env.h"
 #include "lake_scan.h"
 #include "lake_values.h"
 #include "routing.h"
@@ -145,26 +146,6 @@ struct LakeScan
 
 /* ------------------------------------------------------------ lake errors */
 
-static int
-lake_errcode(tl_error_code code)
-{
-	switch (code)
-	{
-		case TL_ERR_CORRUPT:
-			return ERRCODE_DATA_CORRUPTED;
-		case TL_ERR_NOT_FOUND:
-			return ERRCODE_UNDEFINED_FILE;
-		case TL_ERR_IO:
-			return ERRCODE_IO_ERROR;
-		case TL_ERR_UNSUPPORTED:
-			return ERRCODE_FEATURE_NOT_SUPPORTED;
-		case TL_ERR_NOMEM:
-			return ERRCODE_OUT_OF_MEMORY;
-		default:
-			return ERRCODE_INTERNAL_ERROR;
-	}
-}
-
 static const char *
 lake_errhint(tl_error_code code)
 {
@@ -189,8 +170,9 @@ static void
 pg_attribute_noreturn()
 report_lake_error(const LakeScan *scan, const char *what, const tl_error *err)
 {
+	tierdb_lake_error_precheck(err);
 	ereport(ERROR,
-			(errcode(lake_errcode(err->code)),
+			(errcode(tierdb_lake_errcode(err->code)),
 			 errmsg("%s", err->message),
 			 errdetail("TierDB was %s of the lake table at %s (%s).", what, scan->location,
 					   tl_error_code_name(err->code)),

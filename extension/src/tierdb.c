@@ -35,6 +35,7 @@
 #include "miscadmin.h"
 #include "utils/guc.h"
 
+#include "lake_env.h"
 #include "routing.h"
 #include "storage_profiles.h"
 #include "transparent.h"
@@ -145,4 +146,6 @@ _PG_init(void)
 	 */
 	if (process_shared_preload_libraries_in_progress)
 		tierdb_worker_register();
+
+	tierdb_lake_env_init();
 }

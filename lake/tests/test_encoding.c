@@ -491,7 +491,8 @@ TEST(plain_bool_round_trip)
 static tl_bytes *random_strings(int64_t n, tl_buf *storage)
 {
 	tl_buf_reset(storage);
-	tl_buf_reserve(storage, (size_t)n * 40 + 1);
+	if (tl_buf_reserve(storage, (size_t)n * 40 + 1) < 0)
+		abort();
 	tl_bytes *v = malloc((size_t)(n ? n : 1) * sizeof(tl_bytes));
 	for (int64_t i = 0; i < n; i++) {
 		uint32_t len = (uint32_t)(rnd() % 40);

@@ -339,7 +339,30 @@ TEST(s3_interrupt_hook_stops_retrying)
 	tl_s3_client_free(c);
 	close(fd);
 	CHECK_INT(rc, -1);
-	CHECK(strstr(err.message, "S3 DELETE s3://b/k: interrupted") != NULL);
+	CHECK_INT(err.code, TL_ERR_INTERRUPTED);
+	CHECK_STR(err.message, "interrupted");
+	CHECK(interrupt_calls < 10);
+}
+
+/* Without a hook of its own, the client asks the host's check (tierlake/env.h). */
+TEST(s3_falls_back_to_the_host_interrupt_check)
+{
+	int fd;
+	char endpoint[64];
+	tl_s3_config cfg;
+	CHECK_INT(refusing_config(&cfg, endpoint, sizeof(endpoint), &fd), 0);
+	cfg.max_attempts = 50;
+	interrupt_calls = 0;
+	tl_set_interrupt_check(interrupt_on_second_call, NULL);
+	tl_error err;
+	tl_error_clear(&err);
+	tl_s3_client *c = tl_s3_client_new(&cfg, &err);
+	int rc = c != NULL ? tl_s3_delete(c, "s3://b/k", &err) : -2;
+	tl_s3_client_free(c);
+	tl_set_interrupt_check(NULL, NULL);
+	close(fd);
+	CHECK_INT(rc, -1);
+	CHECK_INT(err.code, TL_ERR_INTERRUPTED);
 	CHECK(interrupt_calls < 10);
 }
 

@@ -19,7 +19,8 @@ typedef enum tl_error_code {
 	TL_ERR_INVALID,      /* the caller passed something wrong */
 	TL_ERR_NOMEM,        /* an allocation failed or would exceed a limit */
 	TL_ERR_CONFLICT,     /* lost a race (for example an Iceberg commit) */
-	TL_ERR_NOT_FOUND     /* a named thing does not exist */
+	TL_ERR_NOT_FOUND,    /* a named thing does not exist */
+	TL_ERR_INTERRUPTED   /* the host's interrupt check asked the library to stop (env.h) */
 } tl_error_code;
 
 #define TL_ERROR_MESSAGE_MAX 512

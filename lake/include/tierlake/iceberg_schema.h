@@ -96,6 +96,7 @@ int tl_ice_type_parse_primitive(const char *text, tl_ice_type *out, tl_error *er
 int tl_ice_schema_init(tl_ice_schema *schema, int32_t schema_id,
                        const tl_ice_field *fields, int nfields, tl_error *err);
 
+/* Deep copy; -1 when out of memory (dst is then empty). */
 int tl_ice_schema_copy(const tl_ice_schema *src, tl_ice_schema *dst);
 void tl_ice_schema_free(tl_ice_schema *schema);
 /* Same ids, names, types, required flags and identifier ids (docs ignored). */

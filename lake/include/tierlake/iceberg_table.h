@@ -112,8 +112,9 @@ tl_ice_commit *tl_ice_commit_begin(tl_ice_table *t, tl_ice_operation op, tl_erro
 /*
  * Adds an entry to the new snapshot's summary, such as "tierdb.op-id".
  * The standard counts (added-data-files, total-records, ...) are computed.
+ * -1 when out of memory (the summary is unchanged).
  */
-void tl_ice_commit_set_summary(tl_ice_commit *c, const char *key, const char *value);
+int tl_ice_commit_set_summary(tl_ice_commit *c, const char *key, const char *value);
 
 /*
  * Adds a data or delete file (by file->content), deep-copied. Its

@@ -88,9 +88,10 @@ typedef struct tl_ice_partition_spec {
 
 /* The spec (id 0 with no fields) of an unpartitioned table. */
 void tl_ice_partition_spec_init(tl_ice_partition_spec *spec, int32_t spec_id);
-/* Appends a field (the name is copied). */
-void tl_ice_partition_spec_add(tl_ice_partition_spec *spec, int32_t source_id, int32_t field_id,
-                               const char *name, tl_ice_transform transform);
+/* Appends a field (the name is copied); -1 when out of memory (spec unchanged). */
+int tl_ice_partition_spec_add(tl_ice_partition_spec *spec, int32_t source_id, int32_t field_id,
+                              const char *name, tl_ice_transform transform);
+/* -1 when out of memory (dst is then empty). */
 int tl_ice_partition_spec_copy(const tl_ice_partition_spec *src, tl_ice_partition_spec *dst);
 void tl_ice_partition_spec_free(tl_ice_partition_spec *spec);
 bool tl_ice_partition_spec_equal(const tl_ice_partition_spec *a, const tl_ice_partition_spec *b);

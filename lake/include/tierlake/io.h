@@ -69,7 +69,7 @@ tl_input *tl_input_open_file(const char *path, tl_error *err);
 char *tl_local_path(const char *uri, tl_error *err);
 /* tl_storage_open_read(uri): opened by the storage the URI's scheme chooses (storage.h). */
 tl_input *tl_input_open_uri(const char *uri, tl_error *err);
-/* A read-only view of memory the caller keeps alive (tests, fuzzing). */
+/* A read-only view of memory the caller keeps alive (tests, fuzzing); NULL when out of memory. */
 tl_input *tl_input_from_memory(const void *data, size_t len, const char *name);
 
 /*
@@ -79,6 +79,7 @@ tl_input *tl_input_from_memory(const void *data, size_t len, const char *name);
 tl_output *tl_output_create_file(const char *path, int exclusive, tl_error *err);
 /* Appends into a caller-owned tl_buf (tests, in-memory staging). */
 struct tl_buf;
+/* NULL when out of memory. */
 tl_output *tl_output_to_buffer(struct tl_buf *buf, const char *name);
 
 #endif

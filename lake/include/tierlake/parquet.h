@@ -90,9 +90,9 @@ typedef struct tl_pq_schema {
 	tl_pq_column *columns;
 } tl_pq_schema;
 
-/* A schema built column by column; tl_pq_schema_free releases names too. */
+/* A schema built column by column; tl_pq_schema_free releases names too. NULL when out of memory. */
 tl_pq_schema *tl_pq_schema_new(void);
-/* Appends a copy of col (its name is copied) and returns its index. */
+/* Appends a copy of col (its name is copied) and returns its index, or -1 when out of memory (schema unchanged). */
 int tl_pq_schema_add(tl_pq_schema *schema, const tl_pq_column *col);
 void tl_pq_schema_free(tl_pq_schema *schema);
 /* Index of the column named `name`, or -1. */

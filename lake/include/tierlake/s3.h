@@ -52,8 +52,9 @@ typedef struct tl_s3_config {
 	size_t part_size;           /* tl_s3_output_create's multipart part size (default 8 MiB, >= 5 MiB) */
 	/*
 	 * Called between attempts, while waiting to retry and during transfers;
-	 * returning true stops the request at once with TL_ERR_IO "interrupted"
-	 * (a host's cancel check, such as a Postgres interrupt).
+	 * returning true stops the request at once with TL_ERR_INTERRUPTED
+	 * "interrupted" (a host's cancel check, such as a Postgres interrupt).
+	 * When NULL, the host's check set with tl_set_interrupt_check is used.
 	 */
 	bool (*interrupted)(void *arg);
 	void *interrupt_arg;

@@ -45,7 +45,10 @@ static int deflate_block(const uint8_t *src, size_t len, tl_buf *out, tl_error *
 	if (deflateInit2(&zs, Z_DEFAULT_COMPRESSION, Z_DEFLATED, -15, 8, Z_DEFAULT_STRATEGY) != Z_OK)
 		return tl_error_set(err, TL_ERR_NOMEM, "Avro: cannot start deflate");
 	size_t bound = deflateBound(&zs, (uLong)len);
-	tl_buf_reserve(out, bound);
+	if (tl_buf_reserve(out, bound) < 0) {
+		deflateEnd(&zs);
+		return tl_error_nomem(err, "for an Avro deflate block");
+	}
 	zs.next_in = (Bytef *)src;
 	zs.avail_in = (uInt)len;
 	zs.next_out = out->data + out->len;
@@ -65,8 +68,8 @@ static int grow(tl_buf *out, size_t *avail, tl_error *err)
 		return tl_error_set(err, TL_ERR_CORRUPT, "Avro: block decompresses to more than %zu bytes",
 		                    AVRO_MAX_BLOCK_BYTES);
 	size_t want = out->cap - out->len < 65536 ? (out->len < 65536 ? 65536 : out->len) : 0;
-	if (want > 0)
-		tl_buf_reserve(out, want);
+	if (want > 0 && tl_buf_reserve(out, want) < 0)
+		return tl_error_nomem(err, "for an inflated Avro block");
 	*avail = out->cap - out->len;
 	if (*avail > AVRO_MAX_BLOCK_BYTES - out->len)
 		*avail = AVRO_MAX_BLOCK_BYTES - out->len;
@@ -151,23 +154,25 @@ int avro_compress(tl_avro_codec codec, const uint8_t *src, size_t len, tl_buf *o
 	switch (codec) {
 	case TL_AVRO_CODEC_NULL:
 		tl_buf_append(out, src, len);
-		return 0;
+		return tl_buf_check(out, err, "for an Avro block");
 	case TL_AVRO_CODEC_DEFLATE:
 		return deflate_block(src, len, out, err);
 	case TL_AVRO_CODEC_SNAPPY: {
 		size_t n = snappy_max_compressed_length(len);
-		tl_buf_reserve(out, n + 4);
+		if (tl_buf_reserve(out, n + 4) < 0)
+			return tl_error_nomem(err, "for an Avro snappy block");
 		if (snappy_compress((const char *)src, len, (char *)out->data + out->len, &n) != SNAPPY_OK)
 			return tl_error_set(err, TL_ERR_IO, "Avro: snappy compression failed");
 		out->len += n;
 		uint32_t crc = crc32_of(src, len);
 		uint8_t be[4] = {(uint8_t)(crc >> 24), (uint8_t)(crc >> 16), (uint8_t)(crc >> 8), (uint8_t)crc};
 		tl_buf_append(out, be, 4);
-		return 0;
+		return tl_buf_check(out, err, "for an Avro snappy block");
 	}
 	case TL_AVRO_CODEC_ZSTD: {
 		size_t bound = ZSTD_compressBound(len);
-		tl_buf_reserve(out, bound);
+		if (tl_buf_reserve(out, bound) < 0)
+			return tl_error_nomem(err, "for an Avro zstd block");
 		size_t n = ZSTD_compress(out->data + out->len, bound, src, len, AVRO_ZSTD_LEVEL);
 		if (ZSTD_isError(n))
 			return tl_error_set(err, TL_ERR_IO, "Avro: zstd compression failed: %s", ZSTD_getErrorName(n));
@@ -181,11 +186,13 @@ int avro_compress(tl_avro_codec codec, const uint8_t *src, size_t len, tl_buf *o
 int avro_decompress(tl_avro_codec codec, const uint8_t *src, size_t len, tl_buf *out, tl_error *err)
 {
 	tl_buf_reset(out);
-	tl_buf_reserve(out, 1); /* so out->data is never NULL, even for an empty block */
+	/* so out->data is never NULL, even for an empty block */
+	if (tl_buf_reserve(out, 1) < 0)
+		return tl_error_nomem(err, "for a decompressed Avro block");
 	switch (codec) {
 	case TL_AVRO_CODEC_NULL:
 		tl_buf_append(out, src, len);
-		return 0;
+		return tl_buf_check(out, err, "for an Avro block");
 	case TL_AVRO_CODEC_DEFLATE:
 		return inflate_block(src, len, out, err);
 	case TL_AVRO_CODEC_SNAPPY: {
@@ -197,7 +204,8 @@ int avro_decompress(tl_avro_codec codec, const uint8_t *src, size_t len, tl_buf 
 		if (n > AVRO_MAX_BLOCK_BYTES)
 			return tl_error_set(err, TL_ERR_CORRUPT, "Avro: snappy block claims %zu bytes, over the %zu limit", n,
 			                    AVRO_MAX_BLOCK_BYTES);
-		tl_buf_reserve(out, n ? n : 1);
+		if (tl_buf_reserve(out, n ? n : 1) < 0)
+			return tl_error_nomem(err, "for a decompressed Avro snappy block");
 		size_t got = n;
 		if (snappy_uncompress((const char *)src, len - 4, (char *)out->data, &got) != SNAPPY_OK || got != n)
 			return tl_error_set(err, TL_ERR_CORRUPT, "Avro: snappy block is invalid");

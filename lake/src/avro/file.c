@@ -103,6 +103,10 @@ tl_avro_writer *tl_avro_writer_open(tl_output *out, const tl_avro_schema *schema
 			}
 	}
 	tl_avro_writer *w = tl_calloc(1, sizeof(*w));
+	if (w == NULL) {
+		tl_error_nomem(err, "opening an Avro writer");
+		return NULL;
+	}
 	w->out = out;
 	w->schema = schema;
 	w->codec = codec;
@@ -127,6 +131,10 @@ tl_avro_writer *tl_avro_writer_open(tl_output *out, const tl_avro_schema *schema
 	}
 	avro_write_long(h, 0);
 	tl_buf_append(h, w->sync, AVRO_SYNC_SIZE);
+	if (tl_buf_check(h, err, "writing an Avro header") < 0) {
+		tl_avro_writer_free(w);
+		return NULL;
+	}
 	if (tl_output_write(out, h->data, h->len, err) != 0) {
 		tl_error_prefix(err, "writing Avro header");
 		tl_avro_writer_free(w);
@@ -154,6 +162,9 @@ static int flush_block(tl_avro_writer *w, tl_error *err)
 		avro_write_long(&w->staged, (int64_t)compressed.len);
 		tl_buf_append(&w->staged, compressed.data, compressed.len);
 		tl_buf_append(&w->staged, w->sync, AVRO_SYNC_SIZE);
+		rc = tl_buf_check(&w->staged, err, "writing an Avro block");
+	}
+	if (rc == 0) {
 		rc = tl_output_write(w->out, w->staged.data, w->staged.len, err);
 	}
 	tl_buf_free(&compressed);
@@ -175,6 +186,10 @@ int tl_avro_writer_append(tl_avro_writer *w, const tl_avro_value *record, tl_err
 	if (tl_avro_encode(&w->block, w->schema, record, err) != 0) {
 		tl_error_prefix(err, "record %lld", (long long)w->records);
 		return -1;
+	}
+	if (tl_buf_failed(&w->block)) {
+		w->broken = true; /* the block lost bytes: nothing more can be written after it */
+		return tl_error_nomem(err, "encoding Avro record %lld", (long long)w->records);
 	}
 	if (w->block.len > WRITER_MAX_BLOCK) {
 		size_t encoded = w->block.len - before;
@@ -211,7 +226,7 @@ void tl_avro_writer_free(tl_avro_writer *w)
 		return;
 	tl_buf_free(&w->block);
 	tl_buf_free(&w->staged);
-	free(w);
+	tl_free(w);
 }
 
 int64_t tl_avro_writer_records(const tl_avro_writer *w)
@@ -243,7 +258,7 @@ struct tl_avro_reader {
 
 static void forget_meta(tl_avro_reader *r)
 {
-	free(r->meta);
+	tl_free(r->meta);
 	r->meta = NULL;
 	r->n_meta = 0;
 	tl_arena_reset(&r->meta_arena);
@@ -286,10 +301,16 @@ static int parse_meta(tl_avro_reader *r, avro_cursor *c, tl_error *err)
 			if (memchr(key, '\0', klen) != NULL)
 				return tl_error_set(err, TL_ERR_CORRUPT, "Avro: metadata key contains a NUL byte");
 			if (r->n_meta == cap) {
-				cap = cap ? cap * 2 : 8;
-				r->meta = tl_realloc(r->meta, cap * sizeof(*r->meta));
+				size_t grown = cap ? cap * 2 : 8;
+				void *meta = tl_realloc(r->meta, grown * sizeof(*r->meta));
+				if (meta == NULL)
+					return tl_error_nomem(err, "reading Avro metadata");
+				r->meta = meta;
+				cap = grown;
 			}
 			char *k = tl_arena_alloc(&r->meta_arena, klen + 1);
+			if (k == NULL)
+				return tl_error_nomem(err, "reading Avro metadata");
 			memcpy(k, key, klen);
 			k[klen] = '\0';
 			if (tl_avro_reader_meta(r, k) != NULL)
@@ -329,7 +350,8 @@ static int read_header(tl_avro_reader *r, tl_error *err)
 	size_t want = size < HEADER_FIRST_READ ? (size_t)size : HEADER_FIRST_READ;
 	for (;;) {
 		tl_buf_reset(&r->header);
-		tl_buf_reserve(&r->header, want ? want : 1);
+		if (tl_buf_reserve(&r->header, want ? want : 1) < 0)
+			return tl_error_nomem(err, "for an Avro file header");
 		if (tl_input_read(r->in, 0, r->header.data, want, err) != 0)
 			return -1;
 		r->header.len = want;
@@ -361,7 +383,8 @@ static int load_schema_and_codec(tl_avro_reader *r, tl_error *err)
 	tl_error_clear(&perr);
 	r->schema = tl_avro_schema_parse((const char *)schema->ptr, schema->len, &perr);
 	if (r->schema == NULL)
-		return tl_error_set(err, TL_ERR_CORRUPT, "Avro: header avro.schema: %s", perr.message);
+		return tl_error_set(err, perr.code == TL_ERR_NOMEM ? TL_ERR_NOMEM : TL_ERR_CORRUPT,
+		                    "Avro: header avro.schema: %s", perr.message);
 	const tl_bytes *codec = tl_avro_reader_meta(r, "avro.codec");
 	r->codec = TL_AVRO_CODEC_NULL;
 	if (codec != NULL && avro_codec_parse(codec->ptr, codec->len, &r->codec, err) != 0)
@@ -372,6 +395,10 @@ static int load_schema_and_codec(tl_avro_reader *r, tl_error *err)
 tl_avro_reader *tl_avro_reader_open(tl_input *in, tl_error *err)
 {
 	tl_avro_reader *r = tl_calloc(1, sizeof(*r));
+	if (r == NULL) {
+		tl_error_nomem(err, "opening %s", in->name ? in->name : "an Avro file");
+		return NULL;
+	}
 	r->in = in;
 	tl_buf_init(&r->header);
 	tl_buf_init(&r->raw);
@@ -397,7 +424,7 @@ void tl_avro_reader_free(tl_avro_reader *r)
 	tl_buf_free(&r->header);
 	tl_buf_free(&r->raw);
 	tl_buf_free(&r->block);
-	free(r);
+	tl_free(r);
 }
 
 const tl_avro_schema *tl_avro_reader_schema(const tl_avro_reader *r)
@@ -460,7 +487,8 @@ static int load_block(tl_avro_reader *r, tl_error *err)
 		return tl_error_set(err, TL_ERR_CORRUPT, "Avro: block at offset %llu is %llu bytes, over the %zu limit",
 		                    (unsigned long long)start, (unsigned long long)data_len, AVRO_MAX_BLOCK_BYTES);
 	tl_buf_reset(&r->raw);
-	tl_buf_reserve(&r->raw, data_len + AVRO_SYNC_SIZE);
+	if (tl_buf_reserve(&r->raw, data_len + AVRO_SYNC_SIZE) < 0)
+		return tl_error_nomem(err, "for an Avro block");
 	if (tl_input_read(r->in, start + header_len, r->raw.data, data_len + AVRO_SYNC_SIZE, err) != 0)
 		return -1;
 	r->raw.len = data_len + AVRO_SYNC_SIZE;
@@ -492,6 +520,9 @@ int tl_avro_reader_next(tl_avro_reader *r, const tl_avro_value **out, tl_error *
 			                    (size_t)(r->cur.end - r->cur.p));
 		if (r->pos >= r->in->size)
 			return 0;
+		/* One check per block: manifests and manifest lists are read here. */
+		if (tl_check_interrupt(err) < 0)
+			return -1;
 		if (load_block(r, err) != 0) {
 			tl_error_prefix(err, "reading %s", r->in->name ? r->in->name : "Avro file");
 			return -1;

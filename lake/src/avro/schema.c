@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "avro/avro_internal.h"
+#include "common/json_load.h"
 
 struct tl_avro_schema_doc {
 	tl_arena arena;
@@ -41,17 +42,29 @@ const char *tl_avro_type_name(tl_avro_type type)
 	return "unknown";
 }
 
+/*
+ * Out of memory this gives "" rather than NULL, so the parser goes on
+ * without a check at every name; tl_avro_schema_parse sees the failure
+ * count and reports TL_ERR_NOMEM instead of whatever followed.
+ */
 static const char *arena_strdup(tl_arena *a, const char *s)
 {
 	size_t len = strlen(s);
 	char *copy = tl_arena_alloc(a, len + 1);
+	if (copy == NULL)
+		return "";
 	memcpy(copy, s, len + 1);
 	return copy;
 }
 
+/* NULL with the error set when out of memory. */
 static tl_avro_schema *new_node(parse_ctx *ctx, tl_avro_type type)
 {
 	tl_avro_schema *node = tl_arena_alloc(ctx->arena, sizeof(*node));
+	if (node == NULL) {
+		tl_error_nomem(ctx->err, "parsing an Avro schema");
+		return NULL;
+	}
 	memset(node, 0, sizeof(*node));
 	node->type = type;
 	node->element_id = node->key_id = node->value_id = TL_AVRO_NO_ID;
@@ -92,12 +105,16 @@ static int define_name(parse_ctx *ctx, json_t *obj, tl_avro_schema *node, const 
 		node->name = arena_strdup(ctx->arena, short_name);
 		size_t dot = (size_t)(strrchr(short_name, '.') - short_name);
 		char *copy = tl_arena_alloc(ctx->arena, dot + 1);
+		if (copy == NULL)
+			return tl_error_nomem(ctx->err, "parsing an Avro schema");
 		memcpy(copy, short_name, dot);
 		copy[dot] = '\0';
 		*ns = copy;
 	} else if (space != NULL && space[0] != '\0') {
 		size_t sl = strlen(space), nl = strlen(short_name);
 		char *full = tl_arena_alloc(ctx->arena, sl + nl + 2);
+		if (full == NULL)
+			return tl_error_nomem(ctx->err, "parsing an Avro schema");
 		memcpy(full, space, sl);
 		full[sl] = '.';
 		memcpy(full + sl + 1, short_name, nl + 1);
@@ -110,8 +127,12 @@ static int define_name(parse_ctx *ctx, json_t *obj, tl_avro_schema *node, const 
 	if (lookup_name(ctx, node->name, NULL) != NULL)
 		return tl_error_set(ctx->err, TL_ERR_INVALID, "Avro schema: type %s is defined twice", node->name);
 	if (ctx->n_names == ctx->cap_names) {
-		ctx->cap_names = ctx->cap_names ? ctx->cap_names * 2 : 16;
-		ctx->names = tl_realloc(ctx->names, ctx->cap_names * sizeof(*ctx->names));
+		size_t cap = ctx->cap_names ? ctx->cap_names * 2 : 16;
+		void *names = tl_realloc(ctx->names, cap * sizeof(*ctx->names));
+		if (names == NULL)
+			return tl_error_nomem(ctx->err, "parsing an Avro schema");
+		ctx->names = names;
+		ctx->cap_names = cap;
 	}
 	ctx->names[ctx->n_names].full_name = node->name;
 	ctx->names[ctx->n_names].node = node;
@@ -155,6 +176,10 @@ static int parse_fields(parse_ctx *ctx, json_t *obj, tl_avro_schema *node, const
 		return tl_error_set(ctx->err, TL_ERR_INVALID, "Avro schema: record %s has too many fields", node->name);
 	node->n_fields = (uint32_t)n;
 	node->fields = tl_arena_alloc(ctx->arena, (n ? n : 1) * sizeof(tl_avro_field));
+	if (node->fields == NULL) {
+		node->n_fields = 0;
+		return tl_error_nomem(ctx->err, "parsing an Avro schema");
+	}
 	for (size_t i = 0; i < n; i++) {
 		json_t *f = json_array_get(fields, i);
 		tl_avro_field *field = &node->fields[i];
@@ -183,9 +208,11 @@ static int parse_fields(parse_ctx *ctx, json_t *obj, tl_avro_schema *node, const
 		field->default_json = NULL;
 		if (def != NULL) {
 			char *text = json_dumps(def, JSON_ENCODE_ANY | JSON_COMPACT);
-			if (text != NULL) {
+			if (text == NULL)
+				return tl_error_nomem(ctx->err, "parsing an Avro schema");
+			{
 				field->default_json = arena_strdup(ctx->arena, text);
-				free(text);
+				tl_free(text);
 			}
 		}
 	}
@@ -200,6 +227,10 @@ static int parse_symbols(parse_ctx *ctx, json_t *obj, tl_avro_schema *node)
 		                    node->name);
 	node->n_symbols = (uint32_t)json_array_size(symbols);
 	node->symbols = tl_arena_alloc(ctx->arena, node->n_symbols * sizeof(char *));
+	if (node->symbols == NULL) {
+		node->n_symbols = 0;
+		return tl_error_nomem(ctx->err, "parsing an Avro schema");
+	}
 	for (uint32_t i = 0; i < node->n_symbols; i++) {
 		json_t *s = json_array_get(symbols, i);
 		if (!json_is_string(s))
@@ -218,8 +249,14 @@ static tl_avro_schema *parse_union(parse_ctx *ctx, json_t *json, const char *ns,
 		return NULL;
 	}
 	tl_avro_schema *node = new_node(ctx, TL_AVRO_UNION);
+	if (node == NULL)
+		return NULL;
 	node->n_branches = (uint32_t)n;
 	node->branches = tl_arena_alloc(ctx->arena, n * sizeof(tl_avro_schema *));
+	if (node->branches == NULL) {
+		tl_error_nomem(ctx->err, "parsing an Avro schema");
+		return NULL;
+	}
 	for (size_t i = 0; i < n; i++) {
 		tl_avro_schema *b = parse_node(ctx, json_array_get(json, i), ns, depth + 1);
 		if (b == NULL)
@@ -246,17 +283,21 @@ static tl_avro_schema *parse_object(parse_ctx *ctx, json_t *obj, const char *ns,
 	tl_avro_schema *node;
 	tl_avro_type prim;
 	if (primitive_type(name, &prim) == 0) {
-		node = new_node(ctx, prim);
+		if ((node = new_node(ctx, prim)) == NULL)
+			return NULL;
 	} else if (strcmp(name, "record") == 0 || strcmp(name, "error") == 0) {
-		node = new_node(ctx, TL_AVRO_RECORD);
+		if ((node = new_node(ctx, TL_AVRO_RECORD)) == NULL)
+			return NULL;
 		if (define_name(ctx, obj, node, &ns) != 0 || parse_fields(ctx, obj, node, ns, depth) != 0)
 			return NULL;
 	} else if (strcmp(name, "enum") == 0) {
-		node = new_node(ctx, TL_AVRO_ENUM);
+		if ((node = new_node(ctx, TL_AVRO_ENUM)) == NULL)
+			return NULL;
 		if (define_name(ctx, obj, node, &ns) != 0 || parse_symbols(ctx, obj, node) != 0)
 			return NULL;
 	} else if (strcmp(name, "fixed") == 0) {
-		node = new_node(ctx, TL_AVRO_FIXED);
+		if ((node = new_node(ctx, TL_AVRO_FIXED)) == NULL)
+			return NULL;
 		if (define_name(ctx, obj, node, &ns) != 0)
 			return NULL;
 		json_t *size = json_object_get(obj, "size");
@@ -268,7 +309,8 @@ static tl_avro_schema *parse_object(parse_ctx *ctx, json_t *obj, const char *ns,
 		node->size = (int32_t)json_integer_value(size);
 	} else if (strcmp(name, "array") == 0 || strcmp(name, "map") == 0) {
 		bool is_array = name[0] == 'a';
-		node = new_node(ctx, is_array ? TL_AVRO_ARRAY : TL_AVRO_MAP);
+		if ((node = new_node(ctx, is_array ? TL_AVRO_ARRAY : TL_AVRO_MAP)) == NULL)
+			return NULL;
 		json_t *items = json_object_get(obj, is_array ? "items" : "values");
 		if (items == NULL) {
 			tl_error_set(ctx->err, TL_ERR_INVALID, "Avro schema: %s without \"%s\"", name,
@@ -326,25 +368,46 @@ static tl_avro_schema *parse_node(parse_ctx *ctx, json_t *json, const char *ns, 
 tl_avro_schema *tl_avro_schema_parse(const char *json, size_t len, tl_error *err)
 {
 	json_error_t jerr;
-	json_t *root_json = json_loadb(json, len, JSON_DECODE_ANY | JSON_REJECT_DUPLICATES, &jerr);
+	unsigned long failures = tl_mem_failures();
+	json_t *root_json = tl_json_loadb(json, len, JSON_DECODE_ANY | JSON_REJECT_DUPLICATES, &jerr);
+	if (root_json == NULL && tl_mem_failures() != failures) {
+		tl_error_nomem(err, "parsing an Avro schema");
+		return NULL;
+	}
 	if (root_json == NULL) {
 		tl_error_set(err, TL_ERR_INVALID, "Avro schema: invalid JSON at line %d column %d: %s", jerr.line,
 		             jerr.column, jerr.text);
 		return NULL;
 	}
 	struct tl_avro_schema_doc *doc = tl_malloc(sizeof(*doc));
+	if (doc == NULL) {
+		json_decref(root_json);
+		tl_error_nomem(err, "parsing an Avro schema");
+		return NULL;
+	}
 	tl_arena_init(&doc->arena, 4096);
 	parse_ctx ctx = {.arena = &doc->arena, .err = err};
 	tl_avro_schema *root = parse_node(&ctx, root_json, "", 0);
-	free(ctx.names);
+	tl_free(ctx.names);
 	json_decref(root_json);
+	/* A schema that is only a primitive comes back as a fresh node, so this is never shared. */
+	doc->json = root != NULL ? tl_malloc(len + 1) : NULL;
+	if (root != NULL && (doc->json == NULL || tl_mem_failures() != failures)) {
+		/* whatever the parser said after an allocation failed, the cause is memory */
+		tl_error_clear(err);
+		tl_error_nomem(err, "parsing an Avro schema");
+		tl_free(doc->json);
+		root = NULL;
+	}
 	if (root == NULL) {
+		if (err != NULL && err->code != TL_ERR_NOMEM && tl_mem_failures() != failures) {
+			tl_error_clear(err);
+			tl_error_nomem(err, "parsing an Avro schema");
+		}
 		tl_arena_free(&doc->arena);
-		free(doc);
+		tl_free(doc);
 		return NULL;
 	}
-	/* A schema that is only a primitive comes back as a fresh node, so this is never shared. */
-	doc->json = tl_malloc(len + 1);
 	memcpy(doc->json, json, len);
 	doc->json[len] = '\0';
 	root->doc_ = doc;
@@ -356,9 +419,9 @@ void tl_avro_schema_free(tl_avro_schema *root)
 	if (root == NULL || root->doc_ == NULL)
 		return;
 	struct tl_avro_schema_doc *doc = root->doc_;
-	free(doc->json);
+	tl_free(doc->json);
 	tl_arena_free(&doc->arena); /* root lives in this arena */
-	free(doc);
+	tl_free(doc);
 }
 
 const char *tl_avro_schema_json(const tl_avro_schema *root)

@@ -156,9 +156,13 @@ static int decode_list(decoder *d, const tl_avro_schema *s, tl_avro_value *out, 
 		}
 		if (n_chunks == cap) {
 			chunk *grown = tl_malloc(2 * cap * sizeof(chunk));
+			if (grown == NULL) {
+				tl_error_nomem(d->err, "decoding an Avro %s", is_map ? "map" : "array");
+				goto done;
+			}
 			memcpy(grown, chunks, cap * sizeof(chunk));
 			if (chunks != &one)
-				free(chunks);
+				tl_free(chunks);
 			chunks = grown;
 			cap *= 2;
 		}
@@ -166,6 +170,10 @@ static int decode_list(decoder *d, const tl_avro_schema *s, tl_avro_value *out, 
 		c->n = (uint64_t)count;
 		c->items = tl_arena_alloc(d->arena, c->n * sizeof(tl_avro_value));
 		c->keys = is_map ? tl_arena_alloc(d->arena, c->n * sizeof(tl_bytes)) : NULL;
+		if (c->items == NULL || (is_map && c->keys == NULL)) {
+			tl_error_nomem(d->err, "decoding an Avro %s", is_map ? "map" : "array");
+			goto done;
+		}
 		for (uint64_t i = 0; i < c->n; i++) {
 			if (is_map) {
 				uint64_t len = 0;
@@ -189,6 +197,11 @@ static int decode_list(decoder *d, const tl_avro_schema *s, tl_avro_value *out, 
 			goto done;
 		out->u.list.items = tl_arena_alloc(d->arena, total * sizeof(tl_avro_value));
 		out->u.list.keys = is_map ? tl_arena_alloc(d->arena, total * sizeof(tl_bytes)) : NULL;
+		if (out->u.list.items == NULL || (is_map && out->u.list.keys == NULL)) {
+			out->u.list.n = 0;
+			tl_error_nomem(d->err, "decoding an Avro %s", is_map ? "map" : "array");
+			goto done;
+		}
 		uint64_t at = 0;
 		for (size_t i = 0; i < n_chunks; i++) {
 			memcpy(out->u.list.items + at, chunks[i].items, chunks[i].n * sizeof(tl_avro_value));
@@ -200,7 +213,7 @@ static int decode_list(decoder *d, const tl_avro_schema *s, tl_avro_value *out, 
 	rc = 0;
 done:
 	if (chunks != &one)
-		free(chunks);
+		tl_free(chunks);
 	return rc;
 }
 
@@ -275,6 +288,8 @@ static int decode_value(decoder *d, const tl_avro_schema *s, tl_avro_value *out,
 		if (spend(d, s->n_fields) != 0)
 			return -1;
 		out->u.record.fields = tl_arena_alloc(d->arena, (s->n_fields ? s->n_fields : 1) * sizeof(tl_avro_value));
+		if (out->u.record.fields == NULL)
+			return tl_error_nomem(d->err, "decoding an Avro record");
 		for (uint32_t i = 0; i < s->n_fields; i++)
 			if (decode_value(d, s->fields[i].type, &out->u.record.fields[i], depth + 1) != 0) {
 				tl_error_prefix(d->err, "field %s", s->fields[i].name);
@@ -521,6 +536,36 @@ int tl_avro_get_string(const tl_avro_value *v, tl_bytes *out)
 
 /* ------------------------------------------------------------ builders */
 
+/*
+ * Where the builders put a value when the arena has no room for the record
+ * or list that should hold it. The builders are called in long chains
+ * (tl_avro_record_field(...)->u.i64 = ...) that cannot each check; so a
+ * failed allocation sends the rest of the chain to a sink, harmlessly, and
+ * the writers that build records (manifests, manifest lists) compare
+ * tl_mem_failures() around the build and never append such a record.
+ * There is one sink per schema node, so a sunk container and the sunk
+ * values inside it never share one (Avro schemas here are not recursive).
+ */
+#define SINKS 64
+static struct {
+	const tl_avro_schema *schema;
+	tl_avro_value value;
+} sinks[SINKS];
+
+static tl_avro_value *to_sink(const tl_avro_schema *declared, tl_avro_type type)
+{
+	size_t i = 0;
+	while (i < SINKS && sinks[i].schema != NULL && sinks[i].schema != declared)
+		i++;
+	if (i == SINKS)
+		i = 0; /* more node types than any Iceberg schema has: share the first */
+	sinks[i].schema = declared;
+	tl_avro_value *v = &sinks[i].value;
+	memset(v, 0, sizeof(*v));
+	v->branch = -1;
+	return tl_avro_prepare(v, declared, type);
+}
+
 /* The null branch of a declared type, if it has one, for defaulting fields. */
 static void set_null_if_possible(tl_avro_value *slot, const tl_avro_schema *declared)
 {
@@ -551,6 +596,8 @@ void tl_avro_init_record(tl_arena *arena, tl_avro_value *slot)
 {
 	const tl_avro_schema *s = slot->schema;
 	slot->u.record.fields = tl_arena_alloc(arena, (s->n_fields ? s->n_fields : 1) * sizeof(tl_avro_value));
+	if (slot->u.record.fields == NULL)
+		return; /* its fields go to the sink */
 	for (uint32_t i = 0; i < s->n_fields; i++)
 		set_null_if_possible(&slot->u.record.fields[i], s->fields[i].type);
 }
@@ -558,6 +605,11 @@ void tl_avro_init_record(tl_arena *arena, tl_avro_value *slot)
 tl_avro_value *tl_avro_record_new(tl_arena *arena, const tl_avro_schema *record)
 {
 	tl_avro_value *v = tl_arena_alloc(arena, sizeof(*v));
+	if (v == NULL) {
+		v = to_sink(record, TL_AVRO_RECORD);
+		v->u.record.fields = NULL; /* and so are its fields */
+		return v;
+	}
 	v->schema = record;
 	v->branch = -1;
 	tl_avro_init_record(arena, v);
@@ -569,17 +621,26 @@ tl_avro_value *tl_avro_record_field(tl_avro_value *record, const char *name, tl_
 	int i = tl_avro_schema_field_index(record->schema, name);
 	if (i < 0)
 		return NULL;
-	return tl_avro_prepare(&record->u.record.fields[i], record->schema->fields[i].type, type);
+	const tl_avro_schema *declared = record->schema->fields[i].type;
+	if (record->u.record.fields == NULL)
+		return to_sink(declared, type);
+	return tl_avro_prepare(&record->u.record.fields[i], declared, type);
 }
 
 void tl_avro_init_list(tl_arena *arena, tl_avro_value *slot, uint32_t n)
 {
 	slot->u.list.n = n;
 	slot->u.list.items = tl_arena_alloc(arena, (n ? n : 1) * sizeof(tl_avro_value));
-	memset(slot->u.list.items, 0, (n ? n : 1) * sizeof(tl_avro_value));
 	slot->u.list.keys = NULL;
+	if (slot->u.list.items == NULL)
+		return; /* its items go to the sink */
+	memset(slot->u.list.items, 0, (n ? n : 1) * sizeof(tl_avro_value));
 	if (slot->schema->type == TL_AVRO_MAP) {
 		slot->u.list.keys = tl_arena_alloc(arena, (n ? n : 1) * sizeof(tl_bytes));
+		if (slot->u.list.keys == NULL) {
+			slot->u.list.items = NULL;
+			return;
+		}
 		memset(slot->u.list.keys, 0, (n ? n : 1) * sizeof(tl_bytes));
 	}
 }
@@ -588,5 +649,7 @@ tl_avro_value *tl_avro_item(tl_avro_value *list, uint32_t i, tl_avro_type type)
 {
 	if (i >= list->u.list.n)
 		return NULL;
+	if (list->u.list.items == NULL)
+		return to_sink(list->schema->items, type);
 	return tl_avro_prepare(&list->u.list.items[i], list->schema->items, type);
 }

@@ -1,7 +1,7 @@
 /*
- * buf.c: growable buffers, a non-moving arena, and allocation that aborts
- * on out-of-memory (the library's callers cannot do better than stop, and
- * inside Postgres the extension's allocator replaces these paths).
+ * buf.c: growable buffers and a non-moving arena, on the host's allocator
+ * (env.c). Neither aborts on out-of-memory: a buffer remembers that it
+ * failed (see buf.h for why), an arena returns NULL.
  */
 #include <stdarg.h>
 #include <stdio.h>
@@ -10,81 +10,58 @@
 
 #include "tierlake/buf.h"
 
-static void out_of_memory(size_t n)
-{
-	fprintf(stderr, "tierlake: out of memory allocating %zu bytes\n", n);
-	abort();
-}
-
-void *tl_malloc(size_t n)
-{
-	void *p = malloc(n ? n : 1);
-	if (p == NULL)
-		out_of_memory(n);
-	return p;
-}
-
-void *tl_calloc(size_t count, size_t size)
-{
-	void *p = calloc(count ? count : 1, size ? size : 1);
-	if (p == NULL)
-		out_of_memory(count * size);
-	return p;
-}
-
-void *tl_realloc(void *p, size_t n)
-{
-	void *q = realloc(p, n ? n : 1);
-	if (q == NULL)
-		out_of_memory(n);
-	return q;
-}
-
-char *tl_strdup(const char *s)
-{
-	size_t n = strlen(s) + 1;
-	char *p = tl_malloc(n);
-	memcpy(p, s, n);
-	return p;
-}
-
 void tl_buf_init(tl_buf *b)
 {
 	b->data = NULL;
 	b->len = 0;
 	b->cap = 0;
+	b->failed = false;
 }
 
 void tl_buf_free(tl_buf *b)
 {
-	free(b->data);
+	tl_free(b->data);
 	tl_buf_init(b);
 }
 
-void tl_buf_reserve(tl_buf *b, size_t extra)
+int tl_buf_reserve(tl_buf *b, size_t extra)
 {
+	if (b->failed)
+		return -1;
 	if (b->cap - b->len >= extra)
-		return;
+		return 0;
+	if (extra > SIZE_MAX / 2 - b->len) {
+		b->failed = true;
+		return -1;
+	}
 	size_t need = b->len + extra;
 	size_t cap = b->cap ? b->cap : 64;
 	while (cap < need)
 		cap *= 2;
-	b->data = tl_realloc(b->data, cap);
+	uint8_t *data = tl_realloc(b->data, cap);
+	if (data == NULL) {
+		b->failed = true;
+		return -1;
+	}
+	b->data = data;
 	b->cap = cap;
+	return 0;
 }
 
 void tl_buf_append(tl_buf *b, const void *data, size_t len)
 {
 	if (len == 0)
 		return;
-	tl_buf_reserve(b, len);
+	if (tl_buf_reserve(b, len) < 0)
+		return;
 	memcpy(b->data + b->len, data, len);
 	b->len += len;
 }
 
 void tl_buf_append_byte(tl_buf *b, uint8_t byte)
 {
-	tl_buf_reserve(b, 1);
+	if (tl_buf_reserve(b, 1) < 0)
+		return;
 	b->data[b->len++] = byte;
 }
 
@@ -101,7 +78,8 @@ void tl_buf_printf(tl_buf *b, const char *fmt, ...)
 	va_end(ap);
 	if (n <= 0)
 		return;
-	tl_buf_reserve(b, (size_t)n + 1);
+	if (tl_buf_reserve(b, (size_t)n + 1) < 0)
+		return;
 	va_start(ap, fmt);
 	vsnprintf((char *)b->data + b->len, (size_t)n + 1, fmt, ap);
 	va_end(ap);
@@ -110,7 +88,8 @@ void tl_buf_printf(tl_buf *b, const char *fmt, ...)
 
 void tl_buf_append_uvarint(tl_buf *b, uint64_t v)
 {
-	tl_buf_reserve(b, 10);
+	if (tl_buf_reserve(b, 10) < 0)
+		return;
 	while (v >= 0x80) {
 		b->data[b->len++] = (uint8_t)(v | 0x80);
 		v >>= 7;
@@ -120,7 +99,9 @@ void tl_buf_append_uvarint(tl_buf *b, uint64_t v)
 
 uint8_t *tl_buf_extend(tl_buf *b, size_t n)
 {
-	tl_buf_reserve(b, n);
+	/* At least one byte, so that even n == 0 gives a non-NULL pointer: NULL means failure. */
+	if (tl_buf_reserve(b, n ? n : 1) < 0)
+		return NULL;
 	uint8_t *p = b->data + b->len;
 	b->len += n;
 	return p;
@@ -146,6 +127,8 @@ void *tl_arena_alloc(tl_arena *a, size_t n)
 	if (a->head == NULL || a->head->size - a->head->used < n) {
 		size_t size = n > a->block_size ? n : a->block_size;
 		tl_arena_block *blk = tl_malloc(sizeof(*blk) + size);
+		if (blk == NULL)
+			return NULL;
 		blk->size = size;
 		blk->used = 0;
 		blk->next = a->head;
@@ -161,10 +144,10 @@ tl_bytes tl_arena_copy(tl_arena *a, const void *data, uint32_t len)
 {
 	tl_bytes view;
 	uint8_t *p = tl_arena_alloc(a, len);
-	if (len)
+	if (p != NULL && len)
 		memcpy(p, data, len);
 	view.ptr = p;
-	view.len = len;
+	view.len = p != NULL ? len : 0;
 	return view;
 }
 
@@ -180,7 +163,7 @@ void tl_arena_reset(tl_arena *a)
 		if (next == NULL)
 			keep = blk;
 		else
-			free(blk);
+			tl_free(blk);
 		blk = next;
 	}
 	keep->used = 0;
@@ -194,9 +177,26 @@ void tl_arena_free(tl_arena *a)
 	tl_arena_block *blk = a->head;
 	while (blk) {
 		tl_arena_block *next = blk->next;
-		free(blk);
+		tl_free(blk);
 		blk = next;
 	}
 	a->head = NULL;
 	a->total = 0;
+}
+
+int tl_buf_check(const tl_buf *b, tl_error *err, const char *what)
+{
+	if (!b->failed)
+		return 0;
+	return tl_error_nomem(err, "%s", what);
+}
+
+int tl_error_nomem(tl_error *err, const char *what_fmt, ...)
+{
+	char what[TL_ERROR_MESSAGE_MAX];
+	va_list ap;
+	va_start(ap, what_fmt);
+	vsnprintf(what, sizeof(what), what_fmt, ap);
+	va_end(ap);
+	return tl_error_set(err, TL_ERR_NOMEM, "out of memory %s", what);
 }

@@ -30,7 +30,8 @@ int tl_error_set(tl_error *err, tl_error_code code, const char *fmt, ...)
 
 void tl_error_prefix(tl_error *err, const char *fmt, ...)
 {
-	if (err == NULL)
+	/* "interrupted" is about the host's request, not about the file being read. */
+	if (err == NULL || err->code == TL_ERR_INTERRUPTED)
 		return;
 	char prefix[TL_ERROR_MESSAGE_MAX];
 	char old[TL_ERROR_MESSAGE_MAX];
@@ -62,6 +63,7 @@ const char *tl_error_code_name(tl_error_code code)
 	case TL_ERR_NOMEM: return "out of memory";
 	case TL_ERR_CONFLICT: return "conflict";
 	case TL_ERR_NOT_FOUND: return "not found";
+	case TL_ERR_INTERRUPTED: return "interrupted";
 	}
 	return "unknown error";
 }

@@ -89,6 +89,8 @@ static void append_u64(tl_buf *out, uint64_t v)
 		v /= 10;
 	} while (v);
 	uint8_t *p = tl_buf_extend(out, (size_t)n);
+	if (p == NULL)
+		return; /* out is failed; its owner checks it (buf.h) */
 	while (n)
 		*p++ = (uint8_t)tmp[--n];
 }
@@ -105,6 +107,8 @@ static void append_i64(tl_buf *out, int64_t v)
 static void append_fixed(tl_buf *out, uint64_t v, int width)
 {
 	uint8_t *p = tl_buf_extend(out, (size_t)width);
+	if (p == NULL)
+		return; /* out is failed; its owner checks it (buf.h) */
 	for (int i = width - 1; i >= 0; i--) {
 		p[i] = (uint8_t)('0' + v % 10);
 		v /= 10;
@@ -362,7 +366,9 @@ void tl_render_json_string(const void *bytes, size_t len, tl_buf *out)
 	const uint8_t *s = bytes;
 	size_t i = 0;
 
-	tl_buf_reserve(out, len + 2);
+	/* Appends are sticky on failure (buf.h): the caller checks out once. */
+	if (tl_buf_reserve(out, len + 2) < 0)
+		return;
 	put_byte(out, '"');
 	while (i < len) {
 		size_t run = i;
@@ -413,6 +419,8 @@ static const char base64_alphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmno
 static void append_base64(tl_buf *out, const uint8_t *s, size_t len)
 {
 	uint8_t *p = tl_buf_extend(out, (len + 2) / 3 * 4 + 2);
+	if (p == NULL)
+		return; /* out is failed; its owner checks it (buf.h) */
 	*p++ = '"';
 	size_t i = 0;
 	for (; i + 3 <= len; i += 3) {
@@ -481,6 +489,10 @@ static void append_decimal_bytes(tl_buf *out, const uint8_t *be, size_t len, int
 	size_t nlimbs = (len + 3) / 4;
 	uint32_t stack_limbs[16];
 	uint32_t *limbs = nlimbs <= 16 ? stack_limbs : tl_malloc(nlimbs * sizeof(uint32_t));
+	if (limbs == NULL) {
+		tl_buf_set_failed(out);
+		return;
+	}
 
 	/* limbs[0] is most significant; the first limb takes the odd bytes. */
 	for (size_t i = 0; i < nlimbs; i++)
@@ -500,6 +512,12 @@ static void append_decimal_bytes(tl_buf *out, const uint8_t *be, size_t len, int
 	size_t cap = len * 3 + 10;
 	char stack_digits[128];
 	char *digits = cap <= sizeof(stack_digits) ? stack_digits : tl_malloc(cap);
+	if (digits == NULL) {
+		if (limbs != stack_limbs)
+			tl_free(limbs);
+		tl_buf_set_failed(out);
+		return;
+	}
 	size_t pos = cap; /* digits fill from the right */
 	size_t first = 0;
 	while (first < nlimbs && limbs[first] == 0)
@@ -527,9 +545,9 @@ static void append_decimal_bytes(tl_buf *out, const uint8_t *be, size_t len, int
 	append_scaled(out, digits + pos, cap - pos, negative, scale);
 	put_byte(out, '"');
 	if (digits != stack_digits)
-		free(digits);
+		tl_free(digits);
 	if (limbs != stack_limbs)
-		free(limbs);
+		tl_free(limbs);
 }
 
 /* ---------------------------------------------------------- dates and times */
@@ -608,6 +626,8 @@ static void append_uuid(tl_buf *out, const uint8_t *b)
 {
 	static const char hex[] = "0123456789abcdef";
 	uint8_t *p = tl_buf_extend(out, 38);
+	if (p == NULL)
+		return; /* out is failed; its owner checks it (buf.h) */
 	*p++ = '"';
 	for (int i = 0; i < 16; i++) {
 		if (i == 4 || i == 6 || i == 8 || i == 10)

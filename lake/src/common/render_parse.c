@@ -17,6 +17,7 @@
 #include "tierlake/calendar.h"
 #include "tierlake/render.h"
 #include "common/render_json.h"
+#include "common/json_load.h"
 
 static int base64_value(char c)
 {
@@ -129,7 +130,7 @@ json_t *tl_render_load_json(const char *text, size_t len, tl_error *err)
 	}
 
 	json_error_t jerr;
-	json_t *json = json_loadb(src, srclen, JSON_ALLOW_NUL | JSON_REJECT_DUPLICATES | JSON_DECODE_ANY, &jerr);
+	json_t *json = tl_json_loadb(src, srclen, JSON_ALLOW_NUL | JSON_REJECT_DUPLICATES | JSON_DECODE_ANY, &jerr);
 	tl_buf_free(&quoted);
 	if (json == NULL)
 		tl_error_set(err, TL_ERR_INVALID, "invalid JSON at column %d: %s", jerr.column, jerr.text);
@@ -150,7 +151,7 @@ static void describe(const json_t *json, char *buf, size_t size)
 		snprintf(buf, size, "%.57s...", text);
 	else
 		snprintf(buf, size, "%s", text);
-	free(text);
+	tl_free(text);
 }
 
 static int bad_value(tl_error *err, const json_t *json, const char *expected)
@@ -444,6 +445,8 @@ static int64_t decimal_to_bytes(const tl_buf *digits, bool negative, int32_t wid
 	if (width > 0 && (size_t)width + 1 > room)
 		room = (size_t)width + 1;
 	uint8_t *mag = tl_calloc(room, 1);
+	if (mag == NULL)
+		return -1; /* tl_render_parse_value tells this apart by the failure count */
 	for (size_t i = 0; i < digits->len; i++) {
 		unsigned carry = (unsigned)(digits->data[i] - '0');
 		for (size_t k = room; k-- > 0;) {
@@ -467,14 +470,14 @@ static int64_t decimal_to_bytes(const tl_buf *digits, bool negative, int32_t wid
 	size_t need = room - start;
 	if (width > 0) {
 		if (need > (size_t)width) {
-			free(mag);
+			tl_free(mag);
 			return -1;
 		}
 		start = room - (size_t)width;
 		need = (size_t)width;
 	}
 	*out = tl_arena_copy(arena, mag + start, (uint32_t)need);
-	free(mag);
+	tl_free(mag);
 	return (int64_t)need;
 }
 
@@ -622,6 +625,8 @@ static int parse_binary(const tl_pq_column *col, const json_t *json, tl_arena *a
 	if (len / 4 * 3 > UINT32_MAX)
 		return bad_value(err, json, "a base64 string under 4 GiB");
 	uint8_t *bytes = tl_malloc(len / 4 * 3 + 1);
+	if (bytes == NULL)
+		return tl_error_nomem(err, "decoding base64");
 	int64_t n = decode_base64(json_string_value(json), len, bytes);
 	int rc = 0;
 	if (n < 0)
@@ -632,7 +637,7 @@ static int parse_binary(const tl_pq_column *col, const json_t *json, tl_arena *a
 		rc = bad_value(err, json, expected);
 	} else
 		*out = tl_arena_copy(arena, bytes, (uint32_t)n);
-	free(bytes);
+	tl_free(bytes);
 	return rc;
 }
 
@@ -653,8 +658,29 @@ static int parse_string(const tl_pq_column *col, const json_t *json, tl_arena *a
 	return 0;
 }
 
+static int parse_value_into(const tl_pq_column *col, const json_t *json, tl_vector *vec, int64_t row,
+                            tl_arena *arena, tl_error *err);
+
+/*
+ * The value parsers copy into the arena and a few scratch buffers without a
+ * check at each; one count of failed allocations around them says whether
+ * the value is whole, and the error is then out-of-memory whatever else the
+ * parser concluded.
+ */
 int tl_render_parse_value(const tl_pq_column *col, const json_t *json, tl_vector *vec, int64_t row,
                           tl_arena *arena, tl_error *err)
+{
+	unsigned long failures = tl_mem_failures();
+	int rc = parse_value_into(col, json, vec, row, arena, err);
+	if (tl_mem_failures() != failures) {
+		tl_error_clear(err);
+		return tl_error_nomem(err, "parsing a value of column \"%s\"", col->name);
+	}
+	return rc;
+}
+
+static int parse_value_into(const tl_pq_column *col, const json_t *json, tl_vector *vec, int64_t row,
+                            tl_arena *arena, tl_error *err)
 {
 	if (json_is_null(json)) {
 		if (col->required || vec->valid == NULL)

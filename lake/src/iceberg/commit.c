@@ -52,7 +52,8 @@ static void *arena_dup(tl_arena *a, const void *src, size_t n)
 	if (src == NULL || n == 0)
 		return NULL;
 	void *p = tl_arena_alloc(a, n);
-	memcpy(p, src, n);
+	if (p != NULL)
+		memcpy(p, src, n);
 	return p;
 }
 
@@ -68,18 +69,21 @@ static void copy_bytes_map(tl_arena *a, tl_ice_bytes_map *dst, const tl_ice_byte
 	dst->n = src->n;
 	dst->keys = arena_dup(a, src->keys, sizeof(int32_t) * src->n);
 	dst->values = src->n ? tl_arena_alloc(a, sizeof(tl_bytes) * src->n) : NULL;
-	for (uint32_t i = 0; i < src->n; i++)
+	for (uint32_t i = 0; dst->values != NULL && i < src->n; i++)
 		dst->values[i] = tl_arena_copy(a, src->values[i].ptr, src->values[i].len);
 }
 
-/* A deep copy of f whose every pointer is into the arena. */
+/*
+ * A deep copy of f whose every pointer is into the arena. Out of memory,
+ * some pointers are NULL: the caller compares tl_mem_failures() around it.
+ */
 static void copy_data_file(tl_arena *a, tl_ice_data_file *dst, const tl_ice_data_file *src)
 {
 	*dst = *src;
 	dst->file_path = arena_dup(a, src->file_path, strlen(src->file_path) + 1);
 	dst->file_format = arena_dup(a, src->file_format, strlen(src->file_format) + 1);
 	dst->partition = arena_dup(a, src->partition, sizeof(tl_ice_value) * (size_t)src->npartition);
-	for (int i = 0; i < src->npartition; i++)
+	for (int i = 0; dst->partition != NULL && i < src->npartition; i++)
 		if (src->partition[i].ptr != NULL)
 			dst->partition[i].ptr = arena_dup(a, src->partition[i].ptr, src->partition[i].len);
 	copy_long_map(a, &dst->column_sizes, &src->column_sizes);
@@ -112,6 +116,10 @@ tl_ice_commit *tl_ice_commit_begin(tl_ice_table *t, tl_ice_operation op, tl_erro
 	if (tl_ice_table_commit_dir(t, err) == NULL)
 		return NULL;
 	tl_ice_commit *c = tl_calloc(1, sizeof(*c));
+	if (c == NULL) {
+		tl_error_nomem(err, "starting a commit to table %s", t->location);
+		return NULL;
+	}
 	c->table = t;
 	c->op = op;
 	c->begin_snapshot_id = tl_ice_commit_base_snapshot_id(t->metadata);
@@ -119,19 +127,30 @@ tl_ice_commit *tl_ice_commit_begin(tl_ice_table *t, tl_ice_operation op, tl_erro
 	return c;
 }
 
-void tl_ice_commit_set_summary(tl_ice_commit *c, const char *key, const char *value)
+int tl_ice_commit_set_summary(tl_ice_commit *c, const char *key, const char *value)
 {
+	char *v = tl_strdup(value);
+	if (v == NULL)
+		return -1;
 	for (int i = 0; i < c->nsummary; i++) {
 		if (strcmp(c->summary[i].key, key) == 0) {
-			free(c->summary[i].value);
-			c->summary[i].value = tl_strdup(value);
-			return;
+			tl_free(c->summary[i].value);
+			c->summary[i].value = v;
+			return 0;
 		}
 	}
-	c->summary = tl_realloc(c->summary, sizeof(tl_ice_kv) * (size_t)(c->nsummary + 1));
-	c->summary[c->nsummary].key = tl_strdup(key);
-	c->summary[c->nsummary].value = tl_strdup(value);
+	char *k = tl_strdup(key);
+	tl_ice_kv *summary = k ? tl_realloc(c->summary, sizeof(tl_ice_kv) * (size_t)(c->nsummary + 1)) : NULL;
+	if (summary == NULL) {
+		tl_free(k);
+		tl_free(v);
+		return -1;
+	}
+	c->summary = summary;
+	c->summary[c->nsummary].key = k;
+	c->summary[c->nsummary].value = v;
 	c->nsummary++;
+	return 0;
 }
 
 static int check_added_file(const tl_ice_commit *c, const tl_ice_data_file *f, tl_error *err)
@@ -164,10 +183,18 @@ int tl_ice_commit_add_file(tl_ice_commit *c, const tl_ice_data_file *file, tl_er
 	if (check_added_file(c, file, err) < 0)
 		return -1;
 	if (c->nadded == c->added_cap) {
-		c->added_cap = c->added_cap ? 2 * c->added_cap : 16;
-		c->added = tl_realloc(c->added, sizeof(tl_ice_data_file) * (size_t)c->added_cap);
+		int cap = c->added_cap ? 2 * c->added_cap : 16;
+		tl_ice_data_file *added = tl_realloc(c->added, sizeof(tl_ice_data_file) * (size_t)cap);
+		if (added == NULL)
+			return tl_error_nomem(err, "adding %s to a commit", file->file_path);
+		c->added = added;
+		c->added_cap = cap;
 	}
-	copy_data_file(&c->arena, &c->added[c->nadded++], file);
+	unsigned long failures = tl_mem_failures();
+	copy_data_file(&c->arena, &c->added[c->nadded], file);
+	if (tl_mem_failures() != failures)
+		return tl_error_nomem(err, "adding %s to a commit", file->file_path); /* the arena keeps the bytes */
+	c->nadded++;
 	return 0;
 }
 
@@ -180,10 +207,17 @@ int tl_ice_commit_remove_file(tl_ice_commit *c, const char *file_path, tl_error 
 		return tl_error_set(err, TL_ERR_INVALID, "commit to table %s: a removed file needs a path",
 		                    c->table->location);
 	if (c->nremoved == c->removed_cap) {
-		c->removed_cap = c->removed_cap ? 2 * c->removed_cap : 16;
-		c->removed = tl_realloc(c->removed, sizeof(char *) * (size_t)c->removed_cap);
+		int cap = c->removed_cap ? 2 * c->removed_cap : 16;
+		char **removed = tl_realloc(c->removed, sizeof(char *) * (size_t)cap);
+		if (removed == NULL)
+			return tl_error_nomem(err, "removing %s in a commit", file_path);
+		c->removed = removed;
+		c->removed_cap = cap;
 	}
-	c->removed[c->nremoved++] = tl_strdup(file_path);
+	char *copy = tl_strdup(file_path);
+	if (copy == NULL)
+		return tl_error_nomem(err, "removing %s in a commit", file_path);
+	c->removed[c->nremoved++] = copy;
 	return 0;
 }
 
@@ -192,16 +226,16 @@ void tl_ice_commit_free(tl_ice_commit *c)
 	if (c == NULL)
 		return;
 	tl_arena_free(&c->arena);
-	free(c->added);
+	tl_free(c->added);
 	for (int i = 0; i < c->nremoved; i++)
-		free(c->removed[i]);
-	free(c->removed);
+		tl_free(c->removed[i]);
+	tl_free(c->removed);
 	for (int i = 0; i < c->nsummary; i++) {
-		free(c->summary[i].key);
-		free(c->summary[i].value);
+		tl_free(c->summary[i].key);
+		tl_free(c->summary[i].value);
 	}
-	free(c->summary);
-	free(c);
+	tl_free(c->summary);
+	tl_free(c);
 }
 
 /* ------------------------------------------------------- finishing */
@@ -227,7 +261,7 @@ static void sort_removed(tl_ice_commit *c)
 	int n = 0;
 	for (int i = 0; i < c->nremoved; i++) {
 		if (n > 0 && strcmp(c->removed[n - 1], c->removed[i]) == 0)
-			free(c->removed[i]);
+			tl_free(c->removed[i]);
 		else
 			c->removed[n++] = c->removed[i];
 	}
@@ -281,12 +315,12 @@ static void end_attempt(attempt *a, bool failed)
 	for (int i = 0; i < a->nwritten; i++) {
 		if (failed)
 			(void)tl_storage_remove(a->written[i], NULL);
-		free(a->written[i]);
+		tl_free(a->written[i]);
 	}
-	free(a->written);
-	free(a->manifests);
-	free(a->found);
-	free(a->manifest_list);
+	tl_free(a->written);
+	tl_free(a->manifests);
+	tl_free(a->found);
+	tl_free(a->manifest_list);
 	tl_arena_free(&a->arena);
 }
 
@@ -316,6 +350,10 @@ char *tl_ice_commit_base_location(const tl_ice_table *t)
 	tl_buf_init(&b);
 	tl_ice_table_append_location(t, &b);
 	tl_buf_printf(&b, "/metadata/%s%c", slash ? slash + 1 : t->metadata_file, '\0');
+	if (tl_buf_failed(&b)) {
+		tl_buf_free(&b);
+		return NULL;
+	}
 	return (char *)b.data;
 }
 
@@ -334,15 +372,22 @@ int tl_ice_commit_publish(tl_ice_table *t, const char *metadata_dir, tl_ice_tabl
 	tl_error ignored;
 	tl_error_clear(&ignored);
 	tl_ice_table_write_hint(metadata_dir, version, &ignored);
-	tl_ice_table_install(t, md, version, path);
+	if (tl_ice_table_install(t, md, version, path) < 0) {
+		/* Not reached for a commit (install allocates only when the location moves). */
+		tl_ice_metadata_free(md);
+		tl_free(path);
+		return tl_error_nomem(err, "installing version %lld of table %s", (long long)version, t->location);
+	}
 	return 0;
 }
 
 static int publish(tl_ice_commit *c, attempt *a, const char *metadata_dir, tl_error *err)
 {
 	char *previous = tl_ice_commit_base_location(c->table);
+	if (previous == NULL)
+		return tl_error_nomem(err, "committing to %s", c->table->location);
 	tl_ice_table_metadata *md = tl_ice_commit_new_metadata(a, previous, c->summary, c->nsummary, c->op, err);
-	free(previous);
+	tl_free(previous);
 	if (md == NULL)
 		return -1;
 	return tl_ice_commit_publish(c->table, metadata_dir, md, err);
@@ -350,6 +395,8 @@ static int publish(tl_ice_commit *c, attempt *a, const char *metadata_dir, tl_er
 
 static int run_attempt(tl_ice_commit *c, attempt *a, const char *metadata_dir, tl_error *err)
 {
+	if (c->nremoved > 0 && a->found == NULL)
+		return tl_error_nomem(err, "committing to %s", c->table->location);
 	if (a->parent == NULL && tl_ice_commit_base_snapshot_id(a->base) != TL_ICE_NO_SNAPSHOT)
 		return tl_error_set(err, TL_ERR_CORRUPT, "the main branch names a snapshot the metadata lacks");
 	if (tl_ice_uuid_v4(a->uuid, err) < 0 || tl_ice_commit_load_base(a, err) < 0 ||
@@ -375,6 +422,8 @@ int tl_ice_commit_finish(tl_ice_commit *c, int64_t *snapshot_id, tl_error *err)
 	if (c->snapshot_id == 0 || tl_ice_metadata_snapshot(t->metadata, c->snapshot_id) != NULL)
 		if (new_snapshot_id(t->metadata, &c->snapshot_id, err) < 0)
 			return -1;
+	if (tl_check_interrupt(err) < 0)
+		return -1;
 	c->attempts++;
 	attempt a;
 	start_attempt(c, &a);

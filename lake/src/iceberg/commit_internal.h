@@ -83,10 +83,11 @@ tl_ice_table_metadata *tl_ice_commit_copy_metadata(const tl_ice_table_metadata *
 /*
  * Appends `previous_file` (last updated at base_updated_ms) to md's metadata
  * log, keeping the newest write.metadata.previous-versions-max entries.
+ * Out of memory it leaves md as it was; callers compare tl_mem_failures().
  */
 void tl_ice_commit_log_metadata(tl_ice_table_metadata *md, int64_t base_updated_ms, const char *previous_file);
 
-/* The metadata-log entry for t's current file, under the table location (free()). */
+/* The metadata-log entry for t's current file, under the table location (tl_free); NULL when out of memory. */
 char *tl_ice_commit_base_location(const tl_ice_table *t);
 
 /*

@@ -24,20 +24,25 @@ static const char *arena_str(tl_arena *a, const char *s)
 {
 	size_t n = strlen(s) + 1;
 	char *p = tl_arena_alloc(a, n);
-	memcpy(p, s, n);
+	if (p != NULL)
+		memcpy(p, s, n);
 	return p;
 }
 
-/* A copy of a list entry whose path and partition summaries live in the arena. */
-static void copy_manifest_file(tl_arena *a, tl_ice_manifest_file *dst, const tl_ice_manifest_file *src,
-                               const char *path)
+/* A copy of a list entry whose path and partition summaries live in the arena; -1 when out of memory. */
+static int copy_manifest_file(tl_arena *a, tl_ice_manifest_file *dst, const tl_ice_manifest_file *src,
+                              const char *path, tl_error *err)
 {
 	*dst = *src;
 	dst->manifest_path = arena_str(a, path);
 	dst->partitions = NULL;
+	if (dst->manifest_path == NULL)
+		return tl_error_nomem(err, "listing manifest %s", path);
 	if (src->n_partitions == 0)
-		return;
+		return 0;
 	dst->partitions = tl_arena_alloc(a, sizeof(tl_ice_field_summary) * src->n_partitions);
+	if (dst->partitions == NULL)
+		return tl_error_nomem(err, "listing manifest %s", path);
 	for (uint32_t i = 0; i < src->n_partitions; i++) {
 		tl_ice_field_summary *p = &dst->partitions[i];
 		*p = src->partitions[i];
@@ -45,14 +50,22 @@ static void copy_manifest_file(tl_arena *a, tl_ice_manifest_file *dst, const tl_
 			p->lower_bound = tl_arena_copy(a, p->lower_bound.ptr, p->lower_bound.len);
 		if (p->has_upper_bound)
 			p->upper_bound = tl_arena_copy(a, p->upper_bound.ptr, p->upper_bound.len);
+		if ((p->has_lower_bound && p->lower_bound.ptr == NULL) || (p->has_upper_bound && p->upper_bound.ptr == NULL))
+			return tl_error_nomem(err, "listing manifest %s", path);
 	}
+	return 0;
 }
 
+/* A new zeroed entry at the end of the list; NULL when out of memory. */
 static listed_manifest *add_listed(attempt *a)
 {
 	if (a->nmanifests == a->manifests_cap) {
-		a->manifests_cap = a->manifests_cap ? 2 * a->manifests_cap : 16;
-		a->manifests = tl_realloc(a->manifests, sizeof(listed_manifest) * (size_t)a->manifests_cap);
+		int cap = a->manifests_cap ? 2 * a->manifests_cap : 16;
+		listed_manifest *manifests = tl_realloc(a->manifests, sizeof(listed_manifest) * (size_t)cap);
+		if (manifests == NULL)
+			return NULL;
+		a->manifests = manifests;
+		a->manifests_cap = cap;
 	}
 	listed_manifest *m = &a->manifests[a->nmanifests++];
 	memset(m, 0, sizeof(*m));
@@ -82,16 +95,31 @@ static tl_output *create_metadata_output(attempt *a, const char *name, const cha
 	tl_buf_init(&b);
 	tl_ice_table_append_location(a->table, &b);
 	tl_buf_printf(&b, "/metadata/%s%c", name, '\0');
-	*uri = arena_str(&a->arena, (const char *)b.data);
+	*uri = tl_buf_failed(&b) ? NULL : arena_str(&a->arena, (const char *)b.data);
 	tl_buf_free(&b);
-	tl_output *out = tl_storage_create(*uri, TL_STORAGE_CREATE_EXCLUSIVE, err);
-	if (out == NULL)
-		return NULL;
-	if (a->nwritten == a->written_cap) {
-		a->written_cap = a->written_cap ? 2 * a->written_cap : 8;
-		a->written = tl_realloc(a->written, sizeof(char *) * (size_t)a->written_cap);
+	/* Recorded before the file exists, so a failed attempt removes it; no room, no file. */
+	char *copy = *uri != NULL ? tl_strdup(*uri) : NULL;
+	if (copy != NULL && a->nwritten == a->written_cap) {
+		int cap = a->written_cap ? 2 * a->written_cap : 8;
+		char **written = tl_realloc(a->written, sizeof(char *) * (size_t)cap);
+		if (written == NULL) {
+			tl_free(copy);
+			copy = NULL;
+		} else {
+			a->written = written;
+			a->written_cap = cap;
+		}
 	}
-	a->written[a->nwritten++] = tl_strdup(*uri);
+	if (copy == NULL) {
+		tl_error_nomem(err, "naming %s", name);
+		return NULL;
+	}
+	tl_output *out = tl_storage_create(*uri, TL_STORAGE_CREATE_EXCLUSIVE, err);
+	if (out == NULL) {
+		tl_free(copy);
+		return NULL;
+	}
+	a->written[a->nwritten++] = copy;
 	return out;
 }
 
@@ -109,7 +137,8 @@ static int finish_manifest(attempt *a, tl_ice_manifest_writer *w, tl_output *out
 	tl_ice_manifest_file summary;
 	if (tl_ice_manifest_writer_close(w, &summary, err) < 0 || out->finish(out, err) < 0)
 		return -1;
-	copy_manifest_file(&a->arena, &m->mf, &summary, uri);
+	if (copy_manifest_file(&a->arena, &m->mf, &summary, uri, err) < 0)
+		return -1;
 	m->written_here = true;
 	return 0;
 }
@@ -208,7 +237,12 @@ static int add_carried(void *ctx, const tl_ice_manifest_file *mf, int format_ver
 {
 	attempt *a = ctx;
 	listed_manifest *m = add_listed(a);
-	copy_manifest_file(&a->arena, &m->mf, mf, mf->manifest_path);
+	if (m == NULL)
+		return tl_error_nomem(err, "listing manifest %s", mf->manifest_path);
+	if (copy_manifest_file(&a->arena, &m->mf, mf, mf->manifest_path, err) < 0) {
+		a->nmanifests--;
+		return -1;
+	}
 	return format_version < 2 ? recount(m, err) : 0;
 }
 
@@ -398,10 +432,10 @@ static int write_added_manifest(attempt *a, int content, int at, tl_error *err)
 	}
 	if (rc == 0) {
 		listed_manifest *m = add_listed(a);
-		rc = finish_manifest(a, w, out, uri, m, err);
+		rc = m == NULL ? tl_error_nomem(err, "listing a new manifest") : finish_manifest(a, w, out, uri, m, err);
 		if (rc == 0)
 			move_last_to(a, at);
-		else
+		else if (m != NULL)
 			a->nmanifests--;
 	}
 	tl_ice_manifest_writer_free(w);
@@ -457,8 +491,8 @@ int tl_ice_commit_write_list(attempt *a, tl_error *err)
 		rc = out->finish(out, err);
 	tl_ice_manifest_list_writer_free(w);
 	tl_output_close(out);
-	if (rc == 0)
-		a->manifest_list = tl_strdup(uri);
+	if (rc == 0 && (a->manifest_list = tl_strdup(uri)) == NULL)
+		rc = tl_error_nomem(err, "naming the manifest list");
 	return rc;
 }
 

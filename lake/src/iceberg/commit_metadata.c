@@ -28,18 +28,33 @@ typedef struct kv_list {
 	int n;
 } kv_list;
 
+/*
+ * Out of memory, the list is left as it was: the builders here go on and
+ * tl_ice_commit_new_metadata, which compares tl_mem_failures() around the
+ * whole build, discards what they made.
+ */
 static void kv_set(kv_list *l, const char *key, const char *value)
 {
+	char *v = tl_strdup(value);
+	if (v == NULL)
+		return;
 	for (int i = 0; i < l->n; i++) {
 		if (strcmp(l->items[i].key, key) == 0) {
-			free(l->items[i].value);
-			l->items[i].value = tl_strdup(value);
+			tl_free(l->items[i].value);
+			l->items[i].value = v;
 			return;
 		}
 	}
-	l->items = tl_realloc(l->items, sizeof(tl_ice_kv) * (size_t)(l->n + 1));
-	l->items[l->n].key = tl_strdup(key);
-	l->items[l->n].value = tl_strdup(value);
+	char *k = tl_strdup(key);
+	tl_ice_kv *items = k ? tl_realloc(l->items, sizeof(tl_ice_kv) * (size_t)(l->n + 1)) : NULL;
+	if (items == NULL) {
+		tl_free(k);
+		tl_free(v);
+		return;
+	}
+	l->items = items;
+	l->items[l->n].key = k;
+	l->items[l->n].value = v;
 	l->n++;
 }
 
@@ -59,10 +74,10 @@ static void kv_set_nonzero(kv_list *l, const char *key, int64_t v)
 static void kv_free(kv_list *l)
 {
 	for (int i = 0; i < l->n; i++) {
-		free(l->items[i].key);
-		free(l->items[i].value);
+		tl_free(l->items[i].key);
+		tl_free(l->items[i].value);
 	}
-	free(l->items);
+	tl_free(l->items);
 }
 
 static void add_change_counts(kv_list *l, const change_counts *c)
@@ -159,7 +174,10 @@ tl_ice_table_metadata *tl_ice_commit_copy_metadata(const tl_ice_table_metadata *
 
 static void add_snapshot(tl_ice_table_metadata *md, const attempt *a, const char *operation, kv_list *summary)
 {
-	md->snapshots = tl_realloc(md->snapshots, sizeof(tl_ice_snapshot) * (size_t)(md->nsnapshots + 1));
+	tl_ice_snapshot *snapshots = tl_realloc(md->snapshots, sizeof(tl_ice_snapshot) * (size_t)(md->nsnapshots + 1));
+	if (snapshots == NULL)
+		return; /* the caller sees the failure count */
+	md->snapshots = snapshots;
 	tl_ice_snapshot *s = &md->snapshots[md->nsnapshots++];
 	memset(s, 0, sizeof(*s));
 	s->snapshot_id = a->snapshot_id;
@@ -177,8 +195,11 @@ static void add_snapshot(tl_ice_table_metadata *md, const attempt *a, const char
 
 static void add_logs(tl_ice_table_metadata *md, const attempt *a, const char *previous_file)
 {
-	md->snapshot_log =
+	tl_ice_snapshot_log_entry *log =
 		tl_realloc(md->snapshot_log, sizeof(tl_ice_snapshot_log_entry) * (size_t)(md->nsnapshot_log + 1));
+	if (log == NULL)
+		return; /* the caller sees the failure count */
+	md->snapshot_log = log;
 	md->snapshot_log[md->nsnapshot_log].timestamp_ms = a->timestamp_ms;
 	md->snapshot_log[md->nsnapshot_log].snapshot_id = a->snapshot_id;
 	md->nsnapshot_log++;
@@ -187,10 +208,17 @@ static void add_logs(tl_ice_table_metadata *md, const attempt *a, const char *pr
 
 void tl_ice_commit_log_metadata(tl_ice_table_metadata *md, int64_t base_updated_ms, const char *previous_file)
 {
-	md->metadata_log =
-		tl_realloc(md->metadata_log, sizeof(tl_ice_metadata_log_entry) * (size_t)(md->nmetadata_log + 1));
+	char *file = tl_strdup(previous_file);
+	tl_ice_metadata_log_entry *log =
+		file ? tl_realloc(md->metadata_log, sizeof(tl_ice_metadata_log_entry) * (size_t)(md->nmetadata_log + 1))
+		     : NULL;
+	if (log == NULL) {
+		tl_free(file); /* the caller sees the failure count */
+		return;
+	}
+	md->metadata_log = log;
 	md->metadata_log[md->nmetadata_log].timestamp_ms = base_updated_ms;
-	md->metadata_log[md->nmetadata_log].metadata_file = tl_strdup(previous_file);
+	md->metadata_log[md->nmetadata_log].metadata_file = file;
 	md->nmetadata_log++;
 
 	/* Java keeps only the newest write.metadata.previous-versions-max entries. */
@@ -201,7 +229,7 @@ void tl_ice_commit_log_metadata(tl_ice_table_metadata *md, int64_t base_updated_
 	if (md->nmetadata_log > keep) {
 		int drop = md->nmetadata_log - (int)keep;
 		for (int i = 0; i < drop; i++)
-			free(md->metadata_log[i].metadata_file);
+			tl_free(md->metadata_log[i].metadata_file);
 		memmove(md->metadata_log, md->metadata_log + drop, sizeof(tl_ice_metadata_log_entry) * (size_t)keep);
 		md->nmetadata_log = (int)keep;
 	}
@@ -216,9 +244,15 @@ static void point_main_at(tl_ice_table_metadata *md, int64_t snapshot_id)
 			return;
 		}
 	}
-	md->refs = tl_realloc(md->refs, sizeof(tl_ice_ref) * (size_t)(md->nrefs + 1));
+	char *name = tl_strdup("main");
+	tl_ice_ref *refs = name ? tl_realloc(md->refs, sizeof(tl_ice_ref) * (size_t)(md->nrefs + 1)) : NULL;
+	if (refs == NULL) {
+		tl_free(name); /* the caller sees the failure count */
+		return;
+	}
+	md->refs = refs;
 	tl_ice_ref *r = &md->refs[md->nrefs++];
-	r->name = tl_strdup("main");
+	r->name = name;
 	r->snapshot_id = snapshot_id;
 	r->is_branch = true;
 	r->max_ref_age_ms = -1;
@@ -230,6 +264,8 @@ tl_ice_table_metadata *tl_ice_commit_new_metadata(const attempt *a, const char *
                                                   const tl_ice_kv *extra, int nextra, tl_ice_operation op,
                                                   tl_error *err)
 {
+	/* The helpers below cannot each report failure; one count around them does. */
+	unsigned long failures = tl_mem_failures();
 	kv_list summary = {NULL, 0};
 	add_change_counts(&summary, &a->change);
 	if (add_totals(a, &summary, err) < 0) {
@@ -251,5 +287,11 @@ tl_ice_table_metadata *tl_ice_commit_new_metadata(const attempt *a, const char *
 	md->current_snapshot_id = a->snapshot_id;
 	md->last_sequence_number = a->sequence_number;
 	md->last_updated_ms = a->timestamp_ms;
+	kv_free(&summary); /* left over only when add_snapshot could not take it */
+	if (tl_mem_failures() != failures) {
+		tl_ice_metadata_free(md);
+		tl_error_nomem(err, "building the new table metadata");
+		return NULL;
+	}
 	return md;
 }

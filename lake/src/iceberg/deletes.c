@@ -46,7 +46,9 @@ static int scan_delete_file(const tl_ice_delete_file *df, const tl_ice_field *co
 		return -1;
 	}
 	tl_pq_batch *batch = tl_pq_reader_batch_new(pq, ICE_DELETE_BATCH_ROWS);
-	for (;;) {
+	if (batch == NULL)
+		tl_error_nomem(err, "reading a delete file");
+	for (; batch != NULL;) {
 		int64_t n = tl_pq_reader_next(pq, batch, err);
 		if (n < 0)
 			break;
@@ -121,7 +123,7 @@ int ice_positions_load(const char *data_path, const tl_ice_delete_file *const *d
 		if (deletes[i]->file.content != TL_ICE_CONTENT_POSITION_DELETES)
 			continue;
 		if (scan_delete_file(deletes[i], fields, 2, collect_positions, &list, err) < 0) {
-			free(list.items);
+			tl_free(list.items);
 			return -1;
 		}
 	}
@@ -179,7 +181,7 @@ static size_t find_slot(const ice_eq_set *set, const uint8_t *key, size_t len, u
 
 static void grow_slots(ice_eq_set *set)
 {
-	free(set->slots);
+	tl_free(set->slots);
 	set->nslots = set->nslots ? set->nslots * 2 : 64;
 	set->slots = tl_calloc(set->nslots, sizeof(uint32_t));
 	size_t mask = set->nslots - 1;
@@ -235,6 +237,8 @@ static int collect_keys(void *ctx, const ice_file_projection *fp, const tl_pq_ba
 				return -1;
 			ice_value_key(&fp->columns[c].out, &v, &load->key);
 		}
+		if (tl_buf_check(&load->key, err, "loading equality deletes") < 0)
+			return -1;
 		if (eq_set_insert(load->set, load->key.data, load->key.len, err) < 0)
 			return -1;
 	}
@@ -272,7 +276,7 @@ ice_eq_set *ice_eq_set_load(const tl_ice_schema *schema, const tl_ice_delete_fil
 	}
 	const tl_ice_field **fields = tl_malloc(sizeof(*fields) * f->n_equality_ids);
 	if (equality_fields(schema, df, fields, err) < 0) {
-		free(fields);
+		tl_free(fields);
 		return NULL;
 	}
 	ice_eq_set *set = tl_calloc(1, sizeof(*set));
@@ -285,7 +289,7 @@ ice_eq_set *ice_eq_set_load(const tl_ice_schema *schema, const tl_ice_delete_fil
 	tl_buf_init(&load.key);
 	int rc = scan_delete_file(df, fields, set->nids, collect_keys, &load, err);
 	tl_buf_free(&load.key);
-	free(fields);
+	tl_free(fields);
 	if (rc < 0) {
 		ice_eq_set_free(set);
 		return NULL;
@@ -302,10 +306,10 @@ void ice_eq_set_free(ice_eq_set *set)
 {
 	if (set == NULL)
 		return;
-	free(set->path);
-	free(set->ids);
+	tl_free(set->path);
+	tl_free(set->ids);
 	tl_buf_free(&set->keys);
-	free(set->entries);
-	free(set->slots);
-	free(set);
+	tl_free(set->entries);
+	tl_free(set->slots);
+	tl_free(set);
 }

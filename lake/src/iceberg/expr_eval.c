@@ -484,7 +484,7 @@ static bool partition_predicate(const eval_ctx *c, const tl_ice_field *field, co
 				summary_range(&pr.type, &c->summaries[i], &r);
 			keep = projection_may_match(&pr, &r);
 		}
-		free(pr.values);
+		tl_free(pr.values);
 		if (!keep)
 			return false;
 	}

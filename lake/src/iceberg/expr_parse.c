@@ -520,7 +520,7 @@ int tl_ice_expr_parse(const tl_ice_schema *schema, const char *text, tl_arena *a
 		e = NULL;
 	}
 	tl_arena_free(&p.scratch);
-	free(p.list);
+	tl_free(p.list);
 	if (e == NULL)
 		return -1;
 	*out = e;

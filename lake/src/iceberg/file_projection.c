@@ -197,18 +197,22 @@ static void int_to_be(tl_int128 x, uint8_t *dst, int width)
 	}
 }
 
-/* c's constant: bytes copied into storage c owns. */
-static void set_constant_bytes(ice_fp_column *c, const uint8_t *bytes, size_t len)
+/* c's constant: bytes copied into storage c owns; false when out of memory. */
+static bool set_constant_bytes(ice_fp_column *c, const uint8_t *bytes, size_t len)
 {
 	c->constant_bytes = tl_malloc(len + 1);
+	if (c->constant_bytes == NULL)
+		return false;
 	if (len > 0)
 		memcpy(c->constant_bytes, bytes, len);
 	c->constant.bytes.ptr = c->constant_bytes;
 	c->constant.bytes.len = (uint32_t)len;
+	return true;
 }
 
 /* c's constant: v, a value of c's field, in the table's Parquet form (the inverse of to_ice_value). */
-static void set_constant(ice_fp_column *c, const tl_ice_value *v)
+/* False when out of memory. */
+static bool set_constant(ice_fp_column *c, const tl_ice_value *v)
 {
 	ice_value *k = &c->constant;
 	memset(k, 0, sizeof(*k));
@@ -230,7 +234,7 @@ static void set_constant(ice_fp_column *c, const tl_ice_value *v)
 		if (c->out.physical == TL_PQ_FIXED_LEN_BYTE_ARRAY) {
 			uint8_t be[16];
 			int_to_be(v->v.dec, be, c->out.type_length);
-			set_constant_bytes(c, be, (size_t)c->out.type_length);
+			return set_constant_bytes(c, be, (size_t)c->out.type_length);
 		} else {
 			k->i = (int64_t)v->v.dec; /* the precision keeps it within the storage */
 		}
@@ -239,12 +243,12 @@ static void set_constant(ice_fp_column *c, const tl_ice_value *v)
 	case TL_ICE_BINARY:
 	case TL_ICE_FIXED:
 	case TL_ICE_UUID:
-		set_constant_bytes(c, v->ptr, v->len);
-		break;
+		return set_constant_bytes(c, v->ptr, v->len);
 	default:
 		k->i = v->v.i64; /* LONG, TIME, TIMESTAMP, TIMESTAMPTZ */
 		break;
 	}
+	return true;
 }
 
 /*
@@ -261,9 +265,11 @@ static int plan_initial_default(ice_fp_column *c, tl_error *err)
 	int rc = tl_ice_value_from_json(&f->type, f->initial_default, &arena, &v, err);
 	if (rc == 0) {
 		c->conv = ICE_CONV_CONSTANT;
-		set_constant(c, &v);
+		if (!set_constant(c, &v))
+			rc = tl_error_nomem(err, "for the initial-default of field \"%s\"", f->name);
 	} else if (err != NULL) {
-		err->code = TL_ERR_CORRUPT; /* the table's metadata, not the caller, is wrong */
+		if (err->code != TL_ERR_NOMEM)
+			err->code = TL_ERR_CORRUPT; /* the table's metadata, not the caller, is wrong */
 		tl_error_prefix(err, "the initial-default of field \"%s\" (id %d)", f->name, (int)f->id);
 	}
 	tl_arena_free(&arena);
@@ -322,6 +328,11 @@ int ice_fp_init(ice_file_projection *fp, tl_pq_reader *pq, const tl_ice_field *c
 	fp->ncolumns = nfields;
 	fp->columns = tl_calloc((size_t)(nfields ? nfields : 1), sizeof(ice_fp_column));
 	fp->projection = tl_malloc(sizeof(int) * (size_t)(nfields ? nfields : 1));
+	if (fp->columns == NULL || fp->projection == NULL) {
+		fp->ncolumns = 0;
+		tl_error_nomem(err, "projecting a file's columns");
+		goto fail;
+	}
 	for (int i = 0; i < nfields; i++) {
 		int s = -1;
 		if (plan_column(&fp->columns[i], fields[i], file, by_name, &s, err) < 0)
@@ -351,9 +362,9 @@ int ice_fp_project(const ice_file_projection *fp, tl_pq_reader *pq, tl_error *er
 void ice_fp_free(ice_file_projection *fp)
 {
 	for (int i = 0; fp->columns != NULL && i < fp->ncolumns; i++)
-		free(fp->columns[i].constant_bytes);
-	free(fp->columns);
-	free(fp->projection);
+		tl_free(fp->columns[i].constant_bytes);
+	tl_free(fp->columns);
+	tl_free(fp->projection);
 	memset(fp, 0, sizeof(*fp));
 }
 
@@ -488,7 +499,7 @@ int ice_fp_read(const ice_fp_column *c, const tl_pq_batch *src, int64_t row, ice
 	return tl_error_set(err, TL_ERR_INVALID, "field \"%s\": no conversion chosen", c->field->name);
 }
 
-void ice_value_store(const tl_pq_column *col, const ice_value *v, tl_vector *dst, int64_t row, tl_arena *arena)
+bool ice_value_store(const tl_pq_column *col, const ice_value *v, tl_vector *dst, int64_t row, tl_arena *arena)
 {
 	if (dst->valid != NULL)
 		dst->valid[row] = v->null ? 0 : 1;
@@ -514,17 +525,22 @@ void ice_value_store(const tl_pq_column *col, const ice_value *v, tl_vector *dst
 	case TL_PQ_FIXED_LEN_BYTE_ARRAY:
 		if (null)
 			dst->v.bytes[row] = (tl_bytes){NULL, 0};
-		else if (v->bytes.ptr == v->scratch)
+		else if (v->bytes.ptr == v->scratch) {
 			dst->v.bytes[row] = tl_arena_copy(arena, v->scratch, v->bytes.len);
-		else
+			if (dst->v.bytes[row].ptr == NULL)
+				return false;
+		} else
 			dst->v.bytes[row] = v->bytes;
 		break;
 	}
+	return true;
 }
 
 static void append_le(tl_buf *key, uint64_t x, int nbytes)
 {
 	uint8_t *p = tl_buf_extend(key, (size_t)nbytes);
+	if (p == NULL)
+		return; /* key is failed; the caller checks it */
 	for (int k = 0; k < nbytes; k++)
 		p[k] = (uint8_t)(x >> (8 * k));
 }
@@ -607,6 +623,8 @@ static int map_stats_columns(const tl_pq_reader *pq, const tl_ice_schema *schema
                              stats_column *out)
 {
 	const tl_ice_field **fields = tl_malloc(sizeof(*fields) * (size_t)(schema->nfields ? schema->nfields : 1));
+	if (fields == NULL)
+		return 0; /* no statistics to prune by: every row group is read */
 	int nfields = 0, n = 0;
 	collect_filter_fields(filter, schema, fields, &nfields);
 	const tl_pq_schema *file = tl_pq_reader_schema(pq);
@@ -624,7 +642,7 @@ static int map_stats_columns(const tl_pq_reader *pq, const tl_ice_schema *schema
 		sc->file_column = s;
 		n++;
 	}
-	free(fields);
+	tl_free(fields);
 	return n;
 }
 
@@ -707,11 +725,15 @@ static bool stat_to_bound(const stats_column *sc, union tl_pq_stat_value stat, t
 	if (ok)
 		*bound = tl_arena_copy(arena, out.data, (uint32_t)out.len);
 	tl_buf_free(&out);
-	return ok;
+	return ok && bound->ptr != NULL;
 }
 
-/* Row group g's statistics as a data file's metrics, allocated in arena. */
-static void row_group_metrics(const tl_pq_reader *pq, int g, const stats_column *cols, int n, tl_arena *arena,
+/*
+ * Row group g's statistics as a data file's metrics, allocated in arena.
+ * False when out of memory: pruning is an optimisation, so the caller then
+ * reads the row group.
+ */
+static bool row_group_metrics(const tl_pq_reader *pq, int g, const stats_column *cols, int n, tl_arena *arena,
                               tl_ice_data_file *df)
 {
 	memset(df, 0, sizeof(*df));
@@ -727,6 +749,9 @@ static void row_group_metrics(const tl_pq_reader *pq, int g, const stats_column 
 		bounds[m]->keys = tl_arena_alloc(arena, count * sizeof(int32_t));
 		bounds[m]->values = tl_arena_alloc(arena, count * sizeof(tl_bytes));
 	}
+	for (int m = 0; m < 2; m++)
+		if (maps[m]->keys == NULL || maps[m]->values == NULL || bounds[m]->keys == NULL || bounds[m]->values == NULL)
+			return false;
 	for (int i = 0; i < n; i++) {
 		const tl_pq_chunk_info *chunk = tl_pq_reader_chunk(pq, g, cols[i].file_column);
 		int32_t id = cols[i].col.field->id;
@@ -747,6 +772,7 @@ static void row_group_metrics(const tl_pq_reader *pq, int g, const stats_column 
 			df->upper_bounds.values[df->upper_bounds.n++] = hi;
 		}
 	}
+	return true;
 }
 
 int ice_row_groups_to_read(const tl_pq_reader *pq, const tl_ice_schema *schema, const tl_ice_expr *filter,
@@ -758,6 +784,8 @@ int ice_row_groups_to_read(const tl_pq_reader *pq, const tl_ice_schema *schema, 
 	if (filter == NULL)
 		return 0;
 	stats_column *cols = tl_malloc(sizeof(*cols) * (size_t)(schema->nfields ? schema->nfields : 1));
+	if (cols == NULL)
+		return 0; /* read every row group: pruning is an optimisation */
 	int n = map_stats_columns(pq, schema, filter, cols);
 	int skipped = 0;
 	tl_arena arena;
@@ -767,14 +795,15 @@ int ice_row_groups_to_read(const tl_pq_reader *pq, const tl_ice_schema *schema, 
 			continue;
 		tl_ice_data_file df;
 		tl_arena_reset(&arena);
-		row_group_metrics(pq, g, cols, n, &arena, &df);
+		if (!row_group_metrics(pq, g, cols, n, &arena, &df))
+			continue;
 		if (!tl_ice_expr_may_match_metrics(filter, schema, &df)) {
 			keep[g] = false;
 			skipped++;
 		}
 	}
 	tl_arena_free(&arena);
-	free(cols);
+	tl_free(cols);
 	return skipped;
 }
 

@@ -17,6 +17,7 @@
 #include "tierlake/iceberg_manifest.h"
 #include "iceberg/manifest_internal.h"
 #include "iceberg/schema_json.h"
+#include "common/json_load.h"
 
 /* ------------------------------------------------------------- shared */
 
@@ -70,6 +71,10 @@ const char *tl_ice_manifest_get_string(const tl_avro_value *rec, int32_t id, con
 		return NULL;
 	}
 	char *s = tl_arena_alloc(arena, (size_t)b.len + 1);
+	if (s == NULL) {
+		tl_error_nomem(err, "reading string %s", name);
+		return NULL;
+	}
 	memcpy(s, b.ptr, b.len);
 	s[b.len] = '\0';
 	return s;
@@ -80,8 +85,10 @@ void tl_ice_manifest_json_string(tl_buf *out, const char *s)
 {
 	json_t *j = json_string(s);
 	char *text = j ? json_dumps(j, JSON_ENCODE_ANY) : NULL;
+	if (text == NULL)
+		tl_buf_set_failed(out); /* out of memory: the caller checks out */
 	tl_buf_append_str(out, text ? text : "\"\"");
-	free(text);
+	tl_free(text);
 	json_decref(j);
 }
 
@@ -274,6 +281,8 @@ static int ice_to_avro(tl_arena *arena, const tl_ice_type *t, const tl_ice_value
 				                    name, t->precision);
 			int n = decimal_size(t->precision);
 			uint8_t *p = tl_arena_alloc(arena, (size_t)n);
+			if (p == NULL)
+				return tl_error_nomem(err, "reading partition field %s", name);
 			__extension__ unsigned __int128 u = (unsigned __int128)in->v.dec;
 			for (int i = n - 1; i >= 0; i--, u >>= 8)
 				p[i] = (uint8_t)u;
@@ -359,7 +368,7 @@ static json_t *meta_json(tl_avro_reader *avro, const char *key, tl_error *err)
 	if (b == NULL)
 		return NULL;
 	json_error_t jerr;
-	json_t *j = json_loadb((const char *)b->ptr, b->len, JSON_REJECT_DUPLICATES, &jerr);
+	json_t *j = tl_json_loadb((const char *)b->ptr, b->len, JSON_REJECT_DUPLICATES, &jerr);
 	if (j == NULL)
 		tl_error_set(err, TL_ERR_CORRUPT, "manifest metadata %s is not JSON: %s", key, jerr.text);
 	return j;
@@ -426,6 +435,10 @@ static int read_header(tl_ice_manifest_reader *r, tl_error *err)
 tl_ice_manifest_reader *tl_ice_manifest_reader_open(tl_input *in, tl_error *err)
 {
 	tl_ice_manifest_reader *r = tl_calloc(1, sizeof(*r));
+	if (r == NULL) {
+		tl_error_nomem(err, "opening manifest %s", in->name);
+		return NULL;
+	}
 	tl_arena_init(&r->arena, 4096);
 	r->avro = tl_avro_reader_open(in, err);
 	if (r->avro == NULL || read_header(r, err) < 0) {
@@ -445,7 +458,7 @@ void tl_ice_manifest_reader_free(tl_ice_manifest_reader *r)
 		tl_ice_schema_free(&r->schema);
 	tl_ice_partition_spec_free(&r->spec);
 	tl_ice_type_free(&r->ptype);
-	free(r);
+	tl_free(r);
 }
 
 int tl_ice_manifest_reader_format_version(const tl_ice_manifest_reader *r) { return r->format_version; }
@@ -492,6 +505,8 @@ static int read_map(tl_arena *arena, const tl_avro_value *rec, int32_t id, const
 	int32_t *keys = tl_arena_alloc(arena, sizeof(int32_t) * n);
 	int64_t *lv = kind == 'l' ? tl_arena_alloc(arena, sizeof(int64_t) * n) : NULL;
 	tl_bytes *bv = kind == 'b' ? tl_arena_alloc(arena, sizeof(tl_bytes) * n) : NULL;
+	if (keys == NULL || (kind == 'l' && lv == NULL) || (kind == 'b' && bv == NULL))
+		return tl_error_nomem(err, "reading map %s", name);
 	for (uint32_t i = 0; i < n; i++) {
 		const tl_avro_value *k = tl_avro_record_get(&items[i], "key");
 		const tl_avro_value *val = tl_avro_record_get(&items[i], "value");
@@ -536,6 +551,8 @@ static int read_data_file(tl_ice_manifest_reader *r, const tl_avro_value *df, tl
 		return tl_error_set(err, TL_ERR_CORRUPT, "data file %s has no partition record", f->file_path);
 	f->npartition = r->ptype.nfields;
 	f->partition = f->npartition ? tl_arena_alloc(a, sizeof(tl_ice_value) * (size_t)f->npartition) : NULL;
+	if (f->npartition && f->partition == NULL)
+		return tl_error_nomem(err, "reading data file %s", f->file_path);
 	for (int i = 0; i < f->npartition; i++) {
 		const tl_ice_field *pf = &r->ptype.fields[i];
 		const tl_avro_value *pv = tl_avro_record_get_by_id(part, pf->id);
@@ -559,6 +576,8 @@ static int read_data_file(tl_ice_manifest_reader *r, const tl_avro_value *df, tl
 		return -1;
 	if (n > 0) {
 		f->split_offsets = tl_arena_alloc(a, sizeof(int64_t) * n);
+		if (f->split_offsets == NULL)
+			return tl_error_nomem(err, "reading data file %s", f->file_path);
 		for (uint32_t i = 0; i < n; i++)
 			if (tl_avro_get_long(&items[i], &f->split_offsets[i]) < 0)
 				return tl_error_set(err, TL_ERR_CORRUPT, "split_offsets item %u is not a long", i);
@@ -568,6 +587,8 @@ static int read_data_file(tl_ice_manifest_reader *r, const tl_avro_value *df, tl
 		return -1;
 	if (n > 0) {
 		f->equality_ids = tl_arena_alloc(a, sizeof(int32_t) * n);
+		if (f->equality_ids == NULL)
+			return tl_error_nomem(err, "reading data file %s", f->file_path);
 		for (uint32_t i = 0; i < n; i++)
 			if (tl_avro_get_int(&items[i], &f->equality_ids[i]) < 0)
 				return tl_error_set(err, TL_ERR_CORRUPT, "equality_ids item %u is not an int", i);
@@ -694,10 +715,10 @@ void tl_ice_manifest_writer_free(tl_ice_manifest_writer *w)
 	tl_arena_free(&w->arena);
 	tl_arena_free(&w->keep);
 	tl_ice_type_free(&w->ptype);
-	free(w->lower);
-	free(w->upper);
-	free(w->parts);
-	free(w);
+	tl_free(w->lower);
+	tl_free(w->upper);
+	tl_free(w->parts);
+	tl_free(w);
 }
 
 static char *json_text(json_t *j)
@@ -716,6 +737,10 @@ tl_ice_manifest_writer *tl_ice_manifest_writer_open(tl_output *out, const tl_ice
 		return NULL;
 	}
 	tl_ice_manifest_writer *w = tl_calloc(1, sizeof(*w));
+	if (w == NULL) {
+		tl_error_nomem(err, "opening a manifest writer");
+		return NULL;
+	}
 	w->out = out;
 	w->start = out->offset;
 	w->content = content;
@@ -733,12 +758,18 @@ tl_ice_manifest_writer *tl_ice_manifest_writer_open(tl_output *out, const tl_ice
 	w->lower = tl_calloc((size_t)np + 1, sizeof(tl_ice_value));
 	w->upper = tl_calloc((size_t)np + 1, sizeof(tl_ice_value));
 	w->parts = tl_calloc((size_t)np + 1, sizeof(tl_ice_field_summary));
+	if (w->lower == NULL || w->upper == NULL || w->parts == NULL) {
+		tl_error_nomem(err, "opening a manifest writer");
+		goto fail;
+	}
 	for (int i = 0; i < np; i++)
 		w->lower[i].is_null = w->upper[i].is_null = true;
 
 	tl_buf s;
 	tl_buf_init(&s);
 	int rc = entry_schema_json(&w->ptype, &s, err);
+	if (rc == 0)
+		rc = tl_buf_check(&s, err, "writing a manifest's schema");
 	if (rc == 0)
 		w->avro_schema = tl_avro_schema_parse((const char *)s.data, s.len, err);
 	tl_buf_free(&s);
@@ -766,8 +797,8 @@ tl_ice_manifest_writer *tl_ice_manifest_writer_open(tl_output *out, const tl_ice
 	} else {
 		w->avro = tl_avro_writer_open(out, w->avro_schema, TL_AVRO_CODEC_DEFLATE, meta, 6, err);
 	}
-	free(schema_json);
-	free(spec_json);
+	tl_free(schema_json);
+	tl_free(spec_json);
 	if (w->avro == NULL)
 		goto fail;
 	return w;
@@ -809,16 +840,22 @@ static void put_bytes_map(tl_arena *a, tl_avro_value *rec, const char *name, con
 	}
 }
 
-static void copy_value(tl_arena *keep, tl_ice_value *dst, const tl_ice_value *src)
+/* False when out of memory (dst unchanged). */
+static bool copy_value(tl_arena *keep, tl_ice_value *dst, const tl_ice_value *src)
 {
-	*dst = *src;
+	tl_ice_value copy = *src;
 	if (src->ptr != NULL && src->len > 0 && src->len <= UINT32_MAX) {
 		tl_bytes b = tl_arena_copy(keep, src->ptr, (uint32_t)src->len);
-		dst->ptr = b.ptr;
+		if (b.ptr == NULL)
+			return false;
+		copy.ptr = b.ptr;
 	}
+	*dst = copy;
+	return true;
 }
 
-static void summarize(tl_ice_manifest_writer *w, const tl_ice_data_file *f)
+/* -1 when out of memory (the bounds may then miss this file: the manifest is not finished). */
+static int summarize(tl_ice_manifest_writer *w, const tl_ice_data_file *f, tl_error *err)
 {
 	for (int i = 0; i < w->ptype.nfields; i++) {
 		const tl_ice_type *t = &w->ptype.fields[i].type;
@@ -831,11 +868,12 @@ static void summarize(tl_ice_manifest_writer *w, const tl_ice_data_file *f)
 			w->parts[i].contains_nan = true;
 			continue;
 		}
-		if (w->lower[i].is_null || ice_compare(t, v, &w->lower[i]) < 0)
-			copy_value(&w->keep, &w->lower[i], v);
-		if (w->upper[i].is_null || ice_compare(t, v, &w->upper[i]) > 0)
-			copy_value(&w->keep, &w->upper[i], v);
+		if ((w->lower[i].is_null || ice_compare(t, v, &w->lower[i]) < 0) && !copy_value(&w->keep, &w->lower[i], v))
+			return tl_error_nomem(err, "summarizing partition values");
+		if ((w->upper[i].is_null || ice_compare(t, v, &w->upper[i]) > 0) && !copy_value(&w->keep, &w->upper[i], v))
+			return tl_error_nomem(err, "summarizing partition values");
 	}
+	return 0;
 }
 
 int tl_ice_manifest_writer_add(tl_ice_manifest_writer *w, const tl_ice_manifest_entry *e, tl_error *err)
@@ -853,6 +891,10 @@ int tl_ice_manifest_writer_add(tl_ice_manifest_writer *w, const tl_ice_manifest_
 		return tl_error_set(err, TL_ERR_INVALID, "data file %s: content %d does not belong in this manifest",
 		                    f->file_path, f->content);
 
+	if (tl_check_interrupt(err) < 0)
+		return -1;
+	/* Building the record cannot fail part-way (value.c's sink); one count says whether it did. */
+	unsigned long failures = tl_mem_failures();
 	tl_arena *a = &w->arena;
 	tl_arena_reset(a);
 	tl_avro_value *rec = tl_avro_record_new(a, w->avro_schema);
@@ -906,6 +948,8 @@ int tl_ice_manifest_writer_add(tl_ice_manifest_writer *w, const tl_ice_manifest_
 	if (f->has_sort_order_id)
 		tl_avro_record_field(df, "sort_order_id", TL_AVRO_INT)->u.i32 = f->sort_order_id;
 
+	if (tl_mem_failures() != failures)
+		return tl_error_nomem(err, "writing the manifest entry of %s", f->file_path);
 	if (tl_avro_writer_append(w->avro, rec, err) < 0)
 		return -1;
 
@@ -928,8 +972,7 @@ int tl_ice_manifest_writer_add(tl_ice_manifest_writer *w, const tl_ice_manifest_
 		s->min_sequence_number = e->sequence_number;
 		w->have_min_seq = true;
 	}
-	summarize(w, f);
-	return 0;
+	return summarize(w, f, err);
 }
 
 int tl_ice_manifest_writer_close(tl_ice_manifest_writer *w, tl_ice_manifest_file *out, tl_error *err)
@@ -963,8 +1006,10 @@ int tl_ice_manifest_writer_close(tl_ice_manifest_writer *w, tl_ice_manifest_file
 				return -1;
 			}
 			tl_bytes copy = {(const uint8_t *)"", 0};
-			if (b.len > 0)
-				copy = tl_arena_copy(&w->keep, b.data, (uint32_t)b.len);
+			if (b.len > 0 && (copy = tl_arena_copy(&w->keep, b.data, (uint32_t)b.len)).ptr == NULL) {
+				tl_buf_free(&b);
+				return tl_error_nomem(err, "summarizing partition values");
+			}
 			if (k) {
 				p->has_upper_bound = true;
 				p->upper_bound = copy;

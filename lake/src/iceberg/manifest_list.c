@@ -25,6 +25,10 @@ struct tl_ice_manifest_list_reader {
 tl_ice_manifest_list_reader *tl_ice_manifest_list_reader_open(tl_input *in, tl_error *err)
 {
 	tl_ice_manifest_list_reader *r = tl_calloc(1, sizeof(*r));
+	if (r == NULL) {
+		tl_error_nomem(err, "opening manifest list %s", in->name);
+		return NULL;
+	}
 	tl_arena_init(&r->arena, 4096);
 	r->format_version = 1;
 	r->avro = tl_avro_reader_open(in, err);
@@ -52,7 +56,7 @@ void tl_ice_manifest_list_reader_free(tl_ice_manifest_list_reader *r)
 		return;
 	tl_avro_reader_free(r->avro);
 	tl_arena_free(&r->arena);
-	free(r);
+	tl_free(r);
 }
 
 int tl_ice_manifest_list_reader_format_version(const tl_ice_manifest_list_reader *r)
@@ -74,6 +78,8 @@ static int read_summaries(tl_ice_manifest_list_reader *r, const tl_avro_value *r
 	if (n == 0)
 		return 0;
 	m->partitions = tl_arena_alloc(&r->arena, sizeof(tl_ice_field_summary) * n);
+	if (m->partitions == NULL)
+		return tl_error_nomem(err, "reading manifest list partition summaries");
 	memset(m->partitions, 0, sizeof(tl_ice_field_summary) * n);
 	for (uint32_t i = 0; i < n; i++) {
 		const tl_avro_value *fs = &v->u.list.items[i];
@@ -184,7 +190,7 @@ void tl_ice_manifest_list_writer_free(tl_ice_manifest_list_writer *w)
 	tl_avro_writer_free(w->avro);
 	tl_avro_schema_free(w->schema);
 	tl_arena_free(&w->arena);
-	free(w);
+	tl_free(w);
 }
 
 tl_ice_manifest_list_writer *tl_ice_manifest_list_writer_open(tl_output *out, int64_t snapshot_id,
@@ -196,6 +202,10 @@ tl_ice_manifest_list_writer *tl_ice_manifest_list_writer_open(tl_output *out, in
 		return NULL;
 	}
 	tl_ice_manifest_list_writer *w = tl_calloc(1, sizeof(*w));
+	if (w == NULL) {
+		tl_error_nomem(err, "opening a manifest list writer");
+		return NULL;
+	}
 	tl_arena_init(&w->arena, 4096);
 	w->sequence_number = sequence_number;
 	w->schema = tl_avro_schema_parse(manifest_file_schema, sizeof(manifest_file_schema) - 1, err);
@@ -237,6 +247,7 @@ int tl_ice_manifest_list_writer_add(tl_ice_manifest_list_writer *w, const tl_ice
 	/* A manifest written for this snapshot carries -1: it takes the list's sequence number. */
 	int64_t seq = m->sequence_number < 0 ? w->sequence_number : m->sequence_number;
 	int64_t min_seq = m->min_sequence_number < 0 ? seq : m->min_sequence_number;
+	unsigned long failures = tl_mem_failures(); /* see tl_ice_manifest_writer_add */
 	tl_arena *a = &w->arena;
 	tl_arena_reset(a);
 	tl_avro_value *rec = tl_avro_record_new(a, w->schema);
@@ -270,6 +281,8 @@ int tl_ice_manifest_list_writer_add(tl_ice_manifest_list_writer *w, const tl_ice
 		if (p->has_upper_bound)
 			tl_avro_record_field(fs, "upper_bound", TL_AVRO_BYTES)->u.bytes = p->upper_bound;
 	}
+	if (tl_mem_failures() != failures)
+		return tl_error_nomem(err, "writing the manifest list entry of %s", m->manifest_path);
 	return tl_avro_writer_append(w->avro, rec, err);
 }
 

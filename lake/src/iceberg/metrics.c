@@ -307,8 +307,13 @@ static int serialize_bound(const tl_ice_type *t, const tl_ice_value *v, bool upp
 		rc = truncate_binary(v, upper, &buf);
 	else if (tl_ice_value_serialize(t, v, &buf, err) < 0)
 		rc = -1;
-	if (rc == 1)
+	if (rc == 1 && tl_buf_failed(&buf))
+		rc = tl_error_nomem(err, "for a column bound");
+	if (rc == 1) {
 		*out = tl_arena_copy(arena, buf.data, (uint32_t)buf.len);
+		if (out->ptr == NULL)
+			rc = tl_error_nomem(err, "for a column bound");
+	}
 	tl_buf_free(&buf);
 	return rc;
 }
@@ -366,18 +371,20 @@ static void add_chunk(field_metrics *m, const tl_pq_column *col, const tl_pq_chu
 	add_chunk_bounds(m, col, chunk);
 }
 
-static void long_map_alloc(tl_ice_long_map *map, int n, tl_arena *arena)
+static bool long_map_alloc(tl_ice_long_map *map, int n, tl_arena *arena)
 {
 	map->n = 0;
 	map->keys = tl_arena_alloc(arena, sizeof(int32_t) * (size_t)(n ? n : 1));
 	map->values = tl_arena_alloc(arena, sizeof(int64_t) * (size_t)(n ? n : 1));
+	return map->keys != NULL && map->values != NULL;
 }
 
-static void bytes_map_alloc(tl_ice_bytes_map *map, int n, tl_arena *arena)
+static bool bytes_map_alloc(tl_ice_bytes_map *map, int n, tl_arena *arena)
 {
 	map->n = 0;
 	map->keys = tl_arena_alloc(arena, sizeof(int32_t) * (size_t)(n ? n : 1));
 	map->values = tl_arena_alloc(arena, sizeof(tl_bytes) * (size_t)(n ? n : 1));
+	return map->keys != NULL && map->values != NULL;
 }
 
 static void long_map_put(tl_ice_long_map *map, int32_t key, int64_t value)
@@ -397,12 +404,15 @@ static void bytes_map_put(tl_ice_bytes_map *map, int32_t key, tl_bytes value)
 /* Writes the accumulated metrics of every mapped field into the file's maps. */
 static int emit_metrics(const field_metrics *ms, int n, tl_arena *arena, tl_ice_data_file *file, tl_error *err)
 {
-	long_map_alloc(&file->column_sizes, n, arena);
-	long_map_alloc(&file->value_counts, n, arena);
-	long_map_alloc(&file->null_value_counts, n, arena);
-	bytes_map_alloc(&file->lower_bounds, n, arena);
-	bytes_map_alloc(&file->upper_bounds, n, arena);
+	/* Every map is allocated (no short circuit), so a failed one is never half-set. */
+	bool ok = long_map_alloc(&file->column_sizes, n, arena);
+	ok &= long_map_alloc(&file->value_counts, n, arena);
+	ok &= long_map_alloc(&file->null_value_counts, n, arena);
+	ok &= bytes_map_alloc(&file->lower_bounds, n, arena);
+	ok &= bytes_map_alloc(&file->upper_bounds, n, arena);
 	memset(&file->nan_value_counts, 0, sizeof(file->nan_value_counts));
+	if (!ok)
+		return tl_error_nomem(err, "for column metrics");
 	for (int i = 0; i < n; i++) {
 		const field_metrics *m = &ms[i];
 		int32_t id = m->field->id;
@@ -439,6 +449,11 @@ int tl_ice_data_file_metrics(const tl_ice_schema *schema, const tl_pq_reader *r,
 	/* One entry per mapped column; a field two columns claim keeps the first. */
 	field_metrics *ms = tl_calloc((size_t)(pq->ncolumns ? pq->ncolumns : 1), sizeof(*ms));
 	int *column_of = tl_calloc((size_t)(pq->ncolumns ? pq->ncolumns : 1), sizeof(int));
+	if (ms == NULL || column_of == NULL) {
+		tl_free(ms);
+		tl_free(column_of);
+		return tl_error_nomem(err, "for column metrics");
+	}
 	int n = 0;
 	for (int c = 0; c < pq->ncolumns; c++) {
 		const tl_ice_field *f = column_field(schema, &pq->columns[c], by_name);
@@ -460,7 +475,7 @@ int tl_ice_data_file_metrics(const tl_ice_schema *schema, const tl_pq_reader *r,
 
 	file->record_count = tl_pq_reader_num_rows(r);
 	int rc = emit_metrics(ms, n, arena, file, err);
-	free(ms);
-	free(column_of);
+	tl_free(ms);
+	tl_free(column_of);
 	return rc;
 }

@@ -101,6 +101,8 @@ static int build_output(tl_ice_reader *r, const int32_t *field_ids, int nfields,
 		nfields = r->schema->nfields;
 	r->nout = nfields;
 	r->out_fields = tl_calloc((size_t)(nfields ? nfields : 1), sizeof(*r->out_fields));
+	if (r->out_fields == NULL)
+		return tl_error_nomem(err, "opening a reader");
 	if (field_ids == NULL) {
 		for (int i = 0; i < nfields; i++)
 			r->out_fields[i] = &r->schema->fields[i];
@@ -108,11 +110,14 @@ static int build_output(tl_ice_reader *r, const int32_t *field_ids, int nfields,
 		return -1;
 	}
 	r->out_schema = tl_pq_schema_new();
+	if (r->out_schema == NULL)
+		return tl_error_nomem(err, "opening a reader");
 	for (int i = 0; i < nfields; i++) {
 		tl_pq_column col;
 		if (tl_ice_field_to_pq_column(r->out_fields[i], &col, err) < 0)
 			return -1;
-		tl_pq_schema_add(r->out_schema, &col);
+		if (tl_pq_schema_add(r->out_schema, &col) < 0)
+			return tl_error_nomem(err, "opening a reader");
 	}
 	/* No columns is fine (counting rows); the validator wants at least one. */
 	return nfields == 0 ? 0 : tl_pq_schema_validate(r->out_schema, err);
@@ -127,14 +132,23 @@ tl_ice_reader *ice_reader_new(const tl_ice_schema *schema, const tl_ice_expr *fi
 		return NULL;
 	}
 	tl_ice_reader *r = tl_calloc(1, sizeof(*r));
+	if (r == NULL) {
+		tl_error_nomem(err, "opening a reader");
+		return NULL;
+	}
 	r->schema = schema;
 	r->filter = filter;
 	r->ntasks = ntasks;
-	r->tasks = tl_malloc(sizeof(*r->tasks) * (size_t)(ntasks ? ntasks : 1));
-	if (ntasks > 0)
-		memcpy(r->tasks, tasks, sizeof(*r->tasks) * (size_t)ntasks);
 	r->row_group = -1;
 	tl_buf_init(&r->key);
+	r->tasks = tl_malloc(sizeof(*r->tasks) * (size_t)(ntasks ? ntasks : 1));
+	if (r->tasks == NULL) {
+		tl_ice_reader_free(r);
+		tl_error_nomem(err, "opening a reader");
+		return NULL;
+	}
+	if (ntasks > 0)
+		memcpy(r->tasks, tasks, sizeof(*r->tasks) * (size_t)ntasks);
 	if (build_output(r, field_ids, nfields, err) < 0) {
 		tl_ice_reader_free(r);
 		return NULL;
@@ -146,10 +160,14 @@ tl_ice_reader *tl_ice_reader_open(const tl_ice_scan *scan, const int32_t *field_
 {
 	int ntasks = tl_ice_scan_ntasks(scan);
 	const tl_ice_scan_task **tasks = tl_malloc(sizeof(*tasks) * (size_t)(ntasks > 0 ? ntasks : 1));
+	if (tasks == NULL) {
+		tl_error_nomem(err, "opening a reader");
+		return NULL;
+	}
 	for (int i = 0; i < ntasks; i++)
 		tasks[i] = tl_ice_scan_task_at(scan, i);
 	tl_ice_reader *r = ice_reader_new(tl_ice_scan_schema(scan), tl_ice_scan_filter(scan), tasks, ntasks, field_ids, nfields, err);
-	free(tasks);
+	tl_free(tasks);
 	return r;
 }
 
@@ -169,10 +187,12 @@ int tl_ice_reader_defer(tl_ice_reader *r, const bool *deferred, tl_error *err)
 {
 	if (r->next_task > 0)
 		return tl_error_set(err, TL_ERR_INVALID, "deferred columns must be chosen before reading starts");
-	free(r->deferred);
+	tl_free(r->deferred);
 	r->deferred = NULL;
 	if (deferred != NULL && r->nout > 0) {
 		r->deferred = tl_malloc(sizeof(bool) * (size_t)r->nout);
+		if (r->deferred == NULL)
+			return tl_error_nomem(err, "choosing deferred columns");
 		memcpy(r->deferred, deferred, sizeof(bool) * (size_t)r->nout);
 	}
 	return 0;
@@ -224,6 +244,8 @@ static int needed_fields(const tl_ice_reader *r, const tl_ice_scan_task *t, cons
 	/* Every field added is a distinct top-level field of the schema. */
 	int cap = r->nout + r->schema->nfields;
 	const tl_ice_field **out = tl_malloc(sizeof(*out) * (size_t)(cap ? cap : 1));
+	if (out == NULL)
+		return tl_error_nomem(err, "opening %s", t->file.file_path);
 	int count = r->nout;
 	memcpy(out, r->out_fields, sizeof(*out) * (size_t)r->nout);
 	for (int d = 0; d < t->ndeletes; d++) {
@@ -233,7 +255,7 @@ static int needed_fields(const tl_ice_reader *r, const tl_ice_scan_task *t, cons
 		for (uint32_t k = 0; k < df->n_equality_ids; k++) {
 			const tl_ice_field *f = ice_top_level_field(r->schema, df->equality_ids[k]);
 			if (f == NULL) {
-				free(out);
+				tl_free(out);
 				return tl_error_set(err, TL_ERR_UNSUPPORTED,
 				                    "reading delete file %s: equality field id %d is not a top-level field of "
 				                    "the scanned schema",
@@ -267,11 +289,18 @@ static ice_eq_set *eq_set_for(tl_ice_reader *r, const tl_ice_delete_file *df, tl
 	ice_eq_set *set = ice_eq_set_load(r->schema, df, err);
 	if (set == NULL)
 		return NULL;
-	r->eq_cache = tl_realloc(r->eq_cache, sizeof(*r->eq_cache) * (size_t)(r->neq_cache + 1));
+	ice_eq_set **cache = tl_realloc(r->eq_cache, sizeof(*r->eq_cache) * (size_t)(r->neq_cache + 1));
+	if (cache == NULL) {
+		ice_eq_set_free(set);
+		tl_error_nomem(err, "loading equality deletes");
+		return NULL;
+	}
+	r->eq_cache = cache;
 	r->eq_cache[r->neq_cache++] = set;
 	return set;
 }
 
+/* NULL when out of memory. */
 static eq_group *group_for(tl_ice_reader *r, const ice_eq_set *set, const tl_ice_field *const *fields, int nfields)
 {
 	int nids = ice_eq_set_nids(set);
@@ -279,12 +308,18 @@ static eq_group *group_for(tl_ice_reader *r, const ice_eq_set *set, const tl_ice
 	for (int g = 0; g < r->ngroups; g++)
 		if (r->groups[g].nids == nids && memcmp(r->groups[g].ids, ids, sizeof(int32_t) * (size_t)nids) == 0)
 			return &r->groups[g];
-	r->groups = tl_realloc(r->groups, sizeof(*r->groups) * (size_t)(r->ngroups + 1));
+	int *columns = tl_malloc(sizeof(int) * (size_t)nids);
+	eq_group *groups = columns ? tl_realloc(r->groups, sizeof(*r->groups) * (size_t)(r->ngroups + 1)) : NULL;
+	if (groups == NULL) {
+		tl_free(columns);
+		return NULL;
+	}
+	r->groups = groups;
 	eq_group *g = &r->groups[r->ngroups++];
 	memset(g, 0, sizeof(*g));
 	g->nids = nids;
 	g->ids = ids;
-	g->columns = tl_malloc(sizeof(int) * (size_t)nids);
+	g->columns = columns;
 	for (int k = 0; k < nids; k++)
 		g->columns[k] = find_field(fields, nfields, ids[k]);
 	return g;
@@ -301,7 +336,10 @@ static int load_equality_deletes(tl_ice_reader *r, const tl_ice_field *const *fi
 		if (set == NULL)
 			return -1;
 		eq_group *g = group_for(r, set, fields, nfields);
-		g->sets = tl_realloc(g->sets, sizeof(*g->sets) * (size_t)(g->nsets + 1));
+		ice_eq_set **sets = g ? tl_realloc(g->sets, sizeof(*g->sets) * (size_t)(g->nsets + 1)) : NULL;
+		if (sets == NULL)
+			return tl_error_nomem(err, "loading equality deletes");
+		g->sets = sets;
 		g->sets[g->nsets++] = set;
 	}
 	return 0;
@@ -316,22 +354,22 @@ static void close_file(tl_ice_reader *r)
 	r->pq = NULL;
 	tl_input_close(r->in);
 	r->in = NULL;
-	free(r->row_group_start);
+	tl_free(r->row_group_start);
 	r->row_group_start = NULL;
-	free(r->keep_row_group);
+	tl_free(r->keep_row_group);
 	r->keep_row_group = NULL;
-	free(r->source_deferred);
+	tl_free(r->source_deferred);
 	r->source_deferred = NULL;
 	r->load_pending = false;
-	free(r->deleted);
+	tl_free(r->deleted);
 	r->deleted = NULL;
 	r->ndeleted = 0;
 	r->deleted_cursor = 0;
 	for (int g = 0; g < r->ngroups; g++) {
-		free(r->groups[g].columns);
-		free(r->groups[g].sets);
+		tl_free(r->groups[g].columns);
+		tl_free(r->groups[g].sets);
 	}
-	free(r->groups);
+	tl_free(r->groups);
 	r->groups = NULL;
 	r->ngroups = 0;
 	r->task = NULL;
@@ -347,6 +385,8 @@ static int plan_row_groups(tl_ice_reader *r, tl_error *err)
 	size_t count = (size_t)(ngroups ? ngroups : 1);
 	r->row_group_start = tl_malloc(sizeof(int64_t) * count);
 	r->keep_row_group = tl_malloc(sizeof(bool) * count);
+	if (r->row_group_start == NULL || r->keep_row_group == NULL)
+		return tl_error_nomem(err, "planning row groups");
 	int64_t start = 0;
 	for (int g = 0; g < ngroups; g++) {
 		r->row_group_start[g] = start;
@@ -379,6 +419,8 @@ static int defer_sources(tl_ice_reader *r, tl_error *err)
 	if (r->source_deferred == NULL) {
 		int nsources = r->fp.nprojection;
 		r->source_deferred = tl_calloc((size_t)(nsources ? nsources : 1), sizeof(bool));
+		if (r->source_deferred == NULL)
+			return tl_error_nomem(err, "choosing deferred columns");
 		for (int c = 0; c < r->nout; c++)
 			if (r->deferred[c] && r->fp.columns[c].source >= 0)
 				r->source_deferred[r->fp.columns[c].source] = true;
@@ -399,7 +441,7 @@ static int open_task(tl_ice_reader *r, const tl_ice_scan_task *t, tl_error *err)
 	r->row_group_left = 0;
 	if (ice_fp_open_file(path, t->file.file_format, fields, nfields, &r->in, &r->pq, &r->fp, err) < 0) {
 		ice_error_name_file(err, "data file", path);
-		free(fields);
+		tl_free(fields);
 		r->task = NULL;
 		return -1;
 	}
@@ -408,7 +450,7 @@ static int open_task(tl_ice_reader *r, const tl_ice_scan_task *t, tl_error *err)
 	r->nkept = kept;
 	if (kept < 0) {
 		ice_error_name_file(err, "data file", path);
-		free(fields);
+		tl_free(fields);
 		close_file(r);
 		return -1;
 	}
@@ -416,11 +458,11 @@ static int open_task(tl_ice_reader *r, const tl_ice_scan_task *t, tl_error *err)
 	const tl_ice_delete_file *const *deletes = t->deletes;
 	if (kept > 0 && (ice_positions_load(path, deletes, t->ndeletes, &r->deleted, &r->ndeleted, err) < 0 ||
 	                 load_equality_deletes(r, fields, nfields, err) < 0 || defer_sources(r, err) < 0)) {
-		free(fields);
+		tl_free(fields);
 		close_file(r);
 		return -1;
 	}
-	free(fields);
+	tl_free(fields);
 	return 0;
 }
 
@@ -446,6 +488,8 @@ static int equality_deleted(tl_ice_reader *r, int64_t row, tl_error *err)
 				return -1;
 			ice_value_key(&c->out, &v, &r->key);
 		}
+		if (tl_buf_check(&r->key, err, "matching equality deletes") < 0)
+			return -1;
 		for (int s = 0; s < group->nsets; s++)
 			if (ice_eq_set_contains(group->sets[s], r->key.data, r->key.len))
 				return 1;
@@ -519,7 +563,8 @@ static int copy_column(tl_ice_reader *r, tl_pq_batch *out, int c, tl_error *err)
 		ice_value v;
 		if (ice_fp_read(col, r->src, row, &v, err) < 0)
 			return -1;
-		ice_value_store(&r->out_schema->columns[c], &v, &out->columns[c], row, &out->arena);
+		if (!ice_value_store(&r->out_schema->columns[c], &v, &out->columns[c], row, &out->arena))
+			return tl_error_nomem(err, "reading a value");
 	}
 	return 0;
 }
@@ -584,7 +629,8 @@ static int64_t fill_output(tl_ice_reader *r, tl_pq_batch *out, tl_error *err)
 			ice_value v;
 			if (ice_fp_read(&r->fp.columns[c], r->src, row, &v, err) < 0)
 				return -1;
-			ice_value_store(&r->out_schema->columns[c], &v, &out->columns[c], kept, &out->arena);
+			if (!ice_value_store(&r->out_schema->columns[c], &v, &out->columns[c], kept, &out->arena))
+				return tl_error_nomem(err, "reading a value");
 		}
 		kept++;
 	}
@@ -659,6 +705,8 @@ static int64_t read_open_file(tl_ice_reader *r, tl_pq_batch *out, tl_error *err)
 	if (r->src == NULL || r->src->capacity != out->capacity) {
 		tl_pq_batch_free(r->src);
 		r->src = tl_pq_reader_batch_new(r->pq, out->capacity);
+		if (r->src == NULL)
+			return tl_error_nomem(err, "reading %s", r->task->file.file_path);
 	}
 	for (;;) {
 		int64_t n = next_file_batch(r, err);
@@ -717,6 +765,8 @@ int64_t tl_ice_reader_next(tl_ice_reader *r, tl_pq_batch *batch, tl_error *err)
 	batch->nrows = 0;
 	tl_arena_reset(&batch->arena);
 	for (;;) {
+		if (tl_check_interrupt(err) < 0)
+			return -1;
 		if (r->in == NULL) {
 			if (r->next_task >= r->ntasks)
 				return 0;
@@ -759,11 +809,11 @@ void tl_ice_reader_free(tl_ice_reader *r)
 	close_file(r);
 	for (int i = 0; i < r->neq_cache; i++)
 		ice_eq_set_free(r->eq_cache[i]);
-	free(r->eq_cache);
+	tl_free(r->eq_cache);
 	tl_buf_free(&r->key);
-	free(r->deferred);
+	tl_free(r->deferred);
 	tl_pq_schema_free(r->out_schema);
-	free(r->out_fields);
-	free(r->tasks);
-	free(r);
+	tl_free(r->out_fields);
+	tl_free(r->tasks);
+	tl_free(r);
 }

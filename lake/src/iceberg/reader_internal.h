@@ -109,8 +109,8 @@ int ice_row_groups_to_read(const tl_pq_reader *pq, const tl_ice_schema *schema, 
  */
 int ice_fp_read(const ice_fp_column *c, const tl_pq_batch *src, int64_t row, ice_value *out, tl_error *err);
 
-/* Stores v at `row` of dst (a vector of column `col`); scratch bytes are copied into arena. */
-void ice_value_store(const tl_pq_column *col, const ice_value *v, tl_vector *dst, int64_t row, tl_arena *arena);
+/* Stores v at `row` of dst (a vector of column `col`); scratch bytes are copied into arena (false: out of memory). */
+bool ice_value_store(const tl_pq_column *col, const ice_value *v, tl_vector *dst, int64_t row, tl_arena *arena);
 
 /*
  * Appends v's canonical bytes to key: a null marker, then the value in a

@@ -36,7 +36,7 @@ static void free_secret(char *s)
 		volatile char *p = s;
 		while (*p)
 			*p++ = 0;
-		free(s);
+		tl_free(s);
 	}
 }
 
@@ -46,10 +46,10 @@ static void catalog_release(tl_rest_catalog *c)
 		return;
 	if (c->curl != NULL)
 		curl_easy_cleanup(c->curl);
-	free(c->uri);
-	free(c->prefix);
+	tl_free(c->uri);
+	tl_free(c->prefix);
 	free_secret(c->auth_header);
-	free(c);
+	tl_free(c);
 }
 
 void tl_rest_catalog_free(tl_rest_catalog *c)
@@ -100,7 +100,7 @@ static char *form_add(char *form, const char *name, const char *value)
 static int fetch_token(tl_rest_catalog *c, const tl_rest_catalog_config *cfg, tl_error *err)
 {
 	const char *colon = strchr(cfg->credential, ':');
-	char *id = colon ? strndup(cfg->credential, (size_t)(colon - cfg->credential)) : NULL;
+	char *id = colon ? tl_strndup(cfg->credential, (size_t)(colon - cfg->credential)) : NULL;
 	const char *secret = colon ? colon + 1 : cfg->credential;
 	if (colon != NULL && id == NULL)
 		return tl_error_set(err, TL_ERR_NOMEM, "REST catalog %s: out of memory for the credential", c->uri);
@@ -110,7 +110,7 @@ static int fetch_token(tl_rest_catalog *c, const tl_rest_catalog_config *cfg, tl
 		form = form_add(form, "client_id", id);
 	form = form_add(form, "client_secret", secret);
 	form = form_add(form, "scope", cfg->scope ? cfg->scope : "catalog");
-	free(id);
+	tl_free(id);
 	char *url = cfg->oauth_uri ? tl_strdup(cfg->oauth_uri) : NULL;
 	if (cfg->oauth_uri == NULL && form != NULL) {
 		size_t n = strlen(c->uri) + 32;
@@ -120,13 +120,13 @@ static int fetch_token(tl_rest_catalog *c, const tl_rest_catalog_config *cfg, tl
 	}
 	if (form == NULL || url == NULL) {
 		free_secret(form);
-		free(url);
+		tl_free(url);
 		return tl_error_set(err, TL_ERR_NOMEM, "REST catalog %s: out of memory for the token request", c->uri);
 	}
 	rest_response r;
 	int rc = tl_rest_send(c, "POST", url, "application/x-www-form-urlencoded", form, &r, err);
 	free_secret(form);
-	free(url);
+	tl_free(url);
 	if (rc < 0) {
 		tl_error_prefix(err, "cannot obtain an OAuth2 token");
 		return -1;
@@ -158,16 +158,16 @@ static int read_config(tl_rest_catalog *c, const tl_rest_catalog_config *cfg, tl
 	size_t n = strlen(c->uri) + (wh ? strlen(wh) : 0) + 32;
 	char *url = (cfg->warehouse == NULL || wh != NULL) ? tl_malloc(n) : NULL;
 	if (url == NULL) {
-		free(wh);
+		tl_free(wh);
 		return tl_error_set(err, TL_ERR_NOMEM, "REST catalog %s: out of memory", c->uri);
 	}
 	snprintf(url, n, "%s/v1/config%s%s", c->uri, wh ? "?warehouse=" : "", wh ? wh : "");
-	free(wh);
+	tl_free(wh);
 	long status = 0;
 	json_t *doc = NULL;
 	rest_response r;
 	int rc = tl_rest_call(c, "GET", url, NULL, &status, &doc, &r, err);
-	free(url);
+	tl_free(url);
 	if (rc == 0 && status != 200)
 		rc = tl_rest_error(c, &r, "cannot read the catalog's configuration (GET /v1/config)", err);
 	tl_rest_response_free(&r);
@@ -307,7 +307,7 @@ int tl_rest_catalog_create_namespace(tl_rest_catalog *c, const char *ns, tl_erro
 	tl_rest_response_free(&r);
 	json_decref(doc);
 	json_decref(body);
-	free(url);
+	tl_free(url);
 	return rc;
 }
 
@@ -318,10 +318,10 @@ void tl_rest_table_ref_free(tl_rest_table_ref *ref)
 	if (ref == NULL)
 		return;
 	catalog_release(ref->catalog);
-	free(ref->ns);
-	free(ref->name);
-	free(ref->url);
-	free(ref);
+	tl_free(ref->ns);
+	tl_free(ref->name);
+	tl_free(ref->url);
+	tl_free(ref);
 }
 
 static tl_rest_table_ref *new_ref(tl_rest_catalog *c, const char *ns, const char *name, tl_error *err)
@@ -345,9 +345,9 @@ static tl_rest_table_ref *new_ref(tl_rest_catalog *c, const char *ns, const char
 		ref->name = tl_strdup(name);
 		ref->url = rest ? tl_rest_url(c, rest) : NULL;
 	}
-	free(ns_path);
-	free(name_enc);
-	free(rest);
+	tl_free(ns_path);
+	tl_free(name_enc);
+	tl_free(rest);
 	if (ref == NULL || ref->ns == NULL || ref->name == NULL || ref->url == NULL) {
 		tl_rest_table_ref_free(ref);
 		tl_error_set(err, TL_ERR_NOMEM, "REST catalog %s: out of memory for table %s.%s", c->uri, ns, name);
@@ -371,17 +371,17 @@ int tl_rest_parse_result(const tl_rest_table_ref *ref, const json_t *result, tl_
 	char *text = json_dumps(meta, JSON_COMPACT);
 	*location = tl_strdup(json_string_value(loc));
 	if (text == NULL || *location == NULL) {
-		free(text);
-		free(*location);
+		tl_free(text);
+		tl_free(*location);
 		*location = NULL;
 		return tl_error_set(err, TL_ERR_NOMEM, "REST catalog %s: out of memory reading table %s.%s", c->uri,
 		                    ref->ns, ref->name);
 	}
 	*md = tl_ice_metadata_parse(text, strlen(text), err);
-	free(text);
+	tl_free(text);
 	if (*md == NULL) {
 		tl_error_prefix(err, "REST catalog %s: table %s.%s (%s)", c->uri, ref->ns, ref->name, *location);
-		free(*location);
+		tl_free(*location);
 		*location = NULL;
 		return -1;
 	}
@@ -491,8 +491,8 @@ tl_ice_table *tl_rest_catalog_create_table(tl_rest_catalog *c, const char *ns, c
 			snprintf(rest, n, "namespaces/%s/tables", ns_path);
 		url = rest ? tl_rest_url(c, rest) : NULL;
 	}
-	free(ns_path);
-	free(rest);
+	tl_free(ns_path);
+	tl_free(rest);
 	long status = 0;
 	json_t *doc = NULL;
 	rest_response r = {0};
@@ -513,7 +513,7 @@ tl_ice_table *tl_rest_catalog_create_table(tl_rest_catalog *c, const char *ns, c
 	}
 	tl_rest_response_free(&r);
 	json_decref(body);
-	free(url);
+	tl_free(url);
 	tl_ice_table *t = NULL;
 	if (rc == 0)
 		t = tl_rest_table_from_result(ref, doc, err);

@@ -23,7 +23,7 @@
 
 void tl_rest_response_free(rest_response *r)
 {
-	free(r->body);
+	tl_free(r->body);
 	memset(r, 0, sizeof(*r));
 }
 
@@ -133,7 +133,7 @@ int tl_rest_call(tl_rest_catalog *c, const char *method, const char *url, const 
 			return tl_error_set(err, TL_ERR_NOMEM, "REST catalog %s: out of memory for a request body", c->uri);
 	}
 	int rc = tl_rest_send(c, method, url, NULL, text, raw, err);
-	free(text);
+	tl_free(text);
 	if (rc < 0)
 		return -1;
 	*status = raw->status;
@@ -204,7 +204,7 @@ char *tl_rest_encode(const char *s)
 	size_t cap = 3 * strlen(s) + 1, n = 0;
 	char *out = tl_malloc(cap);
 	if (out != NULL && !encode_into(out, cap, &n, s, strlen(s))) {
-		free(out);
+		tl_free(out);
 		return NULL;
 	}
 	return out;
@@ -222,7 +222,7 @@ char *tl_rest_namespace_path(const char *ns)
 	for (;;) {
 		size_t len = strcspn(p, ".");
 		if (!encode_into(out, cap, &n, p, len) || (p[len] == '.' && !encode_into(out, cap, &n, "\x1f", 1))) {
-			free(out);
+			tl_free(out);
 			return NULL;
 		}
 		if (p[len] != '.')

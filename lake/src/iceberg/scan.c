@@ -40,13 +40,21 @@ typedef struct planner {
 
 /* ------------------------------------------------------------ copies */
 
+/*
+ * The copies below go into the scan's arena without a check at every
+ * pointer: out of memory they leave NULLs, and the planner compares
+ * tl_mem_failures() once per manifest entry it keeps (keep_entry) and for
+ * the filter, so no half-copied file reaches a task.
+ */
+
 static const char *arena_strdup(tl_arena *a, const char *s)
 {
 	if (s == NULL)
 		return NULL;
 	size_t n = strlen(s);
 	char *d = tl_arena_alloc(a, n + 1);
-	memcpy(d, s, n + 1);
+	if (d != NULL)
+		memcpy(d, s, n + 1);
 	return d;
 }
 
@@ -55,7 +63,8 @@ static void *arena_dup(tl_arena *a, const void *src, size_t n)
 	if (n == 0 || src == NULL)
 		return NULL;
 	void *d = tl_arena_alloc(a, n);
-	memcpy(d, src, n);
+	if (d != NULL)
+		memcpy(d, src, n);
 	return d;
 }
 
@@ -79,7 +88,7 @@ static void copy_bytes_map(tl_arena *a, const tl_ice_bytes_map *src, tl_ice_byte
 	dst->n = src->n;
 	dst->keys = arena_dup(a, src->keys, sizeof(int32_t) * src->n);
 	dst->values = src->n ? tl_arena_alloc(a, sizeof(tl_bytes) * src->n) : NULL;
-	for (uint32_t i = 0; i < src->n; i++)
+	for (uint32_t i = 0; dst->values != NULL && i < src->n; i++)
 		dst->values[i] = tl_arena_copy(a, src->values[i].ptr, src->values[i].len);
 }
 
@@ -89,7 +98,7 @@ static void copy_data_file(tl_arena *a, const tl_ice_data_file *src, tl_ice_data
 	dst->file_path = arena_strdup(a, src->file_path);
 	dst->file_format = arena_strdup(a, src->file_format);
 	dst->partition = src->npartition ? tl_arena_alloc(a, sizeof(tl_ice_value) * (size_t)src->npartition) : NULL;
-	for (int i = 0; i < src->npartition; i++)
+	for (int i = 0; dst->partition != NULL && i < src->npartition; i++)
 		copy_value(a, &src->partition[i], &dst->partition[i]);
 	copy_long_map(a, &src->column_sizes, &dst->column_sizes);
 	copy_long_map(a, &src->value_counts, &dst->value_counts);
@@ -104,6 +113,8 @@ static void copy_data_file(tl_arena *a, const tl_ice_data_file *src, tl_ice_data
 static const tl_ice_expr *copy_expr(tl_arena *a, const tl_ice_expr *src)
 {
 	tl_ice_expr *e = tl_arena_alloc(a, sizeof(*e));
+	if (e == NULL)
+		return NULL;
 	*e = *src;
 	if (src->left)
 		e->left = copy_expr(a, src->left);
@@ -111,7 +122,7 @@ static const tl_ice_expr *copy_expr(tl_arena *a, const tl_ice_expr *src)
 		e->right = copy_expr(a, src->right);
 	if (src->nvalues > 0 && src->values != NULL) {
 		tl_ice_value *v = tl_arena_alloc(a, sizeof(tl_ice_value) * (size_t)src->nvalues);
-		for (int i = 0; i < src->nvalues; i++)
+		for (int i = 0; v != NULL && i < src->nvalues; i++)
 			copy_value(a, &src->values[i], &v[i]);
 		e->values = v;
 	}
@@ -131,13 +142,19 @@ static tl_input *open_metadata_file(const char *uri, tl_buf *whole, tl_error *er
 	if (in == NULL || in->size > WHOLE_FILE_MAX)
 		return in;
 	tl_buf_reset(whole);
-	tl_buf_reserve(whole, (size_t)in->size + 1);
+	if (tl_buf_reserve(whole, (size_t)in->size + 1) < 0) {
+		tl_input_close(in);
+		tl_error_nomem(err, "reading a metadata file");
+		return NULL;
+	}
 	if (tl_input_read(in, 0, whole->data, (size_t)in->size, err) < 0) {
 		tl_input_close(in);
 		return NULL;
 	}
 	whole->len = (size_t)in->size;
 	tl_input *mem = tl_input_from_memory(whole->data, whole->len, in->name);
+	if (mem == NULL)
+		tl_error_nomem(err, "reading %s", in->name);
 	tl_input_close(in);
 	return mem;
 }
@@ -180,18 +197,27 @@ static const tl_ice_partition_spec *require_spec(const tl_ice_scan *scan, int32_
 
 /* ---------------------------------------------------- manifest list */
 
-static void add_manifest(planner *p, const tl_ice_manifest_file *mf, bool spec_from_header)
+/* -1 when out of memory. */
+static int add_manifest(planner *p, const tl_ice_manifest_file *mf, bool spec_from_header, tl_error *err)
 {
 	if (p->nmanifests == p->cap_manifests) {
-		p->cap_manifests = p->cap_manifests ? 2 * p->cap_manifests : 64;
-		p->manifests = tl_realloc(p->manifests, sizeof(planned_manifest) * (size_t)p->cap_manifests);
+		int cap = p->cap_manifests ? 2 * p->cap_manifests : 64;
+		planned_manifest *manifests = tl_realloc(p->manifests, sizeof(planned_manifest) * (size_t)cap);
+		if (manifests == NULL)
+			return tl_error_nomem(err, "planning a scan");
+		p->manifests = manifests;
+		p->cap_manifests = cap;
 	}
+	const char *path = arena_strdup(&p->paths, mf->manifest_path);
+	if (path == NULL)
+		return tl_error_nomem(err, "planning a scan");
 	planned_manifest *pm = &p->manifests[p->nmanifests++];
 	pm->mf = *mf;
-	pm->mf.manifest_path = arena_strdup(&p->paths, mf->manifest_path);
+	pm->mf.manifest_path = path;
 	pm->mf.n_partitions = 0;
 	pm->mf.partitions = NULL;
 	pm->spec_from_header = spec_from_header;
+	return 0;
 }
 
 /* Counts a listed manifest and keeps it unless its summaries rule the filter out. */
@@ -211,8 +237,7 @@ static int consider_manifest(planner *p, const tl_ice_manifest_file *mf, tl_erro
 	}
 	if (mf->content == TL_ICE_MANIFEST_DELETES && !tl_ice_scan_spec_unpartitioned(spec))
 		p->need_keys = true;
-	add_manifest(p, mf, false);
-	return 0;
+	return add_manifest(p, mf, false, err);
 }
 
 static int read_manifest_list(planner *p, const char *path, tl_error *err)
@@ -240,7 +265,7 @@ static int read_manifest_list(planner *p, const char *path, tl_error *err)
  * Old v1 snapshots name their manifests directly. They hold data files
  * only, with sequence number 0; their spec id is in each manifest's header.
  */
-static void list_v1_manifests(planner *p, const tl_ice_snapshot *snap)
+static int list_v1_manifests(planner *p, const tl_ice_snapshot *snap, tl_error *err)
 {
 	for (int i = 0; i < snap->nmanifests; i++) {
 		tl_ice_manifest_file mf;
@@ -249,8 +274,10 @@ static void list_v1_manifests(planner *p, const tl_ice_snapshot *snap)
 		mf.content = TL_ICE_MANIFEST_DATA;
 		mf.added_snapshot_id = snap->snapshot_id;
 		p->scan->stats.manifests++;
-		add_manifest(p, &mf, true);
+		if (add_manifest(p, &mf, true, err) < 0)
+			return -1;
 	}
+	return 0;
 }
 
 /* ---------------------------------------------------------- manifests */
@@ -268,33 +295,54 @@ static int partition_key(planner *p, const tl_ice_type *ptype, const tl_ice_data
 		}
 		tl_buf_append_byte(k, 1);
 		size_t at = k->len;
-		tl_buf_extend(k, 4);
+		if (tl_buf_extend(k, 4) == NULL)
+			return tl_error_nomem(err, "for a partition key");
 		if (tl_ice_value_serialize(&ptype->fields[i].type, &f->partition[i], k, err) < 0)
 			return -1;
 		uint32_t n = (uint32_t)(k->len - at - 4);
 		memcpy(k->data + at, &n, 4);
 	}
+	if (tl_buf_check(k, err, "for a partition key") < 0)
+		return -1;
 	*out = tl_arena_copy(&p->scan->arena, k->data, (uint32_t)k->len);
+	if (out->ptr == NULL)
+		return tl_error_nomem(err, "for a partition key");
 	return 0;
 }
 
-/* Room for one more task or delete file (and its key), growing geometrically. */
-static void reserve_task(tl_ice_scan *scan)
+/* Room for one more task or delete file (and its key), growing geometrically; false when out of memory. */
+static bool reserve_task(tl_ice_scan *scan)
 {
 	if (scan->ntasks < scan->cap_tasks)
-		return;
-	scan->cap_tasks = scan->cap_tasks ? 2 * scan->cap_tasks : 256;
-	scan->tasks = tl_realloc(scan->tasks, sizeof(tl_ice_scan_task) * (size_t)scan->cap_tasks);
-	scan->task_keys = tl_realloc(scan->task_keys, sizeof(tl_bytes) * (size_t)scan->cap_tasks);
+		return true;
+	int cap = scan->cap_tasks ? 2 * scan->cap_tasks : 256;
+	tl_ice_scan_task *tasks = tl_realloc(scan->tasks, sizeof(tl_ice_scan_task) * (size_t)cap);
+	if (tasks == NULL)
+		return false;
+	scan->tasks = tasks;
+	tl_bytes *keys = tl_realloc(scan->task_keys, sizeof(tl_bytes) * (size_t)cap);
+	if (keys == NULL)
+		return false;
+	scan->task_keys = keys;
+	scan->cap_tasks = cap;
+	return true;
 }
 
-static void reserve_delete(tl_ice_scan *scan)
+static bool reserve_delete(tl_ice_scan *scan)
 {
 	if (scan->ndeletes < scan->cap_deletes)
-		return;
-	scan->cap_deletes = scan->cap_deletes ? 2 * scan->cap_deletes : 64;
-	scan->deletes = tl_realloc(scan->deletes, sizeof(tl_ice_delete_file) * (size_t)scan->cap_deletes);
-	scan->delete_keys = tl_realloc(scan->delete_keys, sizeof(tl_bytes) * (size_t)scan->cap_deletes);
+		return true;
+	int cap = scan->cap_deletes ? 2 * scan->cap_deletes : 64;
+	tl_ice_delete_file *deletes = tl_realloc(scan->deletes, sizeof(tl_ice_delete_file) * (size_t)cap);
+	if (deletes == NULL)
+		return false;
+	scan->deletes = deletes;
+	tl_bytes *keys = tl_realloc(scan->delete_keys, sizeof(tl_bytes) * (size_t)cap);
+	if (keys == NULL)
+		return false;
+	scan->delete_keys = keys;
+	scan->cap_deletes = cap;
+	return true;
 }
 
 static int keep_entry(planner *p, const tl_ice_manifest_entry *e, int32_t spec_id, bool keyed,
@@ -304,19 +352,26 @@ static int keep_entry(planner *p, const tl_ice_manifest_entry *e, int32_t spec_i
 	tl_bytes key = {(const uint8_t *)"", 0};
 	if (keyed && partition_key(p, ptype, &e->data_file, &key, err) < 0)
 		return -1;
+	unsigned long failures = tl_mem_failures();
 	if (e->data_file.content == TL_ICE_CONTENT_DATA) {
-		reserve_task(scan);
+		if (!reserve_task(scan))
+			return tl_error_nomem(err, "planning a scan");
 		tl_ice_scan_task *t = &scan->tasks[scan->ntasks];
 		memset(t, 0, sizeof(*t));
 		copy_data_file(&scan->arena, &e->data_file, &t->file);
+		if (tl_mem_failures() != failures)
+			return tl_error_nomem(err, "planning a scan");
 		t->spec_id = spec_id;
 		t->sequence_number = e->sequence_number;
 		scan->task_keys[scan->ntasks++] = key;
 		scan->stats.records += e->data_file.record_count;
 	} else {
-		reserve_delete(scan);
+		if (!reserve_delete(scan))
+			return tl_error_nomem(err, "planning a scan");
 		tl_ice_delete_file *d = &scan->deletes[scan->ndeletes];
 		copy_data_file(&scan->arena, &e->data_file, &d->file);
+		if (tl_mem_failures() != failures)
+			return tl_error_nomem(err, "planning a scan");
 		d->spec_id = spec_id;
 		d->sequence_number = e->sequence_number;
 		scan->delete_keys[scan->ndeletes++] = key;
@@ -409,6 +464,8 @@ static int copy_table_parts(tl_ice_scan *scan, const tl_ice_table_metadata *md, 
 		return tl_error_set(err, TL_ERR_NOMEM, "copying the scan schema");
 	scan->have_schema = true;
 	scan->specs = md->nspecs ? tl_calloc((size_t)md->nspecs, sizeof(tl_ice_partition_spec)) : NULL;
+	if (md->nspecs && scan->specs == NULL)
+		return tl_error_nomem(err, "copying the partition specs");
 	for (int i = 0; i < md->nspecs; i++) {
 		if (tl_ice_partition_spec_copy(&md->specs[i], &scan->specs[i]) < 0)
 			return tl_error_set(err, TL_ERR_NOMEM, "copying partition spec %d", md->specs[i].spec_id);
@@ -429,12 +486,15 @@ static int plan_snapshot(tl_ice_scan *scan, const tl_ice_snapshot *snap, tl_erro
 	if (snap->manifest_list != NULL)
 		rc = read_manifest_list(&p, snap->manifest_list, err);
 	else
-		list_v1_manifests(&p, snap);
-	for (int i = 0; rc == 0 && i < p.nmanifests; i++)
-		rc = read_manifest(&p, &p.manifests[i], err);
+		rc = list_v1_manifests(&p, snap, err);
+	for (int i = 0; rc == 0 && i < p.nmanifests; i++) {
+		rc = tl_check_interrupt(err);
+		if (rc == 0)
+			rc = read_manifest(&p, &p.manifests[i], err);
+	}
 	if (rc == 0)
 		rc = tl_ice_scan_associate_deletes(scan, err);
-	free(p.manifests);
+	tl_free(p.manifests);
 	tl_arena_free(&p.paths);
 	tl_buf_free(&p.file);
 	tl_buf_free(&p.key);
@@ -458,10 +518,20 @@ tl_ice_scan *tl_ice_scan_plan(const tl_ice_table_metadata *md, int64_t snapshot_
 		}
 	}
 	tl_ice_scan *scan = tl_calloc(1, sizeof(*scan));
+	if (scan == NULL) {
+		tl_error_nomem(err, "planning a scan");
+		return NULL;
+	}
 	tl_arena_init(&scan->arena, 256 * 1024);
 	scan->snapshot_id = snap ? snap->snapshot_id : 0;
+	unsigned long failures = tl_mem_failures();
 	if (filter != NULL && filter->op != TL_ICE_EXPR_TRUE)
 		scan->filter = copy_expr(&scan->arena, filter);
+	if (tl_mem_failures() != failures) {
+		tl_ice_scan_free(scan);
+		tl_error_nomem(err, "copying the scan filter");
+		return NULL;
+	}
 	if (copy_table_parts(scan, md, snap, err) < 0 || (snap != NULL && plan_snapshot(scan, snap, err) < 0)) {
 		tl_ice_scan_free(scan);
 		return NULL;
@@ -477,13 +547,13 @@ void tl_ice_scan_free(tl_ice_scan *scan)
 		tl_ice_schema_free(&scan->schema);
 	for (int i = 0; i < scan->nspecs; i++)
 		tl_ice_partition_spec_free(&scan->specs[i]);
-	free(scan->specs);
-	free(scan->tasks);
-	free(scan->task_keys);
-	free(scan->deletes);
-	free(scan->delete_keys);
+	tl_free(scan->specs);
+	tl_free(scan->tasks);
+	tl_free(scan->task_keys);
+	tl_free(scan->deletes);
+	tl_free(scan->delete_keys);
 	tl_arena_free(&scan->arena);
-	free(scan);
+	tl_free(scan);
 }
 
 /* --------------------------------------------------------- accessors */

@@ -167,9 +167,9 @@ static void build_index(const tl_ice_scan *scan, delete_index *ix)
 
 static void free_index(delete_index *ix)
 {
-	free(ix->slots);
-	free(ix->groups);
-	free(ix->refs);
+	tl_free(ix->slots);
+	tl_free(ix->groups);
+	tl_free(ix->refs);
 }
 
 /* The first ref in [begin, end) with seq >= min_seq (refs sorted by seq there). */
@@ -267,8 +267,8 @@ int tl_ice_scan_associate_deletes(tl_ice_scan *scan, tl_error *err)
 	}
 	for (int i = 0; i < scan->ndeletes; i++)
 		scan->stats.delete_files += used[i];
-	free(list.items);
-	free(used);
+	tl_free(list.items);
+	tl_free(used);
 	free_index(&ix);
 	return 0;
 }

@@ -9,6 +9,7 @@
 #include "iceberg/json_fields.h"
 #include "tierlake/iceberg_schema.h"
 #include "iceberg/schema_json.h"
+#include "common/json_load.h"
 
 /* Nesting deeper than this in a schema is treated as hostile input. */
 #define MAX_SCHEMA_DEPTH 64
@@ -125,31 +126,42 @@ void tl_ice_type_free(tl_ice_type *t)
 {
 	for (int i = 0; i < t->nfields; i++)
 		field_free(&t->fields[i]);
-	free(t->fields);
+	tl_free(t->fields);
 	t->fields = NULL;
 	t->nfields = 0;
 }
 
 static void field_free(tl_ice_field *f)
 {
-	free(f->name);
-	free(f->doc);
-	free(f->initial_default);
+	tl_free(f->name);
+	tl_free(f->doc);
+	tl_free(f->initial_default);
 	tl_ice_type_free(&f->type);
 }
 
-static void field_copy(const tl_ice_field *src, tl_ice_field *dst)
+/* -1 when out of memory; dst is then complete enough for field_free. */
+static int field_copy(const tl_ice_field *src, tl_ice_field *dst)
 {
 	*dst = *src;
 	dst->name = tl_strdup(src->name);
 	dst->doc = src->doc ? tl_strdup(src->doc) : NULL;
 	dst->initial_default = src->initial_default ? tl_strdup(src->initial_default) : NULL;
 	dst->type.fields = NULL;
+	dst->type.nfields = 0;
+	if (dst->name == NULL || (src->doc && dst->doc == NULL) || (src->initial_default && dst->initial_default == NULL))
+		return -1;
 	if (src->type.nfields > 0) {
 		dst->type.fields = tl_calloc((size_t)src->type.nfields, sizeof(tl_ice_field));
+		if (dst->type.fields == NULL)
+			return -1;
+		dst->type.nfields = src->type.nfields;
 		for (int i = 0; i < src->type.nfields; i++)
-			field_copy(&src->type.fields[i], &dst->type.fields[i]);
+			if (field_copy(&src->type.fields[i], &dst->type.fields[i]) < 0) {
+				dst->type.nfields = i + 1;
+				return -1;
+			}
 	}
+	return 0;
 }
 
 void tl_ice_schema_free(tl_ice_schema *schema)
@@ -158,23 +170,34 @@ void tl_ice_schema_free(tl_ice_schema *schema)
 		return;
 	for (int i = 0; i < schema->nfields; i++)
 		field_free(&schema->fields[i]);
-	free(schema->fields);
-	free(schema->identifier_ids);
+	tl_free(schema->fields);
+	tl_free(schema->identifier_ids);
 	memset(schema, 0, sizeof(*schema));
 }
 
 int tl_ice_schema_copy(const tl_ice_schema *src, tl_ice_schema *dst)
 {
 	*dst = *src;
-	dst->fields = src->nfields ? tl_calloc((size_t)src->nfields, sizeof(tl_ice_field)) : NULL;
-	for (int i = 0; i < src->nfields; i++)
-		field_copy(&src->fields[i], &dst->fields[i]);
 	dst->identifier_ids = NULL;
+	dst->nfields = 0;
+	dst->fields = src->nfields ? tl_calloc((size_t)src->nfields, sizeof(tl_ice_field)) : NULL;
+	if (src->nfields && dst->fields == NULL)
+		goto nomem;
+	for (int i = 0; i < src->nfields; i++) {
+		dst->nfields = i + 1;
+		if (field_copy(&src->fields[i], &dst->fields[i]) < 0)
+			goto nomem;
+	}
 	if (src->nidentifier_ids > 0) {
 		dst->identifier_ids = tl_malloc((size_t)src->nidentifier_ids * sizeof(int32_t));
+		if (dst->identifier_ids == NULL)
+			goto nomem;
 		memcpy(dst->identifier_ids, src->identifier_ids, (size_t)src->nidentifier_ids * sizeof(int32_t));
 	}
 	return 0;
+nomem:
+	tl_ice_schema_free(dst);
+	return -1;
 }
 
 static bool field_equal(const tl_ice_field *a, const tl_ice_field *b)
@@ -310,6 +333,8 @@ static int collect_ids(const tl_ice_field *fields, int n, id_entry *ids, size_t 
 	if (n == 0)
 		return 0;
 	const tl_ice_field **sorted = tl_malloc((size_t)n * sizeof(*sorted));
+	if (sorted == NULL)
+		return tl_error_nomem(err, "checking a schema");
 	int rc = 0;
 	for (int i = 0; i < n; i++) {
 		if (fields[i].name == NULL || fields[i].name[0] == '\0') {
@@ -336,7 +361,7 @@ static int collect_ids(const tl_ice_field *fields, int n, id_entry *ids, size_t 
 	for (int i = 0; i < n && rc == 0; i++)
 		rc = collect_ids(fields[i].type.fields, fields[i].type.nfields, ids, nids, err);
 done:
-	free(sorted);
+	tl_free(sorted);
 	return rc;
 }
 
@@ -346,6 +371,8 @@ static int check_ids(const tl_ice_field *fields, int n, tl_error *err)
 	if (total == 0)
 		return 0;
 	id_entry *ids = tl_malloc(total * sizeof(*ids));
+	if (ids == NULL)
+		return tl_error_nomem(err, "checking a schema");
 	int rc = collect_ids(fields, n, ids, &nids, err);
 	if (rc == 0) {
 		qsort(ids, nids, sizeof(*ids), compare_id_entries);
@@ -357,7 +384,7 @@ static int check_ids(const tl_ice_field *fields, int n, tl_error *err)
 			}
 		}
 	}
-	free(ids);
+	tl_free(ids);
 	return rc;
 }
 
@@ -377,11 +404,13 @@ int tl_ice_schema_init(tl_ice_schema *schema, int32_t schema_id,
 {
 	tl_ice_schema tmp = {.schema_id = schema_id, .nfields = nfields, .fields = (tl_ice_field *)fields};
 	if (check_ids(fields, nfields, err) < 0) {
-		if (err)
+		if (err && err->code != TL_ERR_NOMEM)
 			err->code = TL_ERR_INVALID;  /* the caller's fields, not a file */
 		return -1;
 	}
-	return tl_ice_schema_copy(&tmp, schema);
+	if (tl_ice_schema_copy(&tmp, schema) < 0)
+		return tl_error_nomem(err, "copying a schema");
+	return 0;
 }
 
 /* ---- JSON ---- */
@@ -408,6 +437,8 @@ static int fields_from_json(const json_t *arr, const char *what, tl_ice_type *ou
 		return tl_error_set(err, TL_ERR_CORRUPT, "%s: %zu fields is more than this library accepts", what, n);
 	out->nfields = 0;
 	out->fields = n ? tl_calloc(n, sizeof(tl_ice_field)) : NULL;
+	if (n && out->fields == NULL)
+		return tl_error_nomem(err, "reading %s", what);
 	for (size_t i = 0; i < n; i++) {
 		out->nfields++;  /* counted first so a half-parsed field is freed too */
 		if (field_from_json(json_array_get(arr, i), what, &out->fields[i], depth + 1, err) < 0)
@@ -436,9 +467,13 @@ static int type_from_json(const json_t *json, const char *what, tl_ice_type *out
 	if (strcmp(kind, "list") == 0) {
 		out->id = TL_ICE_LIST;
 		out->fields = tl_calloc(1, sizeof(tl_ice_field));
+		if (out->fields == NULL)
+			return tl_error_nomem(err, "reading %s", what);
 		out->nfields = 1;
 		tl_ice_field *e = &out->fields[0];
 		e->name = tl_strdup("element");
+		if (e->name == NULL)
+			return tl_error_nomem(err, "reading %s", what);
 		if (ice_json_int32(json, "element-id", what, &e->id, err) < 0 ||
 		    get_bool(json, "element-required", what, &e->required, err) < 0)
 			return -1;
@@ -450,10 +485,14 @@ static int type_from_json(const json_t *json, const char *what, tl_ice_type *out
 	if (strcmp(kind, "map") == 0) {
 		out->id = TL_ICE_MAP;
 		out->fields = tl_calloc(2, sizeof(tl_ice_field));
+		if (out->fields == NULL)
+			return tl_error_nomem(err, "reading %s", what);
 		out->nfields = 2;
 		tl_ice_field *k = &out->fields[0], *v = &out->fields[1];
 		k->name = tl_strdup("key");
 		v->name = tl_strdup("value");
+		if (k->name == NULL || v->name == NULL)
+			return tl_error_nomem(err, "reading %s", what);
 		k->required = true;
 		if (ice_json_int32(json, "key-id", what, &k->id, err) < 0 ||
 		    ice_json_int32(json, "value-id", what, &v->id, err) < 0 ||
@@ -483,6 +522,9 @@ static int field_from_json(const json_t *json, const char *what, tl_ice_field *o
 	const json_t *initial = json_object_get(json, "initial-default");
 	if (initial != NULL && !json_is_null(initial))
 		out->initial_default = json_dumps(initial, JSON_ENCODE_ANY | JSON_COMPACT);
+	if (out->name == NULL || (doc && out->doc == NULL) ||
+	    (initial != NULL && !json_is_null(initial) && out->initial_default == NULL))
+		return tl_error_nomem(err, "reading %s", what);
 	char fwhat[200];
 	snprintf(fwhat, sizeof(fwhat), "%s field \"%.100s\"", what, name);
 	if (ice_json_int32(json, "id", fwhat, &out->id, err) < 0 ||
@@ -530,6 +572,10 @@ int tl_ice_schema_from_json(const json_t *json, tl_ice_schema *out, tl_error *er
 		goto fail;
 	}
 	out->identifier_ids = nids ? tl_malloc(nids * sizeof(int32_t)) : NULL;
+	if (nids && out->identifier_ids == NULL) {
+		tl_error_nomem(err, "reading %s", what);
+		goto fail;
+	}
 	for (size_t i = 0; i < nids; i++) {
 		const json_t *v = json_array_get(ids, i);
 		if (!json_is_integer(v) || json_integer_value(v) < INT32_MIN || json_integer_value(v) > INT32_MAX) {
@@ -594,7 +640,7 @@ static json_t *field_to_json(const tl_ice_field *f)
 	json_object_set_new(o, "type", type_to_json(&f->type));
 	if (f->doc)
 		json_object_set_new(o, "doc", json_string(f->doc));
-	json_t *initial = f->initial_default ? json_loads(f->initial_default, JSON_DECODE_ANY, NULL) : NULL;
+	json_t *initial = f->initial_default ? tl_json_loadb(f->initial_default, strlen(f->initial_default), JSON_DECODE_ANY, NULL) : NULL;
 	if (initial != NULL)
 		json_object_set_new(o, "initial-default", initial);
 	return o;
@@ -712,13 +758,21 @@ int tl_ice_field_to_pq_column(const tl_ice_field *field, tl_pq_column *col, tl_e
 tl_pq_schema *tl_ice_schema_to_pq_schema(const tl_ice_schema *schema, tl_error *err)
 {
 	tl_pq_schema *pq = tl_pq_schema_new();
+	if (pq == NULL) {
+		tl_error_nomem(err, "for a Parquet schema");
+		return NULL;
+	}
 	for (int i = 0; i < schema->nfields; i++) {
 		tl_pq_column col;
 		if (tl_ice_field_to_pq_column(&schema->fields[i], &col, err) < 0) {
 			tl_pq_schema_free(pq);
 			return NULL;
 		}
-		tl_pq_schema_add(pq, &col);
+		if (tl_pq_schema_add(pq, &col) < 0) {
+			tl_pq_schema_free(pq);
+			tl_error_nomem(err, "for a Parquet schema");
+			return NULL;
+		}
 	}
 	if (tl_pq_schema_validate(pq, err) < 0) {
 		tl_pq_schema_free(pq);

@@ -51,17 +51,26 @@ static int new_schema(const tl_ice_schema *current, int32_t schema_id, const tl_
 		return -1;
 	out->nidentifier_ids = current->nidentifier_ids;
 	out->identifier_ids = tl_calloc((size_t)current->nidentifier_ids + 1, sizeof(int32_t));
+	if (out->identifier_ids == NULL) {
+		out->nidentifier_ids = 0;
+		tl_ice_schema_free(out);
+		return tl_error_nomem(err, "for a new schema");
+	}
 	for (int i = 0; i < current->nidentifier_ids; i++)
 		out->identifier_ids[i] = current->identifier_ids[i];
 	return 0;
 }
 
-/* md with `schema` (taken over) added and made current. */
-static void add_current_schema(tl_ice_table_metadata *md, tl_ice_schema *schema)
+/* md with `schema` (taken over) added and made current; -1 when out of memory (schema not taken). */
+static int add_current_schema(tl_ice_table_metadata *md, tl_ice_schema *schema)
 {
-	md->schemas = tl_realloc(md->schemas, sizeof(tl_ice_schema) * (size_t)(md->nschemas + 1));
+	tl_ice_schema *schemas = tl_realloc(md->schemas, sizeof(tl_ice_schema) * (size_t)(md->nschemas + 1));
+	if (schemas == NULL)
+		return -1;
+	md->schemas = schemas;
 	md->schemas[md->nschemas++] = *schema;
 	md->current_schema_id = schema->schema_id;
+	return 0;
 }
 
 static int64_t now_ms(void)
@@ -84,12 +93,18 @@ static int publish_schema(tl_ice_table *t, tl_ice_schema *schema, tl_error *err)
 		tl_ice_schema_free(schema);
 		return -1;
 	}
+	unsigned long failures = tl_mem_failures();
 	char *previous = tl_ice_commit_base_location(t);
-	tl_ice_commit_log_metadata(md, base->last_updated_ms, previous);
-	free(previous);
+	if (previous != NULL)
+		tl_ice_commit_log_metadata(md, base->last_updated_ms, previous);
+	tl_free(previous);
 	int32_t max_id = tl_ice_schema_max_id(schema);
 	schema->schema_id = next_schema_id(base);
-	add_current_schema(md, schema);
+	if (tl_mem_failures() != failures || add_current_schema(md, schema) < 0) {
+		tl_ice_schema_free(schema);
+		tl_ice_metadata_free(md);
+		return tl_error_nomem(err, "publishing a new schema of %s", t->location);
+	}
 	if (max_id > md->last_column_id)
 		md->last_column_id = max_id;
 	md->format_version = 2;
@@ -250,6 +265,10 @@ static tl_ice_field *resolve_fields(const tl_ice_table *t, const tl_ice_schema *
                                     int nfields, tl_error *err)
 {
 	tl_ice_field *out = tl_calloc((size_t)nfields + 1, sizeof(tl_ice_field));
+	if (out == NULL) {
+		tl_error_nomem(err, "evolving the schema of %s", t->location);
+		return NULL;
+	}
 	int32_t next_id = last_used_id(t->metadata);
 	for (int i = 0; i < nfields; i++) {
 		out[i] = fields[i];
@@ -277,7 +296,7 @@ static tl_ice_field *resolve_fields(const tl_ice_table *t, const tl_ice_schema *
 	}
 	return out;
 fail:
-	free(out);
+	tl_free(out);
 	return NULL;
 }
 
@@ -339,7 +358,7 @@ int tl_ice_table_evolve_schema(tl_ice_table *t, const tl_ice_field *fields, int 
 		return -1;
 	tl_ice_schema evolved;
 	int rc = new_schema(current, current->schema_id, resolved, nfields, &evolved, err);
-	free(resolved);
+	tl_free(resolved);
 	if (rc < 0) {
 		tl_error_prefix(err, "evolving the schema of table %s", t->location);
 		return -1;
@@ -361,10 +380,12 @@ int tl_ice_table_evolve_schema(tl_ice_table *t, const tl_ice_field *fields, int 
 	return 0;
 }
 
-/* The current schema's fields, shallow, with room for `extra` more after them. */
+/* The current schema's fields, shallow, with room for `extra` more after them; NULL when out of memory. */
 static tl_ice_field *current_fields(const tl_ice_schema *current, int extra)
 {
 	tl_ice_field *fields = tl_calloc((size_t)current->nfields + (size_t)extra + 1, sizeof(tl_ice_field));
+	if (fields == NULL)
+		return NULL;
 	for (int i = 0; i < current->nfields; i++)
 		fields[i] = current->fields[i];
 	return fields;
@@ -383,10 +404,12 @@ int tl_ice_table_rename_fields(tl_ice_table *t, const char *const *names, int nn
 		                    "renaming the fields of table %s: %d names for a schema of %d fields", t->location,
 		                    nnames, current->nfields);
 	tl_ice_field *fields = current_fields(current, 0);
+	if (fields == NULL)
+		return tl_error_nomem(err, "renaming fields of %s", t->location);
 	for (int i = 0; i < nnames; i++)
 		fields[i].name = (char *)names[i];
 	int rc = tl_ice_table_evolve_schema(t, fields, nnames, changed, err);
-	free(fields);
+	tl_free(fields);
 	return rc;
 }
 
@@ -398,11 +421,13 @@ int tl_ice_table_add_fields(tl_ice_table *t, const tl_ice_field *added, int nadd
 	if (nadded < 0)
 		return tl_error_set(err, TL_ERR_INVALID, "adding %d fields to table %s", nadded, t->location);
 	tl_ice_field *fields = current_fields(current, nadded);
+	if (fields == NULL)
+		return tl_error_nomem(err, "adding fields to %s", t->location);
 	for (int i = 0; i < nadded; i++) {
 		fields[current->nfields + i] = added[i];
 		fields[current->nfields + i].id = 0;  /* new: the next ids */
 	}
 	int rc = tl_ice_table_evolve_schema(t, fields, current->nfields + nadded, NULL, err);
-	free(fields);
+	tl_free(fields);
 	return rc;
 }

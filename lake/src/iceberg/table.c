@@ -38,20 +38,32 @@ typedef struct table_impl {
 	tl_rest_table_ref *catalog;   /* the REST catalog that owns the table's commits, or NULL */
 } table_impl;
 
+/* The buffer's text, or NULL (and nothing held) when building it ran out of memory. */
+static char *buf_text(tl_buf *b)
+{
+	if (tl_buf_failed(b)) {
+		tl_buf_free(b);
+		return NULL;
+	}
+	return (char *)b->data;
+}
+
+/* NULL when out of memory. */
 static char *path_join(const char *dir, const char *name)
 {
 	tl_buf b;
 	tl_buf_init(&b);
 	tl_buf_printf(&b, "%s/%s%c", dir, name, '\0');
-	return (char *)b.data;
+	return buf_text(&b);
 }
 
+/* NULL when out of memory. */
 static char *versioned_path(const char *metadata_dir, int64_t version)
 {
 	tl_buf b;
 	tl_buf_init(&b);
 	tl_buf_printf(&b, "%s/v%" PRId64 "%s%c", metadata_dir, version, METADATA_SUFFIX, '\0');
-	return (char *)b.data;
+	return buf_text(&b);
 }
 
 static void strip_trailing_slashes(char *s)
@@ -100,12 +112,18 @@ static int64_t metadata_file_version(const char *name)
 	return version;
 }
 
-/* The version metadata/version-hint.text names, or -1 when it is missing or not a number. */
+/*
+ * The version metadata/version-hint.text names, or -1 when it is missing or
+ * not a number. The hint only saves a listing, so running out of memory
+ * here counts as no hint: the listing that follows reports it if it lasts.
+ */
 static int64_t hint_version(const char *metadata_dir)
 {
 	char *path = path_join(metadata_dir, "version-hint.text");
+	if (path == NULL)
+		return -1;
 	tl_input *in = tl_storage_open_read(path, NULL);
-	free(path);
+	tl_free(path);
 	if (in == NULL)
 		return -1;
 	char hint[VERSION_HINT_MAX + 1];
@@ -131,14 +149,16 @@ static int64_t current_from_hint(const char *metadata_dir)
 	if (version < 0)
 		return -1;
 	char *path = versioned_path(metadata_dir, version);
-	bool exists = tl_storage_is_file(path);
-	free(path);
+	bool exists = path != NULL && tl_storage_is_file(path);
+	tl_free(path);
 	if (!exists)
 		return -1;
 	for (;;) {
 		path = versioned_path(metadata_dir, version + 1);
+		if (path == NULL)
+			return -1;
 		exists = tl_storage_is_file(path);
-		free(path);
+		tl_free(path);
 		if (!exists)
 			return version;
 		version++;
@@ -161,8 +181,13 @@ static char *newest_listed(const char *table_dir, const char *metadata_dir, int6
 		int64_t v = list.entries[i].is_dir ? -1 : metadata_file_version(list.entries[i].name);
 		if (v > *version) {
 			*version = v;
-			free(best);
+			tl_free(best);
 			best = tl_strdup(list.entries[i].name);
+			if (best == NULL) {
+				tl_storage_list_free(&list);
+				tl_error_nomem(err, "listing %s", metadata_dir);
+				return NULL;
+			}
 		}
 	}
 	tl_storage_list_free(&list);
@@ -176,14 +201,19 @@ static char *newest_listed(const char *table_dir, const char *metadata_dir, int6
 static char *find_current_metadata(const char *table_dir, const char *metadata_dir, int64_t *version,
                                    tl_error *err)
 {
+	char *path;
 	*version = current_from_hint(metadata_dir);
-	if (*version >= 0)
-		return versioned_path(metadata_dir, *version);
-	char *name = newest_listed(table_dir, metadata_dir, version, err);
-	if (name == NULL)
-		return NULL;
-	char *path = path_join(metadata_dir, name);
-	free(name);
+	if (*version >= 0) {
+		path = versioned_path(metadata_dir, *version);
+	} else {
+		char *name = newest_listed(table_dir, metadata_dir, version, err);
+		if (name == NULL)
+			return NULL;
+		path = path_join(metadata_dir, name);
+		tl_free(name);
+	}
+	if (path == NULL)
+		tl_error_nomem(err, "finding the current metadata of %s", table_dir);
 	return path;
 }
 
@@ -198,27 +228,40 @@ static tl_ice_table_metadata *read_metadata_file(const char *path, tl_error *err
 		             in->size);
 	} else {
 		char *text = tl_malloc((size_t)in->size + 1);
-		if (tl_input_read(in, 0, text, (size_t)in->size, err) == 0) {
+		if (text == NULL)
+			tl_error_nomem(err, "reading %s", path);
+		else if (tl_input_read(in, 0, text, (size_t)in->size, err) == 0) {
 			md = tl_ice_metadata_parse(text, (size_t)in->size, err);
 			if (md == NULL)
 				tl_error_prefix(err, "%s", path);
 		}
-		free(text);
+		tl_free(text);
 	}
 	tl_input_close(in);
 	return md;
 }
 
-static table_impl *new_table(tl_ice_table_metadata *md, char *metadata_file, int64_t version,
-                             char *metadata_dir)
+/* Takes md, metadata_file and metadata_dir, also when it fails (NULL, err set: out of memory). */
+static tl_ice_table *new_table(tl_ice_table_metadata *md, char *metadata_file, int64_t version,
+                               char *metadata_dir, tl_error *err)
 {
 	table_impl *impl = tl_calloc(1, sizeof(*impl));
+	char *location = tl_strdup(md->location);
+	if (impl == NULL || location == NULL || metadata_file == NULL) {
+		tl_free(impl);
+		tl_free(location);
+		tl_free(metadata_file);
+		tl_free(metadata_dir);
+		tl_error_nomem(err, "opening table %s", md->location);
+		tl_ice_metadata_free(md);
+		return NULL;
+	}
 	impl->metadata_dir = metadata_dir;
-	impl->pub.location = tl_strdup(md->location);
+	impl->pub.location = location;
 	impl->pub.metadata_file = metadata_file;
 	impl->pub.version = version;
 	impl->pub.metadata = md;
-	return impl;
+	return &impl->pub;
 }
 
 /* ------------------------------------------------------------- opening */
@@ -226,15 +269,19 @@ static table_impl *new_table(tl_ice_table_metadata *md, char *metadata_file, int
 static tl_ice_table *open_directory(const char *dir, tl_error *err)
 {
 	char *metadata_dir = path_join(dir, "metadata");
+	if (metadata_dir == NULL) {
+		tl_error_nomem(err, "opening table %s", dir);
+		return NULL;
+	}
 	int64_t version;
 	char *file = find_current_metadata(dir, metadata_dir, &version, err);
 	tl_ice_table_metadata *md = file ? read_metadata_file(file, err) : NULL;
 	if (md == NULL) {
-		free(file);
-		free(metadata_dir);
+		tl_free(file);
+		tl_free(metadata_dir);
 		return NULL;
 	}
-	return &new_table(md, file, version, metadata_dir)->pub;
+	return new_table(md, file, version, metadata_dir, err);
 }
 
 static tl_ice_table *open_metadata_file(const char *path, tl_error *err)
@@ -244,7 +291,7 @@ static tl_ice_table *open_metadata_file(const char *path, tl_error *err)
 		return NULL;
 	const char *slash = strrchr(path, '/');
 	int64_t version = metadata_file_version(slash ? slash + 1 : path);
-	return &new_table(md, tl_strdup(path), version, NULL)->pub;
+	return new_table(md, tl_strdup(path), version, NULL, err);
 }
 
 /*
@@ -257,7 +304,10 @@ static char *table_root(const char *location, tl_error *err)
 {
 	if (tl_storage_for(location, err) == NULL)
 		return NULL;
-	char *root = strncmp(location, "file:", 5) == 0 ? tl_local_path(location, err) : tl_strdup(location);
+	bool is_file_uri = strncmp(location, "file:", 5) == 0;
+	char *root = is_file_uri ? tl_local_path(location, err) : tl_strdup(location);
+	if (root == NULL && !is_file_uri)
+		tl_error_nomem(err, "opening table %s", location);
 	if (root != NULL)
 		strip_trailing_slashes(root);
 	return root;
@@ -276,7 +326,7 @@ tl_ice_table *tl_ice_table_open(const char *location, tl_error *err)
 		t = open_directory(path, err);
 	else
 		t = open_metadata_file(path, err);
-	free(path);
+	tl_free(path);
 	return t;
 }
 
@@ -286,24 +336,36 @@ char *tl_ice_table_current_metadata(const char *location, int64_t *version, tl_e
 	if (root == NULL)
 		return NULL;
 	char *metadata_dir = path_join(root, "metadata");
+	if (metadata_dir == NULL) {
+		tl_free(root);
+		tl_error_nomem(err, "finding the current metadata of %s", location);
+		return NULL;
+	}
 	int64_t v;
 	char *file = find_current_metadata(root, metadata_dir, &v, err);
 	if (file != NULL && version != NULL)
 		*version = v;
-	free(metadata_dir);
-	free(root);
+	tl_free(metadata_dir);
+	tl_free(root);
 	return file;
 }
 
-void tl_ice_table_install(tl_ice_table *t, tl_ice_table_metadata *md, int64_t version, char *path)
+int tl_ice_table_install(tl_ice_table *t, tl_ice_table_metadata *md, int64_t version, char *path)
 {
+	/* A commit keeps the location, so installing its result allocates nothing and cannot fail. */
+	char *location = t->location != NULL && strcmp(t->location, md->location) == 0 ? t->location
+	                                                                                : tl_strdup(md->location);
+	if (location == NULL)
+		return -1;
 	tl_ice_metadata_free(t->metadata);
-	free(t->metadata_file);
-	free(t->location);
+	tl_free(t->metadata_file);
+	if (location != t->location)
+		tl_free(t->location);
 	t->metadata = md;
 	t->metadata_file = path;
 	t->version = version;
-	t->location = tl_strdup(md->location);
+	t->location = location;
+	return 0;
 }
 
 int tl_ice_table_refresh(tl_ice_table *t, tl_error *err)
@@ -319,10 +381,14 @@ int tl_ice_table_refresh(tl_ice_table *t, tl_error *err)
 	char *file = find_current_metadata(t->location, impl->metadata_dir, &version, err);
 	tl_ice_table_metadata *md = file ? read_metadata_file(file, err) : NULL;
 	if (md == NULL) {
-		free(file);
+		tl_free(file);
 		return -1;
 	}
-	tl_ice_table_install(t, md, version, file);
+	if (tl_ice_table_install(t, md, version, file) < 0) {
+		tl_ice_metadata_free(md);
+		tl_free(file);
+		return tl_error_nomem(err, "refreshing table %s", t->location);
+	}
 	return 0;
 }
 
@@ -332,11 +398,11 @@ void tl_ice_table_free(tl_ice_table *t)
 		return;
 	table_impl *impl = (table_impl *)t;
 	tl_ice_metadata_free(t->metadata);
-	free(t->metadata_file);
-	free(t->location);
-	free(impl->metadata_dir);
+	tl_free(t->metadata_file);
+	tl_free(t->location);
+	tl_free(impl->metadata_dir);
 	tl_rest_table_ref_free(impl->catalog);
-	free(impl);
+	tl_free(impl);
 }
 
 /* ---------------------------------------------- tables kept in a catalog */
@@ -366,8 +432,8 @@ tl_ice_table *tl_ice_table_from_catalog(tl_ice_table_metadata *md, char *metadat
 		tl_error_prefix(err, "table %s", md->location);
 		goto fail;
 	}
-	free(root);
-	free(data_dir);
+	tl_free(root);
+	tl_free(data_dir);
 	impl->metadata_dir = metadata_dir;
 	impl->catalog = ref;
 	impl->pub.location = location;
@@ -376,12 +442,12 @@ tl_ice_table *tl_ice_table_from_catalog(tl_ice_table_metadata *md, char *metadat
 	impl->pub.metadata = md;
 	return &impl->pub;
 fail:
-	free(impl);
-	free(root);
-	free(metadata_dir);
-	free(data_dir);
-	free(location);
-	free(metadata_file);
+	tl_free(impl);
+	tl_free(root);
+	tl_free(metadata_dir);
+	tl_free(data_dir);
+	tl_free(location);
+	tl_free(metadata_file);
 	tl_ice_metadata_free(md);
 	tl_rest_table_ref_free(ref);
 	return NULL;
@@ -402,22 +468,32 @@ tl_rest_table_ref *tl_ice_table_catalog(const tl_ice_table *t)
  */
 static char *metadata_location(const char *given, const char *local, tl_error *err)
 {
-	if (strncmp(given, "file:", 5) == 0 || strstr(given, "://") != NULL || given[0] == '/')
-		return tl_strdup(given);
+	if (strncmp(given, "file:", 5) == 0 || strstr(given, "://") != NULL || given[0] == '/') {
+		char *copy = tl_strdup(given);
+		if (copy == NULL)
+			tl_error_nomem(err, "creating table %s", given);
+		return copy;
+	}
 	const char *slash = strrchr(local, '/');
 	const char *last = slash ? slash + 1 : local;
 	char *parent = slash ? tl_strdup(local) : tl_strdup(".");
+	if (parent == NULL) {
+		tl_error_nomem(err, "creating table %s", given);
+		return NULL;
+	}
 	if (slash)
 		parent[slash == local ? 1 : slash - local] = '\0';
 	bool whole = strcmp(last, ".") == 0 || strcmp(last, "..") == 0;
 	char *real = tl_storage_canonical(whole ? local : parent, err);
-	free(parent);
+	tl_free(parent);
 	if (real == NULL) {
 		tl_error_prefix(err, "cannot resolve table location %s", given);
 		return NULL;
 	}
 	char *result = whole ? tl_strdup(real) : path_join(strcmp(real, "/") == 0 ? "" : real, last);
-	free(real);
+	tl_free(real);
+	if (result == NULL)
+		tl_error_nomem(err, "creating table %s", given);
 	return result;
 }
 
@@ -428,20 +504,24 @@ static int check_no_table(const char *location, const char *metadata_dir, tl_err
 	tl_error_clear(&ignored);
 	int64_t version;
 	char *name = newest_listed(location, metadata_dir, &version, &ignored);
+	if (name == NULL && ignored.code == TL_ERR_NOMEM)
+		return tl_error_nomem(err, "creating table %s", location);
 	if (name == NULL)
 		return 0;
 	tl_error_set(err, TL_ERR_CONFLICT, "table already exists at %s (%s/%s)", location, metadata_dir, name);
-	free(name);
+	tl_free(name);
 	return -1;
 }
 
 static int prepare_directories(const char *local, const char *metadata_dir, tl_error *err)
 {
 	char *data_dir = path_join(local, "data");
+	if (data_dir == NULL)
+		return tl_error_nomem(err, "creating table %s", local);
 	int rc = tl_storage_make_dirs(metadata_dir, err);
 	if (rc == 0)
 		rc = tl_storage_make_dirs(data_dir, err);
-	free(data_dir);
+	tl_free(data_dir);
 	return rc;
 }
 
@@ -450,12 +530,18 @@ tl_ice_table *tl_ice_table_create(const char *location, const tl_ice_schema *sch
                                   int nproperties, tl_error *err)
 {
 	char *given = tl_strdup(location);
+	if (given == NULL) {
+		tl_error_nomem(err, "creating table %s", location);
+		return NULL;
+	}
 	strip_trailing_slashes(given);
 	char *local = table_root(given, err);
 	char *metadata_dir = local ? path_join(local, "metadata") : NULL;
 	char *md_location = NULL, *file = NULL;
 	tl_ice_table_metadata *md = NULL;
 	tl_ice_table *t = NULL;
+	if (local != NULL && metadata_dir == NULL)
+		tl_error_nomem(err, "creating table %s", location);
 	if (metadata_dir == NULL || prepare_directories(local, metadata_dir, err) < 0 ||
 	    check_no_table(given, metadata_dir, err) < 0)
 		goto done;
@@ -472,17 +558,17 @@ tl_ice_table *tl_ice_table_create(const char *location, const tl_ice_schema *sch
 	}
 	if (tl_ice_table_write_hint(metadata_dir, 1, err) < 0)
 		goto done;
-	t = &new_table(md, file, 1, metadata_dir)->pub;
+	t = new_table(md, file, 1, metadata_dir, err);
 	md = NULL;
 	file = NULL;
 	metadata_dir = NULL;
 done:
 	tl_ice_metadata_free(md);
-	free(file);
-	free(md_location);
-	free(metadata_dir);
-	free(local);
-	free(given);
+	tl_free(file);
+	tl_free(md_location);
+	tl_free(metadata_dir);
+	tl_free(local);
+	tl_free(given);
 	return t;
 }
 
@@ -501,7 +587,7 @@ int tl_ice_table_new_data_path(const tl_ice_table *t, const char *partition_path
 	if (name_prefix != NULL && name_prefix[0] != '\0')
 		tl_buf_printf(out, "%s-", name_prefix);
 	tl_buf_printf(out, "%s.parquet", uuid);
-	return 0;
+	return tl_buf_check(out, err, "naming a data file");
 }
 
 void tl_ice_table_append_location(const tl_ice_table *t, tl_buf *out)
@@ -543,6 +629,8 @@ int tl_ice_table_publish_version(const char *metadata_dir, int64_t version, cons
 	tl_buf json;
 	tl_buf_init(&json);
 	char *final = versioned_path(metadata_dir, version);
+	if (final == NULL)
+		return tl_error_nomem(err, "publishing table metadata");
 	int rc = tl_ice_metadata_write(md, &json, err);
 	if (rc == 0 && tl_storage_create_if_absent(final, json.data, json.len, err) < 0) {
 		if (err != NULL && err->code == TL_ERR_CONFLICT) {
@@ -558,7 +646,7 @@ int tl_ice_table_publish_version(const char *metadata_dir, int64_t version, cons
 	if (rc == 0 && path != NULL)
 		*path = final;
 	else
-		free(final);
+		tl_free(final);
 	return rc;
 }
 
@@ -567,7 +655,9 @@ int tl_ice_table_write_hint(const char *metadata_dir, int64_t version, tl_error 
 	char text[24];
 	int n = snprintf(text, sizeof(text), "%" PRId64, version);
 	char *hint = path_join(metadata_dir, "version-hint.text");
+	if (hint == NULL)
+		return tl_error_nomem(err, "writing the version hint");
 	int rc = tl_storage_replace(hint, text, (size_t)n, err);
-	free(hint);
+	tl_free(hint);
 	return rc;
 }

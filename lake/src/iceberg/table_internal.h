@@ -30,8 +30,12 @@ int tl_ice_table_publish_version(const char *metadata_dir, int64_t version, cons
 /* Points metadata/version-hint.text at `version` (atomic replace by rename). */
 int tl_ice_table_write_hint(const char *metadata_dir, int64_t version, tl_error *err);
 
-/* Makes md (taken over) at version / path (taken over) the table's current state. */
-void tl_ice_table_install(tl_ice_table *t, tl_ice_table_metadata *md, int64_t version, char *path);
+/*
+ * Makes md (taken over) at version / path (taken over) the table's current
+ * state. -1 when out of memory (nothing taken): only when md moves the
+ * table's location, which a commit never does.
+ */
+int tl_ice_table_install(tl_ice_table *t, tl_ice_table_metadata *md, int64_t version, char *path);
 
 /* ------------------------------------------ tables kept in a REST catalog */
 

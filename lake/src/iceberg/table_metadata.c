@@ -18,6 +18,7 @@
 
 #include "tierlake/iceberg_metadata.h"
 #include "iceberg/schema_json.h"
+#include "common/json_load.h"
 
 /* A sanity bound on array lengths in a metadata file (snapshots, log entries...). */
 #define MAX_METADATA_ITEMS 10000000
@@ -56,6 +57,11 @@ static bool has_snapshot(const parser *p, int64_t id)
 }
 
 /* ---- JSON field helpers; each names the field in its error ---- */
+
+static int nomem(parser *p, const char *what)
+{
+	return tl_error_nomem(p->err, "reading table metadata: %s", what);
+}
 
 static int missing(parser *p, const char *what, const char *key)
 {
@@ -113,6 +119,8 @@ static int get_str(parser *p, const json_t *obj, const char *what, const char *k
 	if (!json_is_string(v))
 		return wrong_type(p, what, key, "a string");
 	*out = tl_strdup(json_string_value(v));
+	if (*out == NULL)
+		return nomem(p, key);
 	return 1;
 }
 
@@ -150,6 +158,8 @@ static int parse_string_map(parser *p, const json_t *obj, const char *what, cons
 		return wrong_type(p, what, key, "an object");
 	size_t size = json_object_size(m);
 	*out = size ? tl_calloc(size, sizeof(tl_ice_kv)) : NULL;
+	if (size && *out == NULL)
+		return nomem(p, key);
 	const char *k;
 	json_t *v;
 	json_object_foreach((json_t *)m, k, v) {
@@ -161,6 +171,8 @@ static int parse_string_map(parser *p, const json_t *obj, const char *what, cons
 		(*out)[*n].key = tl_strdup(k);
 		(*out)[*n].value = tl_strdup(json_string_value(v));
 		(*n)++;
+		if ((*out)[*n - 1].key == NULL || (*out)[*n - 1].value == NULL)
+			return nomem(p, key);
 	}
 	return 1;
 }
@@ -178,6 +190,8 @@ static int parse_schemas(parser *p, tl_ice_table_metadata *md)
 		if (p->version >= 2 || single == NULL)
 			return missing(p, "table", p->version >= 2 ? "schemas" : "schema");
 		md->schemas = tl_calloc(1, sizeof(tl_ice_schema));
+		if (md->schemas == NULL)
+			return nomem(p, "schema");
 		if (tl_ice_schema_from_json(single, &md->schemas[0], p->err) < 0)
 			return -1;
 		md->nschemas = 1;
@@ -186,17 +200,21 @@ static int parse_schemas(parser *p, tl_ice_table_metadata *md)
 	}
 	size_t n = json_array_size(arr);
 	md->schemas = n ? tl_calloc(n, sizeof(tl_ice_schema)) : NULL;
+	if (n && md->schemas == NULL)
+		return nomem(p, "schemas");
 	for (size_t i = 0; i < n; i++) {
 		if (tl_ice_schema_from_json(json_array_get(arr, i), &md->schemas[i], p->err) < 0)
 			return -1;
 		md->nschemas++;
 	}
 	int64_t *ids = tl_malloc((n ? n : 1) * sizeof(int64_t));
+	if (ids == NULL)
+		return nomem(p, "schemas");
 	for (size_t i = 0; i < n; i++)
 		ids[i] = md->schemas[i].schema_id;
 	int64_t dup;
 	bool has_dup = find_duplicate(ids, n, &dup);
-	free(ids);
+	tl_free(ids);
 	if (has_dup)
 		return tl_error_set(p->err, TL_ERR_CORRUPT, "table metadata: schema-id %lld appears twice in \"schemas\"",
 		                    (long long)dup);
@@ -218,6 +236,8 @@ static int parse_specs(parser *p, tl_ice_table_metadata *md)
 		if (p->version >= 2 || single == NULL)
 			return missing(p, "table", p->version >= 2 ? "partition-specs" : "partition-spec");
 		md->specs = tl_calloc(1, sizeof(tl_ice_partition_spec));
+		if (md->specs == NULL)
+			return nomem(p, "partition-spec");
 		if (tl_ice_partition_spec_from_json(single, 0, &md->specs[0], p->err) < 0)
 			return -1;
 		md->nspecs = 1;
@@ -225,6 +245,8 @@ static int parse_specs(parser *p, tl_ice_table_metadata *md)
 	} else {
 		size_t n = json_array_size(arr);
 		md->specs = n ? tl_calloc(n, sizeof(tl_ice_partition_spec)) : NULL;
+		if (n && md->specs == NULL)
+			return nomem(p, "partition-specs");
 		for (size_t i = 0; i < n; i++) {
 			if (tl_ice_partition_spec_from_json(json_array_get(arr, i), -1, &md->specs[i], p->err) < 0)
 				return -1;
@@ -263,12 +285,16 @@ static int parse_sort_orders(parser *p, tl_ice_table_metadata *md)
 		if (p->version >= 2)
 			return missing(p, "table", "sort-orders");
 		md->sort_orders = tl_calloc(1, sizeof(tl_ice_sort_order));  /* the unsorted order 0 */
+		if (md->sort_orders == NULL)
+			return nomem(p, "sort-orders");
 		md->nsort_orders = 1;
 		md->default_sort_order_id = 0;
 		return 0;
 	}
 	size_t n = json_array_size(arr);
 	md->sort_orders = n ? tl_calloc(n, sizeof(tl_ice_sort_order)) : NULL;
+	if (n && md->sort_orders == NULL)
+		return nomem(p, "sort-orders");
 	for (size_t i = 0; i < n; i++) {
 		const json_t *o = json_array_get(arr, i);
 		tl_ice_sort_order *so = &md->sort_orders[i];
@@ -279,6 +305,8 @@ static int parse_sort_orders(parser *p, tl_ice_table_metadata *md)
 			return -1;
 		size_t nf = json_array_size(fields);
 		so->fields = nf ? tl_calloc(nf, sizeof(tl_ice_sort_field)) : NULL;
+		if (nf && so->fields == NULL)
+			return nomem(p, "sort-orders");
 		for (size_t j = 0; j < nf; j++) {
 			const json_t *f = json_array_get(fields, j);
 			tl_ice_sort_field *sf = &so->fields[j];
@@ -332,11 +360,15 @@ static int parse_snapshot(parser *p, const json_t *o, tl_ice_snapshot *s)
 			                    (long long)s->snapshot_id);
 		size_t n = json_array_size(manifests);
 		s->manifests = n ? tl_calloc(n, sizeof(char *)) : NULL;
+		if (n && s->manifests == NULL)
+			return nomem(p, "manifests");
 		for (size_t i = 0; i < n; i++) {
 			const char *m = json_string_value(json_array_get(manifests, i));
 			if (m == NULL)
 				return wrong_type(p, what, "manifests", "an array of strings");
 			s->manifests[s->nmanifests++] = tl_strdup(m);
+			if (s->manifests[s->nmanifests - 1] == NULL)
+				return nomem(p, "manifests");
 		}
 	}
 	const json_t *summary = json_object_get(o, "summary");
@@ -349,6 +381,8 @@ static int parse_snapshot(parser *p, const json_t *o, tl_ice_snapshot *s)
 		return tl_error_set(p->err, TL_ERR_CORRUPT, "table metadata: snapshot %lld: summary lacks \"operation\"",
 		                    (long long)s->snapshot_id);
 	s->operation = tl_strdup(op ? op : "append");
+	if (s->operation == NULL)
+		return nomem(p, "snapshot");
 	return 0;
 }
 
@@ -359,12 +393,16 @@ static int parse_snapshots(parser *p, tl_ice_table_metadata *md)
 		return -1;
 	size_t n = json_array_size(arr);
 	md->snapshots = n ? tl_calloc(n, sizeof(tl_ice_snapshot)) : NULL;
+	if (n && md->snapshots == NULL)
+		return nomem(p, "snapshots");
 	for (size_t i = 0; i < n; i++) {
 		md->nsnapshots++;
 		if (parse_snapshot(p, json_array_get(arr, i), &md->snapshots[i]) < 0)
 			return -1;
 	}
 	p->snapshot_ids = tl_malloc((n ? n : 1) * sizeof(int64_t));
+	if (p->snapshot_ids == NULL)
+		return nomem(p, "snapshots");
 	for (size_t i = 0; i < n; i++)
 		p->snapshot_ids[i] = md->snapshots[i].snapshot_id;
 	p->nsnapshot_ids = n;
@@ -387,6 +425,8 @@ static int parse_logs(parser *p, tl_ice_table_metadata *md)
 		return -1;
 	size_t n = json_array_size(arr);
 	md->snapshot_log = n ? tl_calloc(n, sizeof(tl_ice_snapshot_log_entry)) : NULL;
+	if (n && md->snapshot_log == NULL)
+		return nomem(p, "snapshot-log");
 	for (size_t i = 0; i < n; i++) {
 		const json_t *e = json_array_get(arr, i);
 		if (req_i64(p, e, "snapshot-log entry", "timestamp-ms", &md->snapshot_log[i].timestamp_ms) < 0 ||
@@ -398,6 +438,8 @@ static int parse_logs(parser *p, tl_ice_table_metadata *md)
 		return -1;
 	n = json_array_size(arr);
 	md->metadata_log = n ? tl_calloc(n, sizeof(tl_ice_metadata_log_entry)) : NULL;
+	if (n && md->metadata_log == NULL)
+		return nomem(p, "metadata-log");
 	for (size_t i = 0; i < n; i++) {
 		const json_t *e = json_array_get(arr, i);
 		md->nmetadata_log++;
@@ -408,16 +450,24 @@ static int parse_logs(parser *p, tl_ice_table_metadata *md)
 	return 0;
 }
 
-static void add_ref(tl_ice_table_metadata *md, const char *name, int64_t snapshot_id, bool is_branch)
+/* -1 when out of memory (md unchanged). */
+static int add_ref(tl_ice_table_metadata *md, const char *name, int64_t snapshot_id, bool is_branch)
 {
-	md->refs = tl_realloc(md->refs, (size_t)(md->nrefs + 1) * sizeof(tl_ice_ref));
+	char *copy = tl_strdup(name);
+	tl_ice_ref *refs = copy ? tl_realloc(md->refs, (size_t)(md->nrefs + 1) * sizeof(tl_ice_ref)) : NULL;
+	if (refs == NULL) {
+		tl_free(copy);
+		return -1;
+	}
+	md->refs = refs;
 	tl_ice_ref *r = &md->refs[md->nrefs++];
-	r->name = tl_strdup(name);
+	r->name = copy;
 	r->snapshot_id = snapshot_id;
 	r->is_branch = is_branch;
 	r->max_ref_age_ms = -1;
 	r->max_snapshot_age_ms = -1;
 	r->min_snapshots_to_keep = -1;
+	return 0;
 }
 
 static int parse_refs(parser *p, tl_ice_table_metadata *md)
@@ -437,7 +487,8 @@ static int parse_refs(parser *p, tl_ice_table_metadata *md)
 		if (!has_snapshot(p, id))
 			return tl_error_set(p->err, TL_ERR_CORRUPT, "table metadata: ref \"%s\" names unknown snapshot %lld",
 			                    name, (long long)id);
-		add_ref(md, name, id, strcmp(type, "branch") == 0);
+		if (add_ref(md, name, id, strcmp(type, "branch") == 0) < 0)
+			return nomem(p, "refs");
 		tl_ice_ref *ref = &md->refs[md->nrefs - 1];
 		if (get_i64(p, r, "ref", "max-ref-age-ms", &ref->max_ref_age_ms) < 0 ||
 		    get_i64(p, r, "ref", "max-snapshot-age-ms", &ref->max_snapshot_age_ms) < 0 ||
@@ -445,8 +496,9 @@ static int parse_refs(parser *p, tl_ice_table_metadata *md)
 			return -1;
 	}
 	/* Without refs (v1, or early v2 writers) the current snapshot is the main branch. */
-	if (refs == NULL && md->current_snapshot_id != TL_ICE_NO_SNAPSHOT)
-		add_ref(md, "main", md->current_snapshot_id, true);
+	if (refs == NULL && md->current_snapshot_id != TL_ICE_NO_SNAPSHOT &&
+	    add_ref(md, "main", md->current_snapshot_id, true) < 0)
+		return nomem(p, "refs");
 	return 0;
 }
 
@@ -475,19 +527,29 @@ static int parse_root(parser *p, tl_ice_table_metadata *md)
 tl_ice_table_metadata *tl_ice_metadata_parse(const char *text, size_t len, tl_error *err)
 {
 	json_error_t jerr;
-	json_t *root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &jerr);
+	unsigned long failures = tl_mem_failures();
+	json_t *root = tl_json_loadb(text, len, JSON_REJECT_DUPLICATES, &jerr);
+	if (root == NULL && tl_mem_failures() != failures) {
+		tl_error_nomem(err, "parsing table metadata");
+		return NULL;
+	}
 	if (root == NULL) {
 		tl_error_set(err, TL_ERR_CORRUPT, "table metadata is not valid JSON: %s (line %d, column %d)",
 		             jerr.text, jerr.line, jerr.column);
 		return NULL;
 	}
 	tl_ice_table_metadata *md = tl_calloc(1, sizeof(*md));
+	if (md == NULL) {
+		json_decref(root);
+		tl_error_nomem(err, "for table metadata");
+		return NULL;
+	}
 	md->current_snapshot_id = TL_ICE_NO_SNAPSHOT;
 	parser p = {.root = root, .err = err};
 	int rc = json_is_object(root) ? parse_root(&p, md)
 	                              : tl_error_set(err, TL_ERR_CORRUPT, "table metadata is not a JSON object");
 	json_decref(root);
-	free(p.snapshot_ids);
+	tl_free(p.snapshot_ids);
 	if (rc < 0) {
 		tl_ice_metadata_free(md);
 		return NULL;
@@ -583,6 +645,9 @@ int tl_ice_metadata_write(const tl_ice_table_metadata *md, tl_buf *out, tl_error
 	if (md->current_snapshot_id != TL_ICE_NO_SNAPSHOT && tl_ice_metadata_current_snapshot(md) == NULL)
 		return tl_error_set(err, TL_ERR_INVALID, "table metadata to write: current-snapshot-id %lld names no snapshot",
 		                    (long long)md->current_snapshot_id);
+	/* jansson's setters take NULL quietly, so one count of failed allocations
+	 * (env.h) around the whole build says whether a member went missing. */
+	unsigned long failures = tl_mem_failures();
 	json_t *o = json_object();
 	json_object_set_new(o, "format-version", json_integer(2));
 	json_object_set_new(o, "table-uuid", json_string(md->table_uuid));
@@ -631,12 +696,14 @@ int tl_ice_metadata_write(const tl_ice_table_metadata *md, tl_buf *out, tl_error
 	json_object_set_new(o, "metadata-log", arr);
 	char *text = json_dumps(o, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
 	json_decref(o);
-	if (text == NULL)
-		return tl_error_set(err, TL_ERR_NOMEM, "could not render table metadata JSON");
+	if (text == NULL || tl_mem_failures() != failures) {
+		tl_free(text);
+		return tl_error_nomem(err, "rendering table metadata JSON");
+	}
 	tl_buf_append_str(out, text);
 	tl_buf_append_byte(out, '\n');
-	free(text);
-	return 0;
+	tl_free(text);
+	return tl_buf_check(out, err, "rendering table metadata JSON");
 }
 
 /* ---- creating ---- */
@@ -678,19 +745,25 @@ tl_ice_table_metadata *tl_ice_metadata_create(const char *location, const tl_ice
 	if (tl_ice_partition_spec_check(spec, schema, err) < 0 || tl_ice_uuid_v4(uuid, err) < 0)
 		return NULL;
 	tl_ice_table_metadata *md = tl_calloc(1, sizeof(*md));
+	if (md == NULL)
+		goto nomem;
 	md->format_version = 2;
 	md->table_uuid = tl_strdup(uuid);
 	md->location = tl_strdup(location);
+	if (md->table_uuid == NULL || md->location == NULL)
+		goto nomem;
 	struct timespec now;
 	clock_gettime(CLOCK_REALTIME, &now);
 	md->last_updated_ms = (int64_t)now.tv_sec * 1000 + now.tv_nsec / 1000000;
 	md->last_column_id = tl_ice_schema_max_id(schema);
 	md->schemas = tl_calloc(1, sizeof(tl_ice_schema));
-	tl_ice_schema_copy(schema, &md->schemas[0]);
+	if (md->schemas == NULL || tl_ice_schema_copy(schema, &md->schemas[0]) < 0)
+		goto nomem;
 	md->schemas[0].schema_id = 0;
 	md->nschemas = 1;
 	md->specs = tl_calloc(1, sizeof(tl_ice_partition_spec));
-	tl_ice_partition_spec_copy(spec, &md->specs[0]);
+	if (md->specs == NULL || tl_ice_partition_spec_copy(spec, &md->specs[0]) < 0)
+		goto nomem;
 	md->specs[0].spec_id = 0;
 	md->nspecs = 1;
 	md->last_partition_id = 999;
@@ -698,60 +771,70 @@ tl_ice_table_metadata *tl_ice_metadata_create(const char *location, const tl_ice
 		if (spec->fields[i].field_id > md->last_partition_id)
 			md->last_partition_id = spec->fields[i].field_id;
 	md->sort_orders = tl_calloc(1, sizeof(tl_ice_sort_order));
+	if (md->sort_orders == NULL)
+		goto nomem;
 	md->nsort_orders = 1;
+	md->current_snapshot_id = TL_ICE_NO_SNAPSHOT;
 	md->properties = nproperties ? tl_calloc((size_t)nproperties, sizeof(tl_ice_kv)) : NULL;
+	if (nproperties && md->properties == NULL)
+		goto nomem;
 	for (int i = 0; i < nproperties; i++) {
 		md->properties[i].key = tl_strdup(properties[i].key);
 		md->properties[i].value = tl_strdup(properties[i].value);
+		md->nproperties = i + 1;
+		if (md->properties[i].key == NULL || md->properties[i].value == NULL)
+			goto nomem;
 	}
-	md->nproperties = nproperties;
-	md->current_snapshot_id = TL_ICE_NO_SNAPSHOT;
 	return md;
+nomem:
+	tl_ice_metadata_free(md);
+	tl_error_nomem(err, "creating table metadata");
+	return NULL;
 }
 
 static void free_kvs(tl_ice_kv *kv, int n)
 {
 	for (int i = 0; i < n; i++) {
-		free(kv[i].key);
-		free(kv[i].value);
+		tl_free(kv[i].key);
+		tl_free(kv[i].value);
 	}
-	free(kv);
+	tl_free(kv);
 }
 
 void tl_ice_metadata_free(tl_ice_table_metadata *md)
 {
 	if (md == NULL)
 		return;
-	free(md->table_uuid);
-	free(md->location);
+	tl_free(md->table_uuid);
+	tl_free(md->location);
 	for (int i = 0; i < md->nschemas; i++)
 		tl_ice_schema_free(&md->schemas[i]);
-	free(md->schemas);
+	tl_free(md->schemas);
 	for (int i = 0; i < md->nspecs; i++)
 		tl_ice_partition_spec_free(&md->specs[i]);
-	free(md->specs);
+	tl_free(md->specs);
 	for (int i = 0; i < md->nsort_orders; i++)
-		free(md->sort_orders[i].fields);
-	free(md->sort_orders);
+		tl_free(md->sort_orders[i].fields);
+	tl_free(md->sort_orders);
 	free_kvs(md->properties, md->nproperties);
 	for (int i = 0; i < md->nsnapshots; i++) {
 		tl_ice_snapshot *s = &md->snapshots[i];
-		free(s->manifest_list);
+		tl_free(s->manifest_list);
 		for (int j = 0; j < s->nmanifests; j++)
-			free(s->manifests[j]);
-		free(s->manifests);
-		free(s->operation);
+			tl_free(s->manifests[j]);
+		tl_free(s->manifests);
+		tl_free(s->operation);
 		free_kvs(s->summary, s->nsummary);
 	}
-	free(md->snapshots);
-	free(md->snapshot_log);
+	tl_free(md->snapshots);
+	tl_free(md->snapshot_log);
 	for (int i = 0; i < md->nmetadata_log; i++)
-		free(md->metadata_log[i].metadata_file);
-	free(md->metadata_log);
+		tl_free(md->metadata_log[i].metadata_file);
+	tl_free(md->metadata_log);
 	for (int i = 0; i < md->nrefs; i++)
-		free(md->refs[i].name);
-	free(md->refs);
-	free(md);
+		tl_free(md->refs[i].name);
+	tl_free(md->refs);
+	tl_free(md);
 }
 
 /* ---- lookups ---- */

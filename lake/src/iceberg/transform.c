@@ -322,23 +322,34 @@ void tl_ice_partition_spec_init(tl_ice_partition_spec *spec, int32_t spec_id)
 	spec->spec_id = spec_id;
 }
 
-void tl_ice_partition_spec_add(tl_ice_partition_spec *spec, int32_t source_id, int32_t field_id,
-                               const char *name, tl_ice_transform transform)
+int tl_ice_partition_spec_add(tl_ice_partition_spec *spec, int32_t source_id, int32_t field_id,
+                              const char *name, tl_ice_transform transform)
 {
-	spec->fields = tl_realloc(spec->fields, (size_t)(spec->nfields + 1) * sizeof(tl_ice_partition_field));
+	char *copy = tl_strdup(name);
+	tl_ice_partition_field *fields =
+		copy ? tl_realloc(spec->fields, (size_t)(spec->nfields + 1) * sizeof(tl_ice_partition_field)) : NULL;
+	if (fields == NULL) {
+		tl_free(copy);
+		return -1;
+	}
+	spec->fields = fields;
 	tl_ice_partition_field *f = &spec->fields[spec->nfields++];
 	f->source_id = source_id;
 	f->field_id = field_id;
-	f->name = tl_strdup(name);
+	f->name = copy;
 	f->transform = transform;
+	return 0;
 }
 
 int tl_ice_partition_spec_copy(const tl_ice_partition_spec *src, tl_ice_partition_spec *dst)
 {
 	tl_ice_partition_spec_init(dst, src->spec_id);
 	for (int i = 0; i < src->nfields; i++)
-		tl_ice_partition_spec_add(dst, src->fields[i].source_id, src->fields[i].field_id,
-		                          src->fields[i].name, src->fields[i].transform);
+		if (tl_ice_partition_spec_add(dst, src->fields[i].source_id, src->fields[i].field_id, src->fields[i].name,
+		                              src->fields[i].transform) < 0) {
+			tl_ice_partition_spec_free(dst);
+			return -1;
+		}
 	return 0;
 }
 
@@ -347,8 +358,8 @@ void tl_ice_partition_spec_free(tl_ice_partition_spec *spec)
 	if (spec == NULL)
 		return;
 	for (int i = 0; i < spec->nfields; i++)
-		free(spec->fields[i].name);
-	free(spec->fields);
+		tl_free(spec->fields[i].name);
+	tl_free(spec->fields);
 	memset(spec, 0, sizeof(*spec));
 }
 
@@ -399,11 +410,17 @@ int tl_ice_partition_type(const tl_ice_partition_spec *spec, const tl_ice_schema
 	if (tl_ice_partition_spec_check(spec, schema, err) < 0)
 		return -1;
 	out->fields = spec->nfields ? tl_calloc((size_t)spec->nfields, sizeof(tl_ice_field)) : NULL;
+	if (spec->nfields && out->fields == NULL)
+		return tl_error_nomem(err, "for a partition type");
 	for (int i = 0; i < spec->nfields; i++) {
 		const tl_ice_partition_field *f = &spec->fields[i];
 		tl_ice_field *pf = &out->fields[i];
 		pf->id = f->field_id;
 		pf->name = tl_strdup(f->name);
+		if (pf->name == NULL) {
+			tl_ice_type_free(out);
+			return tl_error_nomem(err, "for a partition type");
+		}
 		pf->required = false;
 		/* Checked above: the source exists and the transform applies. */
 		tl_ice_transform_result_type(&f->transform, &tl_ice_schema_find_id(schema, f->source_id)->type,
@@ -449,7 +466,10 @@ int tl_ice_partition_spec_from_json(const json_t *json, int32_t spec_id, tl_ice_
 			tl_error_prefix(err, "%s field \"%s\"", what, name);
 			goto fail;
 		}
-		tl_ice_partition_spec_add(out, source_id, field_id, name, t);
+		if (tl_ice_partition_spec_add(out, source_id, field_id, name, t) < 0) {
+			tl_error_nomem(err, "reading %s", what);
+			goto fail;
+		}
 	}
 	return 0;
 fail:

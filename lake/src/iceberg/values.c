@@ -13,6 +13,7 @@
 
 #include "tierlake/calendar.h"
 #include "tierlake/iceberg_value.h"
+#include "common/json_load.h"
 
 #define MICROS_PER_SECOND 1000000LL
 #define MICROS_PER_DAY (86400LL * MICROS_PER_SECOND)
@@ -22,6 +23,8 @@
 static void put_le(tl_buf *out, uint64_t v, int n)
 {
 	uint8_t *p = tl_buf_extend(out, (size_t)n);
+	if (p == NULL)
+		return; /* out is failed; tl_ice_value_serialize checks it */
 	for (int i = 0; i < n; i++)
 		p[i] = (uint8_t)(v >> (8 * i));
 }
@@ -61,7 +64,16 @@ static tl_int128 int128_from_be(const uint8_t *p, size_t n)
 	return (tl_int128)u;
 }
 
+static int serialize_into(const tl_ice_type *type, const tl_ice_value *value, tl_buf *out, tl_error *err);
+
 int tl_ice_value_serialize(const tl_ice_type *type, const tl_ice_value *value, tl_buf *out, tl_error *err)
+{
+	if (serialize_into(type, value, out, err) < 0)
+		return -1;
+	return tl_buf_check(out, err, "serializing a value");
+}
+
+static int serialize_into(const tl_ice_type *type, const tl_ice_value *value, tl_buf *out, tl_error *err)
 {
 	if (value->is_null)
 		return tl_error_set(err, TL_ERR_INVALID, "a null value has no single-value binary form");
@@ -509,6 +521,8 @@ static int parse_hex(const char *text, tl_arena *arena, tl_ice_value *out)
 {
 	size_t n = 0, len = strlen(text);
 	uint8_t *bytes = tl_arena_alloc(arena, len / 2 + 1);
+	if (bytes == NULL)
+		return -1; /* tl_ice_value_parse tells this from bad hex by the failure count */
 	for (const char *p = text; *p;) {
 		if (*p == '-') {
 			p++;
@@ -560,6 +574,7 @@ static int parse_decimal(const char *text, int precision, int scale, tl_int128 *
 int tl_ice_value_parse(const tl_ice_type *type, const char *text, tl_arena *arena,
                        tl_ice_value *out, tl_error *err)
 {
+	unsigned long failures = tl_mem_failures();
 	memset(out, 0, sizeof(*out));
 	const char *p = text;
 	char *end = NULL;
@@ -628,6 +643,8 @@ int tl_ice_value_parse(const tl_ice_type *type, const char *text, tl_arena *aren
 			goto bad;
 		out->ptr = tl_arena_copy(arena, text, (uint32_t)n).ptr;
 		out->len = n;
+		if (out->ptr == NULL)
+			return tl_error_nomem(err, "parsing a string value");
 		return 0;
 	}
 	case TL_ICE_UUID:
@@ -645,11 +662,14 @@ int tl_ice_value_parse(const tl_ice_type *type, const char *text, tl_arena *aren
 		break;
 	}
 bad:;
+	if (tl_mem_failures() != failures)
+		return tl_error_nomem(err, "parsing a value");
 	tl_buf t;
 	tl_buf_init(&t);
 	tl_ice_type_text(type, &t);
 	tl_buf_append_byte(&t, 0);
-	tl_error_set(err, TL_ERR_INVALID, "\"%s\" is not a valid %s value", text, (const char *)t.data);
+	tl_error_set(err, TL_ERR_INVALID, "\"%s\" is not a valid %s value", text,
+	             tl_buf_failed(&t) ? "(type)" : (const char *)t.data);
 	tl_buf_free(&t);
 	return -1;
 }
@@ -674,13 +694,16 @@ static bool json_kind_fits(const tl_ice_type *type, const json_t *json)
 int tl_ice_value_from_json(const tl_ice_type *type, const char *json, tl_arena *arena, tl_ice_value *out,
                            tl_error *err)
 {
-	json_t *value = json != NULL ? json_loads(json, JSON_DECODE_ANY, NULL) : NULL;
+	unsigned long failures = tl_mem_failures();
+	json_t *value = json != NULL ? tl_json_loadb(json, strlen(json), JSON_DECODE_ANY, NULL) : NULL;
 	char *text = NULL;
 	if (value != NULL && json_kind_fits(type, value))
 		text = json_is_string(value) ? tl_strdup(json_string_value(value)) : json_dumps(value, JSON_ENCODE_ANY);
 	json_decref(value);
 	int rc = text != NULL ? tl_ice_value_parse(type, text, arena, out, err) : -1;
-	free(text);
+	tl_free(text);
+	if (rc < 0 && tl_mem_failures() != failures)
+		return tl_error_nomem(err, "reading a JSON value");
 	if (rc < 0) {
 		tl_buf t;
 		tl_buf_init(&t);

@@ -188,7 +188,7 @@ tl_ice_writer *tl_ice_writer_open_data(const tl_ice_table *t, const tl_ice_write
 	for (int i = 0; i < w->schema->nfields; i++)
 		ids[i] = w->schema->fields[i].id;
 	int rc = resolve_sources(w, ids, w->schema->nfields, err);
-	free(ids);
+	tl_free(ids);
 	if (rc < 0) {
 		tl_ice_writer_free(w);
 		return NULL;
@@ -337,7 +337,8 @@ static int row_tuple(tl_ice_writer *w, const tl_pq_batch *batch, int64_t row, tl
 		}
 		tl_buf_append_byte(&w->key, 1);
 		size_t at = w->key.len;
-		tl_buf_extend(&w->key, 4);
+		if (tl_buf_extend(&w->key, 4) == NULL)
+			return tl_error_nomem(err, "for a partition key");
 		const tl_ice_type *rt = &w->partition_type.fields[i].type;
 		if (tl_ice_value_serialize(rt, v, &w->key, err) < 0)
 			return -1;
@@ -366,7 +367,7 @@ static void slots_insert(tl_ice_writer *w, int index)
 
 static void slots_grow(tl_ice_writer *w)
 {
-	free(w->slots);
+	tl_free(w->slots);
 	w->nslots *= 2;
 	w->slots = tl_malloc(sizeof(int) * (size_t)w->nslots);
 	for (int i = 0; i < w->nslots; i++)
@@ -436,7 +437,7 @@ static int make_parent_dirs(const char *location, tl_error *err)
 	char *parent = tl_strdup(location);
 	parent[slash - location] = '\0';
 	int rc = tl_storage_make_dirs(parent, err);
-	free(parent);
+	tl_free(parent);
 	return rc;
 }
 
@@ -446,8 +447,8 @@ static void open_file_free(open_file *f)
 		return;
 	tl_pq_writer_free(f->pq);
 	tl_output_close(f->out);
-	free(f->file_path);
-	free(f);
+	tl_free(f->file_path);
+	tl_free(f);
 }
 
 static open_file *create_file(tl_ice_writer *w, const partition *p, tl_error *err)
@@ -666,12 +667,14 @@ static void copy_value(tl_pq_physical physical, const tl_vector *src, int64_t fr
 	}
 }
 
-/* Copies the partition's selected rows of batch into the scratch batch. */
+/* Copies the partition's selected rows of batch into the scratch batch; NULL when out of memory. */
 static const tl_pq_batch *gather(tl_ice_writer *w, const tl_pq_batch *batch, const partition *p)
 {
 	if (w->scratch == NULL || w->scratch->capacity < p->nrows) {
 		tl_pq_batch_free(w->scratch);
 		w->scratch = tl_pq_batch_new(w->pq_schema, batch->nrows);
+		if (w->scratch == NULL)
+			return NULL;
 	}
 	tl_pq_batch *s = w->scratch;
 	for (int c = 0; c < batch->ncolumns; c++) {
@@ -746,7 +749,8 @@ static int write_routed(tl_ice_writer *w, const tl_pq_batch *batch, bool *wrote,
 			if ((p->file != NULL) != (pass == 0) || p->nrows == 0)
 				continue;
 			const tl_pq_batch *rows = ntouched == 1 ? batch : gather(w, batch, p);
-			rc = write_partition(w, w->touched[i], rows, err);
+			rc = rows == NULL ? tl_error_nomem(err, "gathering a partition's rows")
+			                  : write_partition(w, w->touched[i], rows, err);
 			w->partitions[w->touched[i]].nrows = 0;   /* written */
 		}
 	}
@@ -814,26 +818,26 @@ void tl_ice_writer_free(tl_ice_writer *w)
 		return;
 	for (int i = 0; i < w->npartitions; i++) {
 		open_file_free(w->partitions[i].file);
-		free(w->partitions[i].rows);
+		tl_free(w->partitions[i].rows);
 	}
 	for (int i = 0; i < w->ncreated; i++) {
 		if (!w->closed)
 			(void)tl_storage_remove(w->created[i], NULL); /* best effort: an orphan is harmless */
-		free(w->created[i]);
+		tl_free(w->created[i]);
 	}
-	free(w->created);
-	free(w->partitions);
-	free(w->touched);
-	free(w->slots);
-	free(w->files);
-	free(w->source_column);
-	free(w->source_type);
-	free(w->row_values);
+	tl_free(w->created);
+	tl_free(w->partitions);
+	tl_free(w->touched);
+	tl_free(w->slots);
+	tl_free(w->files);
+	tl_free(w->source_column);
+	tl_free(w->source_type);
+	tl_free(w->row_values);
 	tl_pq_batch_free(w->scratch);
-	free(w->slice_columns);
+	tl_free(w->slice_columns);
 	tl_pq_schema_free(w->pq_schema);
 	tl_ice_type_free(&w->partition_type);
 	tl_buf_free(&w->key);
 	tl_arena_free(&w->arena);
-	free(w);
+	tl_free(w);
 }

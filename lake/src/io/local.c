@@ -53,8 +53,8 @@ static void file_input_close(tl_input *in)
 {
 	file_input *f = (file_input *)in;
 	close(f->fd);
-	free(f->path);
-	free(f);
+	tl_free(f->path);
+	tl_free(f);
 }
 
 tl_input *tl_input_open_file(const char *path, tl_error *err)
@@ -72,8 +72,16 @@ tl_input *tl_input_open_file(const char *path, tl_error *err)
 		return NULL;
 	}
 	file_input *f = tl_calloc(1, sizeof(*f));
+	char *copy = tl_strdup(path);
+	if (f == NULL || copy == NULL) {
+		tl_free(f);
+		tl_free(copy);
+		close(fd);
+		tl_error_nomem(err, "opening %s", path);
+		return NULL;
+	}
 	f->fd = fd;
-	f->path = tl_strdup(path);
+	f->path = copy;
 	f->base.read_at = file_read_at;
 	f->base.close = file_input_close;
 	f->base.size = (uint64_t)st.st_size;
@@ -101,15 +109,21 @@ static int memory_read_at(tl_input *in, uint64_t offset, void *buf, size_t len, 
 static void memory_input_close(tl_input *in)
 {
 	memory_input *m = (memory_input *)in;
-	free(m->name);
-	free(m);
+	tl_free(m->name);
+	tl_free(m);
 }
 
 tl_input *tl_input_from_memory(const void *data, size_t len, const char *name)
 {
 	memory_input *m = tl_calloc(1, sizeof(*m));
+	char *copy = tl_strdup(name ? name : "memory");
+	if (m == NULL || copy == NULL) {
+		tl_free(m);
+		tl_free(copy);
+		return NULL;
+	}
 	m->data = data;
-	m->name = tl_strdup(name ? name : "memory");
+	m->name = copy;
 	m->base.read_at = memory_read_at;
 	m->base.close = memory_input_close;
 	m->base.size = len;
@@ -154,6 +168,8 @@ static int file_write(tl_output *out, const void *buf, size_t len, tl_error *err
 {
 	file_output *f = (file_output *)out;
 	tl_buf_append(&f->pending, buf, len);
+	if (tl_buf_failed(&f->pending))
+		return tl_error_nomem(err, "writing %s", f->path);
 	out->offset += len;
 	if (f->pending.len >= FILE_OUTPUT_FLUSH_BYTES)
 		return file_flush(f, err);
@@ -175,8 +191,8 @@ static void file_output_close(tl_output *out)
 	file_output *f = (file_output *)out;
 	close(f->fd);
 	tl_buf_free(&f->pending);
-	free(f->path);
-	free(f);
+	tl_free(f->path);
+	tl_free(f);
 }
 
 tl_output *tl_output_create_file(const char *path, int exclusive, tl_error *err)
@@ -189,8 +205,17 @@ tl_output *tl_output_create_file(const char *path, int exclusive, tl_error *err)
 		return NULL;
 	}
 	file_output *f = tl_calloc(1, sizeof(*f));
+	char *copy = tl_strdup(path);
+	if (f == NULL || copy == NULL) {
+		tl_free(f);
+		tl_free(copy);
+		close(fd);
+		unlink(path); /* just created: nothing was written to it */
+		tl_error_nomem(err, "creating %s", path);
+		return NULL;
+	}
 	f->fd = fd;
-	f->path = tl_strdup(path);
+	f->path = copy;
 	tl_buf_init(&f->pending);
 	f->base.write = file_write;
 	f->base.finish = file_finish;
@@ -209,6 +234,8 @@ static int buffer_write(tl_output *out, const void *data, size_t len, tl_error *
 {
 	buffer_output *b = (buffer_output *)out;
 	tl_buf_append(b->buf, data, len);
+	if (tl_buf_failed(b->buf))
+		return tl_error_nomem(err, "writing %s", b->name);
 	out->offset += len;
 	return 0;
 }
@@ -221,15 +248,21 @@ static int buffer_finish(tl_output *out, tl_error *err)
 static void buffer_output_close(tl_output *out)
 {
 	buffer_output *b = (buffer_output *)out;
-	free(b->name);
-	free(b);
+	tl_free(b->name);
+	tl_free(b);
 }
 
 tl_output *tl_output_to_buffer(tl_buf *buf, const char *name)
 {
 	buffer_output *b = tl_calloc(1, sizeof(*b));
+	char *copy = tl_strdup(name ? name : "buffer");
+	if (b == NULL || copy == NULL) {
+		tl_free(b);
+		tl_free(copy);
+		return NULL;
+	}
 	b->buf = buf;
-	b->name = tl_strdup(name ? name : "buffer");
+	b->name = copy;
 	b->base.write = buffer_write;
 	b->base.finish = buffer_finish;
 	b->base.close = buffer_output_close;
@@ -245,16 +278,20 @@ void tl_output_close(tl_output *out)
 
 char *tl_local_path(const char *uri, tl_error *err)
 {
+	const char *path = uri;
 	if (strncmp(uri, "file://", 7) == 0)
-		return tl_strdup(uri + 7);
-	if (strncmp(uri, "file:", 5) == 0)
-		return tl_strdup(uri + 5);
-	if (strstr(uri, "://") != NULL) {
+		path = uri + 7;
+	else if (strncmp(uri, "file:", 5) == 0)
+		path = uri + 5;
+	else if (strstr(uri, "://") != NULL) {
 		tl_error_set(err, TL_ERR_UNSUPPORTED, "cannot read %s: only local files (file://) are supported",
 		             uri);
 		return NULL;
 	}
-	return tl_strdup(uri);
+	char *copy = tl_strdup(path);
+	if (copy == NULL)
+		tl_error_nomem(err, "for the path of %s", uri);
+	return copy;
 }
 
 tl_input *tl_input_open_uri(const char *uri, tl_error *err)
@@ -279,7 +316,7 @@ static tl_input *local_open_read(tl_storage *s, const char *location, tl_error *
 {
 	char *path = local_path_of(location, err);
 	tl_input *in = path ? tl_input_open_file(path, err) : NULL;
-	free(path);
+	tl_free(path);
 	return in;
 }
 
@@ -287,7 +324,7 @@ static tl_output *local_create(tl_storage *s, const char *location, int mode, tl
 {
 	char *path = local_path_of(location, err);
 	tl_output *out = path ? tl_output_create_file(path, mode == TL_STORAGE_CREATE_EXCLUSIVE, err) : NULL;
-	free(path);
+	tl_free(path);
 	return out;
 }
 
@@ -311,6 +348,10 @@ static char *temp_beside(const char *path, tl_error *err)
 	for (size_t i = 0; i < sizeof(r); i++)
 		tl_buf_printf(&b, "%02x", r[i]);
 	tl_buf_printf(&b, ".tmp%c", '\0');
+	if (tl_buf_check(&b, err, "naming a temporary file") < 0) {
+		tl_buf_free(&b);
+		return NULL;
+	}
 	return (char *)b.data;
 }
 
@@ -339,6 +380,8 @@ static void sync_parent_directory(const char *path)
 {
 	const char *slash = strrchr(path, '/');
 	char *dir = slash ? tl_strdup(path) : tl_strdup(".");
+	if (dir == NULL)
+		return; /* best effort, as the comment says */
 	if (slash)
 		dir[slash == path ? 1 : slash - path] = '\0';
 	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -346,7 +389,7 @@ static void sync_parent_directory(const char *path)
 		(void)fsync(fd);
 		close(fd);
 	}
-	free(dir);
+	tl_free(dir);
 }
 
 /*
@@ -372,8 +415,8 @@ static int publish_through_temp(const char *location, const void *data, size_t l
 	}
 	if (rc == 0)
 		sync_parent_directory(path);
-	free(temp);
-	free(path);
+	tl_free(temp);
+	tl_free(path);
 	return rc;
 }
 
@@ -388,13 +431,21 @@ static int local_replace(tl_storage *s, const char *location, const void *data, 
 	return publish_through_temp(location, data, len, false, err);
 }
 
-static void list_add(tl_storage_list *out, size_t *cap, const char *name, uint64_t size, bool is_dir)
+static int list_add(tl_storage_list *out, size_t *cap, const char *name, uint64_t size, bool is_dir, tl_error *err)
 {
 	if (out->count == *cap) {
-		*cap = *cap ? 2 * *cap : 16;
-		out->entries = tl_realloc(out->entries, *cap * sizeof(*out->entries));
+		size_t grown = *cap ? 2 * *cap : 16;
+		tl_storage_entry *entries = tl_realloc(out->entries, grown * sizeof(*out->entries));
+		if (entries == NULL)
+			return tl_error_nomem(err, "listing a directory");
+		out->entries = entries;
+		*cap = grown;
 	}
-	out->entries[out->count++] = (tl_storage_entry){tl_strdup(name), size, is_dir};
+	char *copy = tl_strdup(name);
+	if (copy == NULL)
+		return tl_error_nomem(err, "listing a directory");
+	out->entries[out->count++] = (tl_storage_entry){copy, size, is_dir};
+	return 0;
 }
 
 /* Appends dir's entries (names prefixed with `rel`) to out; descends into subdirectories when recursive. */
@@ -415,16 +466,24 @@ static int list_directory(const char *dir, const char *rel, bool recursive, tl_s
 		tl_buf_printf(&path, "%s/%s%c", dir, e->d_name, '\0');
 		tl_buf_reset(&name);
 		tl_buf_printf(&name, "%s%s%c", rel, e->d_name, '\0');
+		if (tl_buf_failed(&path) || tl_buf_failed(&name)) {
+			rc = tl_error_nomem(err, "listing %s", dir);
+			break;
+		}
 		struct stat st;
 		if (lstat((const char *)path.data, &st) != 0)
 			continue; /* removed while listing */
 		bool is_dir = S_ISDIR(st.st_mode);
 		if (!is_dir || !recursive) {
-			list_add(out, cap, (const char *)name.data, is_dir ? 0 : (uint64_t)st.st_size, is_dir);
+			rc = list_add(out, cap, (const char *)name.data, is_dir ? 0 : (uint64_t)st.st_size, is_dir, err);
 			continue;
 		}
 		name.data[name.len - 1] = '/';
 		tl_buf_append_byte(&name, '\0');
+		if (tl_buf_failed(&name)) {
+			rc = tl_error_nomem(err, "listing %s", dir);
+			break;
+		}
 		rc = list_directory((const char *)path.data, (const char *)name.data, true, out, cap, err);
 	}
 	closedir(d);
@@ -444,7 +503,7 @@ static int local_list(tl_storage *s, const char *location, int flags, tl_storage
 	int rc = list_directory(path, "", (flags & TL_STORAGE_LIST_RECURSIVE) != 0, out, &cap, err);
 	if (rc < 0)
 		tl_storage_list_free(out);
-	free(path);
+	tl_free(path);
 	return rc;
 }
 
@@ -456,7 +515,7 @@ static int local_remove(tl_storage *s, const char *location, tl_error *err)
 	int rc = 0;
 	if (unlink(path) != 0)
 		rc = tl_error_set(err, errno_code(errno), "cannot remove %s: %s", path, strerror(errno));
-	free(path);
+	tl_free(path);
 	return rc;
 }
 
@@ -473,7 +532,7 @@ static int local_remove_all(tl_storage *s, const char *location, tl_error *err)
 	int rc = 0;
 	if (nftw(path, remove_entry, 16, FTW_DEPTH | FTW_PHYS) != 0 && errno != ENOENT)
 		rc = tl_error_set(err, TL_ERR_IO, "cannot remove %s: %s", path, strerror(errno));
-	free(path);
+	tl_free(path);
 	return rc;
 }
 
@@ -492,7 +551,7 @@ static int local_stat(tl_storage *s, const char *location, uint64_t *size, bool 
 		if (is_dir)
 			*is_dir = S_ISDIR(st.st_mode);
 	}
-	free(path);
+	tl_free(path);
 	return rc;
 }
 
@@ -521,7 +580,7 @@ static int local_make_dirs(tl_storage *s, const char *location, tl_error *err)
 	}
 	if (rc == 0)
 		rc = make_directory(path, err);
-	free(path);
+	tl_free(path);
 	return rc;
 }
 
@@ -530,10 +589,14 @@ static char *local_canonical(tl_storage *s, const char *location, tl_error *err)
 	char *path = local_path_of(location, err);
 	if (path == NULL)
 		return NULL;
-	char *real = realpath(path, NULL);
-	if (real == NULL)
+	/* realpath's result is the C library's memory; the caller frees ours. */
+	char *resolved = realpath(path, NULL), *real = NULL;
+	if (resolved == NULL)
 		tl_error_set(err, errno_code(errno), "cannot resolve %s: %s", path, strerror(errno));
-	free(path);
+	else if ((real = tl_strdup(resolved)) == NULL)
+		tl_error_nomem(err, "resolving a local path");
+	free(resolved);
+	tl_free(path);
 	return real;
 }
 

@@ -129,7 +129,7 @@ static void credentials_free(credentials *c)
 	for (int i = 0; i < 3; i++)
 		if (fields[i]) {
 			memset(fields[i], 0, strlen(fields[i]));
-			free(fields[i]);
+			tl_free(fields[i]);
 		}
 	memset(c, 0, sizeof(*c));
 }
@@ -172,7 +172,7 @@ static int parse_credentials(const char *text, const char *what, credentials *ou
 		p += n + (p[n] == ';');
 		item++;
 		if (it[0] == '\0') {
-			free(it);
+			tl_free(it);
 			continue;
 		}
 		char *eq = strchr(it, '=');
@@ -204,14 +204,14 @@ static int parse_credentials(const char *text, const char *what, credentials *ou
 				*slot = value;
 				value = NULL;
 			}
-			free(key);
+			tl_free(key);
 			if (value) {
 				memset(value, 0, strlen(value));
-				free(value);
+				tl_free(value);
 			}
 		}
 		memset(it, 0, strlen(it));
-		free(it);
+		tl_free(it);
 		if (rc < 0) {
 			credentials_free(out);
 			return -1;
@@ -260,7 +260,7 @@ int tl_profile_credentials_lookup(const char *file_text, const char *ref, const 
 		if (eq == NULL || (size_t)(eq - s) <= plen || strncmp(s, TL_CREDENTIALS_ENV_PREFIX, plen) != 0) {
 			if (*value) {
 				memset(*value, 0, strlen(*value));
-				free(*value);
+				tl_free(*value);
 				*value = NULL;
 			}
 			return tl_error_set(err, TL_ERR_INVALID,
@@ -269,7 +269,7 @@ int tl_profile_credentials_lookup(const char *file_text, const char *ref, const 
 			                    file, line);
 		}
 		if ((size_t)(eq - s) == plen + rlen && strncmp(s + plen, ref, rlen) == 0) {
-			free(*value); /* the last line for a reference wins, as in a shell */
+			tl_free(*value); /* the last line for a reference wins, as in a shell */
 			*value = trimmed(eq + 1, (size_t)(end - eq - 1));
 		}
 	}
@@ -322,7 +322,7 @@ static void in_close(tl_input *in)
 {
 	profile_input *pi = (profile_input *)in;
 	tl_input_close(pi->inner);
-	free(pi);
+	tl_free(pi);
 }
 
 static tl_input *ps_open_read(tl_storage *s, const char *location, tl_error *err)
@@ -367,7 +367,7 @@ static void out_close(tl_output *out)
 {
 	profile_output *po = (profile_output *)out;
 	tl_output_close(po->inner);
-	free(po);
+	tl_free(po);
 }
 
 static tl_output *ps_create(tl_storage *s, const char *location, int mode, tl_error *err)
@@ -538,5 +538,5 @@ void tl_profile_storage_free(tl_storage *storage)
 		return;
 	profile_storage *ps = storage->state;
 	tl_storage_s3_free(ps->s3);
-	free(ps);
+	tl_free(ps);
 }

@@ -106,11 +106,11 @@ int tl_s3_parse_uri(const char *uri, char **bucket, char **key, tl_error *err)
 	size_t blen = rest ? strcspn(rest, "/") : 0;
 	if (rest == NULL || blen == 0)
 		return tl_error_set(err, TL_ERR_INVALID, "\"%s\" is not an S3 location (s3://bucket/key)", uri);
-	*bucket = strndup(rest, blen);
-	*key = strdup(rest[blen] == '/' ? rest + blen + 1 : "");
+	*bucket = tl_strndup(rest, blen);
+	*key = tl_strdup(rest[blen] == '/' ? rest + blen + 1 : "");
 	if (*bucket == NULL || *key == NULL) {
-		free(*bucket);
-		free(*key);
+		tl_free(*bucket);
+		tl_free(*key);
 		return tl_error_set(err, TL_ERR_NOMEM, "out of memory parsing \"%s\"", uri);
 	}
 	return 0;
@@ -154,14 +154,14 @@ tl_s3_client *tl_s3_client_new(const tl_s3_config *cfg, tl_error *err)
 	}
 	tl_s3_client *c = tl_calloc(1, sizeof(*c));
 	if (tl_s3_endpoint_parse(cfg, &c->ep, err) < 0) {
-		free(c);
+		tl_free(c);
 		return NULL;
 	}
 	c->curl = curl_easy_init();
 	if (c->curl == NULL) {
 		tl_error_set(err, TL_ERR_NOMEM, "libcurl could not make a handle");
 		tl_s3_endpoint_free(&c->ep);
-		free(c);
+		tl_free(c);
 		return NULL;
 	}
 	c->region = tl_strdup(cfg->region ? cfg->region : "us-east-1");
@@ -190,7 +190,7 @@ static void free_secret(char *s)
 		volatile char *p = s;
 		while (*p)
 			*p++ = 0;
-		free(s);
+		tl_free(s);
 	}
 }
 
@@ -200,12 +200,12 @@ void tl_s3_client_free(tl_s3_client *c)
 		return;
 	curl_easy_cleanup(c->curl);
 	tl_s3_endpoint_free(&c->ep);
-	free(c->region);
-	free(c->access_key);
+	tl_free(c->region);
+	tl_free(c->access_key);
 	free_secret(c->secret_key);
 	free_secret(c->session_token);
-	free(c->sigv4);
-	free(c);
+	tl_free(c->sigv4);
+	tl_free(c);
 }
 
 /* ------------------------------------------------------------ request */
@@ -279,10 +279,18 @@ static size_t on_upload(char *dst, size_t size, size_t nmemb, void *arg)
 	return n;
 }
 
+/* The config's own check, else the host's (tierlake/env.h). */
+static bool is_interrupted(tl_s3_client *c)
+{
+	if (c->limits.interrupted != NULL)
+		return c->limits.interrupted(c->limits.interrupt_arg);
+	return tl_interrupt_requested();
+}
+
 static int on_progress(void *arg, curl_off_t dltotal, curl_off_t dlnow, curl_off_t ultotal, curl_off_t ulnow)
 {
 	tl_s3_client *c = arg;
-	return c->limits.interrupted != NULL && c->limits.interrupted(c->limits.interrupt_arg);
+	return is_interrupted(c);
 }
 
 static struct curl_slist *add_header(struct curl_slist *list, const char *fmt, const char *value)
@@ -385,10 +393,6 @@ static bool retryable_status(const s3_request *r)
 	       memmem(r->error_body.data, r->error_body.len, "<Code>RequestTimeout</Code>", 27) != NULL;
 }
 
-static bool is_interrupted(tl_s3_client *c)
-{
-	return c->limits.interrupted != NULL && c->limits.interrupted(c->limits.interrupt_arg);
-}
 
 static long elapsed_ms(const struct timespec *start)
 {
@@ -423,7 +427,8 @@ static backoff_result backoff(tl_s3_client *c, int retry, const struct timespec 
 
 static int interrupted_error(tl_error *err, const s3_request *r)
 {
-	return tl_error_set(err, TL_ERR_IO, "S3 %s s3://%s/%s: interrupted", r->op, r->bucket, r->key);
+	(void)r; /* "interrupted" is the whole message (env.h): the host knows what it asked to stop */
+	return tl_error_set(err, TL_ERR_INTERRUPTED, "interrupted");
 }
 
 /*
@@ -480,7 +485,7 @@ int tl_s3_perform(tl_s3_client *c, s3_request *r, tl_error *err)
 			break;
 		}
 	}
-	free(url);
+	tl_free(url);
 	return rc;
 }
 

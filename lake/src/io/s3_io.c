@@ -35,8 +35,8 @@ static void s3_input_close(tl_input *in)
 	s3_input *s = (s3_input *)in;
 	if (s->owns_client)
 		tl_s3_client_free(s->client);
-	free(s->uri);
-	free(s);
+	tl_free(s->uri);
+	tl_free(s);
 }
 
 tl_input *tl_s3_input_over(tl_s3_client *client, bool owns_client, const char *uri, tl_error *err)
@@ -144,8 +144,8 @@ static void s3_output_close(tl_output *out)
 	if (s->owns_client)
 		tl_s3_client_free(s->client);
 	tl_buf_free(&s->part);
-	free(s->uri);
-	free(s);
+	tl_free(s->uri);
+	tl_free(s);
 }
 
 /* Whether uri names an object (a bucket and a key) that an output can make. */
@@ -155,8 +155,8 @@ static bool names_object(const char *uri, tl_error *err)
 	if (tl_s3_parse_uri(uri, &bucket, &key, err) < 0)
 		return false;
 	bool has_key = key[0] != '\0';
-	free(bucket);
-	free(key);
+	tl_free(bucket);
+	tl_free(key);
 	if (!has_key)
 		tl_error_set(err, TL_ERR_INVALID, "\"%s\" names a bucket, not an object", uri);
 	return has_key;

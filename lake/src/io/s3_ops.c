@@ -18,8 +18,8 @@ static int with_uri(tl_s3_client *c, const char *uri, uri_op fn, void *arg, tl_e
 	if (tl_s3_parse_uri(uri, &bucket, &key, err) < 0)
 		return -1;
 	int rc = fn(c, bucket, key, arg, err);
-	free(bucket);
-	free(key);
+	tl_free(bucket);
+	tl_free(key);
 	return rc;
 }
 
@@ -147,9 +147,9 @@ static int parse_list_page(const tl_buf *page, tl_buf *objects, const char *buck
 		char *end = NULL;
 		unsigned long long n = size ? strtoull(size, &end, 10) : 0;
 		bool ok = key != NULL && size != NULL && end != size && *end == '\0';
-		free(size);
+		tl_free(size);
 		if (!ok) {
-			free(key);
+			tl_free(key);
 			return tl_error_set(err, TL_ERR_CORRUPT, "S3 list s3://%s: an entry without a key or a size", bucket);
 		}
 		tl_s3_object o = {key, n};
@@ -196,7 +196,7 @@ static int list_pages(tl_s3_client *c, const char *bucket, const char *prefix, v
 		rc = run_request(c, &r, err);
 		if (rc == 0)
 			rc = parse_list_page(&page, objects, bucket, err);
-		free(token);
+		tl_free(token);
 		token = NULL;
 		if (rc == 0 && !args->just_one) {
 			char *truncated = tl_s3_xml_text((const char *)page.data, page.len, "IsTruncated");
@@ -207,10 +207,10 @@ static int list_pages(tl_s3_client *c, const char *bucket, const char *prefix, v
 					                  "S3 list s3://%s/%s: a truncated listing without a continuation token",
 					                  bucket, prefix);
 			}
-			free(truncated);
+			tl_free(truncated);
 		}
 	} while (rc == 0 && token != NULL);
-	free(token);
+	tl_free(token);
 	tl_buf_free(&query);
 	tl_buf_free(&page);
 	return rc;
@@ -242,8 +242,8 @@ int tl_s3_list_any(tl_s3_client *c, const char *uri_prefix, bool *any, tl_error 
 void tl_s3_listing_free(tl_s3_listing *listing)
 {
 	for (size_t i = 0; i < listing->count; i++)
-		free(listing->objects[i].key);
-	free(listing->objects);
+		tl_free(listing->objects[i].key);
+	tl_free(listing->objects);
 	listing->objects = NULL;
 	listing->count = 0;
 }
@@ -281,7 +281,7 @@ tl_s3_upload *tl_s3_upload_begin(tl_s3_client *c, const char *uri, tl_error *err
 	u->client = c;
 	tl_buf_init(&u->etags);
 	if (tl_s3_parse_uri(uri, &u->bucket, &u->key, err) < 0) {
-		free(u);
+		tl_free(u);
 		return NULL;
 	}
 	tl_buf response;
@@ -351,7 +351,7 @@ int tl_s3_upload_complete(tl_s3_upload *u, bool if_absent, tl_error *err)
 		rc = tl_s3_http_error(err, r.op, u->bucket, u->key,
 		                      &(tl_s3_response_error){200, (const char *)response.data, response.len, NULL,
 		                                              tl_s3_client_region(u->client), r.attempts});
-	free(code);
+	tl_free(code);
 	if (rc == 0)
 		u->completed = true;
 	tl_s3_request_done(&r);
@@ -378,10 +378,10 @@ void tl_s3_upload_free(tl_s3_upload *u)
 	}
 	char **etags = (char **)u->etags.data;
 	for (int i = 0; i < tl_s3_upload_parts(u); i++)
-		free(etags[i]);
+		tl_free(etags[i]);
 	tl_buf_free(&u->etags);
-	free(u->bucket);
-	free(u->key);
-	free(u->upload_id);
-	free(u);
+	tl_free(u->bucket);
+	tl_free(u->key);
+	tl_free(u->upload_id);
+	tl_free(u);
 }

@@ -59,9 +59,9 @@ int tl_s3_endpoint_parse(const tl_s3_config *cfg, tl_s3_endpoint *ep, tl_error *
 	size_t path_len = strlen(path);
 	while (path_len > 0 && path[path_len - 1] == '/')
 		path_len--;
-	ep->scheme = strndup(url, (size_t)(sep - url));
-	ep->host = strndup(host, host_len);
-	ep->path = strndup(path, path_len);
+	ep->scheme = tl_strndup(url, (size_t)(sep - url));
+	ep->host = tl_strndup(host, host_len);
+	ep->path = tl_strndup(path, path_len);
 	if (ep->scheme == NULL || ep->host == NULL || ep->path == NULL) {
 		tl_s3_endpoint_free(ep);
 		return tl_error_set(err, TL_ERR_NOMEM, "out of memory parsing the S3 endpoint");
@@ -76,9 +76,9 @@ int tl_s3_endpoint_parse(const tl_s3_config *cfg, tl_s3_endpoint *ep, tl_error *
 
 void tl_s3_endpoint_free(tl_s3_endpoint *ep)
 {
-	free(ep->scheme);
-	free(ep->host);
-	free(ep->path);
+	tl_free(ep->scheme);
+	tl_free(ep->host);
+	tl_free(ep->path);
 	memset(ep, 0, sizeof(*ep));
 }
 
@@ -260,8 +260,8 @@ int tl_s3_http_error(tl_error *err, const char *op, const char *bucket, const ch
 	tl_error_set(err, code_for_status(resp->status), "S3 %s s3://%s/%s: HTTP %ld %s%s%s%s%s%s", op, bucket, key,
 	             resp->status, code ? code : status_text(resp->status), message ? ": " : "",
 	             message ? message : "", hint_for(code, resp->status), region_note, attempts);
-	free(code);
-	free(message);
-	free(region);
+	tl_free(code);
+	tl_free(message);
+	tl_free(region);
 	return -1;
 }

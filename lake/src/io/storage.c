@@ -64,7 +64,7 @@ static tl_storage *set_registered(const char *match, bool is_prefix, tl_storage 
 	registered *r = find_registered(match, is_prefix);
 	tl_storage *previous = r ? r->storage : NULL;
 	if (r != NULL && storage == NULL) {
-		free(r->match);
+		tl_free(r->match);
 		*r = registry[--registry_count];
 	} else if (r != NULL) {
 		r->storage = storage;
@@ -96,7 +96,7 @@ tl_storage *tl_storage_register_prefix(const char *prefix, tl_storage *storage)
 	memcpy(trimmed, prefix, n);
 	trimmed[n] = '\0';
 	tl_storage *previous = set_registered(trimmed, true, storage);
-	free(trimmed);
+	tl_free(trimmed);
 	return previous;
 }
 
@@ -165,8 +165,8 @@ tl_storage *tl_storage_for(const char *location, tl_error *err)
 void tl_storage_list_free(tl_storage_list *list)
 {
 	for (size_t i = 0; i < list->count; i++)
-		free(list->entries[i].name);
-	free(list->entries);
+		tl_free(list->entries[i].name);
+	tl_free(list->entries);
 	list->entries = NULL;
 	list->count = 0;
 }

@@ -85,6 +85,8 @@ void pq_byte_stream_split_encode(tl_buf *out, const void *values, int width, int
 	if (n <= 0 || width <= 0)
 		return;
 	uint8_t *streams = tl_buf_extend(out, (size_t)n * (size_t)width);
+	if (streams == NULL)
+		return; /* out is failed; the writer checks it (buf.h) */
 	switch (width) {
 	case 4:
 		scatter(values, streams, n, 4);

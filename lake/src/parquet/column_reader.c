@@ -33,7 +33,7 @@ static void free_buffer_list(pq_page_buffer *b)
 {
 	while (b) {
 		pq_page_buffer *next = b->next;
-		free(b);
+		tl_free(b);
 		b = next;
 	}
 }
@@ -48,6 +48,8 @@ static pq_page_buffer *take_buffer(pq_column_reader *cr, size_t size)
 		return b;
 	}
 	b = tl_malloc(sizeof(*b) + size);
+	if (b == NULL)
+		return NULL;
 	b->next = NULL;
 	b->capacity = size;
 	return b;
@@ -114,12 +116,12 @@ void pq_column_reader_free(pq_column_reader *cr)
 	retire_page(cr);
 	free_buffer_list(cr->retired);
 	free_buffer_list(cr->spare);
-	free(cr->dictionary_page);
-	free(cr->dictionary_values);
-	free(cr->dictionary_bytes);
-	free(cr->scratch_u32);
-	free(cr->scratch_bytes);
-	free(cr->chunk);
+	tl_free(cr->dictionary_page);
+	tl_free(cr->dictionary_values);
+	tl_free(cr->dictionary_bytes);
+	tl_free(cr->scratch_u32);
+	tl_free(cr->scratch_bytes);
+	tl_free(cr->chunk);
 	memset(cr, 0, sizeof(*cr));
 }
 
@@ -146,20 +148,30 @@ int64_t pq_int96_to_nanos(const uint8_t bytes[12])
 	return (int64_t)(days * UINT64_C(86400000000000) + nanos_of_day);
 }
 
-static void ensure_scratch(pq_column_reader *cr, int64_t n)
+static int ensure_scratch(pq_column_reader *cr, int64_t n, tl_error *err)
 {
 	if (n > cr->scratch_capacity) {
-		free(cr->scratch_u32);
+		tl_free(cr->scratch_u32);
+		cr->scratch_capacity = 0;
 		cr->scratch_u32 = tl_malloc((size_t)n * sizeof(uint32_t));
+		if (cr->scratch_u32 == NULL)
+			return tl_error_nomem(err, "decoding a Parquet page");
 		cr->scratch_capacity = n;
 	}
+	return 0;
 }
 
-static uint8_t *ensure_scratch_bytes(pq_column_reader *cr, size_t n)
+/* NULL with err set when out of memory. */
+static uint8_t *ensure_scratch_bytes(pq_column_reader *cr, size_t n, tl_error *err)
 {
 	if (n > cr->scratch_bytes_capacity) {
-		free(cr->scratch_bytes);
+		tl_free(cr->scratch_bytes);
+		cr->scratch_bytes_capacity = 0;
 		cr->scratch_bytes = tl_malloc(n);
+		if (cr->scratch_bytes == NULL) {
+			tl_error_nomem(err, "decoding a Parquet page");
+			return NULL;
+		}
 		cr->scratch_bytes_capacity = n;
 	}
 	return cr->scratch_bytes;
@@ -181,8 +193,10 @@ static int page_body(pq_column_reader *cr, const uint8_t *body, size_t compresse
 		return 0;
 	}
 	pq_page_buffer *b = take_buffer(cr, uncompressed_len);
+	if (b == NULL)
+		return tl_error_nomem(err, "decompressing a Parquet page");
 	if (pq_decompress(cr->codec, body, compressed_len, b->data, uncompressed_len, err) < 0) {
-		free(b);
+		tl_free(b);
 		tl_error_prefix(err, "%s: column \"%s\"", cr->file_name, cr->column->name);
 		return -1;
 	}
@@ -225,20 +239,28 @@ static int read_dictionary(pq_column_reader *cr, const pq_page_header *h, const 
 	int64_t consumed;
 	if (col->physical == TL_PQ_BYTE_ARRAY || col->physical == TL_PQ_FIXED_LEN_BYTE_ARRAY) {
 		cr->dictionary_bytes = tl_malloc((size_t)n * sizeof(tl_bytes));
+		if (cr->dictionary_bytes == NULL)
+			return tl_error_nomem(err, "reading a Parquet dictionary page");
 		consumed = col->physical == TL_PQ_BYTE_ARRAY
 			? pq_plain_decode_byte_array(data, len, cr->dictionary_bytes, n, err)
 			: pq_plain_decode_flba(data, len, col->type_length, cr->dictionary_bytes, n, err);
 	} else if (col->physical == TL_PQ_INT96) {
-		uint8_t *raw = ensure_scratch_bytes(cr, (size_t)n * 12);
+		uint8_t *raw = ensure_scratch_bytes(cr, (size_t)n * 12, err);
+		if (raw == NULL)
+			return -1;
 		consumed = pq_plain_decode_fixed(data, len, 12, raw, n, err);
 		if (consumed >= 0) {
 			int64_t *values = tl_malloc((size_t)n * sizeof(int64_t));
+			if (values == NULL)
+				return tl_error_nomem(err, "reading a Parquet dictionary page");
 			for (int64_t i = 0; i < n; i++)
 				values[i] = pq_int96_to_nanos(raw + 12 * i);
 			cr->dictionary_values = values;
 		}
 	} else {
 		cr->dictionary_values = tl_malloc((size_t)n * (size_t)width);
+		if (cr->dictionary_values == NULL)
+			return tl_error_nomem(err, "reading a Parquet dictionary page");
 		consumed = pq_plain_decode_fixed(data, len, width, cr->dictionary_values, n, err);
 	}
 	if (consumed < 0) {
@@ -485,15 +507,20 @@ static int next_data_page(pq_column_reader *cr, int64_t *skip, tl_error *err)
 }
 
 /* Copies views of bytes that die with the decoder into the batch's arena. */
-static void own_bytes(tl_bytes *values, int64_t n, tl_arena *arena)
+static int own_bytes(tl_bytes *values, int64_t n, tl_arena *arena, tl_error *err)
 {
-	for (int64_t i = 0; i < n; i++)
+	for (int64_t i = 0; i < n; i++) {
 		values[i] = tl_arena_copy(arena, values[i].ptr, values[i].len);
+		if (values[i].ptr == NULL)
+			return tl_error_nomem(err, "copying Parquet byte-array values");
+	}
+	return 0;
 }
 
 static int gather_dictionary(pq_column_reader *cr, uint8_t *dst, int64_t k, tl_error *err)
 {
-	ensure_scratch(cr, k);
+	if (ensure_scratch(cr, k, err) < 0)
+		return -1;
 	uint32_t *idx = cr->scratch_u32;
 	int64_t got = pq_rle_decode(&cr->index_decoder, idx, k, err);
 	if (got < 0) {
@@ -546,7 +573,9 @@ static int decode_plain(pq_column_reader *cr, uint8_t *dst, int64_t k, tl_error 
 		cr->bool_bit += (uint64_t)k;
 		return 0;
 	case TL_PQ_INT96: {
-		uint8_t *raw = ensure_scratch_bytes(cr, (size_t)k * 12);
+		uint8_t *raw = ensure_scratch_bytes(cr, (size_t)k * 12, err);
+		if (raw == NULL)
+			return -1;
 		consumed = pq_plain_decode_fixed(p, left, 12, raw, k, err);
 		if (consumed >= 0) {
 			int64_t *out = (int64_t *)dst;
@@ -579,6 +608,8 @@ static int decode_byte_stream_split(pq_column_reader *cr, uint8_t *dst, int64_t 
 	if (col->physical == TL_PQ_FIXED_LEN_BYTE_ARRAY) {
 		int width = col->type_length;
 		uint8_t *raw = tl_arena_alloc(arena, (size_t)k * (size_t)width);
+		if (raw == NULL)
+			return tl_error_nomem(err, "decoding BYTE_STREAM_SPLIT values");
 		if (pq_byte_stream_split_decode(cr->values, cr->values_len, width, raw, cr->split_position, k,
 		                                cr->split_total, err) < 0)
 			return -1;
@@ -609,7 +640,8 @@ static int decode_values(pq_column_reader *cr, uint8_t *dst, int64_t k, tl_arena
 	case PQ_ENC_RLE_DICTIONARY:
 		return gather_dictionary(cr, dst, k, err);
 	case PQ_ENC_RLE:
-		ensure_scratch(cr, k);
+		if (ensure_scratch(cr, k, err) < 0)
+			return -1;
 		got = pq_rle_decode(&cr->index_decoder, cr->scratch_u32, k, err);
 		if (got < 0)
 			rc = -1;
@@ -642,8 +674,8 @@ static int decode_values(pq_column_reader *cr, uint8_t *dst, int64_t k, tl_arena
 				if (v[i].len != (uint32_t)col->type_length)
 					return corrupt(cr, err, "a fixed-length value has the wrong length");
 		}
-		if (cr->encoding == PQ_ENC_DELTA_BYTE_ARRAY)
-			own_bytes((tl_bytes *)dst, k, arena);
+		if (cr->encoding == PQ_ENC_DELTA_BYTE_ARRAY && own_bytes((tl_bytes *)dst, k, arena, err) < 0)
+			return -1;
 		break;
 	case PQ_ENC_BYTE_STREAM_SPLIT:
 		return decode_byte_stream_split(cr, dst, k, arena, err);
@@ -683,7 +715,8 @@ static void spread(uint8_t *base, int width, const uint8_t *valid, int64_t k, in
 /* Decodes m definition levels into valid[] (NULL: only counted); returns the number of non-null rows or -1. */
 static int64_t read_definitions(pq_column_reader *cr, uint8_t *valid, int64_t m, tl_error *err)
 {
-	ensure_scratch(cr, m);
+	if (ensure_scratch(cr, m, err) < 0)
+		return -1;
 	uint32_t *levels = cr->scratch_u32;
 	int64_t got = pq_rle_decode(&cr->definition_decoder, levels, m, err);
 	if (got < 0) {
@@ -767,7 +800,8 @@ static int skip_values(pq_column_reader *cr, int64_t k, tl_error *err)
 		return 0;
 	case PQ_ENC_PLAIN_DICTIONARY:
 	case PQ_ENC_RLE_DICTIONARY: {
-		ensure_scratch(cr, k);
+		if (ensure_scratch(cr, k, err) < 0)
+			return -1;
 		int64_t got = pq_rle_decode(&cr->index_decoder, cr->scratch_u32, k, err);
 		if (got < 0) {
 			tl_error_prefix(err, "%s: column \"%s\": dictionary indexes", cr->file_name, col->name);
@@ -777,7 +811,9 @@ static int skip_values(pq_column_reader *cr, int64_t k, tl_error *err)
 	}
 	case PQ_ENC_DELTA_LENGTH_BYTE_ARRAY:
 	case PQ_ENC_DELTA_BYTE_ARRAY: {
-		tl_bytes *views = (tl_bytes *)ensure_scratch_bytes(cr, (size_t)k * sizeof(tl_bytes));
+		tl_bytes *views = (tl_bytes *)ensure_scratch_bytes(cr, (size_t)k * sizeof(tl_bytes), err);
+		if (views == NULL)
+			return -1;
 		int64_t got = pq_bytes_decode(&cr->bytes_decoder, views, k, err);
 		if (got < 0) {
 			tl_error_prefix(err, "%s: column \"%s\"", cr->file_name, col->name);
@@ -789,7 +825,10 @@ static int skip_values(pq_column_reader *cr, int64_t k, tl_error *err)
 		break;
 	}
 	/* PLAIN booleans and byte arrays, RLE booleans, DELTA_BINARY_PACKED: none of them own bytes, so no arena. */
-	return decode_values(cr, ensure_scratch_bytes(cr, (size_t)k * sizeof(tl_bytes)), k, NULL, err);
+	uint8_t *scratch = ensure_scratch_bytes(cr, (size_t)k * sizeof(tl_bytes), err);
+	if (scratch == NULL)
+		return -1;
+	return decode_values(cr, scratch, k, NULL, err);
 }
 
 int pq_column_reader_skip(pq_column_reader *cr, int64_t n, tl_error *err)

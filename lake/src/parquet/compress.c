@@ -71,7 +71,10 @@ static int gzip_compress(int level, const uint8_t *src, size_t len, tl_buf *out,
 	if (deflateInit2(&zs, level, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK)
 		return tl_error_set(err, TL_ERR_NOMEM, "GZIP: cannot initialise the compressor");
 	size_t cap = deflateBound(&zs, (uLong)len);
-	tl_buf_reserve(out, cap);
+	if (tl_buf_reserve(out, cap) < 0) {
+		deflateEnd(&zs);
+		return tl_error_nomem(err, "for a GZIP page");
+	}
 	zs.next_in = (Bytef *)(uintptr_t)src;
 	zs.avail_in = (uInt)len;
 	zs.next_out = out->data + out->len;
@@ -90,7 +93,8 @@ static int zstd_compress(int level, const uint8_t *src, size_t len, tl_buf *out,
 	if (zstd_cctx == NULL && (zstd_cctx = ZSTD_createCCtx()) == NULL)
 		return tl_error_set(err, TL_ERR_NOMEM, "ZSTD: cannot create a compression context");
 	size_t cap = ZSTD_compressBound(len);
-	tl_buf_reserve(out, cap);
+	if (tl_buf_reserve(out, cap) < 0)
+		return tl_error_nomem(err, "for a ZSTD page");
 	size_t n = ZSTD_compressCCtx(zstd_cctx, out->data + out->len, cap, src, len, level);
 	if (ZSTD_isError(n))
 		return tl_error_set(err, TL_ERR_INVALID, "ZSTD: compression failed: %s", ZSTD_getErrorName(n));
@@ -101,7 +105,8 @@ static int zstd_compress(int level, const uint8_t *src, size_t len, tl_buf *out,
 static int lz4_raw_compress(int level, const uint8_t *src, size_t len, tl_buf *out, tl_error *err)
 {
 	int cap = LZ4_compressBound((int)len);
-	tl_buf_reserve(out, (size_t)cap);
+	if (tl_buf_reserve(out, (size_t)cap) < 0)
+		return tl_error_nomem(err, "for an LZ4_RAW page");
 	char *dst = (char *)out->data + out->len;
 	int n = level > 0 ? LZ4_compress_HC((const char *)src, dst, (int)len, cap, level)
 	                  : LZ4_compress_default((const char *)src, dst, (int)len, cap);
@@ -123,10 +128,11 @@ int pq_compress(tl_pq_codec codec, int level, const uint8_t *src, size_t len, tl
 	switch (codec) {
 	case TL_PQ_UNCOMPRESSED:
 		tl_buf_append(out, src, len);
-		return 0;
+		return tl_buf_check(out, err, "for a page");
 	case TL_PQ_SNAPPY: {
 		size_t cap = snappy_max_compressed_length(len);
-		tl_buf_reserve(out, cap);
+		if (tl_buf_reserve(out, cap) < 0)
+			return tl_error_nomem(err, "for a SNAPPY page");
 		size_t n = cap;
 		if (snappy_compress((const char *)src, len, (char *)out->data + out->len, &n) != SNAPPY_OK)
 			return tl_error_set(err, TL_ERR_INVALID, "SNAPPY: compression failed");

@@ -242,8 +242,10 @@ static void delta_encode_block(tl_buf *out, const int64_t *deltas, int count)
 	tl_buf_append(out, widths, sizeof(widths));
 	for (int m = 0; m < used; m++) {
 		size_t bytes = (size_t)DELTA_MINIBLOCK_VALUES / 8 * widths[m];
-		pq_bit_pack64(tl_buf_extend(out, bytes), rel + m * DELTA_MINIBLOCK_VALUES, widths[m],
-		              DELTA_MINIBLOCK_VALUES / 8);
+		uint8_t *packed = tl_buf_extend(out, bytes);
+		if (packed == NULL)
+			return; /* out is failed; the writer checks it (buf.h) */
+		pq_bit_pack64(packed, rel + m * DELTA_MINIBLOCK_VALUES, widths[m], DELTA_MINIBLOCK_VALUES / 8);
 	}
 }
 
@@ -306,6 +308,10 @@ static int read_lengths(const uint8_t **p, const uint8_t *end, int64_t limit, co
 		goto fail;
 	}
 	int32_t *values = tl_malloc((size_t)total * sizeof(*values));
+	if (values == NULL) {
+		tl_error_nomem(err, "decoding delta lengths");
+		goto fail;
+	}
 	int64_t got = pq_delta_decode_i32(&dd, values, (int64_t)total, err);
 	if (got >= 0 && (uint64_t)got != total)
 		tl_error_set(err, TL_ERR_CORRUPT, "decoded %lld of %llu values", (long long)got, (unsigned long long)total);
@@ -317,7 +323,7 @@ static int read_lengths(const uint8_t **p, const uint8_t *end, int64_t limit, co
 	}
 	const uint8_t *after = got >= 0 && (uint64_t)got == total ? pq_delta_decoder_skip_to_end(&dd, err) : NULL;
 	if (after == NULL) {
-		free(values);
+		tl_free(values);
 		goto fail;
 	}
 	*p = after;
@@ -394,7 +400,8 @@ static int64_t decode_prefixed(pq_bytes_decoder *d, tl_bytes *out, int64_t k, tl
 	if (d->previous.len > 0)
 		memmove(buf->data, d->previous.ptr, d->previous.len);
 	buf->len = d->previous.len;
-	tl_buf_reserve(buf, (size_t)need + 1); /* + 1: never a NULL buffer */
+	if (tl_buf_reserve(buf, (size_t)need + 1) < 0) /* + 1: never a NULL buffer */
+		return tl_error_nomem(err, "decoding DELTA_BYTE_ARRAY values");
 	d->previous.ptr = buf->data;
 	tl_bytes previous = d->previous;
 
@@ -447,8 +454,8 @@ int64_t pq_bytes_decode(pq_bytes_decoder *d, tl_bytes *out, int64_t n, tl_error 
 
 void pq_bytes_decoder_free(pq_bytes_decoder *d)
 {
-	free(d->lengths);
-	free(d->prefixes);
+	tl_free(d->lengths);
+	tl_free(d->prefixes);
 	tl_buf_free(&d->materialised);
 	d->lengths = NULL;
 	d->prefixes = NULL;
@@ -464,6 +471,8 @@ static void append_values(tl_buf *out, const tl_bytes *values, const int32_t *sk
 	for (int64_t i = 0; i < n; i++)
 		total += values[i].len - (skip ? (uint32_t)skip[i] : 0);
 	uint8_t *dst = tl_buf_extend(out, total);
+	if (dst == NULL)
+		return; /* out is failed; the writer checks it (buf.h) */
 	for (int64_t i = 0; i < n; i++) {
 		uint32_t from = skip ? (uint32_t)skip[i] : 0, len = values[i].len - from;
 		if (len)
@@ -475,10 +484,14 @@ static void append_values(tl_buf *out, const tl_bytes *values, const int32_t *sk
 void pq_delta_length_encode(tl_buf *out, const tl_bytes *values, int64_t n)
 {
 	int32_t *lengths = tl_malloc((size_t)n * sizeof(*lengths));
+	if (lengths == NULL) {
+		tl_buf_set_failed(out);
+		return;
+	}
 	for (int64_t i = 0; i < n; i++)
 		lengths[i] = (int32_t)values[i].len;
 	pq_delta_encode_i32(out, lengths, n);
-	free(lengths);
+	tl_free(lengths);
 	append_values(out, values, NULL, n);
 }
 
@@ -486,6 +499,12 @@ void pq_delta_byte_array_encode(tl_buf *out, const tl_bytes *values, int64_t n)
 {
 	int32_t *prefixes = tl_malloc((size_t)n * sizeof(*prefixes));
 	int32_t *suffixes = tl_malloc((size_t)n * sizeof(*suffixes));
+	if (prefixes == NULL || suffixes == NULL) {
+		tl_free(prefixes);
+		tl_free(suffixes);
+		tl_buf_set_failed(out);
+		return;
+	}
 	for (int64_t i = 0; i < n; i++) {
 		uint32_t common = 0;
 		if (i > 0) {
@@ -499,6 +518,6 @@ void pq_delta_byte_array_encode(tl_buf *out, const tl_bytes *values, int64_t n)
 	pq_delta_encode_i32(out, prefixes, n);
 	pq_delta_encode_i32(out, suffixes, n);
 	append_values(out, values, prefixes, n);
-	free(prefixes);
-	free(suffixes);
+	tl_free(prefixes);
+	tl_free(suffixes);
 }

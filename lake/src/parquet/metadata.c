@@ -320,6 +320,10 @@ static int alloc_array(decoder *d, const char *field, int32_t count, size_t elem
 		return blame(d, "%s", field);
 	}
 	*out = tl_arena_alloc(d->arena, bytes);
+	if (*out == NULL) {
+		fail(d, TL_ERR_NOMEM, "out of memory decoding %zu bytes of Parquet metadata", bytes);
+		return blame(d, "%s", field);
+	}
 	memset(*out, 0, bytes);
 	return 0;
 }

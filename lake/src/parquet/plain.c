@@ -113,6 +113,8 @@ void pq_plain_encode_byte_array(tl_buf *out, const tl_bytes *values, int64_t n)
 	for (int64_t i = 0; i < n; i++)
 		total += 4 + (size_t)values[i].len;
 	uint8_t *p = tl_buf_extend(out, total);
+	if (p == NULL)
+		return; /* out is failed; the writer checks it (buf.h) */
 	for (int64_t i = 0; i < n; i++) {
 		uint32_t value_len = values[i].len;
 		p[0] = (uint8_t)value_len;
@@ -151,6 +153,8 @@ void pq_bool_encode(pq_bool_encoder *e, const uint8_t *values, int64_t n)
 	int64_t whole = (n - i) / 8;
 	if (whole > 0) {
 		uint8_t *dst = tl_buf_extend(e->out, (size_t)whole);
+		if (dst == NULL)
+			return; /* out is failed; the writer checks it (buf.h) */
 		for (int64_t b = 0; b < whole; b++, i += 8) {
 			uint8_t byte = 0;
 			for (int j = 0; j < 8; j++)

@@ -68,6 +68,8 @@ static int footer_error(tl_pq_reader *r, tl_error *err, const char *fmt, ...)
 static char *copy_text(tl_bytes b)
 {
 	char *s = tl_malloc((size_t)b.len + 1);
+	if (s == NULL)
+		return NULL;
 	memcpy(s, b.ptr, b.len);
 	s[b.len] = '\0';
 	return s;
@@ -214,7 +216,8 @@ static int map_leaf(tl_pq_reader *r, const pq_schema_element *e, const char *nam
 	}
 	if (!logical_fits_physical(c))
 		return footer_error(r, err, "column \"%s\" has a logical type that does not fit its physical type", name);
-	tl_pq_schema_add(r->schema, c);
+	if (tl_pq_schema_add(r->schema, c) < 0)
+		return tl_error_nomem(err, "reading a Parquet schema");
 	return 0;
 }
 
@@ -231,11 +234,15 @@ static int map_schema(tl_pq_reader *r, tl_error *err)
 		                    "%s: the schema has nested groups (struct, list or map); only flat schemas are supported",
 		                    r->in->name);
 	r->schema = tl_pq_schema_new();
+	if (r->schema == NULL)
+		return tl_error_nomem(err, "reading a Parquet schema");
 	for (int i = 1; i < md->nschema; i++) {
 		tl_pq_column c;
 		char *name = copy_text(md->schema[i].name);
+		if (name == NULL)
+			return tl_error_nomem(err, "reading a Parquet schema");
 		int rc = map_leaf(r, &md->schema[i], name, &c, err);
-		free(name); /* tl_pq_schema_add copied it */
+		tl_free(name); /* tl_pq_schema_add copied it */
 		if (rc < 0)
 			return -1;
 	}
@@ -439,6 +446,8 @@ static int read_footer(tl_pq_reader *r, tl_error *err)
 		return tl_error_set(err, TL_ERR_CORRUPT, "%s: not a Parquet file (no PAR1 magic at the start)", in->name);
 
 	r->footer = tl_malloc(footer_len);
+	if (r->footer == NULL)
+		return tl_error_nomem(err, "reading a Parquet footer");
 	if (tl_input_read(in, in->size - 8 - footer_len, r->footer, footer_len, err) < 0)
 		return -1;
 	r->md_decoded = true;
@@ -477,6 +486,8 @@ static int check_chunks(tl_pq_reader *r, tl_error *err)
 		return footer_error(r, err, "the footer says %lld rows but its row groups hold %lld",
 		                    (long long)md->num_rows, (long long)total_rows);
 	r->chunks = tl_calloc((size_t)md->nrow_groups * (size_t)(ncols ? ncols : 1), sizeof(tl_pq_chunk_info));
+	if (r->chunks == NULL)
+		return tl_error_nomem(err, "reading a Parquet footer");
 	for (int g = 0; g < md->nrow_groups; g++) {
 		const pq_row_group *rg = &md->row_groups[g];
 		char where[64];
@@ -519,36 +530,53 @@ static int check_chunks(tl_pq_reader *r, tl_error *err)
 	return 0;
 }
 
-static void copy_key_values(tl_pq_reader *r)
+static int copy_key_values(tl_pq_reader *r, tl_error *err)
 {
 	const pq_file_metadata *md = &r->md;
 	r->created_by = md->has_created_by ? copy_text(md->created_by) : tl_strdup("");
-	r->nmetadata = md->nkey_value;
 	r->metadata = tl_calloc((size_t)(md->nkey_value ? md->nkey_value : 1), sizeof(tl_pq_kv));
+	if (r->created_by == NULL || r->metadata == NULL)
+		return tl_error_nomem(err, "reading a Parquet footer's key-value metadata");
+	r->nmetadata = md->nkey_value;
 	for (int i = 0; i < md->nkey_value; i++) {
 		r->metadata[i].key = copy_text(md->key_value[i].key);
 		r->metadata[i].value = md->key_value[i].has_value ? copy_text(md->key_value[i].value) : NULL;
+		if (r->metadata[i].key == NULL || (md->key_value[i].has_value && r->metadata[i].value == NULL))
+			return tl_error_nomem(err, "reading a Parquet footer's key-value metadata");
 	}
+	return 0;
 }
 
 tl_pq_reader *tl_pq_reader_open(tl_input *in, tl_error *err)
 {
 	tl_pq_reader *r = tl_calloc(1, sizeof(*r));
+	if (r == NULL) {
+		tl_error_nomem(err, "opening a Parquet file");
+		return NULL;
+	}
 	r->in = in;
 	r->row_group = -1;
 	r->only_row_group = -1;
-	if (read_footer(r, err) < 0 || map_schema(r, err) < 0 || check_chunks(r, err) < 0) {
-		tl_pq_reader_free(r);
-		return NULL;
-	}
-	copy_key_values(r);
+	if (read_footer(r, err) < 0 || map_schema(r, err) < 0 || check_chunks(r, err) < 0 ||
+	    copy_key_values(r, err) < 0)
+		goto fail;
 	r->skip_row_group = tl_calloc((size_t)(r->md.nrow_groups ? r->md.nrow_groups : 1), sizeof(bool));
 	int *all = tl_malloc(sizeof(int) * (size_t)(r->schema->ncolumns ? r->schema->ncolumns : 1));
+	if (r->skip_row_group == NULL || all == NULL) {
+		tl_free(all);
+		tl_error_nomem(err, "opening a Parquet file");
+		goto fail;
+	}
 	for (int i = 0; i < r->schema->ncolumns; i++)
 		all[i] = i;
-	tl_pq_reader_project(r, all, r->schema->ncolumns, err);
-	free(all);
+	int rc = tl_pq_reader_project(r, all, r->schema->ncolumns, err);
+	tl_free(all);
+	if (rc < 0)
+		goto fail;
 	return r;
+fail:
+	tl_pq_reader_free(r);
+	return NULL;
 }
 
 static void release_columns(tl_pq_reader *r)
@@ -557,7 +585,7 @@ static void release_columns(tl_pq_reader *r)
 		return;
 	for (int i = 0; i < r->nprojection; i++)
 		pq_column_reader_free(&r->columns[i]);
-	free(r->columns);
+	tl_free(r->columns);
 	r->columns = NULL;
 }
 
@@ -568,20 +596,20 @@ void tl_pq_reader_free(tl_pq_reader *r)
 	release_columns(r);
 	if (r->md_decoded)
 		pq_file_metadata_free(&r->md);
-	free(r->footer);
+	tl_free(r->footer);
 	tl_pq_schema_free(r->schema);
 	tl_pq_schema_free(r->projected_schema);
-	free(r->chunks);
-	free(r->created_by);
+	tl_free(r->chunks);
+	tl_free(r->created_by);
 	for (int i = 0; i < r->nmetadata; i++) {
-		free((char *)r->metadata[i].key);
-		free((char *)r->metadata[i].value);
+		tl_free((char *)r->metadata[i].key);
+		tl_free((char *)r->metadata[i].value);
 	}
-	free(r->metadata);
-	free(r->projection);
-	free(r->deferred);
-	free(r->skip_row_group);
-	free(r);
+	tl_free(r->metadata);
+	tl_free(r->projection);
+	tl_free(r->deferred);
+	tl_free(r->skip_row_group);
+	tl_free(r);
 }
 
 /* ------------------------------------------------------------ accessors */
@@ -621,28 +649,40 @@ int tl_pq_reader_project(tl_pq_reader *r, const int *columns, int ncolumns, tl_e
 		if (columns[i] < 0 || columns[i] >= r->schema->ncolumns)
 			return tl_error_set(err, TL_ERR_INVALID, "column index %d is out of range (the file has %d columns)",
 			                    columns[i], r->schema->ncolumns);
-	free(r->projection);
-	free(r->deferred);
+	/* Built aside, so a failure leaves the previous projection in force. */
+	int *projection = tl_malloc(sizeof(int) * (size_t)(ncolumns ? ncolumns : 1));
+	tl_pq_schema *projected = tl_pq_schema_new();
+	if (projection == NULL || projected == NULL)
+		goto nomem;
+	for (int i = 0; i < ncolumns; i++) {
+		projection[i] = columns[i];
+		if (tl_pq_schema_add(projected, &r->schema->columns[columns[i]]) < 0)
+			goto nomem;
+	}
+	tl_free(r->projection);
+	tl_free(r->deferred);
 	r->deferred = NULL;
 	tl_pq_schema_free(r->projected_schema);
-	r->projection = tl_malloc(sizeof(int) * (size_t)(ncolumns ? ncolumns : 1));
-	r->projected_schema = tl_pq_schema_new();
-	for (int i = 0; i < ncolumns; i++) {
-		r->projection[i] = columns[i];
-		tl_pq_schema_add(r->projected_schema, &r->schema->columns[columns[i]]);
-	}
+	r->projection = projection;
+	r->projected_schema = projected;
 	r->nprojection = ncolumns;
 	return 0;
+nomem:
+	tl_free(projection);
+	tl_pq_schema_free(projected);
+	return tl_error_nomem(err, "projecting Parquet columns");
 }
 
 int tl_pq_reader_defer(tl_pq_reader *r, const bool *deferred, tl_error *err)
 {
 	if (r->started)
 		return tl_error_set(err, TL_ERR_INVALID, "deferred columns must be chosen before reading starts");
-	free(r->deferred);
+	tl_free(r->deferred);
 	r->deferred = NULL;
 	if (deferred != NULL && r->nprojection > 0) {
 		r->deferred = tl_malloc(sizeof(bool) * (size_t)r->nprojection);
+		if (r->deferred == NULL)
+			return tl_error_nomem(err, "choosing deferred Parquet columns");
 		memcpy(r->deferred, deferred, sizeof(bool) * (size_t)r->nprojection);
 	}
 	return 0;
@@ -714,8 +754,10 @@ static int open_column(tl_pq_reader *r, int i, uint8_t *fetched, tl_error *err)
 	uint8_t *chunk = fetched;
 	if (chunk == NULL) {
 		chunk = tl_malloc(len);
+		if (chunk == NULL)
+			return tl_error_nomem(err, "reading a Parquet column chunk");
 		if (tl_input_read(r->in, (uint64_t)chunk_start(m), chunk, len, err) < 0) {
-			free(chunk);
+			tl_free(chunk);
 			return -1;
 		}
 	}
@@ -757,6 +799,8 @@ static int fetch_close_chunks(tl_pq_reader *r, uint8_t **chunks, tl_error *err)
 	if (gap == 0)
 		return 0;
 	chunk_span *spans = tl_malloc(sizeof(chunk_span) * (size_t)(r->nprojection ? r->nprojection : 1));
+	if (spans == NULL)
+		return tl_error_nomem(err, "reading a Parquet row group");
 	int n = 0;
 	for (int i = 0; i < r->nprojection; i++) {
 		chunk_span c = {.column = i};
@@ -775,17 +819,21 @@ static int fetch_close_chunks(tl_pq_reader *r, uint8_t **chunks, tl_error *err)
 		}
 		if (last > first) {
 			uint8_t *run = tl_malloc((size_t)(run_end - run_start));
-			rc = tl_input_read(r->in, run_start, run, (size_t)(run_end - run_start), err);
+			rc = run == NULL ? tl_error_nomem(err, "reading a Parquet row group")
+			                 : tl_input_read(r->in, run_start, run, (size_t)(run_end - run_start), err);
 			for (int k = first; rc == 0 && k <= last; k++) {
 				size_t len = (size_t)(spans[k].end - spans[k].start);
 				chunks[spans[k].column] = tl_malloc(len ? len : 1);
-				memcpy(chunks[spans[k].column], run + (spans[k].start - run_start), len);
+				if (chunks[spans[k].column] == NULL)
+					rc = tl_error_nomem(err, "reading a Parquet row group");
+				else
+					memcpy(chunks[spans[k].column], run + (spans[k].start - run_start), len);
 			}
-			free(run);
+			tl_free(run);
 		}
 		first = last + 1;
 	}
-	free(spans);
+	tl_free(spans);
 	return rc;
 }
 
@@ -795,9 +843,13 @@ static int open_row_group(tl_pq_reader *r, int g, tl_error *err)
 	release_columns(r);
 	int ncols = r->nprojection ? r->nprojection : 1;
 	r->columns = tl_calloc((size_t)ncols, sizeof(pq_column_reader));
+	if (r->columns == NULL)
+		return tl_error_nomem(err, "reading a Parquet row group");
 	r->row_group = g;
 	r->rows_left = r->md.row_groups[g].num_rows;
 	uint8_t **fetched = tl_calloc((size_t)ncols, sizeof(uint8_t *));
+	if (fetched == NULL)
+		return tl_error_nomem(err, "reading a Parquet row group");
 	int rc = fetch_close_chunks(r, fetched, err);
 	for (int i = 0; rc == 0 && i < r->nprojection; i++) {
 		if (!is_deferred(r, i)) {
@@ -806,8 +858,8 @@ static int open_row_group(tl_pq_reader *r, int g, tl_error *err)
 		}
 	}
 	for (int i = 0; i < r->nprojection; i++)
-		free(fetched[i]);
-	free(fetched);
+		tl_free(fetched[i]);
+	tl_free(fetched);
 	return rc;
 }
 
@@ -830,6 +882,8 @@ int64_t tl_pq_reader_next(tl_pq_reader *r, tl_pq_batch *batch, tl_error *err)
 		                    batch->ncolumns, r->nprojection);
 	if (batch->capacity <= 0)
 		return tl_error_set(err, TL_ERR_INVALID, "the batch has no room for rows");
+	if (tl_check_interrupt(err) < 0)
+		return -1;
 	r->started = true;
 	r->batch_rows = 0;
 	batch->nrows = 0;

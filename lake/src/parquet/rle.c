@@ -371,13 +371,19 @@ static void rle_close_literal_run(pq_rle_encoder *e)
 	if (e->packed_header_pos == SIZE_MAX)
 		return;
 	tl_buf *out = e->out;
+	if (tl_buf_failed(out)) { /* the header byte may never have been stored; the writer checks out */
+		e->packed_header_pos = SIZE_MAX;
+		e->packed_groups = 0;
+		return;
+	}
 	uint64_t header = ((uint64_t)e->packed_groups << 1) | 1;
 	size_t header_len = 1;
 	for (uint64_t h = header; h >= 0x80; h >>= 7)
 		header_len++;
 	size_t pos = e->packed_header_pos;
 	if (header_len > 1) {
-		tl_buf_reserve(out, header_len - 1);
+		if (tl_buf_reserve(out, header_len - 1) < 0)
+			return; /* out is failed; its writer checks it (buf.h) */
 		memmove(out->data + pos + header_len, out->data + pos + 1, out->len - pos - 1);
 		out->len += header_len - 1;
 	}
@@ -394,7 +400,10 @@ static void rle_write_literal_groups(pq_rle_encoder *e, const uint32_t *values, 
 		e->packed_header_pos = e->out->len;
 		tl_buf_append_byte(e->out, 0);
 	}
-	bit_pack32(tl_buf_extend(e->out, (size_t)ngroups * (size_t)e->bit_width), values, e->bit_width, ngroups);
+	uint8_t *packed = tl_buf_extend(e->out, (size_t)ngroups * (size_t)e->bit_width);
+	if (packed == NULL)
+		return; /* out is failed; the writer checks it (buf.h) */
+	bit_pack32(packed, values, e->bit_width, ngroups);
 	e->packed_groups += ngroups;
 	if ((uint64_t)e->packed_groups == RLE_MAX_GROUPS)
 		rle_close_literal_run(e);

@@ -26,9 +26,17 @@ int tl_pq_schema_add(tl_pq_schema *schema, const tl_pq_column *col)
 	/* One realloc per column: the struct records no capacity, so a schema
 	 * whose array was allocated elsewhere can still be extended safely. */
 	int n = schema->ncolumns;
-	schema->columns = tl_realloc(schema->columns, ((size_t)n + 1) * sizeof(tl_pq_column));
+	char *name = tl_strdup(col->name ? col->name : "");
+	if (name == NULL)
+		return -1;
+	tl_pq_column *columns = tl_realloc(schema->columns, ((size_t)n + 1) * sizeof(tl_pq_column));
+	if (columns == NULL) {
+		tl_free(name);
+		return -1;
+	}
+	schema->columns = columns;
 	schema->columns[n] = *col;
-	schema->columns[n].name = tl_strdup(col->name ? col->name : "");
+	schema->columns[n].name = name;
 	schema->ncolumns = n + 1;
 	return n;
 }
@@ -38,9 +46,9 @@ void tl_pq_schema_free(tl_pq_schema *schema)
 	if (schema == NULL)
 		return;
 	for (int i = 0; i < schema->ncolumns; i++)
-		free(schema->columns[i].name);
-	free(schema->columns);
-	free(schema);
+		tl_free(schema->columns[i].name);
+	tl_free(schema->columns);
+	tl_free(schema);
 }
 
 int tl_pq_schema_find(const tl_pq_schema *schema, const char *name)
@@ -278,21 +286,35 @@ tl_pq_batch *tl_pq_batch_new(const tl_pq_schema *schema, int64_t capacity)
 	if (capacity < 0)
 		capacity = 0;
 	tl_pq_batch *batch = tl_calloc(1, sizeof(*batch));
-	batch->ncolumns = schema->ncolumns;
+	if (batch == NULL)
+		return NULL;
+	tl_arena_init(&batch->arena, 0);
 	batch->capacity = capacity;
 	batch->columns = tl_calloc((size_t)(schema->ncolumns ? schema->ncolumns : 1), sizeof(tl_vector));
+	if (batch->columns == NULL) {
+		tl_free(batch);
+		return NULL;
+	}
+	batch->ncolumns = schema->ncolumns;
 	for (int i = 0; i < schema->ncolumns; i++) {
 		const tl_pq_column *col = &schema->columns[i];
 		tl_vector *vec = &batch->columns[i];
 		/* Zeroed so that a slot the caller never fills (a null row) holds a
 		 * harmless value rather than garbage. */
 		vec->v.b = tl_calloc((size_t)capacity, pq_vector_width(col->physical));
+		if (vec->v.b == NULL) {
+			tl_pq_batch_free(batch);
+			return NULL;
+		}
 		if (!col->required) {
 			vec->valid = tl_malloc((size_t)capacity);
+			if (vec->valid == NULL) {
+				tl_pq_batch_free(batch);
+				return NULL;
+			}
 			memset(vec->valid, 1, (size_t)capacity);
 		}
 	}
-	tl_arena_init(&batch->arena, 0);
 	return batch;
 }
 
@@ -301,12 +323,12 @@ void tl_pq_batch_free(tl_pq_batch *batch)
 	if (batch == NULL)
 		return;
 	for (int i = 0; i < batch->ncolumns; i++) {
-		free(batch->columns[i].valid);
-		free(batch->columns[i].v.b);   /* every union member is the same pointer */
+		tl_free(batch->columns[i].valid);
+		tl_free(batch->columns[i].v.b);   /* every union member is the same pointer */
 	}
-	free(batch->columns);
+	tl_free(batch->columns);
 	tl_arena_free(&batch->arena);
-	free(batch);
+	tl_free(batch);
 }
 
 /* ------------------------------------------------------------ writer defaults */

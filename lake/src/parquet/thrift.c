@@ -530,6 +530,8 @@ void th_write_double(th_writer *w, double v)
 {
 	uint64_t bits;
 	uint8_t *p = tl_buf_extend(w->out, 8);
+	if (p == NULL)
+		return; /* out is failed; the writer checks it (buf.h) */
 
 	memcpy(&bits, &v, sizeof(bits));
 	for (int i = 0; i < 8; i++)

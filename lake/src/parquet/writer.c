@@ -223,6 +223,8 @@ static int encode_page(tl_pq_writer *w, const column_writer *c, pq_page_header *
 	pq_page_header_encode(h, dest);
 	size_t header_len = dest->len - start;
 	tl_buf_append(dest, stored, stored_len);
+	if (tl_buf_check(dest, err, "writing a Parquet page") < 0)
+		return -1;
 	*uncompressed_total += (int64_t)(header_len + len);
 	*compressed_total += (int64_t)(header_len + stored_len);
 	return 0;
@@ -274,6 +276,9 @@ static int close_page(tl_pq_writer *w, column_writer *c, tl_error *err)
 	h.data_page_header.encoding = encoding;
 	h.data_page_header.definition_level_encoding = PQ_ENC_RLE;
 	h.data_page_header.repetition_level_encoding = PQ_ENC_RLE;
+	/* The encoders append without checking (buf.h): one check covers them. */
+	if (tl_buf_failed(page) || tl_buf_failed(&c->levels) || tl_buf_failed(&c->values))
+		return tl_error_nomem(err, "encoding a Parquet page");
 	if (encode_page(w, c, &h, page->data, page->len, &c->pages, &c->data_uncompressed, &c->data_compressed, err) < 0)
 		return -1;
 	start_page(c);
@@ -290,7 +295,8 @@ static int value_error(const column_writer *c, int64_t row, tl_error *err, const
 /*
  * Rows [row, row + n) of vec as dense non-null values. Points into the batch
  * when nothing needs to move; otherwise copies into w->gather. Booleans are
- * always copied so they arrive as 0/1. Returns the value count.
+ * always copied so they arrive as 0/1. Returns the value count, or -1 when
+ * out of memory.
  */
 static int64_t gather_values(tl_pq_writer *w, const column_writer *c, const tl_vector *vec, int64_t row, int64_t n,
                              int64_t nvalid, const void **values)
@@ -306,6 +312,8 @@ static int64_t gather_values(tl_pq_writer *w, const column_writer *c, const tl_v
 	}
 	tl_buf_reset(&w->gather);
 	uint8_t *dst = tl_buf_extend(&w->gather, (size_t)nvalid * width);
+	if (dst == NULL)
+		return -1;
 	*values = dst;
 	if (is_bool) {
 		for (int64_t i = 0; i < n; i++)
@@ -384,6 +392,8 @@ static void encode_plain(column_writer *c, const void *values, int64_t n)
 		const tl_bytes *v = values;
 		size_t width = (size_t)c->value_width;
 		uint8_t *dst = tl_buf_extend(&c->values, (size_t)n * width);
+		if (dst == NULL)
+			break; /* c->values is failed; the page checks it */
 		for (int64_t i = 0; i < n; i++, dst += width)
 			memcpy(dst, v[i].ptr, width);
 		break;
@@ -407,6 +417,8 @@ static void add_dictionary_stats(tl_pq_writer *w, column_writer *c, uint32_t fro
 	}
 	tl_buf_reset(&w->stats_views);
 	tl_bytes *views = (tl_bytes *)tl_buf_extend(&w->stats_views, (size_t)(to - from) * sizeof(tl_bytes));
+	if (views == NULL)
+		return; /* w->stats_views is failed; write_column_rows checks it */
 	for (uint32_t i = from; i < to; i++)
 		views[i - from] = pq_dict_entry_bytes(&c->dict, i);
 	pq_stats_add(&c->stats, views, to - from);
@@ -419,6 +431,8 @@ static int64_t encode_dictionary(tl_pq_writer *w, column_writer *c, const void *
 	                                                                      : (size_t)w->opts.dictionary_bytes;
 	uint32_t before = c->dict.count;
 	uint32_t *indices = (uint32_t *)tl_buf_extend(&c->values, (size_t)n * sizeof(uint32_t));
+	if (indices == NULL)
+		return 0;
 	int64_t done = pq_dict_encode(&c->dict, values, n, indices, budget);
 	c->values.len -= (size_t)(n - done) * sizeof(uint32_t);
 	add_dictionary_stats(w, c, before, c->dict.count);
@@ -480,6 +494,18 @@ static void append_levels(tl_pq_writer *w, column_writer *c, const tl_vector *ve
 }
 
 /*
+ * Whether an allocation behind the column's encoders failed: they append
+ * to sticky buffers (buf.h) and the dictionary marks its own buffer, so one
+ * check after each piece of rows finds it.
+ */
+static bool column_failed(const tl_pq_writer *w, const column_writer *c)
+{
+	return tl_buf_failed(&c->values) || tl_buf_failed(&c->levels) || tl_buf_failed(&c->dict.plain) ||
+	       tl_buf_failed(&c->stats.min_bytes) || tl_buf_failed(&c->stats.max_bytes) ||
+	       tl_buf_failed(&w->stats_views);
+}
+
+/*
  * Appends rows [row, row + n) of one column (n <= PIECE_ROWS) to its open
  * page, closing pages at their limits and falling back to PLAIN when the
  * dictionary is full.
@@ -506,6 +532,8 @@ static int write_column_rows(tl_pq_writer *w, column_writer *c, const tl_vector 
 		}
 		const void *values;
 		int64_t nvalues = gather_values(w, c, vec, row, take, nvalid, &values);
+		if (nvalues < 0)
+			return tl_error_nomem(err, "gathering values of column \"%s\"", col->name);
 		if (col->physical == TL_PQ_BYTE_ARRAY || col->physical == TL_PQ_FIXED_LEN_BYTE_ARRAY)
 			if (check_byte_values(c, vec, row, values, nvalues, err) < 0)
 				return -1;
@@ -515,6 +543,8 @@ static int write_column_rows(tl_pq_writer *w, column_writer *c, const tl_vector 
 			encoded = encode_dictionary(w, c, values, nvalues);
 		else
 			encode_plain(c, values, nvalues);
+		if (column_failed(w, c))
+			return tl_error_nomem(err, "encoding column \"%s\"", col->name);
 
 		/* On a dictionary overflow only the rows before the value that did
 		 * not fit belong to this page; the rest are taken again as PLAIN. */
@@ -552,9 +582,11 @@ static int64_t buffered_bytes(const tl_pq_writer *w)
 	return total;
 }
 
-static void column_encodings(const column_writer *c, pq_column_meta *meta, tl_arena *arena)
+static int column_encodings(const column_writer *c, pq_column_meta *meta, tl_arena *arena)
 {
 	int32_t *list = tl_arena_alloc(arena, 3 * sizeof(int32_t));
+	if (list == NULL)
+		return -1;
 	int n = 0;
 	/* PLAIN for the dictionary page or for PLAIN data pages; RLE for the
 	 * levels (listed for required columns too, as parquet-cpp does). */
@@ -565,6 +597,7 @@ static void column_encodings(const column_writer *c, pq_column_meta *meta, tl_ar
 		list[n++] = PQ_ENC_RLE_DICTIONARY;
 	meta->encodings = list;
 	meta->nencodings = n;
+	return 0;
 }
 
 static int flush_column_chunk(tl_pq_writer *w, column_writer *c, pq_column_chunk *chunk, tl_error *err)
@@ -598,9 +631,10 @@ static int flush_column_chunk(tl_pq_writer *w, column_writer *c, pq_column_chunk
 	chunk->file_offset = chunk_start;
 	chunk->has_meta_data = true;
 	meta->type = c->col->physical;
-	column_encodings(c, meta, &w->footer_arena);
 	meta->npath = 1;
 	meta->path_in_schema = tl_arena_alloc(&w->footer_arena, sizeof(tl_bytes));
+	if (column_encodings(c, meta, &w->footer_arena) < 0 || meta->path_in_schema == NULL)
+		return tl_error_nomem(err, "for a Parquet footer");
 	meta->path_in_schema[0].ptr = (const uint8_t *)c->col->name;
 	meta->path_in_schema[0].len = (uint32_t)strlen(c->col->name);
 	meta->codec = w->opts.codec;
@@ -608,7 +642,8 @@ static int flush_column_chunk(tl_pq_writer *w, column_writer *c, pq_column_chunk
 	meta->total_uncompressed_size = uncompressed;
 	meta->total_compressed_size = compressed;
 	meta->has_statistics = true;
-	pq_stats_to_thrift(&c->stats, &meta->statistics, &w->footer_arena);
+	if (pq_stats_to_thrift(&c->stats, &meta->statistics, &w->footer_arena) < 0)
+		return tl_error_nomem(err, "for column statistics");
 	return 0;
 }
 
@@ -624,13 +659,19 @@ static int flush_row_group(tl_pq_writer *w, tl_error *err)
 	if (w->nrow_groups == w->row_groups_cap) {
 		if (w->row_groups_cap == INT32_MAX)
 			return tl_error_set(err, TL_ERR_UNSUPPORTED, "too many row groups for one Parquet file");
-		w->row_groups_cap = w->row_groups_cap ? w->row_groups_cap * 2 : 8;
-		w->row_groups = tl_realloc(w->row_groups, (size_t)w->row_groups_cap * sizeof(pq_row_group));
+		int cap = w->row_groups_cap ? w->row_groups_cap * 2 : 8;
+		pq_row_group *grown = tl_realloc(w->row_groups, (size_t)cap * sizeof(pq_row_group));
+		if (grown == NULL)
+			return tl_error_nomem(err, "for a Parquet row group");
+		w->row_groups = grown;
+		w->row_groups_cap = cap;
 	}
 	pq_row_group *rg = &w->row_groups[w->nrow_groups];
 	memset(rg, 0, sizeof(*rg));
 	rg->ncolumns = ncolumns;
 	rg->columns = tl_arena_alloc(&w->footer_arena, (size_t)ncolumns * sizeof(pq_column_chunk));
+	if (rg->columns == NULL)
+		return tl_error_nomem(err, "for a Parquet row group");
 	memset(rg->columns, 0, (size_t)ncolumns * sizeof(pq_column_chunk));
 	rg->num_rows = w->group_rows;
 	rg->has_file_offset = true;
@@ -661,9 +702,12 @@ static int write_footer(tl_pq_writer *w, tl_error *err)
 {
 	tl_buf footer;
 	tl_buf_init(&footer);
-	pq_footer_encode(w->schema, w->rows_written, w->row_groups, w->nrow_groups, w->metadata, w->opts.nmetadata,
-	                 w->created_by, &w->footer_arena, &footer);
-	int rc = write_out(w, footer.data, footer.len, err);
+	int rc = pq_footer_encode(w->schema, w->rows_written, w->row_groups, w->nrow_groups, w->metadata,
+	                          w->opts.nmetadata, w->created_by, &w->footer_arena, &footer);
+	if (rc < 0)
+		tl_error_nomem(err, "for a Parquet footer");
+	else
+		rc = write_out(w, footer.data, footer.len, err);
 	tl_buf_free(&footer);
 	return rc;
 }
@@ -705,26 +749,39 @@ tl_pq_writer *tl_pq_writer_open(tl_output *out, const tl_pq_schema *schema, cons
 		return NULL;
 
 	tl_pq_writer *w = tl_calloc(1, sizeof(*w));
+	if (w == NULL) {
+		tl_error_nomem(err, "opening a Parquet writer");
+		return NULL;
+	}
 	w->out = out;
 	w->opts = *opts;
-	w->schema = tl_pq_schema_new();
-	for (int i = 0; i < schema->ncolumns; i++)
-		tl_pq_schema_add(w->schema, &schema->columns[i]);
-	w->created_by = tl_strdup(opts->created_by ? opts->created_by : DEFAULT_CREATED_BY);
-	w->metadata = tl_calloc((size_t)opts->nmetadata + 1, sizeof(tl_pq_kv));
-	for (int i = 0; i < opts->nmetadata; i++) {
-		w->metadata[i].key = tl_strdup(opts->metadata[i].key);
-		w->metadata[i].value = opts->metadata[i].value ? tl_strdup(opts->metadata[i].value) : NULL;
-	}
-	w->opts.metadata = w->metadata;
-	w->opts.created_by = w->created_by;
+	w->opts.nmetadata = 0; /* counts the copies made so far, for tl_pq_writer_free */
 	tl_arena_init(&w->footer_arena, 0);
 	tl_buf_init(&w->gather);
 	tl_buf_init(&w->page);
 	tl_buf_init(&w->compressed);
 	tl_buf_init(&w->header);
 	tl_buf_init(&w->stats_views);
+	w->schema = tl_pq_schema_new();
+	w->created_by = tl_strdup(opts->created_by ? opts->created_by : DEFAULT_CREATED_BY);
+	w->metadata = tl_calloc((size_t)opts->nmetadata + 1, sizeof(tl_pq_kv));
+	w->opts.metadata = w->metadata;
+	w->opts.created_by = w->created_by;
+	if (w->schema == NULL || w->created_by == NULL || w->metadata == NULL)
+		goto nomem;
+	for (int i = 0; i < schema->ncolumns; i++)
+		if (tl_pq_schema_add(w->schema, &schema->columns[i]) < 0)
+			goto nomem;
+	for (int i = 0; i < opts->nmetadata; i++) {
+		w->metadata[i].key = tl_strdup(opts->metadata[i].key);
+		w->metadata[i].value = opts->metadata[i].value ? tl_strdup(opts->metadata[i].value) : NULL;
+		w->opts.nmetadata = i + 1;
+		if (w->metadata[i].key == NULL || (opts->metadata[i].value != NULL && w->metadata[i].value == NULL))
+			goto nomem;
+	}
 	w->columns = tl_calloc((size_t)schema->ncolumns, sizeof(column_writer));
+	if (w->columns == NULL)
+		goto nomem;
 	for (int i = 0; i < schema->ncolumns; i++)
 		column_init(w, &w->columns[i], &w->schema->columns[i]);
 
@@ -733,6 +790,10 @@ tl_pq_writer *tl_pq_writer_open(tl_output *out, const tl_pq_schema *schema, cons
 		return NULL;
 	}
 	return w;
+nomem:
+	tl_error_nomem(err, "opening a Parquet writer");
+	tl_pq_writer_free(w);
+	return NULL;
 }
 
 /* Whether the writer can take another call: not failed, not closed. */
@@ -780,6 +841,8 @@ int tl_pq_writer_write(tl_pq_writer *w, const tl_pq_batch *batch, tl_error *err)
 			n = PIECE_ROWS;
 		if (n > w->opts.row_group_rows - w->group_rows)
 			n = w->opts.row_group_rows - w->group_rows;
+		if (tl_check_interrupt(err) < 0)
+			return fail(w, err);
 		for (int i = 0; i < ncolumns; i++)
 			if (write_column_rows(w, &w->columns[i], &batch->columns[i], row, n, err) < 0)
 				return fail(w, err);
@@ -809,16 +872,16 @@ void tl_pq_writer_free(tl_pq_writer *w)
 {
 	if (w == NULL)
 		return;
-	for (int i = 0; i < w->schema->ncolumns; i++)
+	for (int i = 0; w->columns != NULL && i < w->schema->ncolumns; i++)
 		column_free(&w->columns[i]);
-	free(w->columns);
+	tl_free(w->columns);
 	for (int i = 0; i < w->opts.nmetadata; i++) {
-		free((char *)w->metadata[i].key);
-		free((char *)w->metadata[i].value);
+		tl_free((char *)w->metadata[i].key);
+		tl_free((char *)w->metadata[i].value);
 	}
-	free(w->metadata);
-	free(w->created_by);
-	free(w->row_groups);
+	tl_free(w->metadata);
+	tl_free(w->created_by);
+	tl_free(w->row_groups);
 	tl_arena_free(&w->footer_arena);
 	tl_buf_free(&w->gather);
 	tl_buf_free(&w->page);
@@ -826,7 +889,7 @@ void tl_pq_writer_free(tl_pq_writer *w)
 	tl_buf_free(&w->header);
 	tl_buf_free(&w->stats_views);
 	tl_pq_schema_free(w->schema);
-	free(w);
+	tl_free(w);
 }
 
 int64_t tl_pq_writer_rows_written(const tl_pq_writer *w)

@@ -57,8 +57,8 @@ void pq_dict_reset(pq_dict *d)
 void pq_dict_free(pq_dict *d)
 {
 	tl_buf_free(&d->plain);
-	free(d->entries);
-	free(d->slots);
+	tl_free(d->entries);
+	tl_free(d->slots);
 	memset(d, 0, sizeof(*d));
 }
 
@@ -145,13 +145,22 @@ static inline size_t home_slot(const pq_dict *d, uint64_t key)
 	return (size_t)(d->by_bytes ? key : hash_u64(key)) & d->mask;
 }
 
-/* Doubles the table (or makes the first one) and re-inserts every slot. */
-static void grow_table(pq_dict *d)
+/*
+ * Doubles the table (or makes the first one) and re-inserts every slot.
+ * Out of memory, it keeps the old table and marks d->plain failed, which
+ * the writer checks (buf.h); false then.
+ */
+static bool grow_table(pq_dict *d)
 {
 	size_t old_slots = d->slots ? d->mask + 1 : 0;
 	pq_dict_slot *old = d->slots;
 	size_t slots = old_slots ? old_slots * 2 : DICT_INITIAL_SLOTS;
-	d->slots = tl_calloc(slots, sizeof(pq_dict_slot));
+	pq_dict_slot *grown = tl_calloc(slots, sizeof(pq_dict_slot));
+	if (grown == NULL) {
+		tl_buf_set_failed(&d->plain);
+		return false;
+	}
+	d->slots = grown;
 	d->mask = slots - 1;
 	for (size_t i = 0; i < old_slots; i++) {
 		if (old[i].index1 == 0)
@@ -161,7 +170,8 @@ static void grow_table(pq_dict *d)
 			pos = (pos + 1) & d->mask;
 		d->slots[pos] = old[i];
 	}
-	free(old);
+	tl_free(old);
+	return true;
 }
 
 /* Kept at most half full, so probe sequences stay short. */
@@ -170,12 +180,13 @@ static inline bool table_needs_growth(const pq_dict *d)
 	return d->slots == NULL || ((size_t)d->count + 1) * 2 > d->mask + 1;
 }
 
-/* An empty slot for a key known to be absent, growing the table first if due. */
+/* An empty slot for a key known to be absent, growing the table first if due; NULL out of memory. */
 static pq_dict_slot *slot_for_insert(pq_dict *d, uint64_t key, pq_dict_slot *found)
 {
 	if (!table_needs_growth(d))
 		return found;
-	grow_table(d);
+	if (!grow_table(d))
+		return NULL;
 	size_t pos = home_slot(d, key);
 	while (d->slots[pos].index1 != 0)
 		pos = (pos + 1) & d->mask;
@@ -199,8 +210,8 @@ static inline int64_t encode_fixed(pq_dict *d, const uint8_t *values, int64_t n,
                                    size_t budget, const int width)
 {
 	uint64_t hashes[LOOKUP_GROUP];
-	if (d->slots == NULL)
-		grow_table(d);
+	if (d->slots == NULL && !grow_table(d))
+		return 0;
 	for (int64_t group = 0; group < n; group += LOOKUP_GROUP) {
 		int64_t end = n - group < LOOKUP_GROUP ? n : group + LOOKUP_GROUP;
 		for (int64_t i = group; i < end; i++) {
@@ -227,9 +238,11 @@ static inline int64_t encode_fixed(pq_dict *d, const uint8_t *values, int64_t n,
 				if (d->plain.len + (size_t)width > budget)
 					return i;
 				slot = slot_for_insert(d, key, slot);
+				tl_buf_append(&d->plain, value, (size_t)width);
+				if (slot == NULL || tl_buf_failed(&d->plain))
+					return i;
 				slot->key = key;
 				slot->index1 = d->count + 1;
-				tl_buf_append(&d->plain, value, (size_t)width);
 				indices[i] = d->count++;
 				break;
 			}
@@ -238,11 +251,18 @@ static inline int64_t encode_fixed(pq_dict *d, const uint8_t *values, int64_t n,
 	return n;
 }
 
-static void add_bytes_entry(pq_dict *d, tl_bytes value)
+/* False out of memory (d->plain is then failed). */
+static bool add_bytes_entry(pq_dict *d, tl_bytes value)
 {
 	if (d->count == d->entries_cap) {
-		d->entries_cap = d->entries_cap ? d->entries_cap * 2 : 256;
-		d->entries = tl_realloc(d->entries, d->entries_cap * sizeof(*d->entries));
+		size_t cap = d->entries_cap ? d->entries_cap * 2 : 256;
+		pq_dict_entry *entries = tl_realloc(d->entries, cap * sizeof(*d->entries));
+		if (entries == NULL) {
+			tl_buf_set_failed(&d->plain);
+			return false;
+		}
+		d->entries = entries;
+		d->entries_cap = cap;
 	}
 	if (d->width == 0) {
 		uint8_t prefix[4] = {(uint8_t)value.len, (uint8_t)(value.len >> 8), (uint8_t)(value.len >> 16),
@@ -252,6 +272,7 @@ static void add_bytes_entry(pq_dict *d, tl_bytes value)
 	d->entries[d->count].offset = (uint32_t)d->plain.len;
 	d->entries[d->count].len = value.len;
 	tl_buf_append(&d->plain, value.ptr, value.len);
+	return !tl_buf_failed(&d->plain);
 }
 
 /* Whether a dictionary entry holds exactly these bytes; short values are compared without a call. */
@@ -273,8 +294,8 @@ static inline bool entry_equals(const pq_dict *d, const pq_dict_entry *e, tl_byt
 static int64_t encode_bytes(pq_dict *d, const tl_bytes *values, int64_t n, uint32_t *indices, size_t budget)
 {
 	uint64_t hashes[LOOKUP_GROUP];
-	if (d->slots == NULL)
-		grow_table(d);
+	if (d->slots == NULL && !grow_table(d))
+		return 0;
 	const size_t prefix = d->width == 0 ? 4 : 0;
 	for (int64_t group = 0; group < n; group += LOOKUP_GROUP) {
 		int64_t end = n - group < LOOKUP_GROUP ? n : group + LOOKUP_GROUP;
@@ -299,9 +320,10 @@ static int64_t encode_bytes(pq_dict *d, const tl_bytes *values, int64_t n, uint3
 				if (d->plain.len + prefix + value.len > budget)
 					return i;
 				slot = slot_for_insert(d, hash, slot);
+				if (slot == NULL || !add_bytes_entry(d, value))
+					return i;
 				slot->key = hash;
 				slot->index1 = d->count + 1;
-				add_bytes_entry(d, value);
 				indices[i] = d->count++;
 				break;
 			}

@@ -89,7 +89,7 @@ void pq_schema_element_from_column(const tl_pq_column *col, pq_schema_element *s
 	}
 }
 
-void pq_footer_encode(const tl_pq_schema *schema, int64_t num_rows, pq_row_group *row_groups, int32_t nrow_groups,
+int pq_footer_encode(const tl_pq_schema *schema, int64_t num_rows, pq_row_group *row_groups, int32_t nrow_groups,
                       const tl_pq_kv *metadata, int nmetadata, const char *created_by, tl_arena *arena, tl_buf *out)
 {
 	int ncolumns = schema->ncolumns;
@@ -100,6 +100,8 @@ void pq_footer_encode(const tl_pq_schema *schema, int64_t num_rows, pq_row_group
 	/* The root: a group named "schema", as parquet-cpp and parquet-mr name it. */
 	md.nschema = ncolumns + 1;
 	md.schema = tl_arena_alloc(arena, (size_t)md.nschema * sizeof(pq_schema_element));
+	if (md.schema == NULL)
+		return -1;
 	memset(&md.schema[0], 0, sizeof(md.schema[0]));
 	md.schema[0].name.ptr = (const uint8_t *)"schema";
 	md.schema[0].name.len = 6;
@@ -113,6 +115,8 @@ void pq_footer_encode(const tl_pq_schema *schema, int64_t num_rows, pq_row_group
 	md.row_groups = row_groups;
 	md.nkey_value = nmetadata;
 	md.key_value = tl_arena_alloc(arena, (size_t)(nmetadata + 1) * sizeof(pq_key_value));
+	if (md.key_value == NULL)
+		return -1;
 	for (int i = 0; i < nmetadata; i++) {
 		pq_key_value *kv = &md.key_value[i];
 		kv->key.ptr = (const uint8_t *)metadata[i].key;
@@ -130,4 +134,5 @@ void pq_footer_encode(const tl_pq_schema *schema, int64_t num_rows, pq_row_group
 	pq_file_metadata_encode(&md, out);
 	pq_append_u32_le(out, (uint32_t)(out->len - start));
 	tl_buf_append(out, parquet_magic, sizeof(parquet_magic));
+	return tl_buf_failed(out) ? -1 : 0;
 }

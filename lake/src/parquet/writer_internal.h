@@ -65,6 +65,7 @@ void pq_dict_free(pq_dict *d);
  * returned, so the caller can fall back to PLAIN from that value on.
  * Numbers are 4- or 8-byte values; byte arrays and FLBA are tl_bytes.
  */
+/* Returns how many values fit; an allocation failure stops early and marks d->plain failed. */
 int64_t pq_dict_encode(pq_dict *d, const void *values, int64_t n, uint32_t *indices, size_t budget);
 
 /* Bit width of the indices of a data page: at least 1, as parquet-cpp writes. */
@@ -119,7 +120,8 @@ void pq_stats_free(pq_chunk_stats *s);
  */
 void pq_stats_add(pq_chunk_stats *s, const void *values, int64_t n);
 /* Fills out (min_value, max_value, null_count); byte values are copied into arena. */
-void pq_stats_to_thrift(const pq_chunk_stats *s, pq_statistics *out, tl_arena *arena);
+/* -1 when out of memory (the statistics' own buffers or the arena). */
+int pq_stats_to_thrift(const pq_chunk_stats *s, pq_statistics *out, tl_arena *arena);
 
 /* Comparisons the statistics use, exposed for tests. */
 int pq_compare_unsigned_bytes(const uint8_t *a, size_t alen, const uint8_t *b, size_t blen);
@@ -134,7 +136,8 @@ void pq_schema_element_from_column(const tl_pq_column *col, pq_schema_element *s
  * Appends the file's tail to out: FileMetaData, its length, "PAR1". Arrays
  * the footer needs are taken from arena; strings are viewed, not copied.
  */
-void pq_footer_encode(const tl_pq_schema *schema, int64_t num_rows, pq_row_group *row_groups, int32_t nrow_groups,
+/* -1 when out of memory (arena or out). */
+int pq_footer_encode(const tl_pq_schema *schema, int64_t num_rows, pq_row_group *row_groups, int32_t nrow_groups,
                       const tl_pq_kv *metadata, int nmetadata, const char *created_by, tl_arena *arena, tl_buf *out);
 
 #endif

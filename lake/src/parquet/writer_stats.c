@@ -225,13 +225,15 @@ static tl_bytes copy_value(tl_arena *arena, const void *data, size_t len)
 	return tl_arena_copy(arena, data, (uint32_t)len);
 }
 
-void pq_stats_to_thrift(const pq_chunk_stats *s, pq_statistics *out, tl_arena *arena)
+int pq_stats_to_thrift(const pq_chunk_stats *s, pq_statistics *out, tl_arena *arena)
 {
 	memset(out, 0, sizeof(*out));
 	out->has_null_count = true;
 	out->null_count = s->null_count;
+	if (tl_buf_failed(&s->min_bytes) || tl_buf_failed(&s->max_bytes))
+		return -1;
 	if (!s->has_min_max)
-		return;
+		return 0;
 
 	tl_bytes min, max;
 	switch (s->physical) {
@@ -264,12 +266,15 @@ void pq_stats_to_thrift(const pq_chunk_stats *s, pq_statistics *out, tl_arena *a
 	}
 	default:
 		if (s->min_bytes.len > PQ_STATS_MAX_VALUE_BYTES || s->max_bytes.len > PQ_STATS_MAX_VALUE_BYTES)
-			return;
+			return 0;
 		min = copy_value(arena, s->min_bytes.data, s->min_bytes.len);
 		max = copy_value(arena, s->max_bytes.data, s->max_bytes.len);
 		break;
 	}
+	if (min.ptr == NULL || max.ptr == NULL)
+		return -1;
 	out->has_min_value = out->has_max_value = true;
 	out->min_value = min;
 	out->max_value = max;
+	return 0;
 }

@@ -1,0 +1,576 @@
+/*
+ * test_nomem.c: allocation failure and interrupts, in the manner of SQLite's
+ * malloc fault tests (test/malloc*.test): small workloads run under an
+ * allocator that fails the Nth allocation, for N = 1, 2, 3, ... until a run
+ * completes without reaching N. At every N the workload must fail cleanly
+ * with TL_ERR_NOMEM (or succeed, where the failed allocation was on a path
+ * allowed to do without it), never crash, and free everything it
+ * allocated: the fault allocator counts live allocations, so a leak names
+ * the N that caused it (and LeakSanitizer would catch it at exit anyway).
+ * The "sticky" variant fails every allocation from N on, which is what a
+ * real out-of-memory looks like; error paths that allocate are caught there.
+ * The same loop drives the interrupt check (env.h): it answers true on its
+ * Nth call, and the workload must stop with TL_ERR_INTERRUPTED.
+ */
+#define _XOPEN_SOURCE 700
+#include <ftw.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "test.h"
+#include "common/render_json.h"
+#include "tierlake/env.h"
+#include "tierlake/iceberg_scan.h"
+#include "tierlake/iceberg_table.h"
+#include "tierlake/io.h"
+#include "tierlake/parquet.h"
+#include "tierlake/render.h"
+
+/* ------------------------------------------------------------ the fault allocator */
+
+static struct {
+	long calls;    /* allocations so far in this run */
+	long fail_at;  /* the first allocation to fail (1-based); 0 never */
+	bool sticky;   /* fail every allocation from fail_at on */
+	long failed;   /* how many were failed */
+	long live;     /* allocated and not yet freed */
+} fault;
+
+static bool should_fail(void)
+{
+	if (tl_mem_json_loading())
+		return false; /* jansson's lexer cannot take a failure (common/json_load.h) */
+	fault.calls++;
+	if (fault.fail_at > 0 && (fault.calls == fault.fail_at || (fault.sticky && fault.calls > fault.fail_at))) {
+		fault.failed++;
+		return true;
+	}
+	return false;
+}
+
+static void *fault_malloc(size_t n, void *arg)
+{
+	(void)arg;
+	if (should_fail())
+		return NULL;
+	void *p = malloc(n);
+	if (p != NULL)
+		fault.live++;
+	return p;
+}
+
+static void *fault_realloc(void *p, size_t n, void *arg)
+{
+	(void)arg;
+	if (should_fail())
+		return NULL;
+	void *q = realloc(p, n);
+	if (q != NULL && p == NULL)
+		fault.live++;
+	return q;
+}
+
+static void fault_free(void *p, void *arg)
+{
+	(void)arg;
+	fault.live--;
+	free(p);
+}
+
+static const tl_mem_methods fault_methods = {fault_malloc, fault_realloc, fault_free, NULL};
+
+/* ------------------------------------------------------------ the interrupt check */
+
+static struct {
+	long calls;
+	long fire_at; /* the check answers true from its fire_at-th call on; 0 never */
+	bool fired;
+} interrupt;
+
+static bool fault_interrupt(void *arg)
+{
+	(void)arg;
+	interrupt.calls++;
+	if (interrupt.fire_at > 0 && interrupt.calls >= interrupt.fire_at) {
+		interrupt.fired = true;
+		return true;
+	}
+	return false;
+}
+
+/* ------------------------------------------------------------ the loop */
+
+typedef int (*workload_fn)(tl_error *err);
+
+#define MAX_RUNS 20000
+
+/*
+ * Runs w with allocation N failing (or every allocation from N on, when
+ * sticky) for N = 1, 2, ... until a run reaches its end without the fault.
+ * Returns the number of runs, or -1 after reporting a failure.
+ */
+static long run_with_faults(const char *name, workload_fn w, bool sticky)
+{
+	for (long n = 1; n <= MAX_RUNS; n++) {
+		tl_error err;
+		tl_error_clear(&err);
+		fault.calls = fault.failed = fault.live = 0;
+		fault.fail_at = n;
+		fault.sticky = sticky;
+		tl_set_mem_methods(&fault_methods);
+		int rc = w(&err);
+		tl_set_mem_methods(NULL);
+		if (fault.live != 0) {
+			tl_test_fail(__FILE__, __LINE__, "%s: %ld allocation(s) leaked when allocation %ld failed%s (rc %d: %s)",
+			             name, fault.live, n, sticky ? " (sticky)" : "", rc, err.message);
+			return -1;
+		}
+		if (fault.failed == 0) {
+			if (rc != 0) {
+				tl_test_fail(__FILE__, __LINE__, "%s failed without an injected fault: %s", name, err.message);
+				return -1;
+			}
+			return n;
+		}
+		if (rc != 0 && err.code != TL_ERR_NOMEM) {
+			tl_test_fail(__FILE__, __LINE__, "%s: allocation %ld failed%s, but the error is %s: %s", name, n,
+			             sticky ? " (sticky)" : "", tl_error_code_name(err.code), err.message);
+			return -1;
+		}
+	}
+	tl_test_fail(__FILE__, __LINE__, "%s: still failing after %d runs", name, MAX_RUNS);
+	return -1;
+}
+
+/* As run_with_faults, with the interrupt check firing at its Nth call. */
+static long run_with_interrupts(const char *name, workload_fn w)
+{
+	for (long n = 1; n <= MAX_RUNS; n++) {
+		tl_error err;
+		tl_error_clear(&err);
+		interrupt.calls = 0;
+		interrupt.fire_at = n;
+		interrupt.fired = false;
+		fault.calls = fault.failed = fault.live = 0;
+		fault.fail_at = 0;
+		tl_set_mem_methods(&fault_methods);
+		tl_set_interrupt_check(fault_interrupt, NULL);
+		int rc = w(&err);
+		tl_set_interrupt_check(NULL, NULL);
+		tl_set_mem_methods(NULL);
+		if (fault.live != 0) {
+			tl_test_fail(__FILE__, __LINE__, "%s: %ld allocation(s) leaked when interrupted at check %ld", name,
+			             fault.live, n);
+			return -1;
+		}
+		if (!interrupt.fired) {
+			if (rc != 0) {
+				tl_test_fail(__FILE__, __LINE__, "%s failed without an interrupt: %s", name, err.message);
+				return -1;
+			}
+			return n;
+		}
+		if (rc != 0 && err.code != TL_ERR_INTERRUPTED) {
+			tl_test_fail(__FILE__, __LINE__, "%s: interrupted at check %ld, but the error is %s: %s", name, n,
+			             tl_error_code_name(err.code), err.message);
+			return -1;
+		}
+		if (rc != 0 && strcmp(err.message, "interrupted") != 0) {
+			tl_test_fail(__FILE__, __LINE__, "%s: interrupted, but the message is \"%s\"", name, err.message);
+			return -1;
+		}
+	}
+	tl_test_fail(__FILE__, __LINE__, "%s: still interrupted after %d runs", name, MAX_RUNS);
+	return -1;
+}
+
+/* Both fault modes and the interrupt loop; the workload must also have allocated at all. */
+#define CHECK_FAULTS(w)                                                                                    \
+	do {                                                                                                   \
+		long runs_ = run_with_faults(#w, w, false);                                                        \
+		CHECK(runs_ > 1);                                                                                  \
+		/* the count may differ: file names (and so allocations) differ from run to run */ \
+		CHECK(run_with_faults(#w " (sticky)", w, true) > 1);                                          \
+	} while (0)
+
+/* ------------------------------------------------------------ scratch */
+
+static char scratch_dir[64];
+
+static int remove_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
+{
+	(void)sb, (void)flag, (void)ftw;
+	return remove(path);
+}
+
+static void remove_scratch(void)
+{
+	if (scratch_dir[0])
+		nftw(scratch_dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+static const char *scratch(const char *name)
+{
+	static char paths[8][160];
+	static int next;
+	if (scratch_dir[0] == '\0') {
+		strcpy(scratch_dir, "/tmp/tierdb-nomem-XXXXXX");
+		if (mkdtemp(scratch_dir) == NULL) {
+			perror("mkdtemp");
+			exit(2);
+		}
+		atexit(remove_scratch);
+	}
+	char *p = paths[next++ % 8];
+	snprintf(p, sizeof(paths[0]), "%s/%s", scratch_dir, name);
+	return p;
+}
+
+/* ------------------------------------------------------------ workloads */
+
+/* (id long required, name string, score double) with field ids 1..3. */
+static tl_pq_schema *people_pq_schema(tl_error *err)
+{
+	tl_pq_column cols[3];
+	memset(cols, 0, sizeof(cols));
+	cols[0].name = "id", cols[0].physical = TL_PQ_INT64, cols[0].required = true, cols[0].field_id = 1;
+	cols[1].name = "name", cols[1].physical = TL_PQ_BYTE_ARRAY, cols[1].logical = TL_PQ_LOGICAL_STRING;
+	cols[1].field_id = 2;
+	cols[2].name = "score", cols[2].physical = TL_PQ_DOUBLE, cols[2].field_id = 3;
+	tl_pq_schema *s = tl_pq_schema_new();
+	if (s == NULL) {
+		tl_error_nomem(err, "for a schema");
+		return NULL;
+	}
+	for (int i = 0; i < 3; i++)
+		if (tl_pq_schema_add(s, &cols[i]) < 0) {
+			tl_pq_schema_free(s);
+			tl_error_nomem(err, "for a schema");
+			return NULL;
+		}
+	return s;
+}
+
+static const char *names[] = {"ann", "bob", "cy", "dee"};
+
+static int write_people(const char *path, int n, tl_error *err)
+{
+	tl_pq_schema *s = people_pq_schema(err);
+	if (s == NULL)
+		return -1;
+	tl_pq_batch *b = tl_pq_batch_new(s, n);
+	if (b == NULL) {
+		tl_pq_schema_free(s);
+		return tl_error_nomem(err, "for a batch");
+	}
+	for (int i = 0; i < n; i++) {
+		b->columns[0].v.i64[i] = 100 + i;
+		b->columns[1].v.bytes[i] = (tl_bytes){(const uint8_t *)names[i % 4], (uint32_t)strlen(names[i % 4])};
+		b->columns[1].valid[i] = i % 3 != 2;
+		b->columns[2].v.f64[i] = i / 2.0;
+		b->columns[2].valid[i] = 1;
+	}
+	b->nrows = n;
+	int rc = -1;
+	tl_output *out = tl_output_create_file(path, 0, err);
+	if (out != NULL) {
+		tl_pq_writer_options o;
+		tl_pq_writer_options_init(&o);
+		o.row_group_rows = 40;
+		o.codec = TL_PQ_ZSTD;
+		tl_pq_writer *w = tl_pq_writer_open(out, s, &o, err);
+		if (w != NULL && tl_pq_writer_write(w, b, err) == 0 && tl_pq_writer_close(w, err) == 0 &&
+		    out->finish(out, err) == 0)
+			rc = 0;
+		tl_pq_writer_free(w);
+		tl_output_close(out);
+	}
+	tl_pq_batch_free(b);
+	tl_pq_schema_free(s);
+	return rc;
+}
+
+static int write_parquet_workload(tl_error *err)
+{
+	return write_people(scratch("written.parquet"), 100, err);
+}
+
+static char people_file[160];
+
+static int read_parquet_workload(tl_error *err)
+{
+	tl_input *in = tl_input_open_file(people_file, err);
+	if (in == NULL)
+		return -1;
+	int rc = -1;
+	tl_pq_batch *b = NULL;
+	tl_buf text;
+	tl_buf_init(&text);
+	tl_pq_reader *r = tl_pq_reader_open(in, err);
+	if (r == NULL)
+		goto done;
+	b = tl_pq_reader_batch_new(r, 32);
+	if (b == NULL) {
+		tl_error_nomem(err, "for a batch");
+		goto done;
+	}
+	int64_t rows = 0, n;
+	while ((n = tl_pq_reader_next(r, b, err)) > 0) {
+		for (int64_t i = 0; i < n; i++)
+			tl_render_row(tl_pq_reader_schema(r), NULL, b, i, &text);
+		rows += n;
+	}
+	if (n < 0 || tl_buf_check(&text, err, "rendering rows") < 0)
+		goto done;
+	if (rows != 100) {
+		tl_error_set(err, TL_ERR_CORRUPT, "read %lld rows, wrote 100", (long long)rows);
+		goto done;
+	}
+	rc = 0;
+done:
+	tl_buf_free(&text);
+	tl_pq_batch_free(b);
+	tl_pq_reader_free(r);
+	tl_input_close(in);
+	return rc;
+}
+
+/* Parses rows of JSON into a batch and renders them back. */
+static int render_parse_workload(tl_error *err)
+{
+	static const char *lines[] = {"{\"id\": 1, \"name\": \"ann\", \"score\": 1.5}",
+	                              "{\"id\": 2, \"name\": null, \"score\": -0.25}",
+	                              "{\"id\": 3, \"name\": \"a \\\"quoted\\\" \\u00e9\", \"score\": 1e300}"};
+	tl_pq_schema *s = people_pq_schema(err);
+	if (s == NULL)
+		return -1;
+	int rc = -1;
+	tl_buf text;
+	tl_buf_init(&text);
+	tl_pq_batch *b = tl_pq_batch_new(s, 3);
+	if (b == NULL) {
+		tl_error_nomem(err, "for a batch");
+		goto done;
+	}
+	for (int i = 0; i < 3; i++) {
+		json_t *j = tl_render_load_json(lines[i], strlen(lines[i]), err);
+		if (j == NULL)
+			goto done;
+		int prc = tl_render_parse_row(s, j, b, i, err);
+		json_decref(j);
+		if (prc < 0)
+			goto done;
+	}
+	b->nrows = 3;
+	for (int i = 0; i < 3; i++)
+		tl_render_row(s, NULL, b, i, &text);
+	if (tl_buf_check(&text, err, "rendering rows") < 0)
+		goto done;
+	rc = 0;
+done:
+	tl_buf_free(&text);
+	tl_pq_batch_free(b);
+	tl_pq_schema_free(s);
+	return rc;
+}
+
+static int people_ice_schema(tl_ice_schema *schema, tl_error *err)
+{
+	tl_ice_field f[3];
+	memset(f, 0, sizeof(f));
+	f[0] = (tl_ice_field){.id = 1, .name = "id", .required = true, .type = {.id = TL_ICE_LONG}};
+	f[1] = (tl_ice_field){.id = 2, .name = "name", .type = {.id = TL_ICE_STRING}};
+	f[2] = (tl_ice_field){.id = 3, .name = "score", .type = {.id = TL_ICE_DOUBLE}};
+	return tl_ice_schema_init(schema, 0, f, 3, err);
+}
+
+static int table_serial;
+
+/* Describes the Parquet file at path as a data file of schema (metrics in arena). */
+static int describe_file(const tl_ice_schema *schema, const char *path, tl_arena *arena, tl_ice_data_file *df,
+                         tl_error *err)
+{
+	tl_input *in = tl_input_open_file(path, err);
+	if (in == NULL)
+		return -1;
+	tl_pq_reader *pq = tl_pq_reader_open(in, err);
+	int rc = -1;
+	memset(df, 0, sizeof(*df));
+	if (pq != NULL && tl_ice_data_file_metrics(schema, pq, arena, df, err) == 0) {
+		df->content = TL_ICE_CONTENT_DATA;
+		df->file_path = path;
+		df->file_format = "PARQUET";
+		df->file_size_in_bytes = (int64_t)in->size;
+		rc = 0;
+	}
+	tl_pq_reader_free(pq);
+	tl_input_close(in);
+	return rc;
+}
+
+/* Creates a table at location and commits the people file to it. */
+static int create_and_append(const char *location, tl_error *err)
+{
+	tl_ice_schema schema;
+	if (people_ice_schema(&schema, err) < 0)
+		return -1;
+	tl_ice_partition_spec spec;
+	tl_ice_partition_spec_init(&spec, 0);
+	tl_arena arena;
+	tl_arena_init(&arena, 1024);
+	int rc = -1;
+	tl_ice_commit *c = NULL;
+	tl_ice_table *t = tl_ice_table_create(location, &schema, &spec, NULL, 0, err);
+	if (t == NULL)
+		goto done;
+	tl_ice_data_file df;
+	if (describe_file(&schema, people_file, &arena, &df, err) < 0)
+		goto done;
+	c = tl_ice_commit_begin(t, TL_ICE_OP_APPEND, err);
+	if (c == NULL || tl_ice_commit_add_file(c, &df, err) < 0 || tl_ice_commit_finish(c, NULL, err) < 0)
+		goto done;
+	rc = 0;
+done:
+	tl_ice_commit_free(c);
+	tl_ice_table_free(t);
+	tl_arena_free(&arena);
+	tl_ice_partition_spec_free(&spec);
+	tl_ice_schema_free(&schema);
+	return rc;
+}
+
+/* A new table directory each run. */
+static int create_and_append_workload(tl_error *err)
+{
+	char name[32];
+	snprintf(name, sizeof(name), "table-%d", table_serial++);
+	return create_and_append(scratch(name), err);
+}
+
+static char committed_table[160];
+
+/* Opens the committed table, plans a filtered scan (manifest list, manifests) and reads it. */
+static int plan_and_read_workload(tl_error *err)
+{
+	tl_ice_table *t = tl_ice_table_open(committed_table, err);
+	if (t == NULL)
+		return -1;
+	int rc = -1;
+	tl_ice_scan *scan = tl_ice_scan_plan(t->metadata, TL_ICE_NO_SNAPSHOT, NULL, err);
+	tl_ice_reader *r = NULL;
+	tl_pq_batch *b = NULL;
+	if (scan == NULL)
+		goto done;
+	int32_t ids[2] = {1, 2};
+	r = tl_ice_reader_open(scan, ids, 2, err);
+	if (r == NULL)
+		goto done;
+	b = tl_ice_reader_batch_new(r, 16);
+	if (b == NULL) {
+		tl_error_nomem(err, "for a batch");
+		goto done;
+	}
+	int64_t rows = 0, n;
+	while ((n = tl_ice_reader_next(r, b, err)) > 0)
+		rows += n;
+	if (n < 0)
+		goto done;
+	if (rows != 200) {
+		tl_error_set(err, TL_ERR_CORRUPT, "read %lld rows, committed 200", (long long)rows);
+		goto done;
+	}
+	rc = 0;
+done:
+	tl_pq_batch_free(b);
+	tl_ice_reader_free(r);
+	tl_ice_scan_free(scan);
+	tl_ice_table_free(t);
+	return rc;
+}
+
+/* ------------------------------------------------------------ tests */
+
+static int setup(void)
+{
+	static bool done;
+	if (done)
+		return 0;
+	tl_error err;
+	tl_error_clear(&err);
+	snprintf(people_file, sizeof(people_file), "%s", scratch("people.parquet"));
+	if (write_people(people_file, 100, &err) < 0)
+		return -1;
+	/* A table with two appends of the same file: two manifests to read. */
+	snprintf(committed_table, sizeof(committed_table), "%s", scratch("committed"));
+	if (create_and_append(committed_table, &err) < 0) {
+		fprintf(stderr, "nomem setup: %s\n", err.message);
+		return -1;
+	}
+	tl_ice_table *t = tl_ice_table_open(committed_table, &err);
+	if (t == NULL)
+		return -1;
+	tl_ice_schema schema;
+	tl_arena arena;
+	tl_arena_init(&arena, 1024);
+	tl_ice_data_file df;
+	int rc = -1;
+	if (people_ice_schema(&schema, &err) == 0) {
+		tl_ice_commit *c = NULL;
+		if (describe_file(&schema, people_file, &arena, &df, &err) == 0 &&
+		    (c = tl_ice_commit_begin(t, TL_ICE_OP_APPEND, &err)) != NULL && tl_ice_commit_add_file(c, &df, &err) == 0 &&
+		    tl_ice_commit_finish(c, NULL, &err) == 0)
+			rc = 0;
+		tl_ice_commit_free(c);
+		tl_ice_schema_free(&schema);
+	}
+	tl_arena_free(&arena);
+	tl_ice_table_free(t);
+	if (rc == 0)
+		done = true;
+	else
+		fprintf(stderr, "nomem setup: %s\n", err.message);
+	return rc;
+}
+
+TEST(nomem_render_and_parse_values)
+{
+	CHECK(setup() == 0);
+	CHECK_FAULTS(render_parse_workload);
+}
+
+TEST(nomem_write_parquet)
+{
+	CHECK(setup() == 0);
+	CHECK_FAULTS(write_parquet_workload);
+}
+
+TEST(nomem_read_parquet)
+{
+	CHECK(setup() == 0);
+	CHECK_FAULTS(read_parquet_workload);
+}
+
+TEST(nomem_create_table_and_append)
+{
+	CHECK(setup() == 0);
+	CHECK_FAULTS(create_and_append_workload);
+}
+
+TEST(nomem_plan_and_read_a_table)
+{
+	CHECK(setup() == 0);
+	CHECK_FAULTS(plan_and_read_workload);
+}
+
+TEST(interrupt_stops_long_loops)
+{
+	CHECK(setup() == 0);
+	/* Each workload must consult the check at least once; interrupted at any
+	 * call, it stops with TL_ERR_INTERRUPTED and frees what it held. */
+	CHECK(run_with_interrupts("write_parquet", write_parquet_workload) > 1);
+	CHECK(run_with_interrupts("read_parquet", read_parquet_workload) > 1);
+	CHECK(run_with_interrupts("create_and_append", create_and_append_workload) > 1);
+	CHECK(run_with_interrupts("plan_and_read", plan_and_read_workload) > 1);
+}
