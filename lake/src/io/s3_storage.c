@@ -33,11 +33,15 @@ static tl_s3_client *client_of(tl_storage *s)
 	return ((s3_storage *)s)->client;
 }
 
-/* "<location>/" unless it already ends in '/': the prefix a directory stands for. */
-static char *dir_prefix(const char *location)
+/* "<location>/" unless it already ends in '/': the prefix a directory stands for (NULL: out of memory). */
+static char *dir_prefix(const char *location, tl_error *err)
 {
 	size_t n = strlen(location);
 	char *p = tl_malloc(n + 2);
+	if (p == NULL) {
+		tl_error_nomem(err, "the prefix of %s", location);
+		return NULL;
+	}
 	memcpy(p, location, n);
 	if (n == 0 || location[n - 1] != '/')
 		p[n++] = '/';
@@ -65,8 +69,10 @@ static int tail_read_at(tl_input *in, uint64_t offset, void *buf, size_t len, tl
 		return tl_input_read(t->object, offset, buf, len, err);
 	if (t->tail == NULL) {
 		uint8_t *tail = tl_malloc(window ? window : 1);
+		if (tail == NULL)
+			return tl_error_nomem(err, "the last %llu bytes of %s", (unsigned long long)window, in->name);
 		if (tl_input_read(t->object, start, tail, window, err) < 0) {
-			free(tail);
+			tl_free(tail);
 			return -1;
 		}
 		t->tail = tail;
@@ -80,8 +86,8 @@ static void tail_close(tl_input *in)
 {
 	tail_input *t = (tail_input *)in;
 	tl_input_close(t->object);
-	free(t->tail);
-	free(t);
+	tl_free(t->tail);
+	tl_free(t);
 }
 
 static tl_input *s3_open_read(tl_storage *s, const char *location, tl_error *err)
@@ -90,6 +96,11 @@ static tl_input *s3_open_read(tl_storage *s, const char *location, tl_error *err
 	if (object == NULL)
 		return NULL;
 	tail_input *t = tl_calloc(1, sizeof(*t));
+	if (t == NULL) {
+		tl_input_close(object);
+		tl_error_nomem(err, "an input for %s", location);
+		return NULL;
+	}
 	t->object = object;
 	t->base.read_at = tail_read_at;
 	t->base.close = tail_close;
@@ -115,14 +126,6 @@ static int s3_replace(tl_storage *s, const char *location, const void *data, siz
 	return tl_s3_put(client_of(s), location, data, len, false, err);
 }
 
-static char *copy_name(const char *s, size_t len)
-{
-	char *p = tl_malloc(len + 1);
-	memcpy(p, s, len);
-	p[len] = '\0';
-	return p;
-}
-
 /* Whether names[0..count) already holds name (listings fold many keys into one directory). */
 static bool already_listed(const tl_buf *entries, const char *name, size_t len)
 {
@@ -135,24 +138,26 @@ static bool already_listed(const tl_buf *entries, const char *name, size_t len)
 
 static int s3_list(tl_storage *s, const char *location, int flags, tl_storage_list *out, tl_error *err)
 {
-	char *prefix = dir_prefix(location);
+	char *prefix = dir_prefix(location, err);
+	if (prefix == NULL)
+		return -1;
 	tl_s3_listing listing;
 	int rc = tl_s3_list(client_of(s), prefix, &listing, err);
 	if (rc < 0) {
-		free(prefix);
+		tl_free(prefix);
 		return -1;
 	}
 	/* The listing's keys are whole; strip the key part of the prefix. */
 	char *bucket, *key_prefix;
 	if (tl_s3_parse_uri(prefix, &bucket, &key_prefix, err) < 0) {
 		tl_s3_listing_free(&listing);
-		free(prefix);
+		tl_free(prefix);
 		return -1;
 	}
 	size_t skip = strlen(key_prefix);
 	tl_buf entries;
 	tl_buf_init(&entries);
-	for (size_t i = 0; i < listing.count; i++) {
+	for (size_t i = 0; i < listing.count && rc == 0; i++) {
 		const char *rest = listing.objects[i].key + skip;
 		if (*rest == '\0')
 			continue;  /* the "directory" marker object some tools write */
@@ -160,16 +165,23 @@ static int s3_list(tl_storage *s, const char *location, int flags, tl_storage_li
 		size_t len = slash ? (size_t)(slash - rest) : strlen(rest);
 		if (slash && already_listed(&entries, rest, len))
 			continue;
-		tl_storage_entry e = {copy_name(rest, len), slash ? 0 : listing.objects[i].size, slash != NULL};
-		tl_buf_append(&entries, &e, sizeof(e));
+		tl_storage_entry e = {tl_strndup(rest, len), slash ? 0 : listing.objects[i].size, slash != NULL};
+		if (e.name != NULL)
+			tl_buf_append(&entries, &e, sizeof(e));
+		if (e.name == NULL || tl_buf_failed(&entries)) {
+			tl_free(e.name);
+			rc = tl_error_nomem(err, "the listing of %s", location);
+		}
 	}
 	out->entries = (tl_storage_entry *)entries.data;
 	out->count = entries.len / sizeof(tl_storage_entry);
-	free(bucket);
-	free(key_prefix);
+	if (rc < 0)
+		tl_storage_list_free(out);
+	tl_free(bucket);
+	tl_free(key_prefix);
 	tl_s3_listing_free(&listing);
-	free(prefix);
-	return 0;
+	tl_free(prefix);
+	return rc;
 }
 
 static int s3_remove(tl_storage *s, const char *location, tl_error *err)
@@ -180,7 +192,9 @@ static int s3_remove(tl_storage *s, const char *location, tl_error *err)
 
 static int s3_remove_all(tl_storage *s, const char *location, tl_error *err)
 {
-	char *prefix = dir_prefix(location);
+	char *prefix = dir_prefix(location, err);
+	if (prefix == NULL)
+		return -1;
 	tl_s3_listing listing;
 	int rc = tl_s3_list(client_of(s), prefix, &listing, err);
 	if (rc == 0) {
@@ -196,15 +210,17 @@ static int s3_remove_all(tl_storage *s, const char *location, tl_error *err)
 				tl_buf_append_byte(&uri, '/');
 				tl_buf_append_str(&uri, listing.objects[i].key);
 				tl_buf_append_byte(&uri, 0);
-				rc = tl_s3_delete(client_of(s), (const char *)uri.data, err);
+				rc = tl_buf_check(&uri, err, "an object's URI");
+				if (rc == 0)
+					rc = tl_s3_delete(client_of(s), (const char *)uri.data, err);
 			}
 			tl_buf_free(&uri);
-			free(bucket);
-			free(key);
+			tl_free(bucket);
+			tl_free(key);
 		}
 		tl_s3_listing_free(&listing);
 	}
-	free(prefix);
+	tl_free(prefix);
 	/* The object named exactly `location`, if there is one. */
 	return rc == 0 ? tl_s3_delete(client_of(s), location, err) : -1;
 }
@@ -226,10 +242,12 @@ static int s3_stat(tl_storage *s, const char *location, uint64_t *size, bool *is
 		return -1;
 	}
 	/* No such object: a directory if any key lies under it. */
-	char *prefix = dir_prefix(location);
+	char *prefix = dir_prefix(location, err);
+	if (prefix == NULL)
+		return -1;
 	bool any = false;
 	int rc = tl_s3_list_any(client_of(s), prefix, &any, err);
-	free(prefix);
+	tl_free(prefix);
 	if (rc < 0)
 		return -1;
 	if (!any)
@@ -249,8 +267,11 @@ static int s3_make_dirs(tl_storage *s, const char *location, tl_error *err)
 
 static char *s3_canonical(tl_storage *s, const char *location, tl_error *err)
 {
-	(void)s, (void)err;
-	return tl_strdup(location);
+	(void)s;
+	char *copy = tl_strdup(location);
+	if (copy == NULL)
+		tl_error_nomem(err, "a copy of %s", location);
+	return copy;
 }
 
 tl_storage *tl_storage_s3_new(const tl_s3_config *cfg, tl_error *err)
@@ -259,6 +280,11 @@ tl_storage *tl_storage_s3_new(const tl_s3_config *cfg, tl_error *err)
 	if (client == NULL)
 		return NULL;
 	s3_storage *s = tl_calloc(1, sizeof(*s));
+	if (s == NULL) {
+		tl_s3_client_free(client);
+		tl_error_nomem(err, "an S3 storage");
+		return NULL;
+	}
 	s->client = client;
 	s->base.name = "s3";
 	s->base.state = s;
@@ -281,5 +307,5 @@ void tl_storage_s3_free(tl_storage *storage)
 		return;
 	s3_storage *s = (s3_storage *)storage;
 	tl_s3_client_free(s->client);
-	free(s);
+	tl_free(s);
 }

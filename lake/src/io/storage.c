@@ -69,8 +69,13 @@ static tl_storage *set_registered(const char *match, bool is_prefix, tl_storage 
 	} else if (r != NULL) {
 		r->storage = storage;
 	} else if (storage != NULL) {
-		registry = tl_realloc(registry, (registry_count + 1) * sizeof(*registry));
-		registry[registry_count++] = (registered){tl_strdup(match), is_prefix, storage};
+		/* Out of memory: the registration does not happen (a few bytes, at a host's startup). */
+		registered *grown = tl_realloc(registry, (registry_count + 1) * sizeof(*registry));
+		char *copy = grown ? tl_strdup(match) : NULL;
+		if (grown)
+			registry = grown;
+		if (copy)
+			registry[registry_count++] = (registered){copy, is_prefix, storage};
 	}
 	return previous;
 }
@@ -93,6 +98,8 @@ tl_storage *tl_storage_register_prefix(const char *prefix, tl_storage *storage)
 	while (n > 1 && prefix[n - 1] == '/')
 		n--;
 	char *trimmed = tl_malloc(n + 1);
+	if (trimmed == NULL)
+		return NULL;
 	memcpy(trimmed, prefix, n);
 	trimmed[n] = '\0';
 	tl_storage *previous = set_registered(trimmed, true, storage);
