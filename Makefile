@@ -29,7 +29,7 @@ CLI_SRC    := $(sort $(wildcard cli/*.c))
 CLI_HDR    := $(wildcard cli/*.h)
 TEST_SRC   := $(sort $(wildcard lake/tests/*.c))
 # Tests that need an S3-compatible server (make test-s3 starts one).
-S3_TEST_SRC := lake/tests/main.c lake/tests/fault_storage.c lake/tests/table_fixture.c \
+S3_TEST_SRC := lake/tests/main.c lake/tests/fault_storage.c lake/tests/table_fixture.c lake/tests/fault_alloc.c \
                $(sort $(wildcard lake/tests/s3/*.c))
 # Tests that need an Iceberg REST catalog (make test-rest starts one).
 REST_TEST_SRC := lake/tests/main.c lake/tests/fault_storage.c lake/tests/table_fixture.c \

@@ -153,6 +153,10 @@ tl_s3_client *tl_s3_client_new(const tl_s3_config *cfg, tl_error *err)
 		return NULL;
 	}
 	tl_s3_client *c = tl_calloc(1, sizeof(*c));
+	if (c == NULL) {
+		tl_error_nomem(err, "an S3 client");
+		return NULL;
+	}
 	if (tl_s3_endpoint_parse(cfg, &c->ep, err) < 0) {
 		tl_free(c);
 		return NULL;
@@ -168,8 +172,14 @@ tl_s3_client *tl_s3_client_new(const tl_s3_config *cfg, tl_error *err)
 	c->access_key = dup_or_null(cfg->access_key);
 	c->secret_key = dup_or_null(cfg->secret_key);
 	c->session_token = dup_or_null(cfg->session_token);
-	size_t n = strlen(c->region) + 16;
-	c->sigv4 = tl_malloc(n);
+	size_t n = c->region ? strlen(c->region) + 16 : 0;
+	c->sigv4 = c->region ? tl_malloc(n) : NULL;
+	if (c->sigv4 == NULL || (cfg->access_key && !c->access_key) || (cfg->secret_key && !c->secret_key) ||
+	    (cfg->session_token && !c->session_token)) {
+		tl_s3_client_free(c);
+		tl_error_nomem(err, "an S3 client's configuration");
+		return NULL;
+	}
 	snprintf(c->sigv4, n, "aws:amz:%s:s3", c->region);
 	c->limits = *cfg;
 	c->limits.endpoint = c->limits.region = c->limits.access_key = NULL;
@@ -231,6 +241,10 @@ static size_t on_body(char *data, size_t size, size_t nmemb, void *arg)
 		r->dst_len += n;
 	} else if (r->response != NULL) {
 		tl_buf_append(r->response, data, n);
+		if (tl_buf_failed(r->response)) {
+			r->overflow = true;   /* a body cut short must not be parsed: the transfer fails */
+			return 0;
+		}
 	}
 	return n;
 }
@@ -439,10 +453,12 @@ static int interrupted_error(tl_error *err, const s3_request *r)
 int tl_s3_perform(tl_s3_client *c, s3_request *r, tl_error *err)
 {
 	char *url = tl_s3_url(&c->ep, r->bucket, r->key, r->query);
+	tl_buf_init(&r->error_body);
+	if (url == NULL)
+		return tl_error_nomem(err, "the URL of S3 %s s3://%s/%s", r->op, r->bucket, r->key);
 	char curl_error[CURL_ERROR_SIZE];
 	struct timespec start;
 	clock_gettime(CLOCK_MONOTONIC, &start);
-	tl_buf_init(&r->error_body);
 	int rc = -1;
 	for (r->attempts = 1;; r->attempts++) {
 		if (is_interrupted(c)) {
@@ -457,6 +473,10 @@ int tl_s3_perform(tl_s3_client *c, s3_request *r, tl_error *err)
 		}
 		if (r->interrupted) {
 			interrupted_error(err, r);
+			break;
+		}
+		if (r->overflow && r->response != NULL) {
+			tl_error_nomem(err, "the response of S3 %s s3://%s/%s", r->op, r->bucket, r->key);
 			break;
 		}
 		if (r->overflow) {

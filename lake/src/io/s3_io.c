@@ -48,9 +48,17 @@ tl_input *tl_s3_input_over(tl_s3_client *client, bool owns_client, const char *u
 		return NULL;
 	}
 	s3_input *s = tl_calloc(1, sizeof(*s));
+	char *copy = s ? tl_strdup(uri) : NULL;
+	if (copy == NULL) {
+		tl_free(s);
+		if (owns_client)
+			tl_s3_client_free(client);
+		tl_error_nomem(err, "an input for %s", uri);
+		return NULL;
+	}
 	s->client = client;
 	s->owns_client = owns_client;
-	s->uri = tl_strdup(uri);
+	s->uri = copy;
 	s->base.read_at = s3_read_at;
 	s->base.close = s3_input_close;
 	s->base.size = size;
@@ -102,6 +110,10 @@ static int s3_write(tl_output *out, const void *buf, size_t len, tl_error *err)
 		if (n > len)
 			n = len;
 		tl_buf_append(&s->part, p, n);
+		if (tl_buf_check(&s->part, err, "an S3 upload's part buffer") < 0) {
+			s->failed = true;   /* bytes were lost: the object must never be made */
+			return -1;
+		}
 		p += n;
 		len -= n;
 		out->offset += n;
@@ -171,9 +183,17 @@ tl_output *tl_s3_output_over(tl_s3_client *client, bool owns_client, const char 
 		return NULL;
 	}
 	s3_output *s = tl_calloc(1, sizeof(*s));
+	char *copy = s ? tl_strdup(uri) : NULL;
+	if (copy == NULL) {
+		tl_free(s);
+		if (owns_client)
+			tl_s3_client_free(client);
+		tl_error_nomem(err, "an output for %s", uri);
+		return NULL;
+	}
 	s->client = client;
 	s->owns_client = owns_client;
-	s->uri = tl_strdup(uri);
+	s->uri = copy;
 	s->if_absent = if_absent;
 	s->part_size = tl_s3_client_part_size(client);
 	tl_buf_init(&s->part);

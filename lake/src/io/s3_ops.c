@@ -135,6 +135,14 @@ int tl_s3_delete(tl_s3_client *c, const char *uri, tl_error *err)
 
 /* -------------------------------------------------------------- list */
 
+/* Whether xml[0..len) has a <tag> element (no allocation). */
+static bool has_element(const char *xml, size_t len, const char *tag)
+{
+	size_t pos = 0, inner_len;
+	const char *inner;
+	return tl_s3_xml_next(xml, len, tag, &pos, &inner, &inner_len);
+}
+
 /* Adds the <Contents> of one ListObjectsV2 page to out. */
 static int parse_list_page(const tl_buf *page, tl_buf *objects, const char *bucket, tl_error *err)
 {
@@ -150,10 +158,17 @@ static int parse_list_page(const tl_buf *page, tl_buf *objects, const char *buck
 		tl_free(size);
 		if (!ok) {
 			tl_free(key);
+			/* Both elements there but not both copied: memory, not the server. */
+			if (has_element(contents, len, "Key") && has_element(contents, len, "Size") && (key == NULL || size == NULL))
+				return tl_error_nomem(err, "an entry of the listing of s3://%s", bucket);
 			return tl_error_set(err, TL_ERR_CORRUPT, "S3 list s3://%s: an entry without a key or a size", bucket);
 		}
 		tl_s3_object o = {key, n};
 		tl_buf_append(objects, &o, sizeof(o));
+		if (tl_buf_failed(objects)) {
+			tl_free(key);
+			return tl_error_nomem(err, "the listing of s3://%s", bucket);
+		}
 	}
 	return 0;
 }
@@ -177,6 +192,15 @@ typedef struct list_args {
 	bool just_one;    /* stop after the first page of at most one key */
 } list_args;
 
+/* Whether a ListObjectsV2 page says more follow (<IsTruncated>true</IsTruncated>), without allocating. */
+static bool is_truncated(const tl_buf *page)
+{
+	size_t pos = 0, len;
+	const char *inner;
+	return tl_s3_xml_next((const char *)page->data, page->len, "IsTruncated", &pos, &inner, &len) && len == 4 &&
+	       memcmp(inner, "true", 4) == 0;
+}
+
 static int list_pages(tl_s3_client *c, const char *bucket, const char *prefix, void *arg, tl_error *err)
 {
 	list_args *args = arg;
@@ -191,23 +215,23 @@ static int list_pages(tl_s3_client *c, const char *bucket, const char *prefix, v
 		/* The request is on the bucket; the prefix is named in the op. */
 		char op[512];
 		snprintf(op, sizeof(op), "list (prefix \"%s\")", prefix);
-		s3_request r = {.method = "GET", .op = op, .bucket = bucket, .key = "",
-		                .query = (const char *)query.data, .response = &page};
-		rc = run_request(c, &r, err);
+		rc = tl_buf_check(&query, err, "a listing's query");
+		if (rc == 0) {
+			s3_request r = {.method = "GET", .op = op, .bucket = bucket, .key = "",
+			                .query = (const char *)query.data, .response = &page};
+			rc = run_request(c, &r, err);
+		}
 		if (rc == 0)
 			rc = parse_list_page(&page, objects, bucket, err);
 		tl_free(token);
 		token = NULL;
-		if (rc == 0 && !args->just_one) {
-			char *truncated = tl_s3_xml_text((const char *)page.data, page.len, "IsTruncated");
-			if (truncated && strcmp(truncated, "true") == 0) {
-				token = tl_s3_xml_text((const char *)page.data, page.len, "NextContinuationToken");
-				if (token == NULL)
-					rc = tl_error_set(err, TL_ERR_CORRUPT,
-					                  "S3 list s3://%s/%s: a truncated listing without a continuation token",
-					                  bucket, prefix);
-			}
-			tl_free(truncated);
+		if (rc == 0 && !args->just_one && is_truncated(&page)) {
+			/* A listing that goes on must go on: a token lost to memory is an error, not the end. */
+			token = tl_s3_xml_text((const char *)page.data, page.len, "NextContinuationToken");
+			if (token == NULL)
+				rc = tl_error_set(err, TL_ERR_CORRUPT,
+				                  "S3 list s3://%s/%s: a truncated listing without a continuation token (or no "
+				                  "memory for it)", bucket, prefix);
 		}
 	} while (rc == 0 && token != NULL);
 	tl_free(token);
@@ -278,6 +302,10 @@ static void upload_query(tl_buf *q, const tl_s3_upload *u, int part)
 tl_s3_upload *tl_s3_upload_begin(tl_s3_client *c, const char *uri, tl_error *err)
 {
 	tl_s3_upload *u = tl_calloc(1, sizeof(*u));
+	if (u == NULL) {
+		tl_error_nomem(err, "a multipart upload of %s", uri);
+		return NULL;
+	}
 	u->client = c;
 	tl_buf_init(&u->etags);
 	if (tl_s3_parse_uri(uri, &u->bucket, &u->key, err) < 0) {
@@ -290,7 +318,9 @@ tl_s3_upload *tl_s3_upload_begin(tl_s3_client *c, const char *uri, tl_error *err
 	                .query = "uploads=", .content_type = "application/octet-stream", .response = &response};
 	if (run_request(c, &r, err) == 0) {
 		u->upload_id = tl_s3_xml_text((const char *)response.data, response.len, "UploadId");
-		if (u->upload_id == NULL)
+		if (u->upload_id == NULL && has_element((const char *)response.data, response.len, "UploadId"))
+			tl_error_nomem(err, "the upload id of s3://%s/%s", u->bucket, u->key);
+		else if (u->upload_id == NULL)
 			tl_error_set(err, TL_ERR_CORRUPT, "S3 create multipart upload s3://%s/%s: no UploadId in the answer",
 			             u->bucket, u->key);
 	}
@@ -309,6 +339,10 @@ int tl_s3_upload_part(tl_s3_upload *u, const void *data, size_t len, tl_error *e
 	tl_buf query;
 	tl_buf_init(&query);
 	upload_query(&query, u, part);
+	if (tl_buf_check(&query, err, "an upload part's query") < 0) {
+		tl_buf_free(&query);
+		return -1;
+	}
 	char op[48];
 	snprintf(op, sizeof(op), "upload part %d", part);
 	s3_request r = {.method = "PUT", .op = op, .bucket = u->bucket, .key = u->key,
@@ -318,8 +352,14 @@ int tl_s3_upload_part(tl_s3_upload *u, const void *data, size_t len, tl_error *e
 	if (rc == 0 && r.etag[0] == '\0')
 		rc = tl_error_set(err, TL_ERR_IO, "S3 %s s3://%s/%s: no ETag in the answer", op, u->bucket, u->key);
 	if (rc == 0) {
+		/* A part whose ETag is not kept cannot be completed: the upload fails here, not at completion. */
 		char *etag = tl_strdup(r.etag);
-		tl_buf_append(&u->etags, &etag, sizeof(etag));
+		if (etag != NULL)
+			tl_buf_append(&u->etags, &etag, sizeof(etag));
+		if (etag == NULL || tl_buf_failed(&u->etags)) {
+			tl_free(etag);
+			rc = tl_error_nomem(err, "the ETag of S3 %s s3://%s/%s", op, u->bucket, u->key);
+		}
 	}
 	tl_s3_request_done(&r);
 	tl_buf_free(&query);
@@ -339,6 +379,12 @@ int tl_s3_upload_complete(tl_s3_upload *u, bool if_absent, tl_error *err)
 		tl_buf_printf(&body, "<Part><PartNumber>%d</PartNumber><ETag>%s</ETag></Part>", i + 1, etags[i]);
 	tl_buf_append_str(&body, "</CompleteMultipartUpload>");
 	upload_query(&query, u, 0);
+	if (tl_buf_check(&body, err, "a multipart completion") < 0 ||
+	    tl_buf_check(&query, err, "a multipart completion's query") < 0) {
+		tl_buf_free(&body);
+		tl_buf_free(&query);
+		return -1;
+	}
 	s3_request r = {.method = "POST", .op = if_absent ? "complete multipart upload (if absent)"
 	                                                   : "complete multipart upload",
 	                .bucket = u->bucket, .key = u->key, .query = (const char *)query.data,
@@ -371,9 +417,12 @@ void tl_s3_upload_free(tl_s3_upload *u)
 		upload_query(&query, u, 0);
 		tl_error ignored;
 		tl_error_clear(&ignored);
-		s3_request r = {.method = "DELETE", .op = "abort multipart upload", .bucket = u->bucket, .key = u->key,
-		                .query = (const char *)query.data};
-		run_request(u->client, &r, &ignored);
+		/* Without its query the DELETE would remove the object itself: no abort then (S3 expires the parts). */
+		if (!tl_buf_failed(&query)) {
+			s3_request r = {.method = "DELETE", .op = "abort multipart upload", .bucket = u->bucket,
+			                .key = u->key, .query = (const char *)query.data};
+			run_request(u->client, &r, &ignored);
+		}
 		tl_buf_free(&query);
 	}
 	char **etags = (char **)u->etags.data;

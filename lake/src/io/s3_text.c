@@ -32,9 +32,14 @@ void tl_s3_uri_encode(tl_buf *out, const char *s, bool keep_slash)
 	}
 }
 
+/* The buffer's text as a new string, or NULL when a growth failed (a truncated URL must never be sent). */
 static char *take_string(tl_buf *b)
 {
 	tl_buf_append_byte(b, 0);
+	if (tl_buf_failed(b)) {
+		tl_buf_free(b);
+		return NULL;
+	}
 	return (char *)b->data;
 }
 
