@@ -96,14 +96,10 @@ int fixture_append_rows(const char *location, int64_t first, int rows, tl_error 
 	return rc;
 }
 
-int fixture_read_table(const char *location, int64_t *version, int64_t *rows, int64_t *sum, tl_error *err)
+int fixture_read_ids(const tl_ice_table_metadata *md, int64_t *rows, int64_t *sum, tl_error *err)
 {
-	tl_ice_table *t = tl_ice_table_open(location, err);
-	if (t == NULL)
-		return -1;
-	*version = t->version;
 	*rows = *sum = 0;
-	tl_ice_scan *scan = tl_ice_scan_plan(t->metadata, TL_ICE_NO_SNAPSHOT, NULL, err);
+	tl_ice_scan *scan = tl_ice_scan_plan(md, TL_ICE_NO_SNAPSHOT, NULL, err);
 	int32_t ids[1] = {1};
 	tl_ice_reader *r = scan ? tl_ice_reader_open(scan, ids, 1, err) : NULL;
 	tl_pq_batch *b = r ? tl_ice_reader_batch_new(r, 64) : NULL;
@@ -118,6 +114,16 @@ int fixture_read_table(const char *location, int64_t *version, int64_t *rows, in
 	tl_pq_batch_free(b);
 	tl_ice_reader_free(r);
 	tl_ice_scan_free(scan);
+	return rc;
+}
+
+int fixture_read_table(const char *location, int64_t *version, int64_t *rows, int64_t *sum, tl_error *err)
+{
+	tl_ice_table *t = tl_ice_table_open(location, err);
+	if (t == NULL)
+		return -1;
+	*version = t->version;
+	int rc = fixture_read_ids(t->metadata, rows, sum, err);
 	tl_ice_table_free(t);
 	return rc;
 }

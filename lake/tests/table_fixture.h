@@ -26,6 +26,8 @@ tl_ice_table *fixture_create_table(const char *location, tl_error *err);
 tl_ice_commit *fixture_begin_append(tl_ice_table *t, int64_t first, int rows, tl_error *err);
 /* Writes `rows` ids from `first` into one new data file and commits it as an append. */
 int fixture_append_rows(const char *location, int64_t first, int rows, tl_error *err);
+/* The row count and the sum of the ids of md's current snapshot, read through scan planning and our reader. */
+int fixture_read_ids(const tl_ice_table_metadata *md, int64_t *rows, int64_t *sum, tl_error *err);
 /* The current metadata version, the row count and the sum of the ids, read through scan and reader. */
 int fixture_read_table(const char *location, int64_t *version, int64_t *rows, int64_t *sum, tl_error *err);
 

@@ -77,28 +77,6 @@ static int append(tl_ice_table *t, int64_t first, int rows, int64_t *snapshot, t
 	return rc;
 }
 
-/* Rows and sum of ids of md's current snapshot, through scan planning and our reader. */
-static int read_ids(const tl_ice_table_metadata *md, int64_t *rows, int64_t *sum, tl_error *err)
-{
-	*rows = *sum = 0;
-	tl_ice_scan *scan = tl_ice_scan_plan(md, TL_ICE_NO_SNAPSHOT, NULL, err);
-	int32_t ids[1] = {1};
-	tl_ice_reader *r = scan ? tl_ice_reader_open(scan, ids, 1, err) : NULL;
-	tl_pq_batch *b = r ? tl_ice_reader_batch_new(r, 64) : NULL;
-	int rc = b ? 0 : -1;
-	for (int64_t n; rc == 0 && (n = tl_ice_reader_next(r, b, err)) != 0;) {
-		if (n < 0)
-			rc = -1;
-		for (int64_t i = 0; i < n; i++)
-			*sum += b->columns[0].v.i64[i];
-		*rows += n > 0 ? n : 0;
-	}
-	tl_pq_batch_free(b);
-	tl_ice_reader_free(r);
-	tl_ice_scan_free(scan);
-	return rc;
-}
-
 static int64_t main_snapshot(const tl_ice_table_metadata *md)
 {
 	for (int i = 0; i < md->nrefs; i++)
@@ -216,7 +194,7 @@ TEST(rest_create_load_and_append)
 	CHECK_STR(tl_ice_snapshot_summary(snap, "tierdb.op-id"), "test-op");
 	CHECK_STR(tl_ice_snapshot_summary(snap, "total-records"), "15");
 	int64_t rows, sum;
-	CHECK_OK(read_ids(loaded->metadata, &rows, &sum, &err), &err);
+	CHECK_OK(fixture_read_ids(loaded->metadata, &rows, &sum, &err), &err);
 	CHECK_INT(rows, 15);
 	CHECK_INT(sum, 55 + 510);
 	/* A commit through the loaded table continues from the same state. */
@@ -224,7 +202,7 @@ TEST(rest_create_load_and_append)
 	CHECK_OK(append(loaded, 1000, 1, &s3, &err), &err);
 	CHECK_OK(tl_ice_table_refresh(t, &err), &err);
 	CHECK_INT(main_snapshot(t->metadata), s3);
-	CHECK_OK(read_ids(t->metadata, &rows, &sum, &err), &err);
+	CHECK_OK(fixture_read_ids(t->metadata, &rows, &sum, &err), &err);
 	CHECK_INT(rows, 16);
 	tl_ice_table_free(loaded);
 	tl_ice_table_free(t);
@@ -276,7 +254,7 @@ TEST(rest_racing_commit_loses)
 	CHECK_INT(now->metadata->nsnapshots, 1);
 	CHECK_INT(main_snapshot(now->metadata), won);
 	int64_t rows, sum;
-	CHECK_OK(read_ids(now->metadata, &rows, &sum, &err), &err);
+	CHECK_OK(fixture_read_ids(now->metadata, &rows, &sum, &err), &err);
 	CHECK_INT(rows, 4);
 	CHECK_INT(sum, 10);
 
@@ -296,7 +274,7 @@ TEST(rest_racing_commit_loses)
 	int64_t retried = 0;
 	CHECK_OK(tl_ice_commit_finish(loser, &retried, &err), &err);
 	CHECK_INT(tl_ice_metadata_snapshot(t2->metadata, retried)->parent_id, won2);
-	CHECK_OK(read_ids(t2->metadata, &rows, &sum, &err), &err);
+	CHECK_OK(fixture_read_ids(t2->metadata, &rows, &sum, &err), &err);
 	CHECK_INT(rows, 4 + 1 + 3);
 	CHECK_INT(sum, 10 + 10 + 500 + 501 + 502);
 	/* The refused attempts removed their files: one manifest list per snapshot. */
@@ -339,7 +317,7 @@ TEST(rest_schema_evolution)
 	CHECK_STR(s->fields[1].name, "note");
 	CHECK_INT(loaded->metadata->nschemas, 2);
 	int64_t rows, sum;
-	CHECK_OK(read_ids(loaded->metadata, &rows, &sum, &err), &err);
+	CHECK_OK(fixture_read_ids(loaded->metadata, &rows, &sum, &err), &err);
 	CHECK_INT(rows, 2);
 
 	/* A schema change on a stale base is refused by the catalog. */
@@ -470,7 +448,7 @@ TEST(rest_table_on_s3)
 	CHECK_OK(loaded ? 0 : -1, &err);
 	CHECK_INT(main_snapshot(loaded->metadata), s2);
 	int64_t rows, sum;
-	CHECK_OK(read_ids(loaded->metadata, &rows, &sum, &err), &err);
+	CHECK_OK(fixture_read_ids(loaded->metadata, &rows, &sum, &err), &err);
 	CHECK_INT(rows, 25);
 	CHECK_INT(sum, 25 * 26 / 2);
 	tl_ice_table_free(loaded);

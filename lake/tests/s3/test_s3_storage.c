@@ -13,6 +13,7 @@
 
 #include "table_fixture.h"
 #include "test.h"
+#include "tierlake/buf.h"
 #include "tierlake/s3.h"
 #include "tierlake/storage.h"
 
@@ -193,7 +194,7 @@ TEST(s3_storage_iceberg_table_create_commit_read)
 	int64_t current = 0;
 	char *file = tl_ice_table_current_metadata(t, &current, &err);
 	CHECK(file != NULL && current == 3 && strcmp(file, LOC(p, "metadata/v3.metadata.json")) == 0);
-	free(file);
+	tl_free(file);
 	/* A second create on the same location is a conflict, and changes nothing. */
 	tl_error e2;
 	tl_error_clear(&e2);
