@@ -171,10 +171,11 @@ test-e2e: $(TIERDB) $(TOOLS)
 # The end-to-end modules that move, read, correct, recover and check lake
 # files, again with every lake on S3 (S3Proxy, started by
 # tests/e2e/conftest.py): docs/s3.md. Others whose subject is not the lake's
-# storage (privileges, EXPLAIN, types, coordination) pass there too:
+# storage (routing, the differential queries, privileges, EXPLAIN, types,
+# coordination) pass there too, and stay out to keep `make check` short:
 # `TIERDB_E2E_LAKE=s3 .venv/bin/python -m pytest tests/e2e/test_X.py`.
-E2E_ON_S3 := test_tiering test_fold test_recovery test_transparent_reads test_verify test_routing \
-	test_differential test_rest_catalog test_readers_s3
+E2E_ON_S3 := test_tiering test_fold test_recovery test_transparent_reads test_verify test_rest_catalog \
+	test_readers_s3
 test-e2e-s3: $(TIERDB) $(TOOLS)
 	TIERDB_E2E_LAKE=s3 $(PYTHON) -m pytest -q $(E2E_ON_S3:%=tests/e2e/%.py)
 
