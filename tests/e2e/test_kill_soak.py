@@ -24,19 +24,19 @@ a run's choices (the kill instants still depend on timing).
 
 from __future__ import annotations
 
-import json
+import io
 import os
 import random
 import re
 import threading
 import time
-from pathlib import Path
 
 import fastavro
 import pytest
 
+import lake_files
 from seam import SESSION, Seam, assert_same_rows, cat_rows, lake_cat
-from test_recovery import files_on_disk, local, referenced_files, wait_daemon_gone
+from test_recovery import files_on_disk, referenced_files, wait_daemon_gone
 from test_tiering import RunningDaemon
 
 # These tests look at the heap and the lake separately.
@@ -207,12 +207,12 @@ def expected_t(db) -> int:
 
 def unreferenced_metadata_files(ref: str, metadata: dict) -> list:
     """Avro files under metadata/ that are neither a snapshot's manifest list nor a manifest one lists."""
-    lists = {str(local(snap["manifest-list"])) for snap in metadata.get("snapshots", [])}
+    lists = {lake_files.normalize(snap["manifest-list"]) for snap in metadata.get("snapshots", [])}
     manifests = set()
     for path in lists:
-        with open(path, "rb") as f:
-            manifests.update(str(local(m["manifest_path"])) for m in fastavro.reader(f))
-    return sorted({str(p) for p in (Path(ref) / "metadata").glob("*.avro")} - lists - manifests)
+        listed = fastavro.reader(io.BytesIO(lake_files.read_bytes(path)))
+        manifests.update(lake_files.normalize(m["manifest_path"]) for m in listed)
+    return sorted(lake_files.list_files(f"{ref}/metadata", ".avro") - lists - manifests)
 
 
 def test_random_kill_9_during_a_long_run_with_writers(db, tierdb, tierdb_bin, lake, tmp_path):
@@ -279,7 +279,7 @@ def test_random_kill_9_during_a_long_run_with_writers(db, tierdb, tierdb_bin, la
     ((hot,),) = db.query(f"SELECT count(*) FROM truth WHERE id > {HOT_ID} AND id <= {NEW_COLD_ID}")
     assert int(hot) == writer.hot_rows, f"{tag} {hot} hot rows in truth, the writer committed {writer.hot_rows}"
 
-    metadata = json.loads(Path(cut.metadata_location).read_text())
+    metadata = lake_files.read_json(cut.metadata_location)
     orphans = sorted(files_on_disk(seam.ref) - referenced_files(metadata))
     stray_metadata = unreferenced_metadata_files(seam.ref, metadata)
     print(f"soak seed {seed}: {len(cold)} lake rows at S, {len(delta)} delta rows left, T {cut.T};"
