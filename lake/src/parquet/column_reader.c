@@ -161,9 +161,11 @@ static int ensure_scratch(pq_column_reader *cr, int64_t n, tl_error *err)
 	return 0;
 }
 
-/* NULL with err set when out of memory. */
+/* NULL with err set when out of memory (never for n = 0: callers take NULL as the failure). */
 static uint8_t *ensure_scratch_bytes(pq_column_reader *cr, size_t n, tl_error *err)
 {
+	if (n == 0)
+		n = 1;
 	if (n > cr->scratch_bytes_capacity) {
 		tl_free(cr->scratch_bytes);
 		cr->scratch_bytes_capacity = 0;
