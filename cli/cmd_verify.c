@@ -149,12 +149,18 @@ static bool key_value(const verify_run *v, int64_t canonical, tl_ice_value *out)
 	return true;
 }
 
-/* lo <= key < hi, for pruning files and row groups (rows are still checked one by one). */
+/*
+ * lo <= key < hi, for pruning files and row groups (rows are still checked
+ * one by one). NULL when out of memory: a scan without the filter reads
+ * more, with the same rows checked.
+ */
 static const tl_ice_expr *range_filter(const verify_run *v, int64_t lo, int64_t hi, tl_arena *arena)
 {
 	int32_t field_id = v->key_field->id;
 	const tl_ice_expr *filter = tl_ice_expr_const(arena, true);
 	tl_ice_value *bound = tl_arena_alloc(arena, 2 * sizeof(tl_ice_value));
+	if (bound == NULL)
+		return NULL;
 	if (key_value(v, lo, &bound[0]))
 		filter = tl_ice_expr_and(arena, filter, tl_ice_expr_predicate(arena, TL_ICE_EXPR_GE, field_id, &bound[0], 1));
 	if (key_value(v, hi, &bound[1]))

@@ -253,10 +253,14 @@ build_filter(ColdReader *r)
 		tl_ice_value *value = tl_arena_alloc(&r->filter_arena, sizeof(tl_ice_value));
 		const tl_ice_expr *pred;
 
+		if (value == NULL)
+			ereport(ERROR, (errcode(ERRCODE_OUT_OF_MEMORY), errmsg("out of memory building a lake filter")));
 		if (field == NULL || !lake_value_of(field, c->typid, c->value, &r->filter_arena, value))
 			continue;
 		pred = tl_ice_expr_predicate(&r->filter_arena, c->op, field->id, value, 1);
 		r->filter = r->filter == NULL ? pred : tl_ice_expr_and(&r->filter_arena, r->filter, pred);
+		if (r->filter == NULL)
+			ereport(ERROR, (errcode(ERRCODE_OUT_OF_MEMORY), errmsg("out of memory building a lake filter")));
 		r->pushed++;
 		/* Also checked per row on the lake values, sparing the conversion of rows that cannot match. */
 		{
@@ -457,6 +461,8 @@ lake_value_of(const tl_ice_field *field, Oid typid, Datum d, tl_arena *arena, tl
 				text	   *t = DatumGetTextPP(d);
 				tl_bytes	copy = tl_arena_copy(arena, VARDATA_ANY(t), VARSIZE_ANY_EXHDR(t));
 
+				if (copy.ptr == NULL && VARSIZE_ANY_EXHDR(t) > 0)
+					ereport(ERROR, (errcode(ERRCODE_OUT_OF_MEMORY), errmsg("out of memory building a lake filter")));
 				out->ptr = copy.ptr;
 				out->len = copy.len;
 			}

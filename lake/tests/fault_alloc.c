@@ -19,6 +19,9 @@ static struct {
 	long live;     /* allocated and not yet freed */
 } fault;
 
+/* The sanitizers' symbolized stack trace (the C tests run under ASan). */
+void __sanitizer_print_stack_trace(void) __attribute__((weak));
+
 static bool should_fail(void)
 {
 	if (tl_mem_json_loading())
@@ -26,6 +29,10 @@ static bool should_fail(void)
 	fault.calls++;
 	if (fault.fail_at > 0 && (fault.calls == fault.fail_at || (fault.sticky && fault.calls > fault.fail_at))) {
 		fault.failed++;
+		/* TIERDB_FAULT_TRACE=N shows where allocation N is, to debug the failure a report names. */
+		const char *trace = getenv("TIERDB_FAULT_TRACE");
+		if (trace != NULL && atol(trace) == fault.calls && __sanitizer_print_stack_trace != NULL)
+			__sanitizer_print_stack_trace();
 		return true;
 	}
 	return false;

@@ -65,6 +65,8 @@ tl_ice_commit *fixture_begin_append(tl_ice_table *t, int64_t first, int rows, tl
 	tl_ice_writer *w = tl_ice_writer_open_data(t, NULL, err);
 	tl_pq_batch *b = w ? tl_pq_batch_new(tl_ice_writer_schema(w), rows) : NULL;
 	int rc = b ? 0 : -1;
+	if (w != NULL && b == NULL)
+		tl_error_nomem(err, "for a batch");
 	for (int i = 0; rc == 0 && i < rows; i++)
 		b->columns[0].v.i64[i] = first + i;
 	if (b)
@@ -104,6 +106,8 @@ int fixture_read_ids(const tl_ice_table_metadata *md, int64_t *rows, int64_t *su
 	tl_ice_reader *r = scan ? tl_ice_reader_open(scan, ids, 1, err) : NULL;
 	tl_pq_batch *b = r ? tl_ice_reader_batch_new(r, 64) : NULL;
 	int rc = b ? 0 : -1;
+	if (r != NULL && b == NULL)
+		tl_error_nomem(err, "for a batch");
 	for (int64_t n; rc == 0 && (n = tl_ice_reader_next(r, b, err)) != 0;) {
 		if (n < 0)
 			rc = -1;

@@ -50,7 +50,9 @@ struct tl_ice_expr {
 
 /*
  * Constructors. Nodes and copies of the values (bytes-like ones too) are
- * allocated in `arena`, which owns the whole tree.
+ * allocated in `arena`, which owns the whole tree. NULL when out of
+ * memory; AND and OR of a NULL operand are NULL too, so a tree built in
+ * one expression needs one check at the end.
  */
 const tl_ice_expr *tl_ice_expr_const(tl_arena *arena, bool value);
 const tl_ice_expr *tl_ice_expr_and(tl_arena *arena, const tl_ice_expr *left, const tl_ice_expr *right);

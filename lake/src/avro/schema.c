@@ -207,7 +207,7 @@ static int parse_fields(parse_ctx *ctx, json_t *obj, tl_avro_schema *node, const
 		json_t *def = json_object_get(f, "default");
 		field->default_json = NULL;
 		if (def != NULL) {
-			char *text = json_dumps(def, JSON_ENCODE_ANY | JSON_COMPACT);
+			char *text = tl_json_dumps(def, JSON_ENCODE_ANY | JSON_COMPACT);
 			if (text == NULL)
 				return tl_error_nomem(ctx->err, "parsing an Avro schema");
 			{

@@ -545,20 +545,30 @@ int tl_avro_get_string(const tl_avro_value *v, tl_bytes *out)
  * tl_mem_failures() around the build and never append such a record.
  * There is one sink per schema node, so a sunk container and the sunk
  * values inside it never share one (Avro schemas here are not recursive).
+ * A chain starts at tl_avro_record_new, which forgets the previous chain's
+ * sinks: their schema nodes may since have been freed, and stale entries
+ * would fill the table until two nodes of one chain had to share a sink
+ * (a record's sink reused for its own int field, whose next field lookup
+ * then finds no record). A record with more nodes than SINKS shares the
+ * last sink among the extra nodes; none of Iceberg's comes close.
  */
-#define SINKS 64
+#define SINKS 256
 static struct {
 	const tl_avro_schema *schema;
 	tl_avro_value value;
 } sinks[SINKS];
 
+static int nsinks; /* sinks in use by the current chain */
+
 static tl_avro_value *to_sink(const tl_avro_schema *declared, tl_avro_type type)
 {
-	size_t i = 0;
-	while (i < SINKS && sinks[i].schema != NULL && sinks[i].schema != declared)
+	int i = 0;
+	while (i < nsinks && sinks[i].schema != declared)
 		i++;
 	if (i == SINKS)
-		i = 0; /* more node types than any Iceberg schema has: share the first */
+		i = SINKS - 1; /* more nodes than any Iceberg schema has: see above */
+	else if (i == nsinks)
+		nsinks++;
 	sinks[i].schema = declared;
 	tl_avro_value *v = &sinks[i].value;
 	memset(v, 0, sizeof(*v));
@@ -604,6 +614,7 @@ void tl_avro_init_record(tl_arena *arena, tl_avro_value *slot)
 
 tl_avro_value *tl_avro_record_new(tl_arena *arena, const tl_avro_schema *record)
 {
+	nsinks = 0; /* a new chain (see to_sink) */
 	tl_avro_value *v = tl_arena_alloc(arena, sizeof(*v));
 	if (v == NULL) {
 		v = to_sink(record, TL_AVRO_RECORD);

@@ -161,3 +161,14 @@ int tl_check_interrupt(tl_error *err)
 		return 0;
 	return tl_error_set(err, TL_ERR_INTERRUPTED, "interrupted");
 }
+
+char *tl_json_dumps(const json_t *json, size_t flags)
+{
+	unsigned long failures = tl_mem_failures();
+	char *text = json_dumps(json, flags);
+	if (text != NULL && tl_mem_failures() != failures) {
+		tl_free(text);
+		return NULL;
+	}
+	return text;
+}

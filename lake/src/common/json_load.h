@@ -1,5 +1,6 @@
 /*
- * json_load.h: the library's one way to parse JSON with jansson.
+ * json_load.h: the library's one way to parse JSON with jansson, and to
+ * print it.
  *
  * jansson 2.14's lexer does not survive a failed allocation: lex_save()
  * ignores a failure to grow its string buffer, and lex_scan_string() then
@@ -19,5 +20,12 @@
 
 /* json_loadb (text need not be NUL-terminated), inside the marked region. */
 json_t *tl_json_loadb(const char *text, size_t len, size_t flags, json_error_t *error);
+
+/*
+ * json_dumps, or NULL when an allocation failed during it: jansson 2.14's
+ * printer may carry on past a failed allocation and return text with a
+ * key missing (`{:`), which must never reach a file.
+ */
+char *tl_json_dumps(const json_t *json, size_t flags);
 
 #endif

@@ -142,7 +142,7 @@ json_t *tl_render_load_json(const char *text, size_t len, tl_error *err)
 /* A short description of a JSON value for error messages. */
 static void describe(const json_t *json, char *buf, size_t size)
 {
-	char *text = json_dumps(json, JSON_ENCODE_ANY | JSON_COMPACT);
+	char *text = tl_json_dumps(json, JSON_ENCODE_ANY | JSON_COMPACT);
 	if (text == NULL) {
 		snprintf(buf, size, "(unprintable)");
 		return;

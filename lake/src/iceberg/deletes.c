@@ -100,8 +100,11 @@ static int collect_positions(void *ctx, const ice_file_projection *fp, const tl_
 			return tl_error_set(err, TL_ERR_CORRUPT, "row %" PRId64 " has the negative position %" PRId64, row,
 			                    pos.i);
 		if (list->n == list->cap) {
-			list->cap = list->cap ? list->cap * 2 : 256;
-			list->items = tl_realloc(list->items, list->cap * sizeof(int64_t));
+			size_t cap = list->cap ? list->cap * 2 : 256;
+			int64_t *items = tl_realloc(list->items, cap * sizeof(int64_t));
+			if (items == NULL)
+				return tl_error_nomem(err, "loading position deletes");
+			list->items = items, list->cap = cap;
 		}
 		list->items[list->n++] = pos.i;
 	}
@@ -179,11 +182,16 @@ static size_t find_slot(const ice_eq_set *set, const uint8_t *key, size_t len, u
 	}
 }
 
-static void grow_slots(ice_eq_set *set)
+/* -1 when out of memory (the set unchanged). */
+static int grow_slots(ice_eq_set *set)
 {
+	size_t nslots = set->nslots ? set->nslots * 2 : 64;
+	uint32_t *slots = tl_calloc(nslots, sizeof(uint32_t));
+	if (slots == NULL)
+		return -1;
 	tl_free(set->slots);
-	set->nslots = set->nslots ? set->nslots * 2 : 64;
-	set->slots = tl_calloc(set->nslots, sizeof(uint32_t));
+	set->slots = slots;
+	set->nslots = nslots;
 	size_t mask = set->nslots - 1;
 	for (size_t i = 0; i < set->nentries; i++) {
 		size_t s = set->entries[i].hash & mask;
@@ -191,24 +199,30 @@ static void grow_slots(ice_eq_set *set)
 			s = (s + 1) & mask;
 		set->slots[s] = (uint32_t)(i + 1);
 	}
+	return 0;
 }
 
 static int eq_set_insert(ice_eq_set *set, const uint8_t *key, size_t len, tl_error *err)
 {
 	if (set->nentries >= UINT32_MAX / 2)
 		return tl_error_set(err, TL_ERR_NOMEM, "too many equality delete keys");
-	if ((set->nentries + 1) * 2 > set->nslots)
-		grow_slots(set);
+	if ((set->nentries + 1) * 2 > set->nslots && grow_slots(set) < 0)
+		return tl_error_nomem(err, "loading equality deletes");
 	uint32_t hash = key_hash(key, len);
 	size_t s = find_slot(set, key, len, hash);
 	if (set->slots[s] != 0)
 		return 0;
 	if (set->nentries == set->cap_entries) {
-		set->cap_entries = set->cap_entries ? set->cap_entries * 2 : 64;
-		set->entries = tl_realloc(set->entries, set->cap_entries * sizeof(eq_entry));
+		size_t cap = set->cap_entries ? set->cap_entries * 2 : 64;
+		eq_entry *entries = tl_realloc(set->entries, cap * sizeof(eq_entry));
+		if (entries == NULL)
+			return tl_error_nomem(err, "loading equality deletes");
+		set->entries = entries, set->cap_entries = cap;
 	}
 	set->entries[set->nentries] = (eq_entry){.offset = set->keys.len, .len = (uint32_t)len, .hash = hash};
 	tl_buf_append(&set->keys, key, len);
+	if (tl_buf_check(&set->keys, err, "loading equality deletes") < 0)
+		return -1;
 	set->slots[s] = (uint32_t)(++set->nentries);
 	return 0;
 }
@@ -275,14 +289,23 @@ ice_eq_set *ice_eq_set_load(const tl_ice_schema *schema, const tl_ice_delete_fil
 		return NULL;
 	}
 	const tl_ice_field **fields = tl_malloc(sizeof(*fields) * f->n_equality_ids);
+	if (fields == NULL) {
+		tl_error_nomem(err, "loading equality deletes");
+		return NULL;
+	}
 	if (equality_fields(schema, df, fields, err) < 0) {
 		tl_free(fields);
 		return NULL;
 	}
 	ice_eq_set *set = tl_calloc(1, sizeof(*set));
-	set->path = tl_strdup(f->file_path);
+	if (set == NULL || (set->path = tl_strdup(f->file_path)) == NULL ||
+	    (set->ids = tl_malloc(sizeof(int32_t) * f->n_equality_ids)) == NULL) {
+		ice_eq_set_free(set);
+		tl_free(fields);
+		tl_error_nomem(err, "loading equality deletes");
+		return NULL;
+	}
 	set->nids = (int)f->n_equality_ids;
-	set->ids = tl_malloc(sizeof(int32_t) * f->n_equality_ids);
 	memcpy(set->ids, f->equality_ids, sizeof(int32_t) * f->n_equality_ids);
 	tl_buf_init(&set->keys);
 	eq_load load = {.set = set};

@@ -17,6 +17,8 @@
 static tl_ice_expr *new_node(tl_arena *arena, tl_ice_expr_op op)
 {
 	tl_ice_expr *e = tl_arena_alloc(arena, sizeof(*e));
+	if (e == NULL)
+		return NULL;
 	memset(e, 0, sizeof(*e));
 	e->op = op;
 	return e;
@@ -29,7 +31,11 @@ const tl_ice_expr *tl_ice_expr_const(tl_arena *arena, bool value)
 
 const tl_ice_expr *tl_ice_expr_and(tl_arena *arena, const tl_ice_expr *left, const tl_ice_expr *right)
 {
+	if (left == NULL || right == NULL)
+		return NULL;
 	tl_ice_expr *e = new_node(arena, TL_ICE_EXPR_AND);
+	if (e == NULL)
+		return NULL;
 	e->left = left;
 	e->right = right;
 	return e;
@@ -37,7 +43,11 @@ const tl_ice_expr *tl_ice_expr_and(tl_arena *arena, const tl_ice_expr *left, con
 
 const tl_ice_expr *tl_ice_expr_or(tl_arena *arena, const tl_ice_expr *left, const tl_ice_expr *right)
 {
+	if (left == NULL || right == NULL)
+		return NULL;
 	tl_ice_expr *e = new_node(arena, TL_ICE_EXPR_OR);
+	if (e == NULL)
+		return NULL;
 	e->left = left;
 	e->right = right;
 	return e;
@@ -47,15 +57,20 @@ const tl_ice_expr *tl_ice_expr_predicate(tl_arena *arena, tl_ice_expr_op op, int
                                          const tl_ice_value *values, int nvalues)
 {
 	tl_ice_expr *e = new_node(arena, op);
+	if (e == NULL)
+		return NULL;
 	e->field_id = field_id;
 	if (nvalues <= 0 || values == NULL)
 		return e;
 	tl_ice_value *copies = tl_arena_alloc(arena, (size_t)nvalues * sizeof(*copies));
+	if (copies == NULL)
+		return NULL;
 	for (int i = 0; i < nvalues; i++) {
 		copies[i] = values[i];
 		/* Bytes-like values point at the caller's memory: the tree must own them. */
-		if (values[i].ptr != NULL && values[i].len > 0 && values[i].len <= UINT32_MAX)
-			copies[i].ptr = tl_arena_copy(arena, values[i].ptr, (uint32_t)values[i].len).ptr;
+		if (values[i].ptr != NULL && values[i].len > 0 && values[i].len <= UINT32_MAX &&
+		    (copies[i].ptr = tl_arena_copy(arena, values[i].ptr, (uint32_t)values[i].len).ptr) == NULL)
+			return NULL;
 	}
 	e->nvalues = nvalues;
 	e->values = copies;

@@ -81,6 +81,8 @@ static bool is_digit(char c)
 static const char *copy_text(parser *p, const char *s, size_t n)
 {
 	char *c = tl_arena_alloc(&p->scratch, n + 1);
+	if (c == NULL)
+		return NULL;
 	memcpy(c, s, n);
 	c[n] = '\0';
 	return c;
@@ -102,6 +104,8 @@ static int lex_quoted(parser *p, char quote, token *t)
 		}
 	}
 	char *out = tl_arena_alloc(&p->scratch, n + 1);
+	if (out == NULL)
+		return tl_error_nomem(p->err, "parsing a filter");
 	n = 0;
 	for (size_t i = p->at + 1; i < end; i++) {
 		if (s[i] == quote)
@@ -210,6 +214,8 @@ static int next(parser *p)
 	} else if (lex_operator(p, t) < 0) {
 		return -1;
 	}
+	if (t->text == NULL && (t->kind == TOK_NUMBER || t->kind == TOK_WORD))
+		return tl_error_nomem(p->err, "parsing a filter");
 	p->at += t->len;
 	return 0;
 }
@@ -309,13 +315,17 @@ static int expect_literal(parser *p, const tl_ice_field *f, tl_ice_value *out)
 	return next(p);
 }
 
-static void list_push(parser *p, const tl_ice_value *v)
+static int list_push(parser *p, const tl_ice_value *v)
 {
 	if (p->nlist == p->caplist) {
-		p->caplist = p->caplist ? 2 * p->caplist : 8;
-		p->list = tl_realloc(p->list, (size_t)p->caplist * sizeof(*p->list));
+		int cap = p->caplist ? 2 * p->caplist : 8;
+		tl_ice_value *list = tl_realloc(p->list, (size_t)cap * sizeof(*p->list));
+		if (list == NULL)
+			return tl_error_nomem(p->err, "parsing a filter");
+		p->list = list, p->caplist = cap;
 	}
 	p->list[p->nlist++] = *v;
+	return 0;
 }
 
 /* column IN ( literal, ... ): the current token follows IN. */
@@ -328,9 +338,8 @@ static const tl_ice_expr *in_list(parser *p, const tl_ice_field *f)
 	p->nlist = 0;
 	do {
 		tl_ice_value v;
-		if (next(p) < 0 || expect_literal(p, f, &v) < 0)
+		if (next(p) < 0 || expect_literal(p, f, &v) < 0 || list_push(p, &v) < 0)
 			return NULL;
-		list_push(p, &v);
 	} while (p->tok.kind == TOK_COMMA);
 	if (p->tok.kind != TOK_RPAREN) {
 		unexpected(p, "\",\" or \")\" in the IN list");
@@ -521,8 +530,12 @@ int tl_ice_expr_parse(const tl_ice_schema *schema, const char *text, tl_arena *a
 	}
 	tl_arena_free(&p.scratch);
 	tl_free(p.list);
-	if (e == NULL)
+	if (e == NULL) {
+		/* Every refusal above sets err; a constructor out of memory does not. */
+		if (err == NULL || err->code == TL_OK)
+			tl_error_nomem(err, "parsing a filter");
 		return -1;
+	}
 	*out = e;
 	return 0;
 }

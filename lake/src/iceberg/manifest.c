@@ -84,7 +84,7 @@ const char *tl_ice_manifest_get_string(const tl_avro_value *rec, int32_t id, con
 void tl_ice_manifest_json_string(tl_buf *out, const char *s)
 {
 	json_t *j = json_string(s);
-	char *text = j ? json_dumps(j, JSON_ENCODE_ANY) : NULL;
+	char *text = j ? tl_json_dumps(j, JSON_ENCODE_ANY) : NULL;
 	if (text == NULL)
 		tl_buf_set_failed(out); /* out of memory: the caller checks out */
 	tl_buf_append_str(out, text ? text : "\"\"");
@@ -723,7 +723,7 @@ void tl_ice_manifest_writer_free(tl_ice_manifest_writer *w)
 
 static char *json_text(json_t *j)
 {
-	char *s = j ? json_dumps(j, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
+	char *s = j ? tl_json_dumps(j, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
 	json_decref(j);
 	return s;
 }

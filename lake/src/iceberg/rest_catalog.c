@@ -18,6 +18,7 @@
 #include "iceberg/rest_internal.h"
 #include "iceberg/schema_json.h"
 #include "iceberg/table_internal.h"
+#include "common/json_load.h"
 
 #define DEFAULT_TIMEOUT_MS 60000L
 
@@ -368,7 +369,7 @@ int tl_rest_parse_result(const tl_rest_table_ref *ref, const json_t *result, tl_
 		return tl_error_set(err, TL_ERR_CORRUPT,
 		                    "REST catalog %s: the answer for table %s.%s lacks metadata-location or metadata", c->uri,
 		                    ref->ns, ref->name);
-	char *text = json_dumps(meta, JSON_COMPACT);
+	char *text = tl_json_dumps(meta, JSON_COMPACT);
 	*location = tl_strdup(json_string_value(loc));
 	if (text == NULL || *location == NULL) {
 		tl_free(text);

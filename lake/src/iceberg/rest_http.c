@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "iceberg/rest_internal.h"
+#include "common/json_load.h"
 
 /* A catalog's answers are metadata JSON; more than this is refused rather than held. */
 #define RESPONSE_MAX ((size_t)256 << 20)
@@ -128,7 +129,7 @@ int tl_rest_call(tl_rest_catalog *c, const char *method, const char *url, const 
 	*out = NULL;
 	char *text = NULL;
 	if (body != NULL) {
-		text = json_dumps(body, JSON_COMPACT);
+		text = tl_json_dumps(body, JSON_COMPACT);
 		if (text == NULL)
 			return tl_error_set(err, TL_ERR_NOMEM, "REST catalog %s: out of memory for a request body", c->uri);
 	}

@@ -119,7 +119,8 @@ static void find_path_bounds(const tl_ice_data_file *f, delete_ref *ref)
 		}
 }
 
-static void build_index(const tl_ice_scan *scan, delete_index *ix)
+/* -1 when out of memory (free_index frees what was allocated). */
+static int build_index(const tl_ice_scan *scan, delete_index *ix)
 {
 	uint64_t nslots = 16;
 	while (nslots < 2 * (uint64_t)scan->ndeletes + 2)
@@ -128,6 +129,8 @@ static void build_index(const tl_ice_scan *scan, delete_index *ix)
 	ix->slots = tl_calloc(nslots, sizeof(int32_t));
 	ix->groups = tl_malloc(sizeof(delete_group) * ((size_t)scan->ndeletes + 1));
 	ix->refs = tl_malloc(sizeof(delete_ref) * (size_t)scan->ndeletes);
+	if (ix->slots == NULL || ix->groups == NULL || ix->refs == NULL)
+		return -1;
 	ix->nrefs = scan->ndeletes;
 
 	/* Group 0 is the global one; it is never looked up by key. */
@@ -163,6 +166,7 @@ static void build_index(const tl_ice_scan *scan, delete_index *ix)
 			i++;
 		g->eq_end = i;
 	}
+	return 0;
 }
 
 static void free_index(delete_index *ix)
@@ -209,44 +213,51 @@ typedef struct delete_list {
 	int n, cap;
 } delete_list;
 
-static void list_add(delete_list *l, const tl_ice_delete_file *d)
+/* -1 when out of memory (l unchanged). */
+static int list_add(delete_list *l, const tl_ice_delete_file *d)
 {
 	if (l->n == l->cap) {
-		l->cap = l->cap ? 2 * l->cap : 16;
-		l->items = tl_realloc(l->items, sizeof(*l->items) * (size_t)l->cap);
+		int cap = l->cap ? 2 * l->cap : 16;
+		const tl_ice_delete_file **items = tl_realloc(l->items, sizeof(*l->items) * (size_t)cap);
+		if (items == NULL)
+			return -1;
+		l->items = items, l->cap = cap;
 	}
 	l->items[l->n++] = d;
+	return 0;
 }
 
-/* Adds a group's deletes that apply to a data file of sequence number `seq`. */
-static void collect(const tl_ice_scan *scan, const delete_index *ix, const delete_group *g, int64_t seq,
+/* Adds a group's deletes that apply to a data file of sequence number `seq`; -1 when out of memory. */
+static int collect(const tl_ice_scan *scan, const delete_index *ix, const delete_group *g, int64_t seq,
                     const char *path, size_t path_len, delete_list *out, bool *used)
 {
 	for (int i = first_at_least(ix->refs, g->pos_begin, g->pos_end, seq); i < g->pos_end; i++) {
 		if (!path_within(&ix->refs[i], path, path_len))
 			continue;
-		list_add(out, &scan->deletes[ix->refs[i].index]);
+		if (list_add(out, &scan->deletes[ix->refs[i].index]) < 0)
+			return -1;
 		used[ix->refs[i].index] = true;
 	}
 	/* Equality deletes need a strictly newer sequence number. */
 	int eq = seq == INT64_MAX ? g->eq_end : first_at_least(ix->refs, g->eq_begin, g->eq_end, seq + 1);
 	for (int i = eq; i < g->eq_end; i++) {
-		list_add(out, &scan->deletes[ix->refs[i].index]);
+		if (list_add(out, &scan->deletes[ix->refs[i].index]) < 0)
+			return -1;
 		used[ix->refs[i].index] = true;
 	}
+	return 0;
 }
 
 int tl_ice_scan_associate_deletes(tl_ice_scan *scan, tl_error *err)
 {
-	(void)err;
 	if (scan->ndeletes == 0)
 		return 0;
 	delete_index ix;
 	memset(&ix, 0, sizeof(ix));
-	build_index(scan, &ix);
 	bool *used = tl_calloc((size_t)scan->ndeletes, sizeof(bool));
 	delete_list list = {0};
-	for (int t = 0; t < scan->ntasks; t++) {
+	int rc = used == NULL || build_index(scan, &ix) < 0 ? -1 : 0;
+	for (int t = 0; t < scan->ntasks && rc == 0; t++) {
 		tl_ice_scan_task *task = &scan->tasks[t];
 		const char *path = task->file.file_path;
 		size_t path_len = strlen(path);
@@ -255,20 +266,26 @@ int tl_ice_scan_associate_deletes(tl_ice_scan *scan, tl_error *err)
 		if (ix.ngroups > 1 && spec != NULL && !tl_ice_scan_spec_unpartitioned(spec)) {
 			int g = find_group(&ix, task->spec_id, scan->task_keys[t], false);
 			if (g >= 0)
-				collect(scan, &ix, &ix.groups[g], task->sequence_number, path, path_len, &list, used);
+				rc = collect(scan, &ix, &ix.groups[g], task->sequence_number, path, path_len, &list, used);
 		}
-		collect(scan, &ix, &ix.groups[GLOBAL_GROUP], task->sequence_number, path, path_len, &list, used);
-		task->ndeletes = list.n;
+		if (rc == 0)
+			rc = collect(scan, &ix, &ix.groups[GLOBAL_GROUP], task->sequence_number, path, path_len, &list, used);
+		task->ndeletes = 0;
 		task->deletes = NULL;
-		if (list.n > 0) {
+		if (rc == 0 && list.n > 0) {
 			task->deletes = tl_arena_alloc(&scan->arena, sizeof(*task->deletes) * (size_t)list.n);
-			memcpy(task->deletes, list.items, sizeof(*task->deletes) * (size_t)list.n);
+			if (task->deletes == NULL)
+				rc = -1;
+			else
+				memcpy(task->deletes, list.items, sizeof(*task->deletes) * (size_t)list.n);
 		}
+		if (rc == 0)
+			task->ndeletes = list.n;
 	}
-	for (int i = 0; i < scan->ndeletes; i++)
+	for (int i = 0; rc == 0 && i < scan->ndeletes; i++)
 		scan->stats.delete_files += used[i];
 	tl_free(list.items);
 	tl_free(used);
 	free_index(&ix);
-	return 0;
+	return rc < 0 ? tl_error_nomem(err, "matching delete files to data files") : 0;
 }

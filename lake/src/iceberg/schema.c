@@ -521,7 +521,7 @@ static int field_from_json(const json_t *json, const char *what, tl_ice_field *o
 	out->doc = doc ? tl_strdup(doc) : NULL;
 	const json_t *initial = json_object_get(json, "initial-default");
 	if (initial != NULL && !json_is_null(initial))
-		out->initial_default = json_dumps(initial, JSON_ENCODE_ANY | JSON_COMPACT);
+		out->initial_default = tl_json_dumps(initial, JSON_ENCODE_ANY | JSON_COMPACT);
 	if (out->name == NULL || (doc && out->doc == NULL) ||
 	    (initial != NULL && !json_is_null(initial) && out->initial_default == NULL))
 		return tl_error_nomem(err, "reading %s", what);
@@ -648,6 +648,8 @@ static json_t *field_to_json(const tl_ice_field *f)
 
 json_t *tl_ice_schema_to_json(const tl_ice_schema *schema)
 {
+	/* jansson's setters cannot report a failed allocation: one count says whether any failed. */
+	unsigned long failures = tl_mem_failures();
 	json_t *o = json_object();
 	json_object_set_new(o, "type", json_string("struct"));
 	json_object_set_new(o, "schema-id", json_integer(schema->schema_id));
@@ -661,6 +663,10 @@ json_t *tl_ice_schema_to_json(const tl_ice_schema *schema)
 	for (int i = 0; i < schema->nfields; i++)
 		json_array_append_new(fields, field_to_json(&schema->fields[i]));
 	json_object_set_new(o, "fields", fields);
+	if (tl_mem_failures() != failures) {
+		json_decref(o);
+		return NULL;
+	}
 	return o;
 }
 

@@ -13,7 +13,7 @@
 
 /* Parses a schema object of the metadata JSON. The result is freed with tl_ice_schema_free. */
 int tl_ice_schema_from_json(const json_t *json, tl_ice_schema *out, tl_error *err);
-/* A new JSON object in the metadata form (the caller owns the reference). */
+/* A new JSON object in the metadata form (the caller owns the reference); NULL when out of memory. */
 json_t *tl_ice_schema_to_json(const tl_ice_schema *schema);
 
 /*
@@ -22,6 +22,7 @@ json_t *tl_ice_schema_to_json(const tl_ice_schema *schema);
  */
 int tl_ice_partition_spec_from_json(const json_t *json, int32_t spec_id,
                                     tl_ice_partition_spec *out, tl_error *err);
+/* The same for a spec; NULL when out of memory. */
 json_t *tl_ice_partition_spec_to_json(const tl_ice_partition_spec *spec);
 
 #endif

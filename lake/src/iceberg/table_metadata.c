@@ -694,7 +694,7 @@ int tl_ice_metadata_write(const tl_ice_table_metadata *md, tl_buf *out, tl_error
 		json_array_append_new(arr, e);
 	}
 	json_object_set_new(o, "metadata-log", arr);
-	char *text = json_dumps(o, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+	char *text = tl_json_dumps(o, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
 	json_decref(o);
 	if (text == NULL || tl_mem_failures() != failures) {
 		tl_free(text);

@@ -479,6 +479,8 @@ fail:
 
 json_t *tl_ice_partition_spec_to_json(const tl_ice_partition_spec *spec)
 {
+	/* jansson's setters cannot report a failed allocation: one count says whether any failed. */
+	unsigned long failures = tl_mem_failures();
 	json_t *o = json_object();
 	json_object_set_new(o, "spec-id", json_integer(spec->spec_id));
 	json_t *arr = json_array();
@@ -498,6 +500,10 @@ json_t *tl_ice_partition_spec_to_json(const tl_ice_partition_spec *spec)
 	}
 	tl_buf_free(&b);
 	json_object_set_new(o, "fields", arr);
+	if (tl_mem_failures() != failures) {
+		json_decref(o);
+		return NULL;
+	}
 	return o;
 }
 

@@ -698,7 +698,7 @@ int tl_ice_value_from_json(const tl_ice_type *type, const char *json, tl_arena *
 	json_t *value = json != NULL ? tl_json_loadb(json, strlen(json), JSON_DECODE_ANY, NULL) : NULL;
 	char *text = NULL;
 	if (value != NULL && json_kind_fits(type, value))
-		text = json_is_string(value) ? tl_strdup(json_string_value(value)) : json_dumps(value, JSON_ENCODE_ANY);
+		text = json_is_string(value) ? tl_strdup(json_string_value(value)) : tl_json_dumps(value, JSON_ENCODE_ANY);
 	json_decref(value);
 	int rc = text != NULL ? tl_ice_value_parse(type, text, arena, out, err) : -1;
 	tl_free(text);

@@ -102,17 +102,26 @@ int64_t tl_ice_writer_rows(const tl_ice_writer *w)
 
 /* ------------------------------------------------------------- opening */
 
+/* NULL when out of memory. */
 static char *arena_strdup(tl_arena *a, const char *s, size_t len)
 {
 	char *p = tl_arena_alloc(a, len + 1);
+	if (p == NULL)
+		return NULL;
 	memcpy(p, s, len);
 	p[len] = '\0';
 	return p;
 }
 
-static tl_ice_writer *writer_new(const tl_ice_table *t, const tl_ice_writer_options *opts, int32_t content)
+/* NULL with err set when out of memory. */
+static tl_ice_writer *writer_new(const tl_ice_table *t, const tl_ice_writer_options *opts, int32_t content,
+                                 tl_error *err)
 {
 	tl_ice_writer *w = tl_calloc(1, sizeof(*w));
+	if (w == NULL) {
+		tl_error_nomem(err, "for an Iceberg writer");
+		return NULL;
+	}
 	w->table = t;
 	w->schema = tl_ice_metadata_current_schema(t->metadata);
 	w->spec = tl_ice_metadata_default_spec(t->metadata);
@@ -131,6 +140,11 @@ static tl_ice_writer *writer_new(const tl_ice_table *t, const tl_ice_writer_opti
 	tl_buf_init(&w->key);
 	w->nslots = 64;
 	w->slots = tl_malloc(sizeof(int) * (size_t)w->nslots);
+	if (w->slots == NULL) {
+		tl_ice_writer_free(w);
+		tl_error_nomem(err, "for an Iceberg writer");
+		return NULL;
+	}
 	for (int i = 0; i < w->nslots; i++)
 		w->slots[i] = -1;
 	return w;
@@ -151,6 +165,8 @@ static int resolve_sources(tl_ice_writer *w, const int32_t *ids, int nids, tl_er
 	w->source_column = tl_calloc((size_t)(n ? n : 1), sizeof(int));
 	w->source_type = tl_calloc((size_t)(n ? n : 1), sizeof(*w->source_type));
 	w->row_values = tl_calloc((size_t)(n ? n : 1), sizeof(tl_ice_value));
+	if (w->slice_columns == NULL || w->source_column == NULL || w->source_type == NULL || w->row_values == NULL)
+		return tl_error_nomem(err, "for an Iceberg writer");
 	for (int i = 0; i < n; i++) {
 		const tl_ice_partition_field *pf = &w->spec->fields[i];
 		int col = -1;
@@ -176,15 +192,23 @@ static int resolve_sources(tl_ice_writer *w, const int32_t *ids, int nids, tl_er
 
 tl_ice_writer *tl_ice_writer_open_data(const tl_ice_table *t, const tl_ice_writer_options *opts, tl_error *err)
 {
-	tl_ice_writer *w = writer_new(t, opts, TL_ICE_CONTENT_DATA);
-	if (w->schema != NULL)
+	tl_ice_writer *w = writer_new(t, opts, TL_ICE_CONTENT_DATA, err);
+	if (w == NULL)
+		return NULL;
+	if (w->schema == NULL)
+		tl_error_set(err, TL_ERR_CORRUPT, "table metadata has no current schema");
+	else
 		w->pq_schema = tl_ice_schema_to_pq_schema(w->schema, err);
 	if (w->pq_schema == NULL) {
-		tl_error_set(err, TL_ERR_CORRUPT, "table metadata has no current schema");
 		tl_ice_writer_free(w);
 		return NULL;
 	}
 	int32_t *ids = tl_malloc(sizeof(int32_t) * (size_t)(w->schema->nfields ? w->schema->nfields : 1));
+	if (ids == NULL) {
+		tl_ice_writer_free(w);
+		tl_error_nomem(err, "for an Iceberg writer");
+		return NULL;
+	}
 	for (int i = 0; i < w->schema->nfields; i++)
 		ids[i] = w->schema->fields[i].id;
 	int rc = resolve_sources(w, ids, w->schema->nfields, err);
@@ -219,6 +243,8 @@ static int build_delete_schema(tl_ice_writer *w, const int32_t *columns, int nco
 			                    "equality field id %d is not among the delete file's columns", (int)ids[i]);
 	}
 	w->pq_schema = tl_pq_schema_new();
+	if (w->pq_schema == NULL)
+		return tl_error_nomem(err, "for a delete file's schema");
 	for (int i = 0; i < ncolumns; i++) {
 		const tl_ice_field *f = NULL;
 		for (int k = 0; k < w->schema->nfields && f == NULL; k++)
@@ -235,7 +261,8 @@ static int build_delete_schema(tl_ice_writer *w, const int32_t *columns, int nco
 		tl_pq_column col;
 		if (tl_ice_field_to_pq_column(f, &col, err) < 0)
 			return -1;
-		tl_pq_schema_add(w->pq_schema, &col);
+		if (tl_pq_schema_add(w->pq_schema, &col) < 0)
+			return tl_error_nomem(err, "for a delete file's schema");
 	}
 	return tl_pq_schema_validate(w->pq_schema, err);
 }
@@ -244,7 +271,9 @@ tl_ice_writer *tl_ice_writer_open_deletes(const tl_ice_table *t, const int32_t *
                                           const int32_t *equality_ids, int nequality_ids,
                                           const tl_ice_writer_options *opts, tl_error *err)
 {
-	tl_ice_writer *w = writer_new(t, opts, TL_ICE_CONTENT_EQUALITY_DELETES);
+	tl_ice_writer *w = writer_new(t, opts, TL_ICE_CONTENT_EQUALITY_DELETES, err);
+	if (w == NULL)
+		return NULL;
 	if (w->schema == NULL) {
 		tl_error_set(err, TL_ERR_CORRUPT, "table metadata has no current schema");
 		tl_ice_writer_free(w);
@@ -257,6 +286,11 @@ tl_ice_writer *tl_ice_writer_open_deletes(const tl_ice_table *t, const int32_t *
 	}
 	w->nequality_ids = nequality_ids;
 	w->equality_ids = tl_arena_alloc(&w->arena, sizeof(int32_t) * (size_t)nequality_ids);
+	if (w->equality_ids == NULL) {
+		tl_ice_writer_free(w);
+		tl_error_nomem(err, "for an Iceberg writer");
+		return NULL;
+	}
 	memcpy(w->equality_ids, equality_ids, sizeof(int32_t) * (size_t)nequality_ids);
 	return w;
 }
@@ -323,6 +357,11 @@ static void source_value(const tl_pq_column *col, const tl_ice_type *type, const
 /* Computes the row's partition tuple into w->row_values and its key into w->key. */
 static int row_tuple(tl_ice_writer *w, const tl_pq_batch *batch, int64_t row, tl_error *err)
 {
+	if (tl_buf_failed(&w->key)) {
+		/* An earlier row ran out of memory here; a failed buffer stays failed until freed. */
+		tl_buf_free(&w->key);
+		tl_buf_init(&w->key);
+	}
 	tl_buf_reset(&w->key);
 	for (int i = 0; i < w->spec->nfields; i++) {
 		int c = w->source_column[i];
@@ -331,11 +370,9 @@ static int row_tuple(tl_ice_writer *w, const tl_pq_batch *batch, int64_t row, tl
 		tl_ice_value *v = &w->row_values[i];
 		if (tl_ice_transform_apply(&w->spec->fields[i].transform, w->source_type[i], &src, v, err) < 0)
 			return -1;
-		if (v->is_null) {
-			tl_buf_append_byte(&w->key, 0);
+		tl_buf_append_byte(&w->key, v->is_null ? 0 : 1);
+		if (v->is_null)
 			continue;
-		}
-		tl_buf_append_byte(&w->key, 1);
 		size_t at = w->key.len;
 		if (tl_buf_extend(&w->key, 4) == NULL)
 			return tl_error_nomem(err, "for a partition key");
@@ -345,7 +382,7 @@ static int row_tuple(tl_ice_writer *w, const tl_pq_batch *batch, int64_t row, tl
 		uint32_t len = (uint32_t)(w->key.len - at - 4);
 		memcpy(w->key.data + at, &len, 4);
 	}
-	return 0;
+	return tl_buf_check(&w->key, err, "for a partition key");
 }
 
 static uint64_t hash_key(const uint8_t *p, size_t n)
@@ -365,15 +402,20 @@ static void slots_insert(tl_ice_writer *w, int index)
 	w->slots[s] = index;
 }
 
-static void slots_grow(tl_ice_writer *w)
+/* Doubles the hash table; out of memory it keeps the old one (which still has room). */
+static int slots_grow(tl_ice_writer *w)
 {
+	int *slots = tl_malloc(sizeof(int) * 2 * (size_t)w->nslots);
+	if (slots == NULL)
+		return -1;
 	tl_free(w->slots);
+	w->slots = slots;
 	w->nslots *= 2;
-	w->slots = tl_malloc(sizeof(int) * (size_t)w->nslots);
 	for (int i = 0; i < w->nslots; i++)
 		w->slots[i] = -1;
 	for (int i = 0; i < w->npartitions; i++)
 		slots_insert(w, i);
+	return 0;
 }
 
 /* Deep-copies the row's tuple into a new partition; returns its index. */
@@ -381,10 +423,26 @@ static int add_partition(tl_ice_writer *w, uint64_t h, tl_error *err)
 {
 	int n = w->spec->nfields;
 	tl_ice_value *values = tl_arena_alloc(&w->arena, sizeof(tl_ice_value) * (size_t)(n ? n : 1));
+	if (values == NULL)
+		return tl_error_nomem(err, "for a partition");
 	for (int i = 0; i < n; i++) {
 		values[i] = w->row_values[i];
-		if (values[i].ptr != NULL)
-			values[i].ptr = tl_arena_copy(&w->arena, values[i].ptr, (uint32_t)values[i].len).ptr;
+		if (values[i].ptr != NULL &&
+		    (values[i].ptr = tl_arena_copy(&w->arena, values[i].ptr, (uint32_t)values[i].len).ptr) == NULL)
+			return tl_error_nomem(err, "for a partition");
+	}
+	/* The slot table has room for this partition: it grows past half full. */
+	if (w->npartitions == w->partitions_cap) {
+		int cap = w->partitions_cap ? 2 * w->partitions_cap : 8;
+		partition *partitions = tl_realloc(w->partitions, sizeof(partition) * (size_t)cap);
+		if (partitions == NULL)
+			return tl_error_nomem(err, "for a partition");
+		w->partitions = partitions;
+		int *touched = tl_realloc(w->touched, sizeof(int) * (size_t)cap);
+		if (touched == NULL)
+			return tl_error_nomem(err, "for a partition");
+		w->touched = touched;
+		w->partitions_cap = cap;
 	}
 	tl_buf path;
 	tl_buf_init(&path);
@@ -392,23 +450,22 @@ static int add_partition(tl_ice_writer *w, uint64_t h, tl_error *err)
 		tl_buf_free(&path);
 		return -1;
 	}
-	if (w->npartitions == w->partitions_cap) {
-		w->partitions_cap = w->partitions_cap ? 2 * w->partitions_cap : 8;
-		w->partitions = tl_realloc(w->partitions, sizeof(partition) * (size_t)w->partitions_cap);
-		w->touched = tl_realloc(w->touched, sizeof(int) * (size_t)w->partitions_cap);
-	}
+	tl_bytes key = tl_arena_copy(&w->arena, w->key.data, (uint32_t)w->key.len);
+	char *path_copy = arena_strdup(&w->arena, path.len ? (const char *)path.data : "", path.len);
+	tl_buf_free(&path);
+	if ((key.ptr == NULL && w->key.len > 0) || path_copy == NULL)
+		return tl_error_nomem(err, "for a partition");
 	partition *p = &w->partitions[w->npartitions];
 	memset(p, 0, sizeof(*p));
-	p->key = tl_arena_copy(&w->arena, w->key.data, (uint32_t)w->key.len);
+	p->key = key;
 	p->hash = h;
 	p->values = values;
-	p->path = arena_strdup(&w->arena, path.len ? (const char *)path.data : "", path.len);
-	tl_buf_free(&path);
+	p->path = path_copy;
 	w->npartitions++;
+	slots_insert(w, w->npartitions - 1);
+	/* Past half full: grow now, so that the next insert always finds room. */
 	if (2 * w->npartitions > w->nslots)
-		slots_grow(w);
-	else
-		slots_insert(w, w->npartitions - 1);
+		(void)slots_grow(w); /* out of memory the table is fuller, but never full: n + 1 < nslots */
 	return w->npartitions - 1;
 }
 
@@ -435,6 +492,8 @@ static int make_parent_dirs(const char *location, tl_error *err)
 	if (slash == NULL || slash == location)
 		return 0;
 	char *parent = tl_strdup(location);
+	if (parent == NULL)
+		return tl_error_nomem(err, "for a path");
 	parent[slash - location] = '\0';
 	int rc = tl_storage_make_dirs(parent, err);
 	tl_free(parent);
@@ -454,22 +513,41 @@ static void open_file_free(open_file *f)
 static open_file *create_file(tl_ice_writer *w, const partition *p, tl_error *err)
 {
 	open_file *f = tl_calloc(1, sizeof(*f));
+	if (f == NULL) {
+		tl_error_nomem(err, "for a data file");
+		return NULL;
+	}
 	tl_buf path;
 	tl_buf_init(&path);
 	if (tl_ice_table_new_data_path(w->table, p->path, w->opts.file_prefix, &path, err) < 0)
 		goto fail;
 	tl_buf_append_byte(&path, 0);
-	f->file_path = tl_strdup((const char *)path.data);
-	if (make_parent_dirs(f->file_path, err) < 0)
+	if (tl_buf_failed(&path) || (f->file_path = tl_strdup((const char *)path.data)) == NULL) {
+		tl_error_nomem(err, "for a data file's path");
 		goto fail;
-	f->out = tl_storage_create(f->file_path, TL_STORAGE_CREATE_EXCLUSIVE, err);
-	if (f->out == NULL)
-		goto fail;
-	if (w->ncreated == w->created_cap) {
-		w->created_cap = w->created_cap ? 2 * w->created_cap : 8;
-		w->created = tl_realloc(w->created, sizeof(char *) * (size_t)w->created_cap);
 	}
-	w->created[w->ncreated++] = tl_strdup(f->file_path);
+	/* Room to remember the file before it exists: an untracked file would be an orphan on failure. */
+	if (w->ncreated == w->created_cap) {
+		int cap = w->created_cap ? 2 * w->created_cap : 8;
+		char **created = tl_realloc(w->created, sizeof(char *) * (size_t)cap);
+		if (created == NULL) {
+			tl_error_nomem(err, "for a data file");
+			goto fail;
+		}
+		w->created = created;
+		w->created_cap = cap;
+	}
+	char *created_path = tl_strdup(f->file_path);
+	if (created_path == NULL) {
+		tl_error_nomem(err, "for a data file's path");
+		goto fail;
+	}
+	if (make_parent_dirs(f->file_path, err) < 0 ||
+	    (f->out = tl_storage_create(f->file_path, TL_STORAGE_CREATE_EXCLUSIVE, err)) == NULL) {
+		tl_free(created_path);
+		goto fail;
+	}
+	w->created[w->ncreated++] = created_path;
 	f->pq = tl_pq_writer_open(f->out, w->pq_schema, &w->opts.parquet, err);
 	if (f->pq == NULL)
 		goto fail;
@@ -491,19 +569,24 @@ static int describe_file(tl_ice_writer *w, const partition *p, const open_file *
 	tl_ice_data_file df;
 	memset(&df, 0, sizeof(df));
 	int rc = r != NULL ? tl_ice_data_file_metrics(w->schema, r, &w->arena, &df, err) : -1;
+	if (rc == 0 && w->nfiles == w->files_cap) {
+		int cap = w->files_cap ? 2 * w->files_cap : 8;
+		tl_ice_data_file *files = tl_realloc(w->files, sizeof(tl_ice_data_file) * (size_t)cap);
+		if (files == NULL)
+			rc = tl_error_nomem(err, "listing a written file");
+		else
+			w->files = files, w->files_cap = cap;
+	}
+	if (rc == 0 && (df.file_path = arena_strdup(&w->arena, f->file_path, strlen(f->file_path))) == NULL)
+		rc = tl_error_nomem(err, "listing a written file");
 	if (rc == 0) {
 		df.content = w->content;
-		df.file_path = arena_strdup(&w->arena, f->file_path, strlen(f->file_path));
 		df.file_format = "PARQUET";
 		df.file_size_in_bytes = (int64_t)in->size;
 		df.npartition = w->spec->nfields;
 		df.partition = p->values;
 		df.n_equality_ids = (uint32_t)w->nequality_ids;
 		df.equality_ids = w->equality_ids;
-		if (w->nfiles == w->files_cap) {
-			w->files_cap = w->files_cap ? 2 * w->files_cap : 8;
-			w->files = tl_realloc(w->files, sizeof(tl_ice_data_file) * (size_t)w->files_cap);
-		}
 		w->files[w->nfiles++] = df;
 	}
 	tl_pq_reader_free(r);
@@ -693,16 +776,20 @@ static const tl_pq_batch *gather(tl_ice_writer *w, const tl_pq_batch *batch, con
 	return s;
 }
 
-static void route_row(tl_ice_writer *w, int index, int64_t row, int *ntouched)
+static int route_row(tl_ice_writer *w, int index, int64_t row, int *ntouched, tl_error *err)
 {
 	partition *p = &w->partitions[index];
+	if (p->nrows == p->rows_cap) {
+		int64_t cap = p->rows_cap ? 2 * p->rows_cap : 64;
+		int64_t *rows = tl_realloc(p->rows, sizeof(int64_t) * (size_t)cap);
+		if (rows == NULL)
+			return tl_error_nomem(err, "routing rows to partitions");
+		p->rows = rows, p->rows_cap = cap;
+	}
 	if (p->nrows == 0)
 		w->touched[(*ntouched)++] = index;
-	if (p->nrows == p->rows_cap) {
-		p->rows_cap = p->rows_cap ? 2 * p->rows_cap : 64;
-		p->rows = tl_realloc(p->rows, sizeof(int64_t) * (size_t)p->rows_cap);
-	}
 	p->rows[p->nrows++] = row;
+	return 0;
 }
 
 /*
@@ -728,8 +815,12 @@ static int route_rows(tl_ice_writer *w, const tl_pq_batch *batch, int *ntouched,
 			}
 			tl_buf_reset(&prev);
 			tl_buf_append(&prev, w->key.data, w->key.len);
+			if (tl_buf_failed(&prev)) {
+				rc = tl_error_nomem(err, "routing rows to partitions");
+				break;
+			}
 		}
-		route_row(w, index, r, ntouched);
+		rc = route_row(w, index, r, ntouched, err);
 	}
 	tl_buf_free(&prev);
 	return rc;
