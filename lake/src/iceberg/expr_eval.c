@@ -274,6 +274,8 @@ static bool project_monotonic(const tl_ice_partition_field *pf, const tl_ice_typ
 	/* Java wrote pre-1970 time partitions one too high for years; allow for files it wrote. */
 	bool fix_negative = is_temporal(kind);
 	out->values = tl_malloc((size_t)pred->nvalues * 2 * sizeof(tl_ice_value));
+	if (out->values == NULL)
+		return false; /* out of memory: no projection, so nothing is pruned */
 	out->nvalues = 0;
 	for (int i = 0; i < pred->nvalues; i++) {
 		tl_ice_value stepped = pred->values[i];
@@ -332,6 +334,8 @@ static bool project(const tl_ice_partition_field *pf, const tl_ice_type *source,
 		return false;
 	if (kind == TL_ICE_IDENTITY) {
 		out->values = tl_malloc((size_t)pred->nvalues * sizeof(tl_ice_value));
+		if (out->values == NULL)
+			return false; /* out of memory: no projection, so nothing is pruned */
 		memcpy(out->values, pred->values, (size_t)pred->nvalues * sizeof(tl_ice_value));
 		out->nvalues = pred->nvalues;
 		return true;
@@ -341,6 +345,8 @@ static bool project(const tl_ice_partition_field *pf, const tl_ice_type *source,
 		if (pred->op != TL_ICE_EXPR_EQ && pred->op != TL_ICE_EXPR_IN)
 			return false;
 		out->values = tl_malloc((size_t)pred->nvalues * sizeof(tl_ice_value));
+		if (out->values == NULL)
+			return false; /* out of memory: no projection, so nothing is pruned */
 		for (int i = 0; i < pred->nvalues; i++)
 			if (tl_ice_transform_apply(&pf->transform, source, &pred->values[i], &out->values[i], NULL) < 0)
 				return false;

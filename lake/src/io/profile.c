@@ -134,6 +134,7 @@ static void credentials_free(credentials *c)
 	memset(c, 0, sizeof(*c));
 }
 
+/* A copy of s[0..n) without surrounding blanks; NULL when out of memory. */
 static char *trimmed(const char *s, size_t n)
 {
 	while (n > 0 && isspace((unsigned char)*s))
@@ -141,6 +142,8 @@ static char *trimmed(const char *s, size_t n)
 	while (n > 0 && isspace((unsigned char)s[n - 1]))
 		n--;
 	char *out = tl_malloc(n + 1);
+	if (out == NULL)
+		return NULL;
 	memcpy(out, s, n);
 	out[n] = '\0';
 	return out;
@@ -171,6 +174,10 @@ static int parse_credentials(const char *text, const char *what, credentials *ou
 		char *it = trimmed(p, n);
 		p += n + (p[n] == ';');
 		item++;
+		if (it == NULL) {
+			credentials_free(out);
+			return tl_error_nomem(err, "reading credentials");
+		}
 		if (it[0] == '\0') {
 			tl_free(it);
 			continue;
@@ -184,11 +191,14 @@ static int parse_credentials(const char *text, const char *what, credentials *ou
 		} else {
 			*eq = '\0';
 			char *key = trimmed(it, strlen(it)), *value = trimmed(eq + 1, strlen(eq + 1));
-			char **slot = strcmp(key, "access_key_id") == 0       ? &out->access_key
+			char **slot = key == NULL || value == NULL ? NULL
+			              : strcmp(key, "access_key_id") == 0       ? &out->access_key
 			              : strcmp(key, "secret_access_key") == 0 ? &out->secret_key
 			              : strcmp(key, "session_token") == 0     ? &out->session_token
 			                                                      : NULL;
-			if (slot == NULL && looks_like_key(key))
+			if (key == NULL || value == NULL)
+				rc = tl_error_nomem(err, "reading credentials");
+			else if (slot == NULL && looks_like_key(key))
 				rc = tl_error_set(err, TL_ERR_INVALID,
 				                  "%s: unknown key '%s': the keys are access_key_id, secret_access_key and "
 				                  "session_token",
@@ -271,6 +281,8 @@ int tl_profile_credentials_lookup(const char *file_text, const char *ref, const 
 		if ((size_t)(eq - s) == plen + rlen && strncmp(s + plen, ref, rlen) == 0) {
 			tl_free(*value); /* the last line for a reference wins, as in a shell */
 			*value = trimmed(eq + 1, (size_t)(end - eq - 1));
+			if (*value == NULL)
+				return tl_error_nomem(err, "reading credentials file %s", file);
 		}
 	}
 	return *value != NULL;
@@ -338,6 +350,11 @@ static tl_input *ps_open_read(tl_storage *s, const char *location, tl_error *err
 		return NULL;
 	}
 	profile_input *pi = tl_calloc(1, sizeof(*pi));
+	if (pi == NULL) {
+		tl_input_close(inner);
+		tl_error_nomem(err, "opening %s", location);
+		return NULL;
+	}
 	pi->inner = inner;
 	pi->context = ps->context;
 	pi->base.read_at = in_read_at;
@@ -383,6 +400,11 @@ static tl_output *ps_create(tl_storage *s, const char *location, int mode, tl_er
 		return NULL;
 	}
 	profile_output *po = tl_calloc(1, sizeof(*po));
+	if (po == NULL) {
+		tl_output_close(inner);
+		tl_error_nomem(err, "creating %s", location);
+		return NULL;
+	}
 	po->inner = inner;
 	po->context = ps->context;
 	po->base.write = out_write;
