@@ -3,8 +3,8 @@
  * settings, stopping and logging (see daemon.h).
  *
  * The cycle is deliberately plain: read the registered tables, then for
- * each tiered table premake, recover interrupted work, tier, fold,
- * drop and expire (lake retention), in that order (steps[] below). Each step is
+ * each tiered table premake, recover interrupted work, tier, expire
+ * (lake retention), fold and drop, in that order (steps[] below). Each step is
  * its own unit of work that leaves the catalog consistent when it ends, so
  * a stop request is honoured between steps and an error in one table's
  * step costs that table one cycle of lag, never another table's progress.
@@ -380,9 +380,10 @@ static const struct {
 	{"recovery", step_recover},
 	{"schema evolution", step_columns},
 	{"tiering", step_tier},
+	/* Before the fold: the delta rows below R leave with it instead of being folded for nothing. */
+	{"retention", step_retention},
 	{"fold", step_fold},
 	{"drop", step_drop},
-	{"retention", step_retention},
 };
 
 /*
