@@ -8,8 +8,9 @@
  *   1. R' = align_down(min(max(tier_key) - N, T)); nothing to do unless R'
  *      lies above the published R; an unexpired read pin postpones the run;
  *   2. plan the lake at the published S and choose every live data file
- *      whose tier-key upper bound is below R' (files without that statistic
- *      stay: nothing proves their rows are all below R');
+ *      whose tier-key upper bound is below R', first moving R' down to the
+ *      lower bound of any file that straddles it (choose_files), so that no
+ *      row below R' stays readable; files without that statistic stay;
  *   3. journal the run (op_log 'retention', phase 'committing', details:
  *      the S it builds on, the old and new R, the files it removes);
  *   4. under the table's lake lock, recheck the pins and commit one DELETE
@@ -177,16 +178,32 @@ static bool bound_value(tl_bytes b, int64_t *out)
 	return false;
 }
 
-/* The file's upper bound of field `id`; false when it has none. */
-static bool upper_bound(const tl_ice_data_file *f, int32_t id, int64_t *out)
+/* The file's bound of field `id` in `bounds`; false when it has none. */
+static bool file_bound(const tl_ice_bytes_map *bounds, int32_t id, int64_t *out)
 {
-	for (uint32_t i = 0; i < f->upper_bounds.n; i++)
-		if (f->upper_bounds.keys[i] == id)
-			return bound_value(f->upper_bounds.values[i], out);
+	for (uint32_t i = 0; i < bounds->n; i++)
+		if (bounds->keys[i] == id)
+			return bound_value(bounds->values[i], out);
 	return false;
 }
 
-/* Collects the live data files at S whose tier keys all lie below the new line. */
+/* A live data file's tier-key range, from its column statistics. */
+typedef struct file_range {
+	const char *path;
+	int64_t lo, hi, rows;
+} file_range;
+
+/*
+ * Chooses the live data files at S to remove and settles the line: a file
+ * that straddles the line (its rows on both sides: an unpartitioned lake,
+ * or files another engine wrote across partitions) would keep rows below R
+ * readable, so the line moves down to that file's lower bound, until no
+ * file straddles it; every file wholly below the line goes. With the line
+ * aligned to the lake's partitions and TierDB's one file per partition per
+ * commit, nothing straddles and the line stays where the lag put it. A file
+ * without tier-key statistics stays and does not move the line (written by
+ * another engine; docs/retention.md).
+ */
 static int choose_files(retention_run *r, tl_error *err)
 {
 	r->files = json_array();
@@ -200,14 +217,32 @@ static int choose_files(retention_run *r, tl_error *err)
 	tl_ice_scan *scan = tl_ice_scan_plan(r->lake->metadata, r->base_snapshot, NULL, err);
 	if (scan == NULL)
 		return -1;
-	for (int i = 0; i < tl_ice_scan_ntasks(scan); i++) {
-		const tl_ice_scan_task *task = tl_ice_scan_task_at(scan, i);
-		int64_t hi;
-		if (upper_bound(&task->file, key->id, &hi) && hi < r->new_line) {
-			json_array_append_new(r->files, json_string(task->file.file_path));
-			r->rows += task->file.record_count;
+	int n = tl_ice_scan_ntasks(scan);
+	file_range *ranges = tl_calloc((size_t)n + 1, sizeof(file_range));
+	int nranges = 0;
+	for (int i = 0; i < n; i++) {
+		const tl_ice_data_file *f = &tl_ice_scan_task_at(scan, i)->file;
+		file_range *fr = &ranges[nranges];
+		if (file_bound(&f->lower_bounds, key->id, &fr->lo) && file_bound(&f->upper_bounds, key->id, &fr->hi)) {
+			fr->path = f->file_path;
+			fr->rows = f->record_count;
+			nranges++;
 		}
 	}
+	for (bool moved = true; moved;) {
+		moved = false;
+		for (int i = 0; i < nranges; i++)
+			if (ranges[i].lo < r->new_line && ranges[i].hi >= r->new_line) {
+				r->new_line = ranges[i].lo;
+				moved = true;
+			}
+	}
+	for (int i = 0; i < nranges; i++)
+		if (ranges[i].hi < r->new_line) {
+			json_array_append_new(r->files, json_string(ranges[i].path));
+			r->rows += ranges[i].rows;
+		}
+	free(ranges);
 	tl_ice_scan_free(scan);
 	return 0;
 }
@@ -460,6 +495,11 @@ static int run_retention(retention_run *r, tl_error *err)
 	    tdb_lake_check_published(r->lake, r->has_base ? r->base_snapshot : TL_ICE_NO_SNAPSHOT, "retention", err) < 0 ||
 	    choose_files(r, err) < 0)
 		return -1;
+	if (r->has_old_line && r->new_line <= r->old_line) {
+		tdb_log(r->label, "retention: a lake file straddles every line above the retention line; nothing expires "
+		                  "until one of them lies wholly below the line the lag asks for");
+		return 0;
+	}
 	char *details = run_details(r);
 	int rc = tdb_oplog_begin(r->c, r->t->table_id, "retention", "committing", details, r->op_id, err);
 	free(details);

@@ -345,6 +345,29 @@ def test_integer_keys_align_to_the_truncate_width(db, tierdb):
     assert proc.returncode == 0, proc.stdout + proc.stderr
 
 
+def test_unpartitioned_lake_moves_r_down_to_a_file_boundary(db, tierdb):
+    """With --lake-partition none no partition boundary exists: R moves down to
+    the lower bound of the file that straddles max - N, so that no row below R
+    stays readable, and only the files wholly below it go."""
+    make_events(db)
+    db.psql("CREATE TABLE plain AS SELECT * FROM events")
+    proc = tierdb(["register", "--table", "public.events", "--pk", "id", "--tier-key", "ts",
+                   "--lake-partition", "none", "--lake-retention", "30d"])
+    assert proc.returncode == 0, proc.stderr
+    run_once(tierdb, "6d")  # one file for 01-01 .. 01-04
+    run_once(tierdb, LAG)   # one for 01-05 .. 01-07
+    assert cutline(db, "events")["T"] == usec(db, T_TEXT)
+    expire(db, tierdb)      # max - 5d lies on 01-05, inside the second file
+    (first,) = db.query(UTC + "SELECT (extract(epoch FROM min(ts)) * 1000000)::bigint FROM plain"
+                              " WHERE ts >= '2024-01-05'")[0]
+    assert retention_line(db) == int(first)
+    cut = cutline(db, "events")
+    assert sorted(r["id"] for r in lake_rows(tierdb, cut["ref"], cut["S"])) == [
+        int(i) for (i,) in db.query(f"SELECT id FROM plain WHERE ts >= '{R_TEXT}' AND ts < '{T_TEXT}' ORDER BY id")]
+    assert table_rows(db, "events") == table_rows(db, "plain", f"ts >= '{R_TEXT}'")
+    verify_ok(tierdb)
+
+
 # ------------------------------------------------------------ crash recovery
 
 # point, phase the journal shows after the kill
