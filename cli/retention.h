@@ -10,9 +10,10 @@
  * month, year, truncate[W]; none for an unpartitioned lake). The daemon
  * expires by metadata only: one Iceberg DELETE snapshot removes every live
  * data file whose tier-key upper bound lies below R (with R aligned, those
- * are the whole partitions below R); no file is rewritten, so a file that
- * straddles R (an unpartitioned lake, or files written by another engine)
- * stays until all of its rows are below a later R. R advances in
+ * are the whole partitions below R); no file is rewritten, so when a file
+ * straddles the line (an unpartitioned lake, or files written by another
+ * engine) the line moves down to that file's lower bound, and no row below
+ * R stays readable (docs/retention.md). R advances in
  * tierdb.cutline.retention_line in the transaction that publishes the new
  * S, and never moves back; delta rows below R leave in that transaction.
  * An unexpired read pin of the table postpones the step (its reader may
