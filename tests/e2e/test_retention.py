@@ -73,6 +73,7 @@ def verify_ok(tierdb):
     proc = tierdb(["verify", "--table", "public.events"])
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "verify public.events: ok" in proc.stdout, proc.stdout
+    return proc.stdout
 
 
 def setup_tiered(db, tierdb, retention="30d"):
@@ -117,7 +118,8 @@ def check_expired(db, tierdb):
     assert db.query(f"SELECT count(*) FROM tierdb.delta WHERE tier_key < {r_line}") == [("0",)]
     assert table_rows(db, "events", f"ts < '{R_TEXT}'") == []
     assert table_rows(db, "events") == table_rows(db, "plain", f"ts >= '{R_TEXT}'")
-    verify_ok(tierdb)
+    out = verify_ok(tierdb)
+    assert "retention: 0 rows of lake@S below R 2024-01-05 00:00:00+00" in out, out
 
 
 @pytest.fixture
