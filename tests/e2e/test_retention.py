@@ -119,7 +119,7 @@ def check_expired(db, tierdb):
     assert table_rows(db, "events", f"ts < '{R_TEXT}'") == []
     assert table_rows(db, "events") == table_rows(db, "plain", f"ts >= '{R_TEXT}'")
     out = verify_ok(tierdb)
-    assert "retention: 0 rows of lake@S below R 2024-01-05 00:00:00+00" in out, out
+    assert "retention: 0 rows of lake@S below R '2024-01-05 00:00:00+00'" in out, out
 
 
 @pytest.fixture
