@@ -141,22 +141,6 @@ static int wanted_line(PGconn *c, const tdb_catalog_table *t, bool *any, int64_t
 	return 0;
 }
 
-/* Unexpired read pins of the table: any of them postpones retention (as it does the fold). */
-static int live_pins(PGconn *c, int64_t table_id, int64_t *count, tl_error *err)
-{
-	char id[24];
-	tdb_int_text(table_id, id);
-	const char *params[] = {id};
-	PGresult *res = tdb_pg_query(c, "reading the table's read pins",
-	                             "SELECT count(*) FROM tierdb.read_pins WHERE table_id = $1 AND expires_at > now()", 1,
-	                             params, err);
-	if (res == NULL)
-		return -1;
-	*count = strtoll(PQgetvalue(res, 0, 0), NULL, 10);
-	PQclear(res);
-	return 0;
-}
-
 /* ------------------------------------------------------------ choosing files */
 
 /* A single-value binary int or long (iceberg_value.h) as int64; false for other widths. */
@@ -272,16 +256,12 @@ static int commit_removal(retention_run *r, tl_error *err)
 		r->committed = true;
 		return 0;
 	}
-	tl_error reread;
-	tl_error_clear(&reread);
-	if (tl_ice_table_refresh(r->lake, &reread) < 0)
-		return -1; /* recovery decides on the lake's word */
-	const tl_ice_snapshot *found = tdb_lake_snapshot_of_op(r->lake, r->op_id);
-	if (found == NULL)
+	int landed = tdb_lake_commit_landed(r->lake, r->op_id, &r->snapshot_id);
+	if (landed == 0)
 		return -1;
-	r->snapshot_id = found->snapshot_id;
+	/* Landed, or unknown: the run is not marked aborted; recovery decides on the lake's word. */
 	r->committed = true;
-	return 0;
+	return landed > 0 ? 0 : -1;
 }
 
 /*
@@ -295,20 +275,10 @@ static int publish(retention_run *r, tl_error *err)
 	tdb_int_text(r->t->table_id, id);
 	tdb_int_text(r->new_line, line);
 	tdb_int_text(r->old_line, old_line);
-	if (tdb_pg_exec(r->c, "starting to publish the retention line", "BEGIN", 0, NULL, err) < 0)
+	if (tdb_publish_snapshot_begin(r->c, r->label, r->t->table_id, "retention", r->op_id, r->committed,
+	                               r->has_base ? r->base_snapshot : TL_ICE_NO_SNAPSHOT, r->snapshot_id, r->lake,
+	                               err) < 0)
 		return -1;
-	if (r->committed) {
-		bool published;
-		if (tdb_cutline_publish(r->c, r->t->table_id, false, 0, 0,
-		                        r->has_base ? r->base_snapshot : TL_ICE_NO_SNAPSHOT, r->snapshot_id, r->lake,
-		                        &published, err) < 0)
-			return -1;
-		if (!published)
-			return tl_error_set(err, TL_ERR_CONFLICT,
-			                    "the pinned snapshot of %s moved during retention; operation %s is committed to "
-			                    "the lake as snapshot %" PRId64 " and awaits recovery",
-			                    r->label, r->op_id, r->snapshot_id);
-	}
 	const char *params[] = {id, line, r->has_old_line ? old_line : NULL};
 	PGresult *res = tdb_pg_query(r->c, "advancing the retention line",
 	                             "UPDATE tierdb.cutline SET retention_line = $2::bigint, updated_at = now()"
@@ -336,36 +306,24 @@ static int publish(retention_run *r, tl_error *err)
 	return tdb_pg_exec(r->c, "committing the retention line", "COMMIT", 0, NULL, err);
 }
 
-/* Steps 4 and 5 under the lake lock. */
+static int commit_step(void *arg, tl_error *err)
+{
+	return commit_removal(arg, err);
+}
+
+static int publish_step(void *arg, tl_error *err)
+{
+	return publish(arg, err);
+}
+
+/* Steps 4 and 5 under the lake lock (tdb_lake_op_finish). */
 static int commit_and_publish(retention_run *r, bool *blocked, tl_error *err)
 {
-	*blocked = false;
-	if (tdb_lake_lock(r->c, r->t->table_id, true, err) < 0)
-		return -1;
-	int64_t pins = 0;
-	int rc = live_pins(r->c, r->t->table_id, &pins, err);
-	if (rc == 0 && pins > 0) {
-		*blocked = true;
-		rc = tl_error_set(err, TL_ERR_CONFLICT, "%" PRId64 " read pin%s arrived during retention", pins,
-		                  pins == 1 ? "" : "s");
-	}
-	if (rc == 0 && json_array_size(r->files) > 0) {
-		tdb_fault("retention-before-commit");
-		rc = commit_removal(r, err);
-		if (rc == 0) {
-			tdb_fault("retention-after-commit");
-			rc = tdb_oplog_set_phase(r->c, r->op_id, "committed", &r->snapshot_id, err);
-			tdb_fault("retention-after-commit-recorded");
-		}
-	}
-	if (rc == 0)
-		rc = publish(r, err);
-	if (rc < 0)
-		tdb_abort_transaction(r->c);
-	tl_error ignored;
-	tl_error_clear(&ignored);
-	tdb_lake_lock(r->c, r->t->table_id, false, &ignored);
-	return rc;
+	tdb_lake_op op = {.c = r->c, .table_id = r->t->table_id, .op_id = r->op_id, .step = "retention",
+	                  .fault_prefix = "retention", .check_pins = true, .need_commit = json_array_size(r->files) > 0,
+	                  .commit = commit_step, .publish = publish_step, .arg = r, .committed = &r->committed,
+	                  .snapshot_id = &r->snapshot_id};
+	return tdb_lake_op_finish(&op, blocked, err);
 }
 
 static char *run_details(const retention_run *r)
@@ -425,7 +383,7 @@ static int recover_run(retention_run *r, const char *phase, json_t *details, tl_
 		                    "to %" PRId64 "; an operator must check the table",
 		                    r->op_id, snap->snapshot_id, r->lake->location, tdb_lake_current_snapshot(r->lake));
 	int64_t pins;
-	if (live_pins(r->c, r->t->table_id, &pins, err) < 0)
+	if (tdb_live_pins(r->c, r->t->table_id, &pins, err) < 0)
 		return -1;
 	if (pins > 0) {
 		tdb_log(r->label, "retention: adopting interrupted operation %s waits for %" PRId64 " unexpired read pin%s",
@@ -443,47 +401,31 @@ static int recover_run(retention_run *r, const char *phase, json_t *details, tl_
 	return 1;
 }
 
+/* What tdb_recover_retention hands each settle_run. */
+typedef struct settle_context {
+	PGconn *c;
+	const tdb_catalog_table *t;
+} settle_context;
+
+/* tdb_settle_interrupted's callback: one interrupted run, with its own state. */
+static int settle_run(const char *op_id, const char *phase, json_t *details, void *arg, tl_error *err)
+{
+	const settle_context *ctx = arg;
+	retention_run r;
+	memset(&r, 0, sizeof(r));
+	r.c = ctx->c;
+	r.t = ctx->t;
+	r.label = tdb_table_label(ctx->t);
+	snprintf(r.op_id, sizeof(r.op_id), "%s", op_id);
+	int rc = recover_run(&r, phase, details, err);
+	tl_ice_table_free(r.lake);
+	return rc;
+}
+
 int tdb_recover_retention(PGconn *c, const tdb_catalog_table *t, tl_error *err)
 {
-	char id[24];
-	tdb_int_text(t->table_id, id);
-	const char *params[] = {id};
-	PGresult *res = tdb_pg_query(c, "reading interrupted retention runs",
-	                             "SELECT op_id, phase, details::text FROM tierdb.op_log WHERE table_id = $1"
-	                             " AND op_kind = 'retention' AND phase NOT IN ('published', 'done', 'aborted')"
-	                             " ORDER BY updated_at, op_id",
-	                             1, params, err);
-	if (res == NULL)
-		return -1;
-	int settled = 0;
-	for (int i = 0; i < PQntuples(res) && settled >= 0; i++) {
-		retention_run r;
-		memset(&r, 0, sizeof(r));
-		r.c = c;
-		r.t = t;
-		r.label = tdb_table_label(t);
-		snprintf(r.op_id, sizeof(r.op_id), "%s", PQgetvalue(res, i, 0));
-		json_t *details = json_loads(PQgetvalue(res, i, 2), 0, NULL);
-		int rc = -1;
-		if (details == NULL)
-			tl_error_set(err, TL_ERR_CORRUPT, "the journal of retention run %s is not JSON", r.op_id);
-		else if (tdb_lake_lock(c, t->table_id, true, err) == 0) {
-			rc = recover_run(&r, PQgetvalue(res, i, 1), details, err);
-			tl_error ignored;
-			tl_error_clear(&ignored);
-			tdb_lake_lock(c, t->table_id, false, &ignored);
-		}
-		json_decref(details);
-		tl_ice_table_free(r.lake);
-		if (rc < 0) {
-			tl_error_prefix(err, "recovering operation %s", r.op_id);
-			settled = -1;
-		} else {
-			settled += rc;
-		}
-	}
-	PQclear(res);
-	return settled;
+	settle_context ctx = {c, t};
+	return tdb_settle_interrupted(c, t->table_id, "retention", NULL, settle_run, &ctx, err);
 }
 
 /* ------------------------------------------------------------ a run */
@@ -568,7 +510,7 @@ int tdb_retention(PGconn *c, const tdb_catalog_table *t, tl_error *err)
 	r.old_line = t->retention_line;
 	r.new_line = line;
 	int64_t pins;
-	if (live_pins(c, t->table_id, &pins, err) < 0)
+	if (tdb_live_pins(c, t->table_id, &pins, err) < 0)
 		return -1;
 	if (pins > 0) {
 		tdb_log(r.label, "retention: advancing the retention line waits for %" PRId64 " unexpired read pin%s; "
