@@ -370,6 +370,34 @@ def test_unpartitioned_lake_moves_r_down_to_a_file_boundary(db, tierdb):
     verify_ok(tierdb)
 
 
+def test_date_keys_align_to_month_partitions(db, tierdb):
+    """A date key with monthly lake partitions: R = max - N days aligned down to the first of a month."""
+    db.psql(
+        "CREATE TABLE d (id int NOT NULL, day date NOT NULL, v text) PARTITION BY RANGE (day);\n"
+        "DO $$ BEGIN FOR m IN 1..6 LOOP EXECUTE format('CREATE TABLE d_%s PARTITION OF d FOR VALUES FROM (%L) TO (%L)',"
+        " m, make_date(2024, m, 1), make_date(2024, m, 1) + interval '1 month'); END LOOP; END $$;\n"
+        "INSERT INTO d SELECT g, date '2024-01-01' + g, 'v' || g FROM generate_series(0, 181) g;\n"
+        "CREATE TABLE d_plain AS SELECT * FROM d;"
+    )
+    proc = tierdb(["register", "--table", "public.d", "--pk", "id", "--tier-key", "day",
+                   "--lake-partition", "month", "--lake-retention", "100"])
+    assert proc.returncode == 0, proc.stderr
+    run_once(tierdb, "30")  # max 2024-06-30: January .. April move, T = 2024-05-01
+    cut = cutline(db, "d")
+    assert db.query(f"SELECT date 'epoch' + {cut['T']}") == [("2024-05-01",)]
+    # 2024-06-30 - 100 days = 2024-03-22, aligned down to March.
+    assert db.query(f"SELECT date 'epoch' + {retention_line(db, 'd')}") == [("2024-03-01",)]
+    assert min(r["day"] for r in lake_rows(tierdb, cut["ref"], cut["S"])) == "2024-03-01"
+    assert db.query("SELECT id, day, v FROM d ORDER BY id") == db.query(
+        "SELECT id, day, v FROM d_plain WHERE day >= '2024-03-01' ORDER BY id")
+    err = db.error("SELECT tierdb_upsert('d', '{\"id\": 1000, \"day\": \"2024-02-29\", \"v\": \"x\"}')")
+    assert "is below the retention line 2024-03-01" in err, err
+    err = db.error("INSERT INTO d VALUES (1001, '2024-02-29', 'x')")
+    assert "tier key 2024-02-29 of" in err and "is below the retention line 2024-03-01" in err, err
+    proc = tierdb(["verify", "--table", "public.d"])
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
 # ------------------------------------------------------------ crash recovery
 
 # point, phase the journal shows after the kill
