@@ -59,6 +59,7 @@ extern const cli_command cli_status_command;
 extern const cli_command cli_run_command;
 extern const cli_command cli_verify_command;
 extern const cli_command cli_profile_command;
+extern const cli_command cli_policy_command;
 
 /*
  * Runs the subcommand named by argv[1] from commands (n of them). `path`

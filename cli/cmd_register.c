@@ -713,7 +713,7 @@ static void register_usage(FILE *out)
 	      "  --lake-partition P     temporal keys: hour, day (default), month, year or none\n"
 	      "  --profile P            the storage profile (default: the default profile)\n"
 	      "  --lake-retention N     expire lake rows older than N (integers: a number; timestamps:\n"
-	      "                         90s, 15m, 12h, 7d; dates: days)\n"
+	      "                         90s, 15m, 12h, 7d; dates: days); 'tierdb policy' changes it\n"
 	      "  --dsn DSN              the database (else TIERDB_PG_URL, else PG* variables;\n"
 	      "                         TIERDB_PG_USER and TIERDB_PG_PASSWORD give user and password)\n"
 	      "\n"
@@ -834,6 +834,9 @@ static int refuse_unsupported(const register_args *a)
 		return cli_fail("mode %s is not supported yet; register the table with --mode tiered", a->mode);
 	if (a->heap_retention)
 		return cli_fail("mode mirrored --heap-retention is not supported yet; it applies to mirrored tables");
+	if (a->keep_heap && a->lake_retention != NULL)
+		return cli_fail("--lake-retention cannot be combined with --keep-heap: a keep-heap table keeps every row "
+		                "in its heap, so the lake must keep them too; leave one of them out");
 	if (a->keep_heap)
 		return cli_fail("mode tiered --keep-heap is not supported yet");
 	if (a->chunk_rows)

@@ -14,6 +14,8 @@
  *             when it copied the partition out;
  *   lake@S    every row of the lake at S lies below T, and no key appears
  *             twice (each row is in exactly one place);
+ *   retention (tables with a retention line R) no row of the lake at S
+ *             lies below R: retention expired that range;
  *   heap      no row below T outside the tiered partitions awaiting drop;
  *   delta     every delta row targets a cold row (tier key below T).
  *
@@ -424,7 +426,7 @@ typedef struct key_census {
 	const verify_run *v;
 	int key_index;       /* of the tier key among the columns read */
 	int npk;
-	int64_t rows, above_t;
+	int64_t rows, above_t, below_r; /* below_r: rows below the retention line R, which retention expired */
 	uint64_t *hashes;    /* one per row: the hash of its key columns */
 	size_t nhashes, cap;
 	tl_pq_schema pk_schema; /* the key columns' shape, to hash them alone */
@@ -434,8 +436,11 @@ static void census_row(void *arg, const tl_pq_schema *schema, const tl_pq_batch 
 {
 	key_census *k = arg;
 	k->rows++;
-	if (batch_key(k->v, batch, k->key_index, row) >= k->v->t.cutline_t)
+	int64_t key = batch_key(k->v, batch, k->key_index, row);
+	if (key >= k->v->t.cutline_t)
 		k->above_t++;
+	if (k->v->t.has_retention_line && key < k->v->t.retention_line)
+		k->below_r++;
 	if (k->nhashes == k->cap) {
 		k->cap = k->cap ? 2 * k->cap : 65536;
 		k->hashes = tl_realloc(k->hashes, k->cap * sizeof(uint64_t));
@@ -502,6 +507,15 @@ static int check_lake_at_s(verify_run *v, tl_error *err)
 		       " key%s appearing more than once",
 		       k.rows, v->t.snapshot_id, k.above_t, tdb_buf_cstr(&t_text), repeated, repeated == 1 ? "" : "s");
 		tl_buf_free(&t_text);
+		if (v->t.has_retention_line) {
+			/* Retention removes whole files below R (docs/retention.md): none of their rows may stay readable. */
+			tl_buf r_text;
+			tl_buf_init(&r_text);
+			key_text(v, v->t.retention_line, &r_text);
+			report(v, k.below_r == 0 ? CHECK_OK : CHECK_FAIL, "retention: %" PRId64 " rows of lake@S below R %s",
+			       k.below_r, tdb_buf_cstr(&r_text));
+			tl_buf_free(&r_text);
+		}
 	}
 	free(k.hashes);
 	free(k.pk_schema.columns);

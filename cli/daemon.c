@@ -3,8 +3,8 @@
  * settings, stopping and logging (see daemon.h).
  *
  * The cycle is deliberately plain: read the registered tables, then for
- * each tiered table premake, recover interrupted work, tier, fold and
- * drop, in that order (steps[] below). Each step is
+ * each tiered table premake, recover interrupted work, tier, expire
+ * (lake retention), fold and drop, in that order (steps[] below). Each step is
  * its own unit of work that leaves the catalog consistent when it ends, so
  * a stop request is honoured between steps and an error in one table's
  * step costs that table one cycle of lag, never another table's progress.
@@ -25,6 +25,7 @@
 #include "pg.h"
 #include "pgtypes.h"
 #include "recovery.h"
+#include "retention.h"
 #include "schema_evolution.h"
 #include "tiering.h"
 #include "tierlake/env.h"
@@ -325,7 +326,10 @@ static int step_premake(PGconn *c, const tdb_catalog_table *t, const tdb_daemon_
 
 static int step_recover(PGconn *c, const tdb_catalog_table *t, const tdb_daemon_config *cfg, tl_error *err)
 {
-	return tdb_recover_tiering(c, t, err) < 0 ? -1 : 0;
+	if (tdb_recover_tiering(c, t, err) < 0)
+		return -1;
+	/* A retention run left open blocks every other lake step (tdb_oplog_unfinished): settle it here too. */
+	return tdb_recover_retention(c, t, err) < 0 ? -1 : 0;
 }
 
 static int step_columns(PGconn *c, const tdb_catalog_table *t, const tdb_daemon_config *cfg, tl_error *err)
@@ -363,6 +367,11 @@ static int step_fold(PGconn *c, const tdb_catalog_table *t, const tdb_daemon_con
 	return rc;
 }
 
+static int step_retention(PGconn *c, const tdb_catalog_table *t, const tdb_daemon_config *cfg, tl_error *err)
+{
+	return tdb_retention(c, t, err);
+}
+
 static const struct {
 	const char *name;
 	table_step run;
@@ -371,6 +380,8 @@ static const struct {
 	{"recovery", step_recover},
 	{"schema evolution", step_columns},
 	{"tiering", step_tier},
+	/* Before the fold: the delta rows below R leave with it instead of being folded for nothing. */
+	{"retention", step_retention},
 	{"fold", step_fold},
 	{"drop", step_drop},
 };

@@ -29,6 +29,10 @@ static const char *const known_points[] = {
 	"fold-before-commit",
 	"fold-after-commit",
 	"fold-after-commit-recorded",
+	"retention-before-commit",
+	"retention-after-commit",
+	"retention-after-commit-recorded",
+	"retention-before-publish-commit",
 };
 
 #define NPOINTS (sizeof(known_points) / sizeof(known_points[0]))

@@ -49,6 +49,24 @@
  *   fold-after-commit-recorded
  *                             as above with the journal at 'committed'.
  *                             Adopted.
+ *
+ * The points of a retention run (retention.c), settled by the recovery
+ * step and the retention step (tdb_recover_retention):
+ *
+ *   retention-before-commit   the run is journaled (phase 'committing', the
+ *                             files it removes in details); no lake commit.
+ *                             Rolled back (marked aborted; it wrote nothing).
+ *   retention-after-commit    the DELETE snapshot stamped with the op id
+ *                             landed, the journal still says 'committing',
+ *                             neither S nor R published. Adopted.
+ *   retention-after-commit-recorded
+ *                             as above with the journal at 'committed'.
+ *                             Adopted.
+ *   retention-before-publish-commit
+ *                             the publishing transaction (S, R, delta rows
+ *                             below R, phase 'done') is sent but not
+ *                             committed; the kill rolls it back. Adopted
+ *                             (or rolled back when no file was removed).
  */
 #ifndef TIERDB_FAULT_H
 #define TIERDB_FAULT_H

@@ -131,24 +131,10 @@ static int delta_backlog(const fold_run *r, int64_t *count, tl_error *err)
 	return 0;
 }
 
-/*
- * Unexpired read pins of the table. Any of them blocks the fold: a pin
- * holds the current S or an older one (snapshot ids are random, not
- * ordered), and either way its reader merges the delta it would lose.
- */
+/* Unexpired read pins of the table (tdb_live_pins says why any of them blocks the fold). */
 static int live_pins(const fold_run *r, int64_t *count, tl_error *err)
 {
-	char id[24];
-	tdb_int_text(r->t->table_id, id);
-	const char *params[] = {id};
-	PGresult *res = tdb_pg_query(r->c, "reading the table's read pins",
-	                             "SELECT count(*) FROM tierdb.read_pins WHERE table_id = $1 AND expires_at > now()", 1,
-	                             params, err);
-	if (res == NULL)
-		return -1;
-	*count = strtoll(PQgetvalue(res, 0, 0), NULL, 10);
-	PQclear(res);
-	return 0;
+	return tdb_live_pins(r->c, r->t->table_id, count, err);
 }
 
 /* The lake must be at the published S: anything newer awaits recovery. */
@@ -598,18 +584,11 @@ static int commit_files(fold_run *r, tl_error *err)
 		r->committed = true;
 		return 0;
 	}
-	tl_error reread;
-	tl_error_clear(&reread);
-	if (tl_ice_table_refresh(r->lake, &reread) < 0) {
-		r->committed = true; /* unknown: never delete files a landed commit may serve */
+	int landed = tdb_lake_commit_landed(r->lake, r->op_id, &r->snapshot_id);
+	if (landed == 0)
 		return -1;
-	}
-	const tl_ice_snapshot *found = tdb_lake_snapshot_of_op(r->lake, r->op_id);
-	if (found == NULL)
-		return -1;
-	r->snapshot_id = found->snapshot_id;
-	r->committed = true;
-	return 0;
+	r->committed = true; /* landed, or unknown: never delete files a landed commit may serve */
+	return landed > 0 ? 0 : -1;
 }
 
 /*
@@ -621,20 +600,10 @@ static int publish(fold_run *r, tl_error *err)
 {
 	char id[24];
 	tdb_int_text(r->t->table_id, id);
-	if (tdb_pg_exec(r->c, "starting to publish the fold", "BEGIN", 0, NULL, err) < 0)
+	if (tdb_publish_snapshot_begin(r->c, r->label, r->t->table_id, "the fold", r->op_id, r->committed,
+	                               r->has_base ? r->base_snapshot : TL_ICE_NO_SNAPSHOT, r->snapshot_id, r->lake,
+	                               err) < 0)
 		return -1;
-	if (r->committed) {
-		bool published;
-		if (tdb_cutline_publish(r->c, r->t->table_id, false, 0, 0,
-		                        r->has_base ? r->base_snapshot : TL_ICE_NO_SNAPSHOT, r->snapshot_id, r->lake,
-		                        &published, err) < 0)
-			return -1;
-		if (!published)
-			return tl_error_set(err, TL_ERR_CONFLICT,
-			                    "the pinned snapshot of %s moved while folding; operation %s is committed to the "
-			                    "lake as snapshot %" PRId64 " and awaits recovery",
-			                    r->label, r->op_id, r->snapshot_id);
-	}
 	/*
 	 * A pk corrected again while the fold ran keeps its newer delta row,
 	 * whose old_tier_key named where the lake row lived before the fold; the
@@ -657,39 +626,25 @@ static int publish(fold_run *r, tl_error *err)
 	return tdb_oplog_set_phase(r->c, r->op_id, "done", NULL, err);
 }
 
-/* Steps 4 and 5 under the lake lock; a fold that never reached the lake is undone. */
+static int commit_step(void *arg, tl_error *err)
+{
+	return commit_files(arg, err);
+}
+
+static int publish_step(void *arg, tl_error *err)
+{
+	return publish(arg, err);
+}
+
+/* Steps 4 and 5 under the lake lock (tdb_lake_op_finish); a fold that never reached the lake is undone. */
 static int commit_and_publish(fold_run *r, bool *blocked, tl_error *err)
 {
-	*blocked = false;
-	if (tdb_lake_lock(r->c, r->t->table_id, true, err) < 0)
-		return -1;
-	int64_t pins = 0;
-	int rc = live_pins(r, &pins, err);
-	if (rc == 0 && pins > 0) {
-		/* A reader pinned the view while the files were written. */
-		*blocked = true;
-		rc = -1;
-		tl_error_set(err, TL_ERR_CONFLICT, "%" PRId64 " read pin%s arrived during the fold", pins,
-		             pins == 1 ? "" : "s");
-	}
-	bool any_files = tl_ice_writer_nfiles(r->deletes) + tl_ice_writer_nfiles(r->data) > 0;
-	if (rc == 0 && any_files) {
-		tdb_fault("fold-before-commit");
-		rc = commit_files(r, err);
-	}
-	if (rc == 0 && r->committed) {
-		tdb_fault("fold-after-commit");
-		rc = tdb_oplog_set_phase(r->c, r->op_id, "committed", &r->snapshot_id, err);
-		tdb_fault("fold-after-commit-recorded");
-	}
-	if (rc == 0)
-		rc = publish(r, err);
-	if (rc < 0)
-		tdb_abort_transaction(r->c);
-	tl_error ignored;
-	tl_error_clear(&ignored);
-	tdb_lake_lock(r->c, r->t->table_id, false, &ignored);
-	return rc;
+	tdb_lake_op op = {.c = r->c, .table_id = r->t->table_id, .op_id = r->op_id, .step = "the fold",
+	                  .fault_prefix = "fold", .check_pins = true,
+	                  .need_commit = tl_ice_writer_nfiles(r->deletes) + tl_ice_writer_nfiles(r->data) > 0,
+	                  .commit = commit_step, .publish = publish_step, .arg = r, .committed = &r->committed,
+	                  .snapshot_id = &r->snapshot_id};
+	return tdb_lake_op_finish(&op, blocked, err);
 }
 
 /* ------------------------------------------------------------ recovery */
@@ -762,51 +717,35 @@ static int recover_fold(fold_run *r, const char *phase, json_t *details, tl_erro
 	return 1;
 }
 
+/* What recover_folds hands each settle_fold. */
+typedef struct settle_context {
+	PGconn *c;
+	const tdb_catalog_table *t;
+} settle_context;
+
+/* tdb_settle_interrupted's callback: one interrupted fold, with its own state. */
+static int settle_fold(const char *op_id, const char *phase, json_t *details, void *arg, tl_error *err)
+{
+	const settle_context *ctx = arg;
+	fold_run r;
+	memset(&r, 0, sizeof(r));
+	r.c = ctx->c;
+	r.t = ctx->t;
+	r.label = tdb_table_label(ctx->t);
+	snprintf(r.op_id, sizeof(r.op_id), "%s", op_id);
+	int rc = recover_fold(&r, phase, details, err);
+	tl_ice_table_free(r.lake);
+	free(r.pks);
+	free(r.versions);
+	free(r.locations);
+	return rc;
+}
+
 /* Settles the table's interrupted folds; returns how many, or -1. */
 static int recover_folds(PGconn *c, const tdb_catalog_table *t, tl_error *err)
 {
-	char id[24];
-	tdb_int_text(t->table_id, id);
-	const char *params[] = {id};
-	PGresult *res = tdb_pg_query(c, "reading interrupted folds",
-	                             "SELECT op_id, phase, details::text FROM tierdb.op_log WHERE table_id = $1"
-	                             " AND op_kind = 'compaction' AND details->>'kind' = 'fold'"
-	                             " AND phase NOT IN ('published', 'done', 'aborted') ORDER BY updated_at, op_id",
-	                             1, params, err);
-	if (res == NULL)
-		return -1;
-	int settled = 0;
-	for (int i = 0; i < PQntuples(res) && settled >= 0; i++) {
-		fold_run r;
-		memset(&r, 0, sizeof(r));
-		r.c = c;
-		r.t = t;
-		r.label = tdb_table_label(t);
-		snprintf(r.op_id, sizeof(r.op_id), "%s", PQgetvalue(res, i, 0));
-		json_t *details = json_loads(PQgetvalue(res, i, 2), 0, NULL);
-		int rc = -1;
-		if (details == NULL)
-			tl_error_set(err, TL_ERR_CORRUPT, "the journal of fold %s is not JSON", r.op_id);
-		else if (tdb_lake_lock(c, t->table_id, true, err) == 0) {
-			rc = recover_fold(&r, PQgetvalue(res, i, 1), details, err);
-			tl_error ignored;
-			tl_error_clear(&ignored);
-			tdb_lake_lock(c, t->table_id, false, &ignored);
-		}
-		json_decref(details);
-		tl_ice_table_free(r.lake);
-		free(r.pks);
-		free(r.versions);
-		free(r.locations);
-		if (rc < 0) {
-			tl_error_prefix(err, "recovering operation %s", r.op_id);
-			settled = -1;
-		} else {
-			settled += rc;
-		}
-	}
-	PQclear(res);
-	return settled;
+	settle_context ctx = {c, t};
+	return tdb_settle_interrupted(c, t->table_id, "compaction", "fold", settle_fold, &ctx, err);
 }
 
 /* ------------------------------------------------------------ a fold */

@@ -9,9 +9,11 @@
 #include <unistd.h>
 
 #include "daemon.h"
+#include "fault.h"
 #include "lakestep.h"
 #include "pg.h"
 #include "pgcopy.h"
+#include "tiering.h"
 #include "tierlake/storage.h"
 
 /* Stops a COPY that failed on our side: cancel it on the server and read to its end. */
@@ -326,4 +328,132 @@ void tdb_lake_remove_op_files(const tl_ice_table *lake, const json_t *files, con
 	remove_prefixed(data, prefix, label, op_id, deleted);
 	free(prefix);
 	free(data);
+}
+
+int tdb_live_pins(PGconn *c, int64_t table_id, int64_t *count, tl_error *err)
+{
+	char id[24];
+	tdb_int_text(table_id, id);
+	const char *params[] = {id};
+	PGresult *res = tdb_pg_query(c, "reading the table's read pins",
+	                             "SELECT count(*) FROM tierdb.read_pins WHERE table_id = $1 AND expires_at > now()", 1,
+	                             params, err);
+	if (res == NULL)
+		return -1;
+	*count = strtoll(PQgetvalue(res, 0, 0), NULL, 10);
+	PQclear(res);
+	return 0;
+}
+
+int tdb_lake_commit_landed(tl_ice_table *lake, const char *op_id, int64_t *snapshot_id)
+{
+	tl_error reread;
+	tl_error_clear(&reread);
+	if (tl_ice_table_refresh(lake, &reread) < 0)
+		return -1;
+	const tl_ice_snapshot *found = tdb_lake_snapshot_of_op(lake, op_id);
+	if (found == NULL)
+		return 0;
+	*snapshot_id = found->snapshot_id;
+	return 1;
+}
+
+int tdb_settle_interrupted(PGconn *c, int64_t table_id, const char *op_kind, const char *details_kind,
+                           tdb_settle_fn settle, void *arg, tl_error *err)
+{
+	char id[24];
+	tdb_int_text(table_id, id);
+	const char *params[] = {id, op_kind, details_kind};
+	PGresult *res = tdb_pg_query(c, "reading interrupted operations",
+	                             "SELECT op_id, phase, details::text FROM tierdb.op_log WHERE table_id = $1"
+	                             " AND op_kind = $2 AND ($3::text IS NULL OR details->>'kind' = $3)"
+	                             " AND phase NOT IN ('published', 'done', 'aborted') ORDER BY updated_at, op_id",
+	                             3, params, err);
+	if (res == NULL)
+		return -1;
+	int settled = 0;
+	for (int i = 0; i < PQntuples(res) && settled >= 0; i++) {
+		const char *op_id = PQgetvalue(res, i, 0);
+		json_t *details = json_loads(PQgetvalue(res, i, 2), 0, NULL);
+		int rc = -1;
+		if (details == NULL)
+			tl_error_set(err, TL_ERR_CORRUPT, "its journal entry is not JSON");
+		else if (tdb_lake_lock(c, table_id, true, err) == 0) {
+			rc = settle(op_id, PQgetvalue(res, i, 1), details, arg, err);
+			tl_error ignored;
+			tl_error_clear(&ignored);
+			tdb_lake_lock(c, table_id, false, &ignored);
+		}
+		json_decref(details);
+		if (rc < 0) {
+			tl_error_prefix(err, "recovering operation %s", op_id);
+			settled = -1;
+		} else {
+			settled += rc;
+		}
+	}
+	PQclear(res);
+	return settled;
+}
+
+int tdb_publish_snapshot_begin(PGconn *c, const char *label, int64_t table_id, const char *step, const char *op_id,
+                               bool committed, int64_t base_s, int64_t new_s, const tl_ice_table *lake,
+                               tl_error *err)
+{
+	if (tdb_pg_exec(c, "starting to publish", "BEGIN", 0, NULL, err) < 0)
+		return -1;
+	if (!committed)
+		return 0;
+	bool published;
+	if (tdb_cutline_publish(c, table_id, false, 0, 0, base_s, new_s, lake, &published, err) < 0)
+		return -1;
+	if (!published)
+		return tl_error_set(err, TL_ERR_CONFLICT,
+		                    "the pinned snapshot of %s moved during %s; operation %s is committed to the lake as "
+		                    "snapshot %" PRId64 " and awaits recovery",
+		                    label, step, op_id, new_s);
+	return 0;
+}
+
+/* Fires the fault point "<prefix>-<what>". */
+static void op_fault(const char *prefix, const char *what)
+{
+	char point[64];
+	snprintf(point, sizeof(point), "%s-%s", prefix, what);
+	tdb_fault(point);
+}
+
+int tdb_lake_op_finish(const tdb_lake_op *op, bool *blocked, tl_error *err)
+{
+	*blocked = false;
+	if (tdb_lake_lock(op->c, op->table_id, true, err) < 0)
+		return -1;
+	int rc = 0;
+	if (op->check_pins) {
+		int64_t pins = 0;
+		rc = tdb_live_pins(op->c, op->table_id, &pins, err);
+		if (rc == 0 && pins > 0) {
+			/* A reader pinned the view while the step prepared its commit. */
+			*blocked = true;
+			rc = tl_error_set(err, TL_ERR_CONFLICT, "%" PRId64 " read pin%s arrived during %s", pins,
+			                  pins == 1 ? "" : "s", op->step);
+		}
+	}
+	if (rc == 0 && op->need_commit) {
+		op_fault(op->fault_prefix, "before-commit");
+		rc = op->commit(op->arg, err);
+	}
+	if (rc == 0 && *op->committed) {
+		op_fault(op->fault_prefix, "after-commit");
+		rc = tdb_oplog_set_phase(op->c, op->op_id, "committed", op->snapshot_id, err);
+		op_fault(op->fault_prefix, "after-commit-recorded");
+	}
+	if (rc == 0)
+		rc = op->publish(op->arg, err);
+	if (rc < 0)
+		tdb_abort_transaction(op->c);
+	tl_error ignored;
+	tl_error_clear(&ignored);
+	tdb_lake_lock(op->c, op->table_id, false, &ignored);
+	return rc;
 }

@@ -82,6 +82,74 @@ char *tdb_lake_metadata_location(const tl_ice_table *lake);
 int tdb_cutline_publish(PGconn *c, int64_t table_id, bool move_t, int64_t old_t, int64_t new_t, int64_t old_s,
                         int64_t new_s, const tl_ice_table *lake, bool *published, tl_error *err);
 
+/*
+ * Unexpired read pins of the table (tierdb.read_pins). Any of them
+ * postpones the steps that change what a pinned reader merges (the fold,
+ * retention): a pin holds the current S or an older one (snapshot ids are
+ * random, not ordered), and either way its reader merges the delta.
+ */
+int tdb_live_pins(PGconn *c, int64_t table_id, int64_t *count, tl_error *err);
+
+/*
+ * After tl_ice_commit_finish failed: rereads the lake and looks for the
+ * snapshot stamped with op_id (a commit can land and still report an
+ * error). 1 with *snapshot_id when it landed, 0 when it did not, -1 when
+ * the lake cannot be reread (unknown: never delete what it may serve).
+ */
+int tdb_lake_commit_landed(tl_ice_table *lake, const char *op_id, int64_t *snapshot_id);
+
+/*
+ * Settles the table's interrupted operations of op_kind (and, when
+ * details_kind is not NULL, details->>'kind' = details_kind) whose phase is
+ * not published, done or aborted, oldest first: for each, under the
+ * table's lake lock, settle(op_id, phase, details, arg, err) returns 1
+ * (settled), 0 (left for a later cycle) or -1. Returns how many were
+ * settled, or -1 with err naming the operation.
+ */
+typedef int (*tdb_settle_fn)(const char *op_id, const char *phase, json_t *details, void *arg, tl_error *err);
+int tdb_settle_interrupted(PGconn *c, int64_t table_id, const char *op_kind, const char *details_kind,
+                           tdb_settle_fn settle, void *arg, tl_error *err);
+
+/*
+ * Opens the publishing transaction of a step that moves S but not T (the
+ * fold, retention): BEGIN, then, when the step committed a lake snapshot
+ * (committed), tdb_cutline_publish from base_s (TL_ICE_NO_SNAPSHOT for
+ * none) to new_s. A guard that no longer holds is TL_ERR_CONFLICT naming
+ * `step` ("the fold") and the operation, which then awaits recovery. The
+ * caller adds its own statements and commits, or aborts on error.
+ */
+int tdb_publish_snapshot_begin(PGconn *c, const char *label, int64_t table_id, const char *step, const char *op_id,
+                               bool committed, int64_t base_s, int64_t new_s, const tl_ice_table *lake,
+                               tl_error *err);
+
+/*
+ * The tail of a lake operation that moves S but not T, written once: take
+ * the table's lake lock; when check_pins, an unexpired read pin stops it
+ * (*blocked, TL_ERR_CONFLICT); when need_commit, fault point
+ * "<fault_prefix>-before-commit", commit(arg) (which sets *committed and
+ * *snapshot_id when the lake holds its snapshot), then, once committed,
+ * "<fault_prefix>-after-commit", phase 'committed' in the journal,
+ * "<fault_prefix>-after-commit-recorded"; then publish(arg) (its own
+ * transaction, tdb_publish_snapshot_begin); abort the transaction on
+ * error; release the lock.
+ */
+typedef struct tdb_lake_op {
+	PGconn *c;
+	int64_t table_id;
+	const char *op_id;
+	const char *step;           /* for messages: "the fold", "retention" */
+	const char *fault_prefix;   /* "fold", "retention" */
+	bool check_pins;
+	bool need_commit;
+	int (*commit)(void *arg, tl_error *err);
+	int (*publish)(void *arg, tl_error *err);
+	void *arg;
+	const bool *committed;
+	const int64_t *snapshot_id;
+} tdb_lake_op;
+
+int tdb_lake_op_finish(const tdb_lake_op *op, bool *blocked, tl_error *err);
+
 /* Deletes the files of a closed writer whose commit never landed, logging any that would not go. */
 void tdb_lake_remove_files(const tl_ice_writer *w, const char *label, const char *step);
 

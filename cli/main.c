@@ -17,6 +17,7 @@ static const cli_command *const commands[] = {
 	&cli_run_command,
 	&cli_verify_command,
 	&cli_profile_command,
+	&cli_policy_command,
 };
 
 static void describe_tierdb(FILE *out)

@@ -201,7 +201,32 @@ typedef struct KeyCheck
 	SeamTable  *table;			/* NULL: not (or no longer) tiered, nothing to check */
 	Oid			typid;			/* the checked value's base type */
 	int64		tier_key_hi;
+	bool		retention_known;	/* R read (once, at the first row below T) */
+	bool		has_retention_line;
+	int64		retention_line;
 } KeyCheck;
+
+/*
+ * A row below the retention line R: the lake expired that range on
+ * purpose, so no write path takes it (SPEC §2), whichever tier it would go to.
+ */
+static void
+refuse_below_retention(const KeyCheck *c, Datum value)
+{
+	const char *table = seam_table_name(c->table->relid);
+	const char *line = cut_line_text(c->table, c->retention_line);
+	Oid			out;
+	bool		varlena;
+
+	getTypeOutputInfo(c->typid, &out, &varlena);
+	ereport(ERROR,
+			(errcode(ERRCODE_CHECK_VIOLATION),
+			 line != NULL ? errmsg("tier key %s of %s is below the retention line %s",
+								   OidOutputFunctionCall(out, value), table, line)
+			 : errmsg("a row of %s is below the retention line", table),
+			 errdetail("The lake expired rows below the retention line on purpose; nothing was written."),
+			 errhint("Only rows at or above the retention line can be written.")));
+}
 
 static void
 refuse_row(const KeyCheck *c, Datum value)
@@ -248,7 +273,21 @@ tierdb_tier_key_check(PG_FUNCTION_ARGS)
 		fcinfo->flinfo->fn_extra = c;
 	}
 	if (c->table != NULL && seam_key_canonical(c->table->key_kind, c->typid, value) < c->tier_key_hi)
+	{
+		/* R <= T: only a cold row can lie below it, so R is read only then. */
+		if (!c->retention_known)
+		{
+			SeamPin		latest = seam_latest_cutline(c->table);
+
+			c->has_retention_line = latest.has_retention_line;
+			c->retention_line = latest.retention_line;
+			c->retention_known = true;
+		}
+		if (c->has_retention_line &&
+			seam_key_canonical(c->table->key_kind, c->typid, value) < c->retention_line)
+			refuse_below_retention(c, value);
 		refuse_row(c, value);
+	}
 	PG_RETURN_DATUM(value);
 }
 
@@ -261,15 +300,22 @@ copy_hint(Oid relid)
 	SeamTable  *t = OidIsValid(relid) ? seam_lookup_table(relid) : NULL;
 	const char *table;
 	const char *cut;
+	SeamPin		latest;
+	const char *line;
 
 	if (t == NULL)
 		return NULL;
 	table = seam_table_name(relid);
-	cut = cut_line_text(t, seam_planning_t(t));
+	latest = seam_latest_cutline(t);
+	cut = cut_line_text(t, latest.tier_key_hi);
+	/* Rows below R are refused by every path; the hint says so rather than offer tierdb_upsert for them. */
+	line = latest.has_retention_line ? cut_line_text(t, latest.retention_line) : NULL;
 	return psprintf("Rows of \"%s\" with %s below its cut-line T%s%s live in the lake: write them with "
-					"tierdb_upsert('%s', <row as jsonb>). "
+					"tierdb_upsert('%s', <row as jsonb>)%s%s%s. "
 					"Rows past the newest partition need that partition first.",
-					table, tier_key_name(t), cut != NULL ? " " : "", cut != NULL ? cut : "", table);
+					table, tier_key_name(t), cut != NULL ? " " : "", cut != NULL ? cut : "", table,
+					line != NULL ? ", except rows below the retention line " : "", line != NULL ? line : "",
+					line != NULL ? ", which the lake expired on purpose and no path writes" : "");
 }
 
 /* ------------------------------------------------------------ TRUNCATE */

@@ -492,6 +492,9 @@ cutline_of(Oid relid, Relation rel, HeapTuple tuple)
 	d = heap_getattr(tuple, attnameAttNum(rel, "lake_snapshot_id", false), desc, &isnull);
 	pin.has_snapshot = !isnull;
 	pin.snapshot_id = isnull ? 0 : DatumGetInt64(d);
+	d = heap_getattr(tuple, attnameAttNum(rel, "retention_line", false), desc, &isnull);
+	pin.has_retention_line = !isnull;
+	pin.retention_line = isnull ? 0 : DatumGetInt64(d);
 	d = heap_getattr(tuple, attnameAttNum(rel, "lake_props", false), desc, &isnull);
 	if (pin.has_snapshot && !isnull)
 	{

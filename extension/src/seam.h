@@ -82,6 +82,8 @@ typedef struct SeamPin
 	 * given by a caller): then the table's current metadata.
 	 */
 	const char *metadata_location;
+	bool		has_retention_line;	/* R is NULL until lake retention first expires rows */
+	int64		retention_line; /* R: lake rows below it were expired on purpose */
 } SeamPin;
 
 /*

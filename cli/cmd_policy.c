@@ -1,0 +1,180 @@
+/*
+ * cmd_policy.c: `tierdb policy --table s.t [--lake-retention N|off]`, the
+ * per-table settings that may change after registration (SPEC §8).
+ *
+ * Today that is the lake retention lag (tables.lake_retention_lag, in the
+ * tier key's natural units like register's --lake-retention; retention.h
+ * says what the daemon does with it). Without an option the command prints
+ * the table's current policy. Changing the lag never moves the retention
+ * line R back: rows already expired stay expired, and writes below R stay
+ * refused; a smaller lag moves R up at the daemon's next cycle.
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "catalog.h"
+#include "cli.h"
+#include "pg.h"
+#include "profiles.h"
+#include "tiering.h"
+
+static void policy_usage(FILE *out)
+{
+	fputs("usage: tierdb policy --table S.T [--lake-retention N|off] [--dsn DSN]\n"
+	      "\n"
+	      "Shows or changes a registered table's policy. Without an option it prints the\n"
+	      "policy; with one it changes it and prints the result.\n"
+	      "\n"
+	      "Options:\n"
+	      "  --table S.T            the table (schema public when unqualified; also accepted as\n"
+	      "                         the only positional argument)\n"
+	      "  --lake-retention N     expire lake rows older than N behind max(tier key) (integers:\n"
+	      "                         a number; timestamps: 90s, 15m, 12h, 7d; dates: days), or\n"
+	      "                         'off' to keep history from now on. The retention line never\n"
+	      "                         moves back: expired rows do not return.\n"
+	      "  --dsn DSN              the database (else TIERDB_PG_URL, else PG* variables)\n",
+	      out);
+}
+
+/* Refuses tables whose mode or options leave no room for lake retention. */
+static int check_allowed(PGconn *c, const tdb_catalog_table *t, tl_error *err)
+{
+	if (strcmp(t->mode, "tiered") != 0 && strcmp(t->mode, "direct") != 0)
+		return tl_error_set(err, TL_ERR_UNSUPPORTED,
+		                    "%s is registered in %s mode; lake retention applies to tiered and direct tables",
+		                    tdb_table_label(t), t->mode);
+	char id[24];
+	snprintf(id, sizeof(id), "%" PRId64, t->table_id);
+	const char *params[] = {id};
+	PGresult *res = tdb_pg_query(c, "reading the table's options",
+	                             "SELECT keep_heap FROM tierdb.tables WHERE table_id = $1", 1, params, err);
+	if (res == NULL)
+		return -1;
+	bool keep_heap = PQntuples(res) == 1 && strcmp(PQgetvalue(res, 0, 0), "t") == 0;
+	PQclear(res);
+	if (keep_heap)
+		return tl_error_set(err, TL_ERR_UNSUPPORTED,
+		                    "%s is registered with --keep-heap, which keeps every row in the heap; lake "
+		                    "retention cannot apply to it",
+		                    tdb_table_label(t));
+	return 0;
+}
+
+/* Sets (has_lag) or clears the lag. */
+static int set_lag(PGconn *c, const tdb_catalog_table *t, bool has_lag, int64_t lag, tl_error *err)
+{
+	char id[24], lag_text[24];
+	snprintf(id, sizeof(id), "%" PRId64, t->table_id);
+	snprintf(lag_text, sizeof(lag_text), "%" PRId64, lag);
+	const char *params[] = {id, has_lag ? lag_text : NULL};
+	return tdb_pg_exec(c, "changing the lake retention lag",
+	                   "UPDATE tierdb.tables SET lake_retention_lag = $2::bigint WHERE table_id = $1", 2, params,
+	                   err);
+}
+
+/* Prints the policy as stored: the lag in canonical units and the tier key's, and R. */
+static int print_policy(PGconn *c, int64_t table_id, tl_error *err)
+{
+	char id[24];
+	snprintf(id, sizeof(id), "%" PRId64, table_id);
+	const char *params[] = {id};
+	/* Natural units (SPEC §2): microseconds as an interval for timestamps, days for dates. */
+	PGresult *res = tdb_pg_query(
+		c, "reading the table's policy",
+		"SELECT format('%I.%I', t.schema_name, t.table_name), t.lake_retention_lag,"
+		" CASE WHEN t.lake_retention_lag IS NULL THEN 'off'"
+		"      WHEN t.tier_key_type IN ('timestamptz', 'timestamp')"
+		"      THEN justify_hours(make_interval(secs => t.lake_retention_lag / 1e6))::text"
+		"      WHEN t.tier_key_type = 'date' THEN t.lake_retention_lag || ' days'"
+		"      ELSE t.lake_retention_lag::text END,"
+		" CASE WHEN c.retention_line IS NULL THEN 'none'"
+		"      WHEN t.tier_key_type = 'timestamptz' THEN (timestamptz 'epoch' + c.retention_line * interval '1 microsecond')::text"
+		"      WHEN t.tier_key_type = 'timestamp' THEN (timestamp 'epoch' + c.retention_line * interval '1 microsecond')::text"
+		"      WHEN t.tier_key_type = 'date' THEN (date 'epoch' + c.retention_line::int)::text"
+		"      ELSE c.retention_line::text END"
+		" FROM tierdb.tables t LEFT JOIN tierdb.cutline c USING (table_id) WHERE t.table_id = $1",
+		1, params, err);
+	if (res == NULL)
+		return -1;
+	if (PQntuples(res) == 1) {
+		printf("policy %s: lake retention %s", PQgetvalue(res, 0, 0), PQgetvalue(res, 0, 2));
+		if (!PQgetisnull(res, 0, 1))
+			printf(" (canonical %s)", PQgetvalue(res, 0, 1));
+		printf("; retention line %s\n", PQgetvalue(res, 0, 3));
+	}
+	PQclear(res);
+	return 0;
+}
+
+static int run_policy(int argc, char **argv)
+{
+	static const char *cmd = "tierdb policy";
+	enum { OPT_TABLE = 1, OPT_LAKE_RETENTION, OPT_DSN };
+	static const cli_option options[] = {{"table", true, OPT_TABLE},
+	                                     {"lake-retention", true, OPT_LAKE_RETENTION},
+	                                     {"dsn", true, OPT_DSN},
+	                                     {NULL, false, 0}};
+	const char *table = NULL, *retention = NULL, *dsn = NULL;
+	cli_parser p;
+	cli_parser_init(&p, cmd, policy_usage, options, argc, argv);
+	for (int opt; (opt = cli_next(&p)) != CLI_END;) {
+		switch (opt) {
+		case CLI_HELP: return cli_help(&p);
+		case CLI_ERROR: return CLI_EXIT_USAGE;
+		case CLI_POSITIONAL:
+			if (table != NULL)
+				return cli_usage_error(cmd, "unexpected argument '%s'", p.value);
+			table = p.value;
+			break;
+		case OPT_TABLE:
+			if (table != NULL)
+				return cli_usage_error(cmd, "the table is given twice");
+			table = p.value;
+			break;
+		case OPT_LAKE_RETENTION: retention = p.value; break;
+		case OPT_DSN: dsn = p.value; break;
+		}
+	}
+	if (table == NULL)
+		return cli_usage_error(cmd, "--table is required");
+	tl_error err;
+	tl_error_clear(&err);
+	tdb_table_name name;
+	if (tdb_table_name_parse(table, &name, &err) < 0)
+		return cli_usage_error(cmd, "--table: %s", err.message);
+	PGconn *c = tdb_pg_connect(dsn, &err);
+	tdb_catalog_table t;
+	memset(&t, 0, sizeof(t));
+	int found = -1;
+	if (c != NULL && tdb_catalog_check(c, &err) == 0)
+		found = tdb_catalog_load_table(c, name.schema, name.table, &t, &err);
+	int rc = CLI_EXIT_FAILURE;
+	if (found == 0)
+		cli_fail("%s.%s is not registered; 'tierdb status' lists the registered tables", name.schema, name.table);
+	else if (found < 0)
+		cli_fail("%s", err.message);
+	else if (retention == NULL) {
+		rc = print_policy(c, t.table_id, &err) < 0 ? cli_fail("%s", err.message) : cli_finish_output();
+	} else {
+		bool off = strcmp(retention, "off") == 0;
+		int64_t lag = 0;
+		if (!off && tdb_key_parse_lag(t.tier_key_type, retention, "--lake-retention", &lag, &err) < 0)
+			rc = cli_usage_error(cmd, "%s", err.message);
+		else if (!off && lag <= 0)
+			rc = cli_usage_error(cmd, "--lake-retention must be positive; use 'off' to keep history");
+		else if (check_allowed(c, &t, &err) < 0 || set_lag(c, &t, !off, lag, &err) < 0 ||
+		         print_policy(c, t.table_id, &err) < 0)
+			cli_fail("%s", err.message);
+		else
+			rc = cli_finish_output();
+	}
+	if (found > 0)
+		tdb_catalog_table_free(&t);
+	PQfinish(c);
+	tdb_table_name_free(&name);
+	return rc;
+}
+
+const cli_command cli_policy_command = {"policy", "show or change a registered table's lake retention", run_policy};
