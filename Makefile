@@ -32,7 +32,7 @@ TEST_SRC   := $(sort $(wildcard lake/tests/*.c))
 S3_TEST_SRC := lake/tests/main.c lake/tests/fault_storage.c lake/tests/table_fixture.c lake/tests/fault_alloc.c \
                $(sort $(wildcard lake/tests/s3/*.c))
 # Tests that need an Iceberg REST catalog (make test-rest starts one).
-REST_TEST_SRC := lake/tests/main.c lake/tests/fault_storage.c lake/tests/table_fixture.c \
+REST_TEST_SRC := lake/tests/main.c lake/tests/fault_storage.c lake/tests/table_fixture.c lake/tests/fault_alloc.c \
                  $(sort $(wildcard lake/tests/rest/*.c))
 TOOL_SRC   := $(sort $(wildcard tests/tools/*.c))
 BENCH_SRC  := $(sort $(wildcard bench/*.c))

@@ -138,7 +138,7 @@ static int fetch_token(tl_rest_catalog *c, const tl_rest_catalog_config *cfg, tl
 		tl_rest_response_free(&r);
 		return -1;
 	}
-	json_t *doc = r.body ? json_loadb(r.body, r.len, 0, NULL) : NULL;
+	json_t *doc = r.body ? tl_json_loadb(r.body, r.len, 0, NULL) : NULL;
 	const char *token = json_string_value(json_object_get(doc, "access_token"));
 	if (token == NULL || token[0] == '\0')
 		rc = tl_error_set(err, TL_ERR_CORRUPT, "REST catalog %s: the token endpoint's answer has no access_token",

@@ -27,6 +27,7 @@
 
 #include "iceberg/rest_internal.h"
 #include "iceberg/table_internal.h"
+#include "common/json_load.h"
 
 static const tl_ice_ref *main_branch(const tl_ice_table_metadata *md)
 {
@@ -168,7 +169,7 @@ static json_t *metadata_json(const tl_ice_table_metadata *md, tl_error *err)
 	json_t *doc = NULL;
 	if (tl_ice_metadata_write(md, &text, err) == 0) {
 		json_error_t jerr;
-		doc = json_loadb((const char *)text.data, text.len, 0, &jerr);
+		doc = tl_json_loadb((const char *)text.data, text.len, 0, &jerr);
 		if (doc == NULL)
 			tl_error_set(err, TL_ERR_NOMEM, "cannot read back the new metadata: %s", jerr.text);
 	}

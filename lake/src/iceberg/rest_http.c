@@ -127,6 +127,7 @@ int tl_rest_call(tl_rest_catalog *c, const char *method, const char *url, const 
                  json_t **out, rest_response *raw, tl_error *err)
 {
 	*out = NULL;
+	memset(raw, 0, sizeof(*raw)); /* nothing sent, until tl_rest_send says otherwise */
 	char *text = NULL;
 	if (body != NULL) {
 		text = tl_json_dumps(body, JSON_COMPACT);
@@ -140,7 +141,7 @@ int tl_rest_call(tl_rest_catalog *c, const char *method, const char *url, const 
 	*status = raw->status;
 	if (raw->status >= 200 && raw->status < 300 && raw->len > 0) {
 		json_error_t jerr;
-		*out = json_loadb(raw->body, raw->len, 0, &jerr);
+		*out = tl_json_loadb(raw->body, raw->len, 0, &jerr);
 		if (*out == NULL)
 			return tl_error_set(err, TL_ERR_CORRUPT, "REST catalog %s: %s %s answered HTTP %ld with invalid JSON: %s",
 			                    c->uri, method, url, raw->status, jerr.text);
@@ -153,7 +154,7 @@ int tl_rest_error(const tl_rest_catalog *c, const rest_response *r, const char *
 	const char *type = "", *message = "";
 	json_t *doc = NULL;
 	if (r->body != NULL) {
-		doc = json_loadb(r->body, r->len, 0, NULL);
+		doc = tl_json_loadb(r->body, r->len, 0, NULL);
 		json_t *e = json_object_get(doc, "error");
 		if (json_is_string(json_object_get(e, "type")))
 			type = json_string_value(json_object_get(e, "type"));

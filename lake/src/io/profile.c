@@ -20,6 +20,7 @@
 #include "tierlake/buf.h"
 #include "tierlake/profile.h"
 #include "tierlake/s3.h"
+#include "common/json_load.h"
 
 /* ------------------------------------------------------------ validation */
 
@@ -95,7 +96,7 @@ static int check_config_json(const json_t *obj, tl_error *err)
 static json_t *load_config(const char *lake_config, tl_error *err)
 {
 	json_error_t jerr;
-	json_t *obj = json_loads(lake_config && lake_config[0] ? lake_config : "{}", 0, &jerr);
+	json_t *obj = tl_json_loadb(lake_config && lake_config[0] ? lake_config : "{}", lake_config && lake_config[0] ? strlen(lake_config) : 2, 0, &jerr);
 	if (obj == NULL) {
 		tl_error_set(err, TL_ERR_INVALID, "lake_config is not JSON: %s", jerr.text);
 		return NULL;
