@@ -73,6 +73,7 @@
 #include "dml_guard.h"
 #include "heap_only.h"
 #include "seam.h"
+#include "spill.h"
 
 /* cold_scan.c's custom scan, recognised by name as EXPLAIN shows it. */
 #define COLD_SCAN_NAME "TierDB Cold Scan"
@@ -249,6 +250,11 @@ explain_reference(Explainer *e, Query *q, Index rti, RangeTblEntry *rte)
 		return;
 	}
 	e->registered_seen = true;
+	if (rti == (Index) q->resultRelation && spill_routes_insert(q, seam_lookup_table(rte->relid)))
+	{
+		add_line_once(e, spill_explain_insert(q, seam_lookup_table(rte->relid)));
+		return;
+	}
 	reason = heap_only_reason(e, q, rti, rte);
 	if (reason != NULL)
 		add_line_once(e, psprintf("%s: heap only (%s)", seam_table_name(rte->relid), reason));
