@@ -116,3 +116,183 @@ def test_duplicate_keys_are_unique_violations(tiered, tierdb):
     db.psql(SESSION + "INSERT INTO events VALUES (6, '2024-01-05', 'again', 1)")
     run_once(tierdb, "2d")
     assert rows(db, "SELECT id, ts, v FROM events WHERE id = 6") == [("6", "2024-01-05 00:00:00+00", "again")]
+
+
+def test_off_or_disabled_keeps_the_refusal(tiered):
+    db = tiered
+    before = delta_rows(db)
+    # the setting off: the spill trigger refuses, for INSERT and COPY alike
+    for sql in ["INSERT INTO events VALUES (60001, '2024-01-02', 'x', 1)",
+                "COPY events FROM STDIN;\n60002\t2024-01-03 00:00:00+00\tcold\t1\n\\.\n"]:
+        err = db.error(SESSION + "SET tierdb.transparent_writes = off;\n" + sql)
+        assert "0A000" in err and "tierdb.transparent_writes is off" in err and "tierdb_upsert" in err, err
+    # hot rows still go in with the setting off
+    db.psql(SESSION + "SET tierdb.transparent_writes = off; INSERT INTO events VALUES (60003, '2024-01-09', 'h', 1)")
+    # disabled: the partition is gone and the planner's refusal is back
+    db.psql("SELECT tierdb_disable_transparent_writes('events')")
+    assert rows(db, "SELECT tierdb.spill_partition('events')") == [(None,)]
+    err = db.error(SESSION + "INSERT INTO events VALUES (60004, '2024-01-02', 'x', 1)")
+    assert "below its cut-line with plain INSERT, UPDATE or MERGE" in err and "tierdb_upsert" in err, err
+    err = db.error(SESSION + "COPY events FROM STDIN;\n60005\t2024-01-03 00:00:00+00\tcold\t1\n\\.\n")
+    assert "no partition" in err and "tierdb_upsert" in err, err
+    assert delta_rows(db) == before
+    # enabled again (twice: the second is a no-op)
+    db.psql("SELECT tierdb_enable_transparent_writes('events'); SELECT tierdb_enable_transparent_writes('events')")
+    db.psql(SESSION + "INSERT INTO events VALUES (60006, '2024-01-02', 'back', 1)")
+    assert rows(db, "SELECT v FROM events WHERE id = 60006") == [("back",)]
+
+
+def test_on_conflict_reaching_cold_rows_is_refused(tiered):
+    db = tiered
+    before = delta_rows(db)
+    for sql in ["INSERT INTO events VALUES (70001, '2024-01-02', 'x', 1) ON CONFLICT DO NOTHING",
+                "INSERT INTO events VALUES (5, '2024-01-02', 'x', 1), (70002, '2024-01-09', 'y', 1)"
+                " ON CONFLICT DO NOTHING"]:
+        err = db.error(SESSION + sql)
+        assert "0A000" in err and "below its cut-line" in err and "tierdb_upsert" in err, err
+    assert delta_rows(db) == before
+    # hot rows with ON CONFLICT run as before
+    db.psql(SESSION + "INSERT INTO events VALUES (70003, '2024-01-09', 'h', 1) ON CONFLICT DO NOTHING")
+    assert rows(db, "SELECT v FROM events WHERE id = 70003") == [("h",)]
+
+
+def test_an_unpartitioned_hot_row_is_refused(tiered):
+    """A row past the newest partition reaches the spill partition too: refused as Postgres refuses it."""
+    db = tiered
+    err = db.error(SESSION + "INSERT INTO events VALUES (70004, '2030-01-01', 'future', 1)")
+    assert "23514" in err and "no partition of relation" in err, err
+    assert spill_rows(db) == [("0",)]
+
+
+def test_triggers_and_constraints_apply_to_cold_rows(tiered):
+    db = tiered
+    for t in ("events", "plain"):
+        db.psql(SESSION + f"CREATE TABLE {t}_log (op text, id bigint, v text);\n"
+                f"CREATE FUNCTION {t}_before() RETURNS trigger LANGUAGE plpgsql AS $$"
+                " BEGIN NEW.v := upper(NEW.v); RETURN NEW; END $$;\n"
+                f"CREATE FUNCTION {t}_after() RETURNS trigger LANGUAGE plpgsql AS $$"
+                f" BEGIN INSERT INTO {t}_log VALUES (TG_OP || ' ' || TG_WHEN || ' ' || TG_LEVEL, NEW.id, NEW.v);"
+                " RETURN NULL; END $$;\n"
+                f"CREATE FUNCTION {t}_stmt() RETURNS trigger LANGUAGE plpgsql AS $$"
+                f" BEGIN INSERT INTO {t}_log VALUES (TG_OP || ' ' || TG_WHEN || ' ' || TG_LEVEL, NULL, NULL);"
+                " RETURN NULL; END $$;\n"
+                f"CREATE TRIGGER b BEFORE INSERT ON {t} FOR EACH ROW EXECUTE FUNCTION {t}_before();\n"
+                f"CREATE TRIGGER a AFTER INSERT ON {t} FOR EACH ROW EXECUTE FUNCTION {t}_after();\n"
+                f"CREATE TRIGGER z AFTER INSERT ON {t} FOR EACH ROW EXECUTE FUNCTION {t}_after();\n"
+                f"CREATE TRIGGER s AFTER INSERT ON {t} FOR EACH STATEMENT EXECUTE FUNCTION {t}_stmt();\n"
+                f"ALTER TABLE {t} ADD CONSTRAINT positive CHECK (v IS DISTINCT FROM 'NEG');\n")
+    got, want = both(db, "INSERT INTO {t} VALUES (80001, '2024-01-02', 'low', 1), (80002, '2024-01-09', 'hot', 2)"
+                     " RETURNING *")
+    assert got == want and got[0][2] == "LOW"
+    got, want = both(db, "SELECT * FROM {t}_log ORDER BY op, id")
+    assert got == want and len(got) == 5
+    same_tables(db)
+    for t in ("events", "plain"):
+        err = db.error(SESSION + f"INSERT INTO {t} VALUES (80003, '2024-01-02', 'neg', -1)")  # upper() makes NEG
+        assert "23514" in err and "positive" in err, err
+    # NOT NULL (plain, made by CREATE TABLE AS, has none): a NULL tier key reaches the DEFAULT partition
+    err = db.error(SESSION + "INSERT INTO events VALUES (80004, NULL, 'null', 1)")
+    assert "23502" in err and "ts" in err, err
+    same_tables(db)
+    # the delete out of the spill partition fires no delete trigger
+    db.psql(SESSION + "CREATE TRIGGER d AFTER DELETE ON events FOR EACH ROW EXECUTE FUNCTION events_after();"
+            " INSERT INTO events VALUES (80005, '2024-01-03', 'nodel', 1)")
+    assert rows(db, "SELECT count(*) FROM events_log WHERE op LIKE 'DELETE%'") == [("0",)]
+
+
+def test_foreign_keys_apply_to_cold_rows(tiered):
+    db = tiered
+    db.psql(SESSION + "CREATE TABLE kinds (v text PRIMARY KEY); INSERT INTO kinds VALUES ('ok');\n"
+            "INSERT INTO kinds SELECT DISTINCT v FROM events WHERE v IS NOT NULL ON CONFLICT DO NOTHING;\n"
+            "ALTER TABLE events ADD CONSTRAINT kind_fk FOREIGN KEY (v) REFERENCES kinds (v);")
+    err = db.error(SESSION + "INSERT INTO events VALUES (81001, '2024-01-02', 'missing', 1)")
+    assert "23503" in err and "kind_fk" in err, err
+    db.psql(SESSION + "INSERT INTO events VALUES (81002, '2024-01-02', 'ok', 1)")
+    assert rows(db, "SELECT v FROM events WHERE id = 81002") == [("ok",)]
+
+
+def test_privileges_and_row_security(tiered):
+    db = tiered
+    db.psql("DROP ROLE IF EXISTS ins_only, no_ins; CREATE ROLE ins_only; CREATE ROLE no_ins;"
+            " GRANT INSERT ON events TO ins_only; GRANT SELECT ON events TO no_ins")
+    try:
+        # INSERT alone suffices, as on a plain table; nothing of the catalog is granted
+        assert rows(db, "SET ROLE ins_only; SELECT has_table_privilege('tierdb.delta', 'INSERT'),"
+                    " has_table_privilege('tierdb.delta', 'SELECT'), has_table_privilege('events', 'SELECT')") == [
+            ("f", "f", "f")]
+        db.psql(SESSION + "SET ROLE ins_only; INSERT INTO events VALUES (90001, '2024-01-02', 'mine', 1)")
+        data = "90002\t2024-01-04 00:00:00+00\tcopied\t1\n"
+        db.psql(SESSION + f"SET ROLE ins_only; COPY events FROM STDIN;\n{data}\\.\n")
+        assert rows(db, "SELECT id, v FROM events WHERE id > 90000 ORDER BY id") == [
+            ("90001", "mine"), ("90002", "copied")]
+        # a duplicate's detail shows the key only to a role that may read the table
+        err = db.error(SESSION + "SET ROLE ins_only; INSERT INTO events VALUES (90001, '2024-01-02', 'again', 1)")
+        assert "23505" in err and "A row of the same key" in err and "90001" not in err.split("DETAIL")[1], err
+        err = db.error(SESSION + "SET ROLE no_ins; INSERT INTO events VALUES (90003, '2024-01-02', 'no', 1)")
+        assert "42501" in err and "permission denied for table events" in err, err
+        # row-level security: WITH CHECK applies to cold rows as to hot ones
+        db.psql("GRANT SELECT ON events TO ins_only; ALTER TABLE events ENABLE ROW LEVEL SECURITY;"
+                " CREATE POLICY sel ON events FOR SELECT USING (true);"
+                " CREATE POLICY ins ON events FOR INSERT WITH CHECK (v LIKE 'ok%')")
+        db.psql(SESSION + "SET ROLE ins_only; INSERT INTO events VALUES (90004, '2024-01-02', 'ok cold', 1),"
+                " (90005, '2024-01-09', 'ok hot', 1)")
+        for ts in ("2024-01-02", "2024-01-09"):
+            err = db.error(SESSION + f"SET ROLE ins_only; INSERT INTO events VALUES (90006, '{ts}', 'bad', 1)")
+            assert "42501" in err and "row-level security" in err, err
+        assert rows(db, "SELECT id FROM events WHERE id IN (90004, 90005, 90006) ORDER BY id") == [
+            ("90004",), ("90005",)]
+    finally:
+        db.psql("DROP OWNED BY ins_only; DROP OWNED BY no_ins;"
+                " DROP ROLE ins_only; DROP ROLE no_ins")
+
+
+def test_generic_plans_route_per_execution(tiered):
+    """Six and more executions of a prepared INSERT (a cached generic plan), and forced generic plans."""
+    db = tiered
+    for offset, mode in ((100000, "auto"), (100100, "force_generic_plan")):
+        script = "".join(f"EXECUTE i({offset + k}, '2024-01-0{2 + k % 8} 05:00', 'p{k}');\n" for k in range(8))
+        out = rows(db, f"SET plan_cache_mode = {mode};\n"
+                   "PREPARE i(bigint, timestamptz, text) AS INSERT INTO events VALUES ($1, $2, $3, 1) RETURNING id;\n"
+                   + script)
+        assert [int(x) for r in out for x in r[0].split("\n")] == [offset + k for k in range(8)], (mode, out)
+    assert rows(db, "SELECT count(*), count(*) FILTER (WHERE ts < '2024-01-08') FROM events"
+                " WHERE id BETWEEN 100000 AND 100200") == [("16", "12")]
+    assert spill_rows(db) == [("0",)]
+
+
+def test_explain_reports_the_route(tiered):
+    db = tiered
+
+    def explain(sql):
+        return [r[0] for r in rows(db, f"SELECT tierdb_explain($q${sql}$q$)")]
+
+    assert any("INSERT routes to the delta" in line and "1 row(s) are below T" in line
+               for line in explain("INSERT INTO events VALUES (1, '2024-01-02', 'x', 1)"))
+    assert any("INSERT routes to the heap:" in line
+               for line in explain("INSERT INTO events VALUES (1, '2024-01-09', 'x', 1)"))
+    assert any("INSERT routes to the heap and the delta" in line and "1 row(s) at or above" in line
+               and "2 below" in line
+               for line in explain("INSERT INTO events VALUES (1, '2024-01-09', 'x', 1), (2, '2024-01-02', 'y', 1),"
+                                   " (3, '2024-01-03', 'z', 1)"))
+    assert any("INSERT routes each row by its tier key" in line
+               for line in explain("INSERT INTO events SELECT * FROM plain"))
+    assert any("heap only (target of INSERT" in line
+               for line in explain("INSERT INTO events VALUES (1, '2024-01-02', 'x', 1) ON CONFLICT DO NOTHING"))
+
+
+def test_status_and_premake_ignore_the_spill_partition(tiered, tierdb):
+    db = tiered
+    db.psql(SESSION + "INSERT INTO events VALUES (110001, '2024-01-02', 'c', 1), (110002, '2024-01-12 06:00', 'h', 1)")
+    run_once(tierdb, "2d")
+    proc = tierdb(["status", "--table", "public.events"])
+    assert proc.returncode == 0 and "spill" not in proc.stdout, proc.stdout + proc.stderr
+    proc = tierdb(["verify", "--table", "public.events"])
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert rows(db, "SELECT tierdb.spill_partition('events')::text") == [("events_tierdb_spill",)]
+    # re-registering with the same settings passes over the spill partition
+    proc = tierdb(["register", "--table", "public.events", "--pk", "id", "--tier-key", "ts"])
+    assert proc.returncode == 0 and "nothing to do" in proc.stdout, proc.stdout + proc.stderr
+    # unregistering drops it
+    proc = tierdb(["unregister", "--table", "public.events"])
+    assert proc.returncode == 0, proc.stderr
+    assert rows(db, "SELECT count(*) FROM pg_class WHERE relname = 'events_tierdb_spill'") == [("0",)]
