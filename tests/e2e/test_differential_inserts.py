@@ -87,7 +87,7 @@ class Batch:
                         cur.execute("ROLLBACK")
                         raise
                     finally:
-                        cur.execute("DEALLOCATE ALL")
+                        cur.execute("DEALLOCATE ins")
                     return "ok", count, returned
                 values = ", ".join("(" + ", ".join(self.literal(x) for x in row) + ")" for row in self.rows)
                 if self.kind == "values":
