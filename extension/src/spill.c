@@ -171,7 +171,10 @@ tierdb_spill_create(PG_FUNCTION_ARGS)
 {
 	char	   *table = seam_table_name(PG_GETARG_OID(0));
 	char	   *spill = text_to_cstring(PG_GETARG_TEXT_PP(1));
+	Relation	parent = table_open(PG_GETARG_OID(0), AccessShareLock);
+	Oid			owner = parent->rd_rel->relowner;
 
+	table_close(parent, NoLock);
 	SPI_connect();
 	creating = true;
 	PG_TRY();
@@ -183,6 +186,9 @@ tierdb_spill_create(PG_FUNCTION_ARGS)
 		creating = false;
 	}
 	PG_END_TRY();
+	/* the table's owner owns its partitions, so whoever reads or changes the table's partitions may read this one */
+	if (owner != GetUserId())
+		run_ddl(psprintf("ALTER TABLE %s OWNER TO %s", spill, quote_identifier(GetUserNameFromId(owner, false))));
 	run_ddl(psprintf("CREATE TRIGGER " SPILL_TRIGGER_NAME " AFTER INSERT ON %s FOR EACH ROW "
 					 "EXECUTE FUNCTION tierdb.spill_route()", spill));
 	run_ddl(psprintf("COMMENT ON TABLE %s IS %s", spill,

@@ -45,6 +45,11 @@ def test_register_creates_the_spill_partition(tiered):
     db = tiered
     assert rows(db, "SELECT tierdb.spill_partition('events')::text") == [("events_tierdb_spill",)]
     assert spill_rows(db) == [("0",)]
+    # owned by the table's owner, like its other partitions, whoever made it
+    db.psql("DROP ROLE IF EXISTS events_owner; CREATE ROLE events_owner; ALTER TABLE events OWNER TO events_owner;"
+            " SELECT tierdb_disable_transparent_writes('events'); SELECT tierdb_enable_transparent_writes('events')")
+    assert rows(db, "SELECT relowner::regrole::text FROM pg_class WHERE relname = 'events_tierdb_spill'") == [
+        ("events_owner",)]
 
 
 def test_insert_values_returning_and_counts(tiered):
@@ -140,6 +145,20 @@ def test_off_or_disabled_keeps_the_refusal(tiered):
     db.psql("SELECT tierdb_enable_transparent_writes('events'); SELECT tierdb_enable_transparent_writes('events')")
     db.psql(SESSION + "INSERT INTO events VALUES (60006, '2024-01-02', 'back', 1)")
     assert rows(db, "SELECT v FROM events WHERE id = 60006") == [("back",)]
+
+
+def test_the_setting_is_any_roles(db):
+    assert db.query("SHOW tierdb.transparent_writes") == [("on",)]
+    row = db.query("SELECT vartype, context, boot_val FROM pg_settings WHERE name = 'tierdb.transparent_writes'")
+    assert row == [("bool", "user", "on")]
+    db.psql("DROP ROLE IF EXISTS tw_user; CREATE ROLE tw_user")
+    try:
+        assert db.query("SET ROLE tw_user; SET tierdb.transparent_writes = off; SHOW tierdb.transparent_writes") == [
+            ("off",)]
+    finally:
+        db.psql("DROP ROLE tw_user")
+    err = db.error("SET tierdb.transparent_writes = 'maybe'")
+    assert "22023" in err, err
 
 
 def test_on_conflict_reaching_cold_rows_is_refused(tiered):
