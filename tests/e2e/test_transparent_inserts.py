@@ -48,8 +48,11 @@ def test_register_creates_the_spill_partition(tiered):
     # owned by the table's owner, like its other partitions, whoever made it
     db.psql("DROP ROLE IF EXISTS events_owner; CREATE ROLE events_owner; ALTER TABLE events OWNER TO events_owner;"
             " SELECT tierdb_disable_transparent_writes('events'); SELECT tierdb_enable_transparent_writes('events')")
-    assert rows(db, "SELECT relowner::regrole::text FROM pg_class WHERE relname = 'events_tierdb_spill'") == [
-        ("events_owner",)]
+    try:
+        assert rows(db, "SELECT relowner::regrole::text FROM pg_class WHERE relname = 'events_tierdb_spill'") == [
+            ("events_owner",)]
+    finally:
+        db.psql("REASSIGN OWNED BY events_owner TO CURRENT_USER; DROP ROLE events_owner")
 
 
 def test_insert_values_returning_and_counts(tiered):
