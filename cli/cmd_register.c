@@ -272,7 +272,26 @@ static int check_pk_nulls(PGconn *c, const registration *r, tl_error *err)
 	return rc;
 }
 
-/* The partitions: contiguous bounded range partitions, no DEFAULT, none sub-partitioned. */
+/*
+ * Whether DEFAULT partition p is the spill partition of transparent writes
+ * (extension/sql/0.1/47-transparent-writes.sql): the one carrying the
+ * tierdb_spill trigger. It stays empty, so registration passes over it.
+ */
+static bool is_spill_partition(PGconn *c, const tdb_heap_partition *p)
+{
+	const char *params[] = {p->partition_id};
+	tl_error ignored;
+	tl_error_clear(&ignored);
+	PGresult *res = tdb_pg_query(c, "looking for the spill partition",
+	                             "SELECT EXISTS (SELECT FROM pg_catalog.pg_trigger g"
+	                             " WHERE g.tgrelid = pg_catalog.to_regclass($1) AND g.tgname = 'tierdb_spill')",
+	                             1, params, &ignored);
+	bool spill = res != NULL && PQgetvalue(res, 0, 0)[0] == 't';
+	PQclear(res);
+	return spill;
+}
+
+/* The partitions: contiguous bounded range partitions, no DEFAULT (but the spill partition), none sub-partitioned. */
 static int check_partitions(PGconn *c, registration *r, tl_error *err)
 {
 	if (tdb_heap_partitions(c, r->table_oid, r->key_type, &r->parts, &r->nparts, err) < 0)
@@ -285,6 +304,8 @@ static int check_partitions(PGconn *c, registration *r, tl_error *err)
 			                    "partition %s of %s.%s is itself partitioned; TierDB tiers one level of range "
 			                    "partitions",
 			                    p->partition_id, r->name.schema, r->name.table);
+		if (p->is_default && is_spill_partition(c, p))
+			continue; /* transparent writes' own, made by an earlier registration of this table */
 		if (p->is_default)
 			return tl_error_set(err, TL_ERR_UNSUPPORTED,
 			                    "%s.%s has a DEFAULT partition (%s); rows below the cut-line that land there would "
@@ -597,6 +618,10 @@ static int insert_catalog_rows(PGconn *c, const registration *r, const char *loc
 		                 "SELECT $1::bigint, p.id, p.lo, p.hi, 'hot' "
 		                 "FROM jsonb_to_recordset($2::jsonb) AS p(id text, lo bigint, hi bigint)",
 		                 2, pparams, err);
+	/* transparent writes: the spill partition for rows below the cut-line (SPEC §7) */
+	if (rc == 0)
+		rc = tdb_pg_exec(c, "creating the spill partition of transparent writes",
+		                 "SELECT tierdb_enable_transparent_writes($1::bigint::oid::regclass)", 1, tparams, err);
 	free(pk);
 	free(scheme);
 	free(lake_props);
@@ -1127,6 +1152,10 @@ static int do_unregister(PGconn *c, const tdb_table_name *name, bool drop_lake)
 		rc = tdb_pg_exec(c, "waiting for the table's lake lock",
 		                 "SELECT pg_advisory_xact_lock(hashtextextended('tierdb_lake_' || $1::bigint::text, 0))", 1,
 		                 params, &err);
+	/* the spill partition's trigger routes only for registered tables: it goes with the registration */
+	if (rc == 0)
+		rc = tdb_pg_exec(c, "dropping the spill partition of transparent writes",
+		                 "SELECT tierdb_disable_transparent_writes($1::bigint::oid::regclass)", 1, params, &err);
 	if (rc == 0)
 		rc = tdb_pg_exec(c, "deleting the catalog rows", "DELETE FROM tierdb.tables WHERE table_id = $1::bigint",
 		                 1, params, &err);

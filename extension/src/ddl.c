@@ -80,6 +80,7 @@
 #include "utils/typcache.h"
 
 #include "columns.h"
+#include "spill.h"
 
 /* A refused change: what the message says is refused, and why. */
 typedef struct Refusal
@@ -601,7 +602,8 @@ check_create(CreateStmt *stmt)
 	if (stmt->partbound == NULL || !stmt->partbound->is_default || list_length(stmt->inhRelations) != 1)
 		return;
 	parent = registered_relation(linitial_node(RangeVar, stmt->inhRelations));
-	if (OidIsValid(parent))
+	/* the spill partition of transparent writes (spill.h) is the one DEFAULT partition a registered table takes */
+	if (OidIsValid(parent) && !spill_creating())
 		refuse_default_partition(parent);
 }
 

@@ -43,6 +43,7 @@
 #include "utils/snapmgr.h"
 
 #include "dml_guard.h"
+#include "spill.h"
 #include "transparent.h"
 
 static ProcessUtility_hook_type prev_process_utility = NULL;
@@ -187,7 +188,8 @@ dml_guard_check_new_rows(Query *q, const SeamTable *t)
 
 	if (!OidIsValid(check))
 		return;					/* an extension script older than this library: no per-row check */
-	if (q->commandType == CMD_INSERT || q->commandType == CMD_UPDATE)
+	/* a plain INSERT into a table with transparent writes sends rows below T to its spill partition (spill.h) */
+	if (q->commandType == CMD_UPDATE || (q->commandType == CMD_INSERT && !spill_routes_insert(q, t)))
 		wrap_tier_key(q->targetList, t, check);
 	if (q->onConflict != NULL && q->onConflict->action == ONCONFLICT_UPDATE)
 		wrap_tier_key(q->onConflict->onConflictSet, t, check);

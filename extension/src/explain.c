@@ -73,6 +73,7 @@
 #include "dml_guard.h"
 #include "heap_only.h"
 #include "seam.h"
+#include "spill.h"
 
 /* cold_scan.c's custom scan, recognised by name as EXPLAIN shows it. */
 #define COLD_SCAN_NAME "TierDB Cold Scan"
@@ -249,6 +250,11 @@ explain_reference(Explainer *e, Query *q, Index rti, RangeTblEntry *rte)
 		return;
 	}
 	e->registered_seen = true;
+	if (rti == (Index) q->resultRelation && spill_routes_insert(q, seam_lookup_table(rte->relid)))
+	{
+		add_line_once(e, spill_explain_insert(q, seam_lookup_table(rte->relid)));
+		return;
+	}
 	reason = heap_only_reason(e, q, rti, rte);
 	if (reason != NULL)
 		add_line_once(e, psprintf("%s: heap only (%s)", seam_table_name(rte->relid), reason));
@@ -473,6 +479,7 @@ partitions_read(const SeamTable *t, Oid relid, List *quals, int64 tier_key_hi, L
 {
 	Relation	rel = try_table_open(relid, AccessShareLock);
 	PartitionDesc desc;
+	Oid			spill;
 
 	if (rel == NULL)
 		return;
@@ -484,8 +491,11 @@ partitions_read(const SeamTable *t, Oid relid, List *quals, int64 tier_key_hi, L
 		return;
 	}
 	desc = RelationGetPartitionDesc(rel, true);
+	/* the spill partition of transparent writes is empty whenever a statement reads it (spill.h) */
+	spill = spill_partition(relid);
 	for (int i = 0; i < desc->nparts; i++)
-		partitions_read(t, desc->oids[i], quals, tier_key_hi, names);
+		if (desc->oids[i] != spill)
+			partitions_read(t, desc->oids[i], quals, tier_key_hi, names);
 	table_close(rel, NoLock);
 }
 
@@ -544,7 +554,9 @@ scanned_partitions(PlanState *ps, ScannedPartitions *s)
 			{
 				Oid			rel = rt_fetch(((Scan *) plan)->scanrelid, s->rtable)->relid;
 
-				if (get_rel_relispartition(rel) && list_member_oid(get_partition_ancestors(rel), s->table))
+				/* the spill partition of transparent writes is always empty when read (spill.h): not listed */
+				if (get_rel_relispartition(rel) && list_member_oid(get_partition_ancestors(rel), s->table) &&
+					rel != spill_partition(s->table))
 					s->names = lappend(s->names, get_rel_name(rel));
 				break;
 			}

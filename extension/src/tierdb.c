@@ -37,6 +37,7 @@
 
 #include "lake_env.h"
 #include "routing.h"
+#include "spill.h"
 #include "storage_profiles.h"
 #include "transparent.h"
 #include "worker.h"
@@ -64,7 +65,6 @@ static const struct config_enum_entry mirrored_reads_options[] = {
 	{NULL, 0, false}
 };
 
-static bool transparent_writes = true;
 static int	mirrored_reads = MIRRORED_READS_HEAP;
 static int	mirror_wait_ms = 5000;
 static int	hybrid_lag = 0;
@@ -73,14 +73,6 @@ static int	hybrid_lag = 0;
 static void
 define_reserved_gucs(void)
 {
-	DefineCustomBoolVariable("tierdb.transparent_writes",
-							 "Makes plain INSERT, UPDATE and DELETE on registered tiered tables write their rows below the cut-line too.",
-							 "Reserved: takes effect when transparent writes land. Until then, write rows below the cut-line with tierdb_upsert() and tierdb_delete().",
-							 &transparent_writes,
-							 true,
-							 PGC_USERSET,
-							 0,
-							 NULL, NULL, NULL);
 	DefineCustomEnumVariable("tierdb.mirrored_reads",
 							 "How queries read mirrored tables: heap (the heap, which holds every row) or hybrid (the lake below a split point).",
 							 "Reserved: takes effect when mirrored tables land.",
@@ -122,6 +114,7 @@ _PG_init(void)
 	tierdb_worker_define_gucs();
 	transparent_reads_init(process_shared_preload_libraries_in_progress);
 	routing_init();
+	spill_init();
 	storage_profiles_init();
 	DefineCustomBoolVariable("tierdb.explain",
 							 "Makes tierdb_upsert() and tierdb_delete() report each route they take, and why, as a NOTICE.",

@@ -77,8 +77,15 @@ def test_dml_that_may_reach_cold_rows_is_refused(tiered, sql):
     assert snapshot(db) == before
 
 
+def disable_transparent_writes(db):
+    """The refusals below are those of a table without transparent writes
+    (test_transparent_inserts.py tests the routing that replaces them)."""
+    db.psql("SELECT tierdb_disable_transparent_writes('events')")
+
+
 def test_new_rows_below_the_cutline_are_refused(tiered):
     db = tiered
+    disable_transparent_writes(db)
     before = snapshot(db)
     what = "below its cut-line with plain INSERT, UPDATE or MERGE"
     for sql in [
@@ -105,6 +112,7 @@ def test_new_rows_below_the_cutline_are_refused(tiered):
 
 def test_copy_of_a_cold_row_names_the_routed_write(tiered):
     db = tiered
+    disable_transparent_writes(db)
     err = db.error(SESSION + "COPY events FROM STDIN;\n10005\t2024-01-03 00:00:00+00\tcold\t1\n\\.\n")
     assert "no partition" in err and "tierdb_upsert" in err and "2024-01-08 00:00:00+00" in err, err
     db.psql(SESSION + "COPY events FROM STDIN;\n10006\t2024-01-09 00:00:00+00\thot\t1\n\\.\n")
@@ -135,6 +143,7 @@ def test_truncate_of_the_table_is_refused_and_of_a_hot_partition_runs(tiered):
 
 def test_generic_plans_check_their_parameters_when_they_start(tiered):
     db = tiered
+    disable_transparent_writes(db)
     db.psql("UPDATE plain SET v = 'g' WHERE id IN (2800, 2900)")
     out = db.run_psql(
         SESSION + "SET plan_cache_mode = force_generic_plan;\n"
@@ -221,6 +230,7 @@ def test_a_role_with_only_table_privileges_writes_hot_rows(tiered):
     user's to run: a role with INSERT and UPDATE on the table alone writes hot rows, and is
     refused cold ones as the owner is."""
     db = tiered
+    disable_transparent_writes(db)
     db.psql("DROP ROLE IF EXISTS dml_writer; CREATE ROLE dml_writer;"
             " GRANT SELECT, INSERT, UPDATE ON events TO dml_writer")
     try:

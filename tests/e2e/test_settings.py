@@ -1,5 +1,6 @@
-"""The SPEC §7 settings of features still to come: tierdb.transparent_writes,
-tierdb.mirrored_reads, tierdb.mirror_wait_ms and tierdb.hybrid_lag.
+"""The SPEC §7 settings of features still to come: tierdb.mirrored_reads,
+tierdb.mirror_wait_ms and tierdb.hybrid_lag (tierdb.transparent_writes took
+effect with transparent writes: test_transparent_inserts.py).
 
 They are defined (the library reserves the `tierdb.` prefix, so an undefined
 one could not be set at all): SHOW gives the SPEC default, any role can SET
@@ -14,13 +15,11 @@ import pytest
 
 # name: (pg_settings.vartype, SHOW of the default, pg_settings.setting of the default, a value to set, SHOW of it, a bad value)
 RESERVED = {
-    "tierdb.transparent_writes": ("bool", "on", "on", "off", "off", "maybe"),
     "tierdb.mirrored_reads": ("enum", "heap", "heap", "hybrid", "hybrid", "mirror"),
     "tierdb.mirror_wait_ms": ("integer", "5s", "5000", "250", "250ms", "-1"),
     "tierdb.hybrid_lag": ("integer", "0", "0", "86400", "86400", "-5"),
 }
 FEATURE = {
-    "tierdb.transparent_writes": "transparent writes",
     "tierdb.mirrored_reads": "mirrored tables",
     "tierdb.mirror_wait_ms": "mirrored tables",
     "tierdb.hybrid_lag": "mirrored tables",

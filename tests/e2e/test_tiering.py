@@ -62,10 +62,12 @@ def cutline(db, table):
 
 
 def heap_partitions(db, table):
-    """{name: (lo, hi)} of the attached partitions, bounds as text."""
+    """{name: (lo, hi)} of the attached range partitions, bounds as text (not the
+    spill partition of transparent writes, docs/writes.md)."""
     rows = db.query(
         f"{SESSION}SELECT c.relname, pg_get_expr(c.relpartbound, c.oid) FROM pg_inherits i"
         f" JOIN pg_class c ON c.oid = i.inhrelid WHERE i.inhparent = '{table}'::regclass"
+        f" AND c.oid IS DISTINCT FROM tierdb.spill_partition('{table}')"
     )
     return {name: bound for name, bound in rows}
 

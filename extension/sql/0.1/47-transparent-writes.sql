@@ -1,0 +1,231 @@
+/*
+ * 47-transparent-writes.sql: plain INSERT and COPY of rows below the
+ * cut-line (SPEC §7, "Transparent writes"); a part of the install script
+ * tierdb--0.1.sql, which extension/Makefile assembles from sql/0.1/.
+ *
+ * The spill partition.  A tiered table with transparent writes has a
+ * DEFAULT partition, <table>_tierdb_spill, carrying the AFTER INSERT row
+ * trigger tierdb_spill (tierdb.spill_route, src/spill.c).  Partitions
+ * below T are gone (tiering dropped them), so Postgres routes a new row
+ * below T there: the row is inserted as into any partition, so the
+ * statement's privilege check, RLS WITH CHECK policies, constraints, the
+ * table's own row triggers, RETURNING and the row count all treat it as a
+ * plain table would.  At the end of the statement the trigger writes the
+ * row into tierdb.delta as an upsert (op 0) and deletes it from the spill
+ * partition, which is therefore empty whenever anyone else can look at it
+ * (a DEFAULT partition is scanned by every CREATE/ATTACH PARTITION, and
+ * reads of the heap above T must never see a row below it).
+ *
+ * The per-table switch is that partition itself: a table has transparent
+ * writes exactly when it has the spill partition (tierdb.spill_partition).
+ * tierdb.tables has no column for it because SPEC §4's catalog names are
+ * protocol, and a separate flag could disagree with the partition that does
+ * the work.  tierdb register creates it for new tables; tierdb_enable_
+ * transparent_writes / tierdb_disable_transparent_writes create and drop it.
+ * The setting tierdb.transparent_writes (on) turns the routing off per
+ * session: plain INSERT and COPY of rows below T are then refused, naming
+ * tierdb_upsert, as before.
+ *
+ * Semantics of a routed row are those of a plain INSERT into a table whose
+ * primary key is the merge key: a row whose pk already lives in the heap
+ * (at or above T), in the lake or in the delta raises unique_violation,
+ * probed exactly (the heap by its key, the delta row, the lake at S), so a
+ * plain INSERT never silently replaces a row.  INSERT ... ON CONFLICT that
+ * reaches rows below T is refused (src/dml_guard.c), naming tierdb_upsert:
+ * the spill row is already counted and returned when the conflict could be
+ * known, so it cannot be undone exactly.
+ *
+ * Privileges: the inserting role needs INSERT on the table only, as a
+ * plain INSERT does.  spill_prepare runs as that role (so domain checks and
+ * CHECK constraints run with its rights); spill_put_impl is SECURITY DEFINER
+ * and not executable from SQL: spill.c calls it directly, only from the
+ * trigger firing on the spill partition of a registered table, for a row
+ * the executor has just inserted there.  It runs no user code: keys are
+ * compared through their base types, never through domains.
+ */
+
+/* The trigger on the spill partition (src/spill.c). */
+CREATE FUNCTION tierdb.spill_route()
+RETURNS trigger
+LANGUAGE c
+AS 'MODULE_PATHNAME', 'tierdb_spill_route';
+
+/* The spill partition of `tbl` (its DEFAULT partition with the tierdb_spill trigger), or NULL. */
+CREATE FUNCTION tierdb.spill_partition(tbl regclass)
+RETURNS regclass
+LANGUAGE sql STABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT p.partdefid::regclass
+      FROM pg_partitioned_table p
+     WHERE p.partrelid = tbl AND p.partdefid <> 0
+       AND EXISTS (SELECT FROM pg_trigger g
+                    WHERE g.tgrelid = p.partdefid AND g.tgname = 'tierdb_spill'
+                      AND g.tgfoid = 'tierdb.spill_route()'::regprocedure)
+$$;
+
+/*
+ * The caller's half of routing one spilled row: the row as the normalised
+ * payload, its canonical pk and tier key, and its key columns, checked for
+ * what the lake cannot hold and against the retention line.  `hot` says
+ * the row belongs at or above T (it reached the spill partition because no
+ * heap partition holds its range yet).
+ */
+CREATE FUNCTION tierdb.spill_prepare(tbl regclass, st jsonb, row_ record,
+                                     OUT payload jsonb, OUT pk text, OUT tier_key bigint, OUT key jsonb,
+                                     OUT hot boolean)
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+-- floats in the payload exact whatever the session says (the fold reads them back)
+SET extra_float_digits = 3
+AS $$
+DECLARE
+    n record;
+BEGIN
+    PERFORM tierdb.check_routable(tbl, st);
+    -- the executor checked the row's constraints as it inserted it
+    SELECT * INTO n FROM tierdb.normalize_row(tbl, st, to_jsonb(row_), false);
+    payload := n.payload;
+    pk := n.pk;
+    tier_key := n.tier_key;
+    key := n.key;
+    hot := tierdb.routes_hot(st, n.tier_key);
+    IF NOT hot THEN
+        PERFORM tierdb.check_retention(tbl, st, n.tier_key);
+        PERFORM tierdb.check_row(tbl, n.payload, true);
+    END IF;
+END;
+$$;
+
+/*
+ * SQL text: "<r>.a = (<param> ->> 'a')::<base type of a> AND ...", the
+ * pk columns of r against the key object in parameter <param>, compared through the columns'
+ * base types so that no domain check (user code) runs.
+ */
+CREATE FUNCTION tierdb.spill_key_match(tbl regclass, st jsonb, r text, param text)
+RETURNS text
+LANGUAGE sql STABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT string_agg(format('%I.%I = (%s ->> %L)::%s', r, c.col, param, c.col,
+                             format_type(coalesce(nullif(t.typbasetype, 0), a.atttypid), NULL)), ' AND ' ORDER BY n)
+      FROM jsonb_array_elements_text(st -> 'pk_cols') WITH ORDINALITY AS c(col, n)
+      JOIN pg_attribute a ON a.attrelid = tbl AND a.attname = c.col
+      JOIN pg_type t ON t.oid = a.atttypid
+$$;
+
+/*
+ * The definer's half: under the pk's lock, refuses a pk that already lives
+ * (returns 'heap' or 'cold' for spill.c to raise unique_violation as the
+ * caller), else writes the delta upsert and returns 'delta'.  The lake
+ * copy's location follows tierdb_upsert's rule (30-routing.sql,
+ * "old_tier_key"): after a tombstone the lake copy may still sit elsewhere.
+ */
+CREATE FUNCTION tierdb.spill_put_impl(tbl regclass, st jsonb, pk text, tier_key bigint, key jsonb, payload jsonb)
+RETURNS text
+LANGUAGE plpgsql SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    found boolean;
+    e jsonb;
+    lake_at bigint;
+    old_tier_key bigint;
+    version bigint;
+BEGIN
+    PERFORM tierdb.lock_pk(st, pk);
+    EXECUTE format('SELECT EXISTS (SELECT FROM %s t WHERE %s%s)', tbl, tierdb.spill_key_match(tbl, st, 't', '$1'),
+                   tierdb.heap_scope(st, 't'))
+       INTO found USING key;
+    IF found THEN
+        RETURN 'heap';
+    END IF;
+    SELECT jsonb_build_object('op', d.op, 'tier_key', d.tier_key, 'old_tier_key', d.old_tier_key)
+      INTO e
+      FROM tierdb.delta d
+     WHERE d.table_id = tbl::oid::bigint AND d.pk = spill_put_impl.pk;
+    IF e IS NOT NULL THEN
+        IF (e ->> 'op')::int = 0 THEN
+            RETURN 'cold';
+        END IF;
+        lake_at := coalesce((e ->> 'old_tier_key')::bigint, (e ->> 'tier_key')::bigint);
+    ELSIF st -> 'S' IS NOT NULL AND st -> 'S' <> 'null' THEN
+        EXECUTE format('SELECT tierdb.canonical_tier_key(l.%I) FROM tierdb.lake_scan(NULL::%s, $1) l WHERE %s LIMIT 1',
+                       st ->> 'tier_key_col', tbl, tierdb.spill_key_match(tbl, st, 'l', '$2'))
+           INTO lake_at USING (st ->> 'S')::bigint, key;
+        IF lake_at IS NOT NULL THEN
+            RETURN 'cold';
+        END IF;
+    END IF;
+    IF lake_at IS DISTINCT FROM tier_key THEN
+        old_tier_key := lake_at;
+    END IF;
+    version := tierdb.write_delta(tbl, pk, 0::smallint, tier_key, old_tier_key, payload);
+    PERFORM tierdb.explain_route(format('%s: plain INSERT of pk %s below T: written to tierdb.delta as version %s',
+                                        tbl, pk, version));
+    RETURN 'delta';
+END;
+$$;
+
+REVOKE EXECUTE ON FUNCTION tierdb.spill_prepare(regclass, jsonb, record),
+                           tierdb.spill_put_impl(regclass, jsonb, text, bigint, jsonb, jsonb)
+       FROM PUBLIC;
+
+/* Creates the spill partition `spill` (qualified, quoted) of tbl with its trigger (src/spill.c). */
+CREATE FUNCTION tierdb.spill_create(tbl regclass, spill text)
+RETURNS void
+LANGUAGE c STRICT
+AS 'MODULE_PATHNAME', 'tierdb_spill_create';
+
+/*
+ * tierdb_enable_transparent_writes(table): creates the spill partition of
+ * a registered tiered table (no-op when it has one).  Runs as the caller,
+ * who must own the table, as CREATE TABLE ... PARTITION OF needs.  Refuses a
+ * table that already has a DEFAULT partition of its own.
+ */
+CREATE FUNCTION tierdb_enable_transparent_writes(tbl regclass)
+RETURNS void
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    st jsonb := tierdb.routing_state(tbl, false);
+    other regclass;
+    spill text;
+BEGIN
+    PERFORM tierdb.check_routable(tbl, st);
+    IF (st ->> 'keep_heap')::boolean THEN
+        RAISE EXCEPTION 'transparent writes of % need no spill partition: the table keeps its heap', tbl
+            USING ERRCODE = 'feature_not_supported';
+    END IF;
+    IF tierdb.spill_partition(tbl) IS NOT NULL THEN
+        RETURN;
+    END IF;
+    SELECT partdefid::regclass INTO other FROM pg_partitioned_table WHERE partrelid = tbl AND partdefid <> 0;
+    IF other IS NOT NULL THEN
+        RAISE EXCEPTION 'table % already has a DEFAULT partition, %', tbl, other
+            USING ERRCODE = 'object_not_in_prerequisite_state',
+                  DETAIL = 'Transparent writes route rows below the cut-line through a DEFAULT partition of their own.',
+                  HINT = format('Move its rows into range partitions and detach it (ALTER TABLE %s DETACH PARTITION %s) first.',
+                                tbl, other);
+    END IF;
+    SELECT format('%I.%I', n.nspname, left(c.relname, 50) || '_tierdb_spill') INTO spill
+      FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.oid = tbl;
+    PERFORM tierdb.spill_create(tbl, spill);
+END;
+$$;
+
+/* tierdb_disable_transparent_writes(table): drops the spill partition (no-op without one). */
+CREATE FUNCTION tierdb_disable_transparent_writes(tbl regclass)
+RETURNS void
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    spill regclass := tierdb.spill_partition(tbl);
+BEGIN
+    IF spill IS NOT NULL THEN
+        EXECUTE format('DROP TABLE %s', spill);
+    END IF;
+END;
+$$;

@@ -1,0 +1,502 @@
+/*-------------------------------------------------------------------------
+ *
+ * spill.c
+ *		Transparent INSERT and COPY of rows below the cut-line (SPEC §7):
+ *		the trigger of a tiered table's spill partition, which moves the
+ *		rows Postgres routed there into tierdb.delta, and the checks the
+ *		planner hook and tierdb_explain ask of it.
+ *
+ * Why a partition and an AFTER trigger.  A tiered table's partitions below
+ * T are gone, so Postgres' own routing sends a row below T to the table's
+ * DEFAULT partition, the spill partition (sql/0.1/47-transparent-writes.sql
+ * creates it).  The row is really inserted there, so everything a plain
+ * INSERT or COPY does to a row happens to it: the INSERT privilege on the
+ * table, RLS WITH CHECK policies, NOT NULL, CHECK and foreign keys, the
+ * table's row triggers, RETURNING and the command's row count.  A BEFORE
+ * trigger returning NULL would keep the row out of RETURNING and the count;
+ * instead this AFTER INSERT row trigger, which fires at the end of the
+ * statement, writes the row into the delta as an upsert (op 0) and deletes
+ * it from the spill partition, without firing delete triggers (the row was
+ * not deleted, it moved).  The spill partition is empty whenever another
+ * statement can look at it: the seam read's heap branch never shows its
+ * rows, and the CREATE PARTITION of the daemon's premake, which scans a
+ * DEFAULT partition, finds nothing.  The trigger is named tierdb_spill so
+ * that it fires after the foreign-key checks ("RI_ConstraintTrigger_...")
+ * that run on the row where it landed.
+ *
+ * The trigger works in two halves (see the SQL file): the row is
+ * normalised and checked as the inserting role (tierdb.spill_prepare), and
+ * the pk's existence is probed and the delta written by the catalog's owner
+ * (tierdb.spill_put_impl), which nobody may execute from SQL: it is called
+ * here directly, and only from a trigger firing on the spill partition of a
+ * registered table, for a row the executor has just inserted there.  A pk
+ * that already lives (heap at or above T, delta or lake) is a
+ * unique_violation, raised here as the caller so its detail shows the key
+ * only to a role that may read the table, as Postgres' own does.
+ *
+ * A row at or above T reaches the spill partition only when no heap
+ * partition holds its range yet (the daemon premakes them): it is refused
+ * as Postgres' routing refuses it without a DEFAULT partition.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/genam.h"
+#include "access/htup_details.h"
+#include "access/table.h"
+#include "access/tableam.h"
+#include "access/tupconvert.h"
+#include "access/xact.h"
+#include "catalog/indexing.h"
+#include "catalog/namespace.h"
+#include "catalog/partition.h"
+#include "catalog/pg_trigger.h"
+#include "catalog/pg_type.h"
+#include "commands/trigger.h"
+#include "executor/executor.h"
+#include "executor/spi.h"
+#include "fmgr.h"
+#include "funcapi.h"
+#include "miscadmin.h"
+#include "nodes/makefuncs.h"
+#include "nodes/nodeFuncs.h"
+#include "optimizer/optimizer.h"
+#include "parser/parse_func.h"
+#include "parser/parsetree.h"
+#include "utils/acl.h"
+#include "utils/builtins.h"
+#include "utils/fmgroids.h"
+#include "utils/guc.h"
+#include "utils/jsonb.h"
+#include "utils/lsyscache.h"
+#include "utils/rel.h"
+#include "utils/snapmgr.h"
+
+#include "spill.h"
+
+PG_FUNCTION_INFO_V1(tierdb_spill_route);
+PG_FUNCTION_INFO_V1(tierdb_spill_create);
+
+/* tierdb.transparent_writes */
+static bool transparent_writes = true;
+
+#define SPILL_TRIGGER_NAME "tierdb_spill"
+
+void
+spill_init(void)
+{
+	DefineCustomBoolVariable("tierdb.transparent_writes",
+							 "Makes plain INSERT and COPY write rows of registered tiered tables below the cut-line into the delta.",
+							 "Takes effect on tables with transparent writes enabled (tierdb_enable_transparent_writes). "
+							 "Off, such rows are refused and must be written with tierdb_upsert().",
+							 &transparent_writes,
+							 true,
+							 PGC_USERSET,
+							 0,
+							 NULL, NULL, NULL);
+}
+
+/* ------------------------------------------------------------ the switch */
+
+/* Whether relation `relid` carries the tierdb_spill trigger of tierdb.spill_route. */
+static bool
+has_spill_trigger(Oid relid)
+{
+	Relation	triggers = table_open(TriggerRelationId, AccessShareLock);
+	ScanKeyData keys[2];
+	SysScanDesc scan;
+	HeapTuple	tuple;
+	bool		found = false;
+
+	ScanKeyInit(&keys[0], Anum_pg_trigger_tgrelid, BTEqualStrategyNumber, F_OIDEQ, ObjectIdGetDatum(relid));
+	ScanKeyInit(&keys[1], Anum_pg_trigger_tgname, BTEqualStrategyNumber, F_NAMEEQ,
+				CStringGetDatum(SPILL_TRIGGER_NAME));
+	scan = systable_beginscan(triggers, TriggerRelidNameIndexId, true, NULL, 2, keys);
+	tuple = systable_getnext(scan);
+	if (HeapTupleIsValid(tuple))
+	{
+		Oid			fn = ((Form_pg_trigger) GETSTRUCT(tuple))->tgfoid;
+		char	   *name = get_func_name(fn);
+
+		found = name != NULL && strcmp(name, "spill_route") == 0 && get_func_namespace(fn) == seam_namespace();
+	}
+	systable_endscan(scan);
+	table_close(triggers, AccessShareLock);
+	return found;
+}
+
+Oid
+spill_partition(Oid parent)
+{
+	Oid			spill = get_default_partition_oid(parent);
+
+	if (!OidIsValid(spill) || !OidIsValid(seam_namespace()) || !has_spill_trigger(spill))
+		return InvalidOid;
+	return spill;
+}
+
+bool
+spill_routes_insert(const Query *q, const SeamTable *t)
+{
+	return q->commandType == CMD_INSERT && q->onConflict == NULL && OidIsValid(spill_partition(t->relid));
+}
+
+/* ------------------------------------------------------------ creation */
+
+/* Set while tierdb_spill_create runs its DDL. */
+static bool creating = false;
+
+bool
+spill_creating(void)
+{
+	return creating;
+}
+
+static void
+run_ddl(const char *sql)
+{
+	if (SPI_execute(sql, false, 0) < 0)
+		elog(ERROR, "SPI_execute failed: %s", sql);
+}
+
+/*
+ * tierdb.spill_create(table, spill): creates `spill` (a qualified, quoted
+ * name) as the DEFAULT partition of the table with its tierdb_spill
+ * trigger, as the caller (who must own the table).  The DDL guard refuses
+ * DEFAULT partitions of registered tables but this one.
+ */
+Datum
+tierdb_spill_create(PG_FUNCTION_ARGS)
+{
+	char	   *table = seam_table_name(PG_GETARG_OID(0));
+	char	   *spill = text_to_cstring(PG_GETARG_TEXT_PP(1));
+	Relation	parent = table_open(PG_GETARG_OID(0), AccessShareLock);
+	Oid			owner = parent->rd_rel->relowner;
+
+	table_close(parent, NoLock);
+	SPI_connect();
+	creating = true;
+	PG_TRY();
+	{
+		run_ddl(psprintf("CREATE TABLE %s PARTITION OF %s DEFAULT", spill, table));
+	}
+	PG_FINALLY();
+	{
+		creating = false;
+	}
+	PG_END_TRY();
+	/* the table's owner owns its partitions, so whoever reads or changes the table's partitions may read this one */
+	if (owner != GetUserId())
+		run_ddl(psprintf("ALTER TABLE %s OWNER TO %s", spill, quote_identifier(GetUserNameFromId(owner, false))));
+	run_ddl(psprintf("CREATE TRIGGER " SPILL_TRIGGER_NAME " AFTER INSERT ON %s FOR EACH ROW "
+					 "EXECUTE FUNCTION tierdb.spill_route()", spill));
+	run_ddl(psprintf("COMMENT ON TABLE %s IS %s", spill,
+					 quote_literal_cstr("TierDB transparent writes: rows below the cut-line pass through here "
+										"into tierdb.delta; always empty")));
+	SPI_finish();
+	PG_RETURN_VOID();
+}
+
+/* ------------------------------------------------------------ explain */
+
+/* The constant tier key of one VALUES row or target entry, or false when it is not constant. */
+static bool
+constant_key(Expr *value, const SeamTable *t, int64 *key)
+{
+	Node	   *folded = eval_const_expressions(NULL, (Node *) copyObject(value));
+
+	if (!IsA(folded, Const) || ((Const *) folded)->constisnull)
+		return false;
+	*key = seam_key_canonical(t->key_kind, getBaseType(exprType(folded)), ((Const *) folded)->constvalue);
+	return true;
+}
+
+char *
+spill_explain_insert(const Query *q, const SeamTable *t)
+{
+	const char *table = seam_table_name(t->relid);
+	int64		tier_key_hi = seam_planning_t(t);
+	const char *cut = seam_key_text(t, tier_key_hi);
+	Expr	   *value = NULL;
+	List	   *keys = NIL;
+	int			hot = 0,
+				cold = 0;
+	ListCell   *lc;
+
+	foreach(lc, q->targetList)
+	{
+		TargetEntry *tle = lfirst(lc);
+
+		if (!tle->resjunk && tle->resno == t->tier_key_attno)
+			value = tle->expr;
+	}
+	/* a multi-row VALUES: the target entry is a Var of the VALUES list, whose column holds the keys */
+	if (value != NULL && IsA(value, Var) && ((Var *) value)->varlevelsup == 0)
+	{
+		Var		   *var = (Var *) value;
+		RangeTblEntry *rte = rt_fetch(var->varno, q->rtable);
+
+		if (rte->rtekind == RTE_VALUES)
+			foreach(lc, rte->values_lists)
+				keys = lappend(keys, list_nth(lfirst(lc), var->varattno - 1));
+	}
+	else if (value != NULL && q->jointree->fromlist == NIL)
+		keys = list_make1(value);
+	foreach(lc, keys)
+	{
+		int64		key;
+
+		if (!constant_key(lfirst(lc), t, &key))
+		{
+			hot = cold = -1;
+			break;
+		}
+		if (key >= tier_key_hi)
+			hot++;
+		else
+			cold++;
+	}
+	if (keys == NIL || hot < 0)
+		return psprintf("%s: INSERT routes each row by its tier key: rows at or above T %s go into the heap's "
+						"partitions, rows below it into the delta (transparent writes)", table, cut);
+	if (cold == 0)
+		return psprintf("%s: INSERT routes to the heap: its %d row(s) are at or above T %s", table, hot, cut);
+	if (hot == 0)
+		return psprintf("%s: INSERT routes to the delta (transparent writes): its %d row(s) are below T %s",
+						table, cold, cut);
+	return psprintf("%s: INSERT routes to the heap and the delta (transparent writes): %d row(s) at or above T %s "
+					"go into the heap, %d below it into the delta", table, hot, cut, cold);
+}
+
+/* ------------------------------------------------------------ the trigger */
+
+/* The SQL functions the trigger calls, looked up once per statement (the trigger's FmgrInfo lives that long). */
+typedef struct SpillCalls
+{
+	FmgrInfo	state;			/* tierdb.routing_state_impl(regclass, boolean) */
+	FmgrInfo	prepare;		/* tierdb.spill_prepare(regclass, jsonb, record) */
+	FmgrInfo	put;			/* tierdb.spill_put_impl(regclass, jsonb, text, bigint, jsonb, jsonb) */
+} SpillCalls;
+
+static void
+lookup_call(const char *name, int nargs, const Oid *types, FmgrInfo *into, MemoryContext cxt)
+{
+	Oid			fn = LookupFuncName(list_make2(makeString("tierdb"), makeString(unconstify(char *, name))),
+									nargs, types, false);
+
+	fmgr_info_cxt(fn, into, cxt);
+}
+
+static SpillCalls *
+spill_calls(FunctionCallInfo fcinfo)
+{
+	SpillCalls *calls = fcinfo->flinfo->fn_extra;
+	MemoryContext cxt = fcinfo->flinfo->fn_mcxt;
+
+	if (calls == NULL)
+	{
+		Oid			state_types[] = {REGCLASSOID, BOOLOID};
+		Oid			prepare_types[] = {REGCLASSOID, JSONBOID, RECORDOID};
+		Oid			put_types[] = {REGCLASSOID, JSONBOID, TEXTOID, INT8OID, JSONBOID, JSONBOID};
+
+		calls = MemoryContextAllocZero(cxt, sizeof(SpillCalls));
+		lookup_call("routing_state_impl", 2, state_types, &calls->state, cxt);
+		lookup_call("spill_prepare", 3, prepare_types, &calls->prepare, cxt);
+		lookup_call("spill_put_impl", 6, put_types, &calls->put, cxt);
+		fcinfo->flinfo->fn_extra = calls;
+	}
+	return calls;
+}
+
+/* Calls fn with args (none null); *isnull says whether it returned NULL. */
+static Datum
+call(FmgrInfo *fn, int nargs, const Datum *args, bool *isnull)
+{
+	LOCAL_FCINFO(c, 6);
+	Datum		result;
+
+	InitFunctionCallInfoData(*c, fn, nargs, InvalidOid, NULL, NULL);
+	for (int i = 0; i < nargs; i++)
+	{
+		c->args[i].value = args[i];
+		c->args[i].isnull = false;
+	}
+	result = FunctionCallInvoke(c);
+	*isnull = c->isnull;
+	return result;
+}
+
+/* The trigger must be the AFTER INSERT row trigger of the spill partition of a registered tiered table. */
+static SeamTable *
+check_trigger(FunctionCallInfo fcinfo, TriggerData **data)
+{
+	TriggerData *td = (TriggerData *) fcinfo->context;
+	Relation	rel;
+	Oid			parent;
+	SeamTable  *t;
+
+	if (!CALLED_AS_TRIGGER(fcinfo))
+		ereport(ERROR,
+				(errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
+				 errmsg("tierdb.spill_route() can only be called as a trigger")));
+	if (!TRIGGER_FIRED_AFTER(td->tg_event) || !TRIGGER_FIRED_FOR_ROW(td->tg_event) ||
+		!TRIGGER_FIRED_BY_INSERT(td->tg_event))
+		ereport(ERROR,
+				(errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
+				 errmsg("tierdb.spill_route() must run as an AFTER INSERT ... FOR EACH ROW trigger")));
+	rel = td->tg_relation;
+	parent = rel->rd_rel->relispartition ? get_partition_parent(RelationGetRelid(rel), false) : InvalidOid;
+	if (!OidIsValid(parent) || get_default_partition_oid(parent) != RelationGetRelid(rel))
+		ereport(ERROR,
+				(errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
+				 errmsg("tierdb.spill_route() runs only on the spill partition of a tiered table, not on %s",
+						seam_table_name(RelationGetRelid(rel))),
+				 errhint("Enable transparent writes with tierdb_enable_transparent_writes(<table>).")));
+	t = seam_lookup_table(parent);
+	if (t == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("no partition of relation \"%s\" holds this row, and the table is not registered with "
+						"TierDB in tiered mode", get_rel_name(parent)),
+				 errdetail("The row reached %s, the spill partition of transparent writes.",
+						   seam_table_name(RelationGetRelid(rel))),
+				 errhint("Register the table, or drop the spill partition with "
+						 "SELECT tierdb_disable_transparent_writes('%s').", seam_table_name(parent))));
+	*data = td;
+	return t;
+}
+
+/* The row as a value of the registered (parent) table's row type, whatever the partition's column order. */
+static Datum
+parent_row(Relation spill, Relation parent, HeapTuple tuple)
+{
+	TupleConversionMap *map = convert_tuples_by_name(RelationGetDescr(spill), RelationGetDescr(parent));
+
+	if (map != NULL)
+		tuple = execute_attr_map_tuple(tuple, map);
+	return heap_copy_tuple_as_datum(tuple, RelationGetDescr(parent));
+}
+
+/* The key columns as "(a, b)" and the canonical pk text as "(1, x)", for a duplicate's detail. */
+static void
+key_description(const SeamTable *t, const char *pk, StringInfo out)
+{
+	appendStringInfoString(out, "Key (");
+	for (int i = 0; i < t->npk; i++)
+		appendStringInfo(out, "%s%s", i > 0 ? ", " : "",
+						 quote_identifier(get_attname(t->relid, t->pk_attnos[i], false)));
+	appendStringInfoString(out, ")=(");
+	for (const char *p = pk; *p != '\0'; p++)
+	{
+		if (t->npk > 1 && *p == '\\' && p[1] != '\0')
+			appendStringInfoChar(out, *++p);
+		else if (t->npk > 1 && *p == 31)
+			appendStringInfoString(out, ", ");
+		else
+			appendStringInfoChar(out, *p);
+	}
+	appendStringInfoChar(out, ')');
+}
+
+static void
+refuse_duplicate(const SeamTable *t, const char *pk, const char *where)
+{
+	const char *table = seam_table_name(t->relid);
+	const char *place = strcmp(where, "heap") == 0 ? "in the heap" : "below the cut-line (in the lake or tierdb.delta)";
+	StringInfoData key;
+
+	initStringInfo(&key);
+	if (pg_class_aclcheck(t->relid, GetUserId(), ACL_SELECT) == ACLCHECK_OK)
+		key_description(t, pk, &key);
+	else
+		appendStringInfoString(&key, "A row of the same key");
+	ereport(ERROR,
+			(errcode(ERRCODE_UNIQUE_VIOLATION),
+			 errmsg("duplicate key value violates the primary key of table %s", table),
+			 errdetail("%s already exists %s.", key.data, place),
+			 errhint("To replace the row, write it with SELECT tierdb_upsert('%s', <row as jsonb>).", table)));
+}
+
+/* A row that is not routed: at or above T with no partition for it, or tierdb.transparent_writes off. */
+static void
+refuse_unrouted(const SeamTable *t, Relation parent, const char *key_text, bool hot)
+{
+	const char *table = seam_table_name(t->relid);
+
+	if (hot)
+		ereport(ERROR,
+				(errcode(ERRCODE_CHECK_VIOLATION),
+				 errmsg("no partition of relation \"%s\" found for row", RelationGetRelationName(parent)),
+				 errdetail("The row's tier key %s is at or above the cut-line, and no heap partition holds it yet.",
+						   key_text),
+				 errhint("Rows past the newest partition need that partition first (the tierdb daemon creates "
+						 "partitions ahead of the newest row).")));
+	ereport(ERROR,
+			(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+			 errmsg("cannot write a row of table \"%s\" below its cut-line with plain INSERT or COPY: "
+					"tierdb.transparent_writes is off", table),
+			 errdetail("The row's tier key %s is below the cut-line: rows there live in the lake.", key_text),
+			 errhint("Write it with SELECT tierdb_upsert('%s', <row as jsonb>), or SET tierdb.transparent_writes = on.",
+					 table)));
+}
+
+/*
+ * tierdb.spill_route(): the AFTER INSERT row trigger of the spill
+ * partition; see the file comment.
+ */
+Datum
+tierdb_spill_route(PG_FUNCTION_ARGS)
+{
+	TriggerData *td;
+	SeamTable  *t = check_trigger(fcinfo, &td);
+	SpillCalls *calls = spill_calls(fcinfo);
+	Relation	parent = table_open(t->relid, AccessShareLock);
+	Datum		args[6];
+	bool		isnull;
+	Datum		st;
+	HeapTupleHeader prepared;
+	bool		hot;
+	Datum		pk;
+	Datum		tier_key;
+	Datum		key;
+	Datum		payload;
+	char	   *route;
+
+	/* the cut-line, locked until commit as routed writes lock it (30-routing.sql, "Concurrency") */
+	args[0] = ObjectIdGetDatum(t->relid);
+	args[1] = BoolGetDatum(true);
+	st = call(&calls->state, 2, args, &isnull);
+	if (isnull)
+		elog(ERROR, "table %s has no TierDB routing state", seam_table_name(t->relid));
+
+	args[1] = st;
+	args[2] = parent_row(td->tg_relation, parent, td->tg_trigtuple);
+	prepared = DatumGetHeapTupleHeader(call(&calls->prepare, 3, args, &isnull));
+	payload = GetAttributeByNum(prepared, 1, &isnull);
+	pk = GetAttributeByNum(prepared, 2, &isnull);
+	tier_key = GetAttributeByNum(prepared, 3, &isnull);
+	key = GetAttributeByNum(prepared, 4, &isnull);
+	hot = DatumGetBool(GetAttributeByNum(prepared, 5, &isnull));
+
+	if (hot || !transparent_writes)
+		refuse_unrouted(t, parent, seam_key_text(t, DatumGetInt64(tier_key)), hot);
+
+	args[2] = pk;
+	args[3] = tier_key;
+	args[4] = key;
+	args[5] = payload;
+	route = TextDatumGetCString(call(&calls->put, 6, args, &isnull));
+	if (strcmp(route, "delta") != 0)
+		refuse_duplicate(t, TextDatumGetCString(pk), route);
+
+	/*
+	 * The row has moved: it leaves the spill partition without firing
+	 * delete triggers.  The command counter moves past the insert, so the
+	 * row is visible to this delete.
+	 */
+	CommandCounterIncrement();
+	simple_table_tuple_delete(td->tg_relation, &td->tg_trigtuple->t_self, GetActiveSnapshot());
+	table_close(parent, AccessShareLock);
+	return PointerGetDatum(NULL);
+}

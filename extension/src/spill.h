@@ -1,0 +1,54 @@
+/*-------------------------------------------------------------------------
+ *
+ * spill.h
+ *		Transparent INSERT and COPY of rows below the cut-line through a
+ *		tiered table's spill partition (spill.c; the SQL side is
+ *		sql/0.1/47-transparent-writes.sql).
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef TIERDB_SPILL_H
+#define TIERDB_SPILL_H
+
+#include "fmgr.h"
+#include "nodes/parsenodes.h"
+
+#include "seam.h"
+
+/* Defines tierdb.transparent_writes; called by _PG_init. */
+extern void spill_init(void);
+
+/*
+ * The spill partition of `parent` (its DEFAULT partition carrying the
+ * tierdb_spill trigger), or InvalidOid: whether the table has transparent
+ * writes (the setting tierdb.transparent_writes is checked per row, by the
+ * trigger, so that cached plans need no invalidation when it changes).
+ */
+extern Oid	spill_partition(Oid parent);
+
+/*
+ * Whether an INSERT query level into registered table t sends its rows
+ * below T to the spill partition rather than having them refused while
+ * planning (dml_guard.c): a plain INSERT (no ON CONFLICT) into a table
+ * with a spill partition.
+ */
+extern bool spill_routes_insert(const Query *q, const SeamTable *t);
+
+/*
+ * tierdb_explain's line for an INSERT into t that spill_routes_insert
+ * accepts: where its rows go (heap, delta, or both), judged from constant
+ * VALUES when it has them.
+ */
+extern char *spill_explain_insert(const Query *q, const SeamTable *t);
+
+/*
+ * Whether tierdb.spill_create is creating a spill partition in this
+ * backend: the DDL guard (ddl.c) then lets a registered table take that
+ * DEFAULT partition.
+ */
+extern bool spill_creating(void);
+
+extern Datum tierdb_spill_route(PG_FUNCTION_ARGS);
+extern Datum tierdb_spill_create(PG_FUNCTION_ARGS);
+
+#endif							/* TIERDB_SPILL_H */
