@@ -263,9 +263,19 @@ def test_every_write_path_refuses_rows_below_r(events, tierdb):
     assert message in err, err
     err = db.error(UTC + "INSERT INTO events (id, ts, v) VALUES (9002, '2024-01-02 00:00:00+00', 'x')")
     assert "23514" in err and "tier key 2024-01-02 00:00:00+00 of" in err and message in err, err
-    # COPY reaches no planned check: partition routing refuses the row, and the hint names R.
+    # COPY's cold rows reach the spill partition, whose routing checks R as tierdb_upsert does.
+    err = db.error(UTC + "COPY events (id, ts, v) FROM PROGRAM 'echo 9003,2024-01-02 00:00:00+00,x' (FORMAT csv)")
+    assert "23514" in err and "tier key 2024-01-02 00:00:00+00 of" in err and message in err, err
+    assert (table_rows(db, "events"), db.query("SELECT * FROM tierdb.delta ORDER BY pk")) == before
+
+    # Without transparent writes, the planner's check refuses the INSERT, and COPY's
+    # "no partition" error (partition routing sees it first) has a hint naming R.
+    db.psql("SELECT tierdb_disable_transparent_writes('events')")
+    err = db.error(UTC + "INSERT INTO events (id, ts, v) VALUES (9002, '2024-01-02 00:00:00+00', 'x')")
+    assert "23514" in err and "tier key 2024-01-02 00:00:00+00 of" in err and message in err, err
     err = db.error(UTC + "COPY events (id, ts, v) FROM PROGRAM 'echo 9003,2024-01-02 00:00:00+00,x' (FORMAT csv)")
     assert f"except rows below the retention line {R_TEXT}" in err, err
+    db.psql("SELECT tierdb_enable_transparent_writes('events')")
     assert (table_rows(db, "events"), db.query("SELECT * FROM tierdb.delta ORDER BY pk")) == before
 
     # At the line a cold write is fine; above T plain INSERT is too.
