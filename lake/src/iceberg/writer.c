@@ -421,6 +421,9 @@ static int slots_grow(tl_ice_writer *w)
 /* Deep-copies the row's tuple into a new partition; returns its index. */
 static int add_partition(tl_ice_writer *w, uint64_t h, tl_error *err)
 {
+	/* The slot table stays at most half full, so a probe always ends at an empty slot. */
+	if (2 * (w->npartitions + 1) > w->nslots && slots_grow(w) < 0)
+		return tl_error_nomem(err, "for a partition");
 	int n = w->spec->nfields;
 	tl_ice_value *values = tl_arena_alloc(&w->arena, sizeof(tl_ice_value) * (size_t)(n ? n : 1));
 	if (values == NULL)
@@ -431,7 +434,6 @@ static int add_partition(tl_ice_writer *w, uint64_t h, tl_error *err)
 		    (values[i].ptr = tl_arena_copy(&w->arena, values[i].ptr, (uint32_t)values[i].len).ptr) == NULL)
 			return tl_error_nomem(err, "for a partition");
 	}
-	/* The slot table has room for this partition: it grows past half full. */
 	if (w->npartitions == w->partitions_cap) {
 		int cap = w->partitions_cap ? 2 * w->partitions_cap : 8;
 		partition *partitions = tl_realloc(w->partitions, sizeof(partition) * (size_t)cap);
@@ -463,9 +465,6 @@ static int add_partition(tl_ice_writer *w, uint64_t h, tl_error *err)
 	p->path = path_copy;
 	w->npartitions++;
 	slots_insert(w, w->npartitions - 1);
-	/* Past half full: grow now, so that the next insert always finds room. */
-	if (2 * w->npartitions > w->nslots)
-		(void)slots_grow(w); /* out of memory the table is fuller, but never full: n + 1 < nslots */
 	return w->npartitions - 1;
 }
 
