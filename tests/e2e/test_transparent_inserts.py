@@ -13,7 +13,8 @@ from __future__ import annotations
 import psycopg
 import pytest
 
-from test_tiering import SESSION, run_once
+import lake_files
+from test_tiering import SESSION, cutline, run_once
 from test_transparent_reads import tiered  # noqa: F401 (fixture)
 
 T = "2024-01-08 00:00:00+00"
@@ -53,6 +54,33 @@ def test_register_creates_the_spill_partition(tiered):
             ("events_owner",)]
     finally:
         db.psql("REASSIGN OWNED BY events_owner TO CURRENT_USER; DROP ROLE events_owner")
+
+
+def test_the_key_probe_reads_only_the_lake_files_that_may_hold_the_key(tiered):
+    """The duplicate probe of a cold row goes through the cold scan, which prunes by the key: with a lake
+    partition's files taken away, rows whose key no remaining file's bounds exclude still insert (a probe
+    that scanned the whole lake, as tierdb.lake_scan does, would fail on the missing files), while a key
+    that only those files could hold still needs them, and says which file is missing."""
+    db = tiered
+    files = {f for f in lake_files.list_files(f"{cutline(db, 'events')['ref']}/data", ".parquet") if "2024-01-02" in f}
+    assert files
+    moved = {f: lake_files.read_bytes(f) for f in files}
+    for f in files:
+        lake_files.remove(f)
+    try:
+        # ids above every lake file's upper bound: no file can hold them
+        got, want = both(db, "INSERT INTO {t} VALUES (95001, '2024-01-05', 'far', 1), (95002, '2024-01-02', 'far', 2)"
+                             " RETURNING id")
+        assert got == want == [("95001",), ("95002",)]
+        # the id of a row in the missing files: they are the only ones that hold it, so they must be read
+        (gone,), = rows(db, "SELECT min(id) FROM plain WHERE ts >= '2024-01-02 00:00:00+00'"
+                            " AND ts < '2024-01-03 00:00:00+00'")
+        err = db.error(SESSION + f"INSERT INTO events VALUES ({gone}, '2024-01-03', 'dup', 1)")
+        assert ".parquet" in err, err
+    finally:
+        for f, data in moved.items():
+            lake_files.write_bytes(f, data)
+    same_tables(db)
 
 
 def test_insert_values_returning_and_counts(tiered):

@@ -55,10 +55,11 @@
  *   - the pk has a delta row: its lake copy is where that row's own fold
  *     would delete it, coalesce(old_tier_key, tier_key);
  *   - the pk is in the heap: it has no lake copy;
- *   - otherwise: the lake at S is read (tierdb.lake_scan) for that pk.
- *     This reads the table's cold rows, so corrections of such tables cost a
- *     cold scan; it is the only way to be right, because a wrong guess would
- *     leave the old copy in the lake after the fold.
+ *   - otherwise: the lake at S is read for that pk (tierdb.lake_location:
+ *     the cold scan with the key's conditions, which reads only the lake
+ *     files whose partitions and statistics may hold the key).  It is the
+ *     only way to be right, because a wrong guess would leave the old copy
+ *     in the lake after the fold.
  *
  * Concurrency with the daemon.  The routing functions lock the table's
  * tierdb.cutline row FOR SHARE before they read T, and keep it until
@@ -606,6 +607,26 @@ SET search_path = pg_catalog, pg_temp
 AS $$ SELECT (st -> 'pk_cols') ? (st ->> 'tier_key_col') $$;
 
 /*
+ * SQL text: "<r>.a = (<param> ->> 'a')::<base type of a> AND ...", the pk
+ * columns of r against the key object in parameter <param>, compared
+ * through the columns' base types so that no domain check (user code)
+ * runs.  Each condition compares a column with an expression of a
+ * parameter, so the cold scan takes it into the lake (cold_scan.c) and
+ * reads only the partitions, files and row groups that may hold the key.
+ */
+CREATE FUNCTION tierdb.key_match(tbl regclass, st jsonb, r text, param text)
+RETURNS text
+LANGUAGE sql STABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT string_agg(format('%I.%I = (%s ->> %L)::%s', r, c.col, param, c.col,
+                             format_type(coalesce(nullif(t.typbasetype, 0), a.atttypid), NULL)), ' AND ' ORDER BY n)
+      FROM jsonb_array_elements_text(st -> 'pk_cols') WITH ORDINALITY AS c(col, n)
+      JOIN pg_attribute a ON a.attrelid = tbl AND a.attname = c.col
+      JOIN pg_type t ON t.oid = a.atttypid
+$$;
+
+/*
  * Where the lake at S holds the row of `key` (its canonical tier key), or
  * NULL when it holds none.  Reads the lake: see the file comment.
  */
@@ -620,10 +641,13 @@ BEGIN
     IF st -> 'S' IS NULL OR st -> 'S' = 'null' THEN
         RETURN NULL;  -- nothing has reached the lake yet
     END IF;
-    EXECUTE format('SELECT tierdb.canonical_tier_key(l.%I) FROM tierdb.lake_scan(NULL::%s, $1) l,'
-                   ' jsonb_populate_record(NULL::%s, $2) k WHERE %s LIMIT 1',
-                   st ->> 'tier_key_col', tbl, tbl, tierdb.pk_match(st, 'l', 'k'))
-       INTO loc USING (st ->> 'S')::bigint, key;
+    -- The cold rows at the statement's pin, whose S is st's (routed writes hold the cut-line FOR SHARE
+    -- from the moment they read st): the lake at S merged with the delta, which the caller found holds
+    -- no row of this pk.  Unlike tierdb.lake_scan, the cold scan takes the key's conditions, so the
+    -- lookup reads only the lake files that may hold the key, not the whole lake.
+    EXECUTE format('SELECT tierdb.canonical_tier_key(l.%I) FROM tierdb.cold_rows(NULL::%s) l WHERE %s LIMIT 1',
+                   st ->> 'tier_key_col', tbl, tierdb.key_match(tbl, st, 'l', '$1'))
+       INTO loc USING key;
     RETURN loc;
 END;
 $$;

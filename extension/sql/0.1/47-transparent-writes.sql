@@ -98,23 +98,6 @@ END;
 $$;
 
 /*
- * SQL text: "<r>.a = (<param> ->> 'a')::<base type of a> AND ...", the
- * pk columns of r against the key object in parameter <param>, compared through the columns'
- * base types so that no domain check (user code) runs.
- */
-CREATE FUNCTION tierdb.spill_key_match(tbl regclass, st jsonb, r text, param text)
-RETURNS text
-LANGUAGE sql STABLE
-SET search_path = pg_catalog, pg_temp
-AS $$
-    SELECT string_agg(format('%I.%I = (%s ->> %L)::%s', r, c.col, param, c.col,
-                             format_type(coalesce(nullif(t.typbasetype, 0), a.atttypid), NULL)), ' AND ' ORDER BY n)
-      FROM jsonb_array_elements_text(st -> 'pk_cols') WITH ORDINALITY AS c(col, n)
-      JOIN pg_attribute a ON a.attrelid = tbl AND a.attname = c.col
-      JOIN pg_type t ON t.oid = a.atttypid
-$$;
-
-/*
  * The definer's half: under the pk's lock, refuses a pk that already lives
  * (returns 'heap' or 'cold' for spill.c to raise unique_violation as the
  * caller), else writes the delta upsert and returns 'delta'.  The lake
@@ -134,7 +117,7 @@ DECLARE
     version bigint;
 BEGIN
     PERFORM tierdb.lock_pk(st, pk);
-    EXECUTE format('SELECT EXISTS (SELECT FROM %s t WHERE %s%s)', tbl, tierdb.spill_key_match(tbl, st, 't', '$1'),
+    EXECUTE format('SELECT EXISTS (SELECT FROM %s t WHERE %s%s)', tbl, tierdb.key_match(tbl, st, 't', '$1'),
                    tierdb.heap_scope(st, 't'))
        INTO found USING key;
     IF found THEN
@@ -150,9 +133,13 @@ BEGIN
         END IF;
         lake_at := coalesce((e ->> 'old_tier_key')::bigint, (e ->> 'tier_key')::bigint);
     ELSIF st -> 'S' IS NOT NULL AND st -> 'S' <> 'null' THEN
-        EXECUTE format('SELECT tierdb.canonical_tier_key(l.%I) FROM tierdb.lake_scan(NULL::%s, $1) l WHERE %s LIMIT 1',
-                       st ->> 'tier_key_col', tbl, tierdb.spill_key_match(tbl, st, 'l', '$2'))
-           INTO lake_at USING (st ->> 'S')::bigint, key;
+        -- The cold rows at the statement's pin: the lake at S (the cut-line is held FOR SHARE since st was
+        -- read, so the pin's S is st's), merged with a delta that has no row for this pk.  Unlike
+        -- tierdb.lake_scan, the cold scan takes the key's conditions: partitions, files and row groups that
+        -- cannot hold the key are never read, so a probe costs a lookup, not a scan of the whole lake.
+        EXECUTE format('SELECT tierdb.canonical_tier_key(l.%I) FROM tierdb.cold_rows(NULL::%s) l WHERE %s LIMIT 1',
+                       st ->> 'tier_key_col', tbl, tierdb.key_match(tbl, st, 'l', '$1'))
+           INTO lake_at USING key;
         IF lake_at IS NOT NULL THEN
             RETURN 'cold';
         END IF;
