@@ -31,29 +31,14 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+import s3_lake  # noqa: E402  (its tier(): register and `tierdb run --once`, timed)
 import seam_reads  # noqa: E402
 import tiering_peer  # noqa: E402
 from seam_reads import SETTINGS, rename_table, say  # noqa: E402
-from tiering_peer import BASE_DAY, TOP, clean_env, fail, positive_int, tail  # noqa: E402
+from tiering_peer import BASE_DAY, TOP, fail, positive_int  # noqa: E402
 
 DEFAULT_ROWS = 200_000
 DAY_US = 86_400_000_000
-
-
-def tier(args, work, dsn):
-    """Registers events (its registration creates the spill partition) and tiers every day but the hot one."""
-    import subprocess
-
-    env = clean_env(TIERDB_PG_URL=dsn, TIERDB_WAREHOUSE=str(work / "lake"), TIERDB_TIERING_LAG="1h")
-    reg = subprocess.run([args.bin, "register", "--table", "public.events", "--pk", "id,ts", "--tier-key", "ts"],
-                         env=env, capture_output=True, text=True)
-    if reg.returncode != 0:
-        fail(f"tierdb register failed ({reg.returncode}):\n{reg.stderr}")
-    code, seconds, _ = tiering_peer.run_measured([args.bin, "run", "--once"], env, work / "tier.out",
-                                                 work / "tier.err")
-    if code != 0:
-        fail(f"tierdb run --once failed ({code}); its log:\n{tail(work / 'tier.err')}")
-    return seconds
 
 
 def new_rows(first_id, count, start_us, span_us):
@@ -109,7 +94,7 @@ def measure(args, work, dsn):
             rename_table(cur, "events", "plain")
             tiering_peer.create_and_fill(conn, args.rows, args.days)
         say(f"loaded; tiering events ({args.days} days to the lake)")
-        tier_seconds = tier(args, work, dsn)
+        tier_seconds, _ = s3_lake.tier(args, work, dsn, "events", str(work / "lake"))
         say(f"tiered in {tier_seconds:.1f} s; writing {args.batch} rows per side, best of {args.repeat}")
         cold_span = args.days * DAY_US
         next_id = 10 * (args.rows + tiering_peer.HOT_ROWS)
