@@ -717,21 +717,15 @@ static int recover_fold(fold_run *r, const char *phase, json_t *details, tl_erro
 	return 1;
 }
 
-/* What recover_folds hands each settle_fold. */
-typedef struct settle_context {
-	PGconn *c;
-	const tdb_catalog_table *t;
-} settle_context;
-
 /* tdb_settle_interrupted's callback: one interrupted fold, with its own state. */
-static int settle_fold(const char *op_id, const char *phase, json_t *details, void *arg, tl_error *err)
+static int settle_fold(PGconn *c, const tdb_catalog_table *t, const char *op_id, const char *phase, json_t *details,
+                       tl_error *err)
 {
-	const settle_context *ctx = arg;
 	fold_run r;
 	memset(&r, 0, sizeof(r));
-	r.c = ctx->c;
-	r.t = ctx->t;
-	r.label = tdb_table_label(ctx->t);
+	r.c = c;
+	r.t = t;
+	r.label = tdb_table_label(t);
 	snprintf(r.op_id, sizeof(r.op_id), "%s", op_id);
 	int rc = recover_fold(&r, phase, details, err);
 	tl_ice_table_free(r.lake);
@@ -744,8 +738,7 @@ static int settle_fold(const char *op_id, const char *phase, json_t *details, vo
 /* Settles the table's interrupted folds; returns how many, or -1. */
 static int recover_folds(PGconn *c, const tdb_catalog_table *t, tl_error *err)
 {
-	settle_context ctx = {c, t};
-	return tdb_settle_interrupted(c, t->table_id, "compaction", "fold", settle_fold, &ctx, err);
+	return tdb_settle_interrupted(c, t, "compaction", "fold", settle_fold, err);
 }
 
 /* ------------------------------------------------------------ a fold */

@@ -358,9 +358,10 @@ int tdb_lake_commit_landed(tl_ice_table *lake, const char *op_id, int64_t *snaps
 	return 1;
 }
 
-int tdb_settle_interrupted(PGconn *c, int64_t table_id, const char *op_kind, const char *details_kind,
-                           tdb_settle_fn settle, void *arg, tl_error *err)
+int tdb_settle_interrupted(PGconn *c, const tdb_catalog_table *t, const char *op_kind, const char *details_kind,
+                           tdb_settle_fn settle, tl_error *err)
 {
+	int64_t table_id = t->table_id;
 	char id[24];
 	tdb_int_text(table_id, id);
 	const char *params[] = {id, op_kind, details_kind};
@@ -379,7 +380,7 @@ int tdb_settle_interrupted(PGconn *c, int64_t table_id, const char *op_kind, con
 		if (details == NULL)
 			tl_error_set(err, TL_ERR_CORRUPT, "its journal entry is not JSON");
 		else if (tdb_lake_lock(c, table_id, true, err) == 0) {
-			rc = settle(op_id, PQgetvalue(res, i, 1), details, arg, err);
+			rc = settle(c, t, op_id, PQgetvalue(res, i, 1), details, err);
 			tl_error ignored;
 			tl_error_clear(&ignored);
 			tdb_lake_lock(c, table_id, false, &ignored);

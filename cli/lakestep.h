@@ -13,6 +13,7 @@
 #include <jansson.h>
 #include <libpq-fe.h>
 
+#include "catalog.h"
 #include "daemon.h"
 #include "digest.h"
 #include "pgtypes.h"
@@ -99,16 +100,17 @@ int tdb_live_pins(PGconn *c, int64_t table_id, int64_t *count, tl_error *err);
 int tdb_lake_commit_landed(tl_ice_table *lake, const char *op_id, int64_t *snapshot_id);
 
 /*
- * Settles the table's interrupted operations of op_kind (and, when
+ * Settles table t's interrupted operations of op_kind (and, when
  * details_kind is not NULL, details->>'kind' = details_kind) whose phase is
  * not published, done or aborted, oldest first: for each, under the
- * table's lake lock, settle(op_id, phase, details, arg, err) returns 1
+ * table's lake lock, settle(c, t, op_id, phase, details, err) returns 1
  * (settled), 0 (left for a later cycle) or -1. Returns how many were
  * settled, or -1 with err naming the operation.
  */
-typedef int (*tdb_settle_fn)(const char *op_id, const char *phase, json_t *details, void *arg, tl_error *err);
-int tdb_settle_interrupted(PGconn *c, int64_t table_id, const char *op_kind, const char *details_kind,
-                           tdb_settle_fn settle, void *arg, tl_error *err);
+typedef int (*tdb_settle_fn)(PGconn *c, const tdb_catalog_table *t, const char *op_id, const char *phase,
+                             json_t *details, tl_error *err);
+int tdb_settle_interrupted(PGconn *c, const tdb_catalog_table *t, const char *op_kind, const char *details_kind,
+                           tdb_settle_fn settle, tl_error *err);
 
 /*
  * Opens the publishing transaction of a step that moves S but not T (the

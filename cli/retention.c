@@ -401,21 +401,15 @@ static int recover_run(retention_run *r, const char *phase, json_t *details, tl_
 	return 1;
 }
 
-/* What tdb_recover_retention hands each settle_run. */
-typedef struct settle_context {
-	PGconn *c;
-	const tdb_catalog_table *t;
-} settle_context;
-
 /* tdb_settle_interrupted's callback: one interrupted run, with its own state. */
-static int settle_run(const char *op_id, const char *phase, json_t *details, void *arg, tl_error *err)
+static int settle_run(PGconn *c, const tdb_catalog_table *t, const char *op_id, const char *phase, json_t *details,
+                      tl_error *err)
 {
-	const settle_context *ctx = arg;
 	retention_run r;
 	memset(&r, 0, sizeof(r));
-	r.c = ctx->c;
-	r.t = ctx->t;
-	r.label = tdb_table_label(ctx->t);
+	r.c = c;
+	r.t = t;
+	r.label = tdb_table_label(t);
 	snprintf(r.op_id, sizeof(r.op_id), "%s", op_id);
 	int rc = recover_run(&r, phase, details, err);
 	tl_ice_table_free(r.lake);
@@ -424,8 +418,7 @@ static int settle_run(const char *op_id, const char *phase, json_t *details, voi
 
 int tdb_recover_retention(PGconn *c, const tdb_catalog_table *t, tl_error *err)
 {
-	settle_context ctx = {c, t};
-	return tdb_settle_interrupted(c, t->table_id, "retention", NULL, settle_run, &ctx, err);
+	return tdb_settle_interrupted(c, t, "retention", NULL, settle_run, err);
 }
 
 /* ------------------------------------------------------------ a run */
