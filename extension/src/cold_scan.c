@@ -574,6 +574,71 @@ match_condition(Expr *clause, PushedCondition *out)
 	return true;
 }
 
+bool
+cold_scan_match_condition(Expr *clause, AttrNumber *attno, Oid *typid, int *op, Expr **value)
+{
+	PushedCondition c;
+
+	if (!match_condition(clause, &c))
+		return false;
+	*attno = c.attno;
+	*typid = c.typid;
+	*op = (int) c.op;
+	*value = c.value;
+	return true;
+}
+
+/* ------------------------------------------------------------ the reader for others */
+
+struct ColdRowsReader
+{
+	ColdReader	reader;
+};
+
+ColdRowsReader *
+cold_rows_reader_open(SeamTable *table, TupleDesc tupdesc, const ColdRowsCondition *conditions, int nconditions)
+{
+	ColdRowsReader *cr = palloc0(sizeof(ColdRowsReader));
+	ColdReader *r = &cr->reader;
+
+	cold_reader_begin(r, table, tupdesc, seam_pin(table));
+	for (int i = 0; i < nconditions && !r->skip; i++)
+	{
+		const ColdRowsCondition *c = &conditions[i];
+		EvaluatedCondition *e;
+
+		/* null holds for no row; a lower bound of the tier key at or above T keeps the read off the lake */
+		if (c->isnull ||
+			(c->attno == table->tier_key_attno &&
+			 (c->op == TL_ICE_EXPR_GE || c->op == TL_ICE_EXPR_GT || c->op == TL_ICE_EXPR_EQ) &&
+			 seam_key_canonical(table->key_kind, c->typid, c->value) >= r->pin.tier_key_hi))
+		{
+			r->skip = true;
+			break;
+		}
+		e = palloc(sizeof(EvaluatedCondition));
+		e->attno = c->attno;
+		e->typid = c->typid;
+		e->op = (tl_ice_expr_op) c->op;
+		e->value = datumCopy(c->value, get_typbyval(c->typid), get_typlen(c->typid));
+		e->qual_index = i;
+		r->conditions = lappend(r->conditions, e);
+	}
+	return cr;
+}
+
+bool
+cold_rows_reader_next(ColdRowsReader *reader, TupleTableSlot *slot)
+{
+	return cold_reader_next(&reader->reader, slot);
+}
+
+void
+cold_rows_reader_close(ColdRowsReader *reader)
+{
+	cold_reader_end(&reader->reader);
+}
+
 /* ------------------------------------------------------------ the custom scan */
 
 typedef struct ColdScanState

@@ -24,8 +24,11 @@
 #ifndef TIERDB_COLD_SCAN_H
 #define TIERDB_COLD_SCAN_H
 
+#include "executor/tuptable.h"
 #include "nodes/parsenodes.h"
 #include "nodes/plannodes.h"
+
+#include "seam.h"
 
 /* A cold scan's quals (they are kept among its custom_exprs: cold_scan.c says why). */
 extern List *cold_scan_quals(CustomScan *cscan);
@@ -41,6 +44,34 @@ extern List *cold_scan_quals(CustomScan *cscan);
  * user, and refused where row-level security applies.
  */
 extern void cold_scan_read_for(RangeTblEntry *cold_rows, const RangeTblEntry *reference);
+
+/*
+ * The cold rows of a table for code other than the custom scan
+ * (cold_dml.c): lake@S merged with the delta at the statement's pin, as
+ * tuples of the table's row type (tupdesc), pruned by conditions "column
+ * op value" that the caller found with cold_scan_match_condition.  The
+ * conditions only prune: the caller checks its own quals on every row.
+ */
+typedef struct ColdRowsReader ColdRowsReader;
+
+typedef struct ColdRowsCondition
+{
+	AttrNumber	attno;			/* in the table's numbering */
+	Oid			typid;			/* the value's type */
+	int			op;				/* a tl_ice_expr_op */
+	Datum		value;
+	bool		isnull;			/* a comparison with null holds for no row */
+} ColdRowsCondition;
+
+/* Recognises "column op value" (value free of Vars, volatile functions and subplans) among quals. */
+extern bool cold_scan_match_condition(Expr *clause, AttrNumber *attno, Oid *typid, int *op, Expr **value);
+
+/* Nothing is read until the first cold_rows_reader_next. The caller has checked its privileges. */
+extern ColdRowsReader *cold_rows_reader_open(SeamTable *table, TupleDesc tupdesc,
+											 const ColdRowsCondition *conditions, int nconditions);
+/* The next cold row into slot (a virtual slot of tupdesc), or false at the end. */
+extern bool cold_rows_reader_next(ColdRowsReader *reader, TupleTableSlot *slot);
+extern void cold_rows_reader_close(ColdRowsReader *reader);
 
 /* Installs the planner hook and registers the custom scan; from _PG_init while preloading. */
 extern void cold_scan_init(void);

@@ -42,6 +42,7 @@
 #include "utils/lsyscache.h"
 #include "utils/snapmgr.h"
 
+#include "cold_dml.h"
 #include "dml_guard.h"
 #include "spill.h"
 #include "transparent.h"
@@ -189,7 +190,8 @@ dml_guard_check_new_rows(Query *q, const SeamTable *t)
 	if (!OidIsValid(check))
 		return;					/* an extension script older than this library: no per-row check */
 	/* a plain INSERT into a table with transparent writes sends rows below T to its spill partition (spill.h) */
-	if (q->commandType == CMD_UPDATE || (q->commandType == CMD_INSERT && !spill_routes_insert(q, t)))
+	if ((q->commandType == CMD_UPDATE && !cold_dml_routes(q, t->relid)) ||
+		(q->commandType == CMD_INSERT && !spill_routes_insert(q, t)))
 		wrap_tier_key(q->targetList, t, check);
 	if (q->onConflict != NULL && q->onConflict->action == ONCONFLICT_UPDATE)
 		wrap_tier_key(q->onConflict->onConflictSet, t, check);

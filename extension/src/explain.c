@@ -70,6 +70,7 @@
 #include "utils/varlena.h"
 
 #include "cold_scan.h"
+#include "cold_dml.h"
 #include "dml_guard.h"
 #include "heap_only.h"
 #include "seam.h"
@@ -253,6 +254,11 @@ explain_reference(Explainer *e, Query *q, Index rti, RangeTblEntry *rte)
 	if (rti == (Index) q->resultRelation && spill_routes_insert(q, seam_lookup_table(rte->relid)))
 	{
 		add_line_once(e, spill_explain_insert(q, seam_lookup_table(rte->relid)));
+		return;
+	}
+	if (e->heap_reason == NULL && rti == (Index) q->resultRelation && cold_dml_routes(q, rte->relid))
+	{
+		add_line_once(e, cold_dml_explain(q, rte->relid));
 		return;
 	}
 	reason = heap_only_reason(e, q, rti, rte);

@@ -51,6 +51,7 @@
 #include "catalog/indexing.h"
 #include "catalog/namespace.h"
 #include "catalog/partition.h"
+#include "catalog/pg_collation.h"
 #include "catalog/pg_trigger.h"
 #include "catalog/pg_type.h"
 #include "commands/trigger.h"
@@ -63,6 +64,7 @@
 #include "nodes/nodeFuncs.h"
 #include "optimizer/optimizer.h"
 #include "parser/parse_func.h"
+#include "parser/parse_relation.h"
 #include "parser/parsetree.h"
 #include "utils/acl.h"
 #include "utils/builtins.h"
@@ -95,6 +97,12 @@ spill_init(void)
 							 PGC_USERSET,
 							 0,
 							 NULL, NULL, NULL);
+}
+
+bool
+spill_transparent_writes_on(void)
+{
+	return transparent_writes;
 }
 
 /* ------------------------------------------------------------ the switch */
@@ -189,7 +197,7 @@ tierdb_spill_create(PG_FUNCTION_ARGS)
 	/* the table's owner owns its partitions, so whoever reads or changes the table's partitions may read this one */
 	if (owner != GetUserId())
 		run_ddl(psprintf("ALTER TABLE %s OWNER TO %s", spill, quote_identifier(GetUserNameFromId(owner, false))));
-	run_ddl(psprintf("CREATE TRIGGER " SPILL_TRIGGER_NAME " AFTER INSERT ON %s FOR EACH ROW "
+	run_ddl(psprintf("CREATE TRIGGER " SPILL_TRIGGER_NAME " AFTER INSERT OR UPDATE OR DELETE ON %s FOR EACH ROW "
 					 "EXECUTE FUNCTION tierdb.spill_route()", spill));
 	run_ddl(psprintf("COMMENT ON TABLE %s IS %s", spill,
 					 quote_literal_cstr("TierDB transparent writes: rows below the cut-line pass through here "
@@ -277,6 +285,8 @@ typedef struct SpillCalls
 	FmgrInfo	state;			/* tierdb.routing_state_impl(regclass, boolean) */
 	FmgrInfo	prepare;		/* tierdb.spill_prepare(regclass, jsonb, record) */
 	FmgrInfo	put;			/* tierdb.spill_put_impl(regclass, jsonb, text, bigint, jsonb, jsonb) */
+	FmgrInfo	lock_pk;		/* tierdb.lock_pk(jsonb, text) */
+	FmgrInfo	change;			/* tierdb.spill_change_impl(regclass, jsonb, text, bigint, text, bigint, jsonb, jsonb) */
 } SpillCalls;
 
 static void
@@ -299,35 +309,45 @@ spill_calls(FunctionCallInfo fcinfo)
 		Oid			state_types[] = {REGCLASSOID, BOOLOID};
 		Oid			prepare_types[] = {REGCLASSOID, JSONBOID, RECORDOID};
 		Oid			put_types[] = {REGCLASSOID, JSONBOID, TEXTOID, INT8OID, JSONBOID, JSONBOID};
+		Oid			lock_types[] = {JSONBOID, TEXTOID};
+		Oid			change_types[] = {REGCLASSOID, JSONBOID, TEXTOID, INT8OID, TEXTOID, INT8OID, JSONBOID, JSONBOID};
 
 		calls = MemoryContextAllocZero(cxt, sizeof(SpillCalls));
 		lookup_call("routing_state_impl", 2, state_types, &calls->state, cxt);
 		lookup_call("spill_prepare", 3, prepare_types, &calls->prepare, cxt);
 		lookup_call("spill_put_impl", 6, put_types, &calls->put, cxt);
+		lookup_call("lock_pk", 2, lock_types, &calls->lock_pk, cxt);
+		lookup_call("spill_change_impl", 8, change_types, &calls->change, cxt);
 		fcinfo->flinfo->fn_extra = calls;
 	}
 	return calls;
 }
 
-/* Calls fn with args (none null); *isnull says whether it returned NULL. */
+/* Calls fn with args (nulls: which are null, or NULL for none); *isnull says whether it returned NULL. */
 static Datum
-call(FmgrInfo *fn, int nargs, const Datum *args, bool *isnull)
+call_with_nulls(FmgrInfo *fn, int nargs, const Datum *args, const bool *nulls, bool *isnull)
 {
-	LOCAL_FCINFO(c, 6);
+	LOCAL_FCINFO(c, 8);
 	Datum		result;
 
 	InitFunctionCallInfoData(*c, fn, nargs, InvalidOid, NULL, NULL);
 	for (int i = 0; i < nargs; i++)
 	{
 		c->args[i].value = args[i];
-		c->args[i].isnull = false;
+		c->args[i].isnull = nulls != NULL && nulls[i];
 	}
 	result = FunctionCallInvoke(c);
 	*isnull = c->isnull;
 	return result;
 }
 
-/* The trigger must be the AFTER INSERT row trigger of the spill partition of a registered tiered table. */
+static Datum
+call(FmgrInfo *fn, int nargs, const Datum *args, bool *isnull)
+{
+	return call_with_nulls(fn, nargs, args, NULL, isnull);
+}
+
+/* The trigger must be the AFTER INSERT, UPDATE or DELETE row trigger of the spill partition of a registered tiered table. */
 static SeamTable *
 check_trigger(FunctionCallInfo fcinfo, TriggerData **data)
 {
@@ -341,10 +361,10 @@ check_trigger(FunctionCallInfo fcinfo, TriggerData **data)
 				(errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
 				 errmsg("tierdb.spill_route() can only be called as a trigger")));
 	if (!TRIGGER_FIRED_AFTER(td->tg_event) || !TRIGGER_FIRED_FOR_ROW(td->tg_event) ||
-		!TRIGGER_FIRED_BY_INSERT(td->tg_event))
+		TRIGGER_FIRED_BY_TRUNCATE(td->tg_event))
 		ereport(ERROR,
 				(errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
-				 errmsg("tierdb.spill_route() must run as an AFTER INSERT ... FOR EACH ROW trigger")));
+				 errmsg("tierdb.spill_route() must run as an AFTER INSERT OR UPDATE OR DELETE ... FOR EACH ROW trigger")));
 	rel = td->tg_relation;
 	parent = rel->rd_rel->relispartition ? get_partition_parent(RelationGetRelid(rel), false) : InvalidOid;
 	if (!OidIsValid(parent) || get_default_partition_oid(parent) != RelationGetRelid(rel))
@@ -441,9 +461,160 @@ refuse_unrouted(const SeamTable *t, Relation parent, const char *key_text, bool 
 					 table)));
 }
 
+/* What tierdb.spill_prepare made of a row. */
+typedef struct PreparedRow
+{
+	Datum		payload;		/* jsonb */
+	Datum		pk;				/* text */
+	Datum		tier_key;		/* bigint */
+	Datum		key;			/* jsonb */
+	bool		hot;
+} PreparedRow;
+
+static PreparedRow
+prepare_row(SpillCalls *calls, const SeamTable *t, Datum st, Relation spill, Relation parent, HeapTuple tuple)
+{
+	Datum		args[3] = {ObjectIdGetDatum(t->relid), st, parent_row(spill, parent, tuple)};
+	bool		isnull;
+	HeapTupleHeader prepared = DatumGetHeapTupleHeader(call(&calls->prepare, 3, args, &isnull));
+	PreparedRow row;
+
+	row.payload = GetAttributeByNum(prepared, 1, &isnull);
+	row.pk = GetAttributeByNum(prepared, 2, &isnull);
+	row.tier_key = GetAttributeByNum(prepared, 3, &isnull);
+	row.key = GetAttributeByNum(prepared, 4, &isnull);
+	row.hot = DatumGetBool(GetAttributeByNum(prepared, 5, &isnull));
+	return row;
+}
+
+/* The version of pk's delta row as `snapshot` sees it, 0 when it sees none; *xmin its writer. */
+static int64
+delta_version(const SeamTable *t, Datum pk, Snapshot snapshot, TransactionId *xmin)
+{
+	Oid			nsp = seam_namespace();
+	Relation	rel = table_open(get_relname_relid("delta", nsp), AccessShareLock);
+	ScanKeyData keys[2];
+	SysScanDesc scan;
+	HeapTuple	tuple;
+	int64		version = 0;
+
+	ScanKeyInit(&keys[0], 1, BTEqualStrategyNumber, F_INT8EQ, Int64GetDatum(t->table_id));
+	ScanKeyInit(&keys[1], 2, BTEqualStrategyNumber, F_TEXTEQ, pk);
+	keys[1].sk_collation = DEFAULT_COLLATION_OID;
+	scan = systable_beginscan(rel, get_relname_relid("delta_pkey", nsp), true, snapshot, 2, keys);
+	*xmin = InvalidTransactionId;
+	if ((tuple = systable_getnext(scan)) != NULL)
+	{
+		bool		isnull;
+
+		version = DatumGetInt64(heap_getattr(tuple, attnameAttNum(rel, "version", false), RelationGetDescr(rel),
+											 &isnull));
+		*xmin = HeapTupleHeaderGetXmin(tuple->t_data);
+	}
+	systable_endscan(scan);
+	table_close(rel, AccessShareLock);
+	return version;
+}
+
 /*
- * tierdb.spill_route(): the AFTER INSERT row trigger of the spill
- * partition; see the file comment.
+ * Locks the pk of a cold row the statement changes, and refuses the change
+ * when another transaction wrote the pk's delta row since the statement read
+ * the row: applying it would lose that write.  (On a plain table a READ
+ * COMMITTED update would wait for the row's lock and then re-evaluate the
+ * newer version; here the statement is retried.)
+ */
+static void
+lock_cold_row(SpillCalls *calls, const SeamTable *t, Datum st, Datum pk)
+{
+	Datum		args[2] = {st, pk};
+	bool		isnull;
+	TransactionId read_by,
+				now_by;
+	int64		read = delta_version(t, pk, GetActiveSnapshot(), &read_by);
+	int64		now;
+
+	call(&calls->lock_pk, 2, args, &isnull);
+	now = delta_version(t, pk, GetLatestSnapshot(), &now_by);
+	if (now != read && !TransactionIdIsCurrentTransactionId(now_by))
+		ereport(ERROR,
+				(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
+				 errmsg("could not serialize access due to concurrent update of a row of %s below its cut-line",
+						seam_table_name(t->relid)),
+				 errdetail("Another transaction changed the row after this statement read it."),
+				 errhint("Retry the statement.")));
+}
+
+/* A row INSERT (or an UPDATE moving a heap row below T) put into the spill partition: into the delta. */
+static void
+route_insert(SpillCalls *calls, const SeamTable *t, Datum st, TriggerData *td, Relation parent)
+{
+	PreparedRow row = prepare_row(calls, t, st, td->tg_relation, parent, td->tg_trigtuple);
+	Datum		args[6];
+	bool		isnull;
+	char	   *route;
+
+	if (row.hot || !transparent_writes)
+		refuse_unrouted(t, parent, seam_key_text(t, DatumGetInt64(row.tier_key)), row.hot);
+	args[0] = ObjectIdGetDatum(t->relid);
+	args[1] = st;
+	args[2] = row.pk;
+	args[3] = row.tier_key;
+	args[4] = row.key;
+	args[5] = row.payload;
+	route = TextDatumGetCString(call(&calls->put, 6, args, &isnull));
+	if (strcmp(route, "delta") != 0)
+		refuse_duplicate(t, TextDatumGetCString(row.pk), route);
+	/* the command counter moves past the insert, so the row is visible to this delete */
+	CommandCounterIncrement();
+	simple_table_tuple_delete(td->tg_relation, &td->tg_trigtuple->t_self, GetActiveSnapshot());
+}
+
+/*
+ * A cold row brought in by cold_dml.c that the statement updated (OLD and
+ * NEW both here: the new version is routed, then removed) or deleted (also
+ * when the update moved it into a heap partition): the pk's new delta row.
+ */
+static void
+route_change(SpillCalls *calls, const SeamTable *t, Datum st, TriggerData *td, Relation parent)
+{
+	bool		update = TRIGGER_FIRED_BY_UPDATE(td->tg_event);
+	PreparedRow old = prepare_row(calls, t, st, td->tg_relation, parent, td->tg_trigtuple);
+	PreparedRow new = {0};
+	Datum		args[8];
+	bool		nulls[8] = {false};
+	bool		isnull;
+	char	   *route;
+
+	lock_cold_row(calls, t, st, old.pk);
+	if (update)
+	{
+		new = prepare_row(calls, t, st, td->tg_relation, parent, td->tg_newtuple);
+		if (new.hot)
+			refuse_unrouted(t, parent, seam_key_text(t, DatumGetInt64(new.tier_key)), true);
+	}
+	args[0] = ObjectIdGetDatum(t->relid);
+	args[1] = st;
+	args[2] = old.pk;
+	args[3] = old.tier_key;
+	args[4] = update ? new.pk : (Datum) 0;
+	args[5] = update ? new.tier_key : (Datum) 0;
+	args[6] = update ? new.key : (Datum) 0;
+	args[7] = update ? new.payload : (Datum) 0;
+	for (int i = 4; i < 8; i++)
+		nulls[i] = !update;
+	route = TextDatumGetCString(call_with_nulls(&calls->change, 8, args, nulls, &isnull));
+	if (strcmp(route, "delta") != 0)
+		refuse_duplicate(t, TextDatumGetCString(new.pk), route);
+	if (update)
+	{
+		CommandCounterIncrement();
+		simple_table_tuple_delete(td->tg_relation, &td->tg_newtuple->t_self, GetActiveSnapshot());
+	}
+}
+
+/*
+ * tierdb.spill_route(): the AFTER INSERT OR UPDATE OR DELETE row trigger
+ * of the spill partition; see the file comment.
  */
 Datum
 tierdb_spill_route(PG_FUNCTION_ARGS)
@@ -452,16 +623,9 @@ tierdb_spill_route(PG_FUNCTION_ARGS)
 	SeamTable  *t = check_trigger(fcinfo, &td);
 	SpillCalls *calls = spill_calls(fcinfo);
 	Relation	parent = table_open(t->relid, AccessShareLock);
-	Datum		args[6];
+	Datum		args[2];
 	bool		isnull;
 	Datum		st;
-	HeapTupleHeader prepared;
-	bool		hot;
-	Datum		pk;
-	Datum		tier_key;
-	Datum		key;
-	Datum		payload;
-	char	   *route;
 
 	/* the cut-line, locked until commit as routed writes lock it (30-routing.sql, "Concurrency") */
 	args[0] = ObjectIdGetDatum(t->relid);
@@ -470,33 +634,10 @@ tierdb_spill_route(PG_FUNCTION_ARGS)
 	if (isnull)
 		elog(ERROR, "table %s has no TierDB routing state", seam_table_name(t->relid));
 
-	args[1] = st;
-	args[2] = parent_row(td->tg_relation, parent, td->tg_trigtuple);
-	prepared = DatumGetHeapTupleHeader(call(&calls->prepare, 3, args, &isnull));
-	payload = GetAttributeByNum(prepared, 1, &isnull);
-	pk = GetAttributeByNum(prepared, 2, &isnull);
-	tier_key = GetAttributeByNum(prepared, 3, &isnull);
-	key = GetAttributeByNum(prepared, 4, &isnull);
-	hot = DatumGetBool(GetAttributeByNum(prepared, 5, &isnull));
-
-	if (hot || !transparent_writes)
-		refuse_unrouted(t, parent, seam_key_text(t, DatumGetInt64(tier_key)), hot);
-
-	args[2] = pk;
-	args[3] = tier_key;
-	args[4] = key;
-	args[5] = payload;
-	route = TextDatumGetCString(call(&calls->put, 6, args, &isnull));
-	if (strcmp(route, "delta") != 0)
-		refuse_duplicate(t, TextDatumGetCString(pk), route);
-
-	/*
-	 * The row has moved: it leaves the spill partition without firing
-	 * delete triggers.  The command counter moves past the insert, so the
-	 * row is visible to this delete.
-	 */
-	CommandCounterIncrement();
-	simple_table_tuple_delete(td->tg_relation, &td->tg_trigtuple->t_self, GetActiveSnapshot());
+	if (TRIGGER_FIRED_BY_INSERT(td->tg_event))
+		route_insert(calls, t, st, td, parent);
+	else
+		route_change(calls, t, st, td, parent);
 	table_close(parent, AccessShareLock);
 	return PointerGetDatum(NULL);
 }

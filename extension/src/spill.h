@@ -18,6 +18,9 @@
 /* Defines tierdb.transparent_writes; called by _PG_init. */
 extern void spill_init(void);
 
+/* tierdb.transparent_writes, which the routes check per row (cached plans follow it). */
+extern bool spill_transparent_writes_on(void);
+
 /*
  * The spill partition of `parent` (its DEFAULT partition carrying the
  * tierdb_spill trigger), or InvalidOid: whether the table has transparent

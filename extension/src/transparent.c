@@ -72,6 +72,7 @@
 #include "utils/plancache.h"
 #include "utils/rel.h"
 
+#include "cold_dml.h"
 #include "cold_scan.h"
 #include "dml_guard.h"
 #include "heap_only.h"
@@ -511,6 +512,15 @@ rewrite_walker(Node *node, void *context)
 	return expression_tree_walker(node, rewrite_walker, context);
 }
 
+bool
+transparent_dml_keeps_to_heap(Query *q, const SeamTable *t)
+{
+	int64		lower;
+	List	   *at_start;
+
+	return tier_key_bounds(q, q->resultRelation, true, t, NULL, &lower, &at_start) && lower >= seam_planning_t(t);
+}
+
 /*
  * The result relation of a query level that writes to a tiered table
  * (dml_guard.h): its new tier keys are checked per row, and an UPDATE,
@@ -544,8 +554,8 @@ guard_result_relation(Query *q, Rewrite *rw)
 	if (t == NULL)
 		return;
 	dml_guard_check_new_rows(q, t);
-	if (!dml_guard_needs_bound(q))
-		return;
+	if (!dml_guard_needs_bound(q) || cold_dml_routes(q, t->relid))
+		return;					/* an UPDATE or DELETE reaching cold rows brings them in (cold_dml.h) */
 	found = tier_key_bounds(q, q->resultRelation, true, t, rw->params, &lower, &at_start);
 	tier_key_hi = seam_planning_t(t);
 	if (found && lower >= tier_key_hi)
@@ -735,6 +745,7 @@ transparent_reads_init(bool preloading)
 	prev_planner_hook = planner_hook;
 	planner_hook = tierdb_planner;
 	cold_scan_init();
+	cold_dml_init();
 	heap_only_init();
 	dml_guard_init();
 	seam_init();

@@ -13,6 +13,8 @@
 #include "nodes/parsenodes.h"
 #include "nodes/plannodes.h"
 
+#include "seam.h"
+
 /*
  * Defines tierdb.transparent_reads (whenever the library loads, so the
  * setting is known everywhere) and, while the library is preloaded,
@@ -24,6 +26,12 @@ extern void transparent_reads_init(bool preloading);
 
 /* Whether tierdb.transparent_reads is on: plain DML is guarded then too (dml_guard.h). */
 extern bool transparent_reads_on(void);
+
+/*
+ * Whether the conditions of an UPDATE or DELETE of tiered table t keep its
+ * tier key at or above the T it would be planned with (tierdb_explain).
+ */
+extern bool transparent_dml_keeps_to_heap(Query *q, const SeamTable *t);
 
 /*
  * Plans a statement whose heap-only plan was checked when it started and

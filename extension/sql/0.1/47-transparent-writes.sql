@@ -154,8 +154,59 @@ BEGIN
 END;
 $$;
 
+/*
+ * The definer's half of a cold row that a plain UPDATE or DELETE changed
+ * (src/cold_dml.c brought it into the spill partition; src/spill.c calls
+ * this under the pk's lock, after checking that no other transaction wrote
+ * the pk since the statement read the row).  `new_pk` NULL: the row was
+ * deleted, or moved into a heap partition by an UPDATE of its tier key:
+ * the old pk gets a tombstone.  Otherwise the new version is the pk's
+ * upsert; a new pk tombstones the old one and is probed like an INSERT's
+ * (returns 'heap' or 'cold' when it already lives, for spill.c to raise
+ * unique_violation).  The lake copy's location follows tierdb_upsert's rule:
+ * the pk's delta row says where it is, else the row came from the lake at
+ * its own tier key.
+ */
+CREATE FUNCTION tierdb.spill_change_impl(tbl regclass, st jsonb, old_pk text, old_tier_key bigint,
+                                         new_pk text, new_tier_key bigint, new_key jsonb, new_payload jsonb)
+RETURNS text
+LANGUAGE plpgsql SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    e record;
+    lake_at bigint := old_tier_key;
+    version bigint;
+BEGIN
+    SELECT d.tier_key, d.old_tier_key INTO e
+      FROM tierdb.delta d
+     WHERE d.table_id = tbl::oid::bigint AND d.pk = old_pk;
+    IF FOUND THEN
+        lake_at := coalesce(e.old_tier_key, e.tier_key);
+    END IF;
+    IF new_pk IS DISTINCT FROM old_pk THEN
+        version := tierdb.write_delta(tbl, old_pk, 1::smallint, lake_at, NULL, NULL);
+        PERFORM tierdb.explain_route(format('%s: plain %s of pk %s below T: tombstone written to tierdb.delta as version %s',
+                                            tbl, CASE WHEN new_pk IS NULL THEN 'DELETE (or UPDATE moving it above T)'
+                                                      ELSE 'UPDATE changing its key' END, old_pk, version));
+    END IF;
+    IF new_pk IS NULL THEN
+        RETURN 'delta';
+    END IF;
+    IF new_pk <> old_pk THEN
+        RETURN tierdb.spill_put_impl(tbl, st, new_pk, new_tier_key, new_key, new_payload);
+    END IF;
+    version := tierdb.write_delta(tbl, old_pk, 0::smallint, new_tier_key,
+                                  CASE WHEN lake_at IS DISTINCT FROM new_tier_key THEN lake_at END, new_payload);
+    PERFORM tierdb.explain_route(format('%s: plain UPDATE of pk %s below T: written to tierdb.delta as version %s',
+                                        tbl, old_pk, version));
+    RETURN 'delta';
+END;
+$$;
+
 REVOKE EXECUTE ON FUNCTION tierdb.spill_prepare(regclass, jsonb, record),
-                           tierdb.spill_put_impl(regclass, jsonb, text, bigint, jsonb, jsonb)
+                           tierdb.spill_put_impl(regclass, jsonb, text, bigint, jsonb, jsonb),
+                           tierdb.spill_change_impl(regclass, jsonb, text, bigint, text, bigint, jsonb, jsonb)
        FROM PUBLIC;
 
 /* Creates the spill partition `spill` (qualified, quoted) of tbl with its trigger (src/spill.c). */

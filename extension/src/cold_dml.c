@@ -1,0 +1,616 @@
+/*-------------------------------------------------------------------------
+ *
+ * cold_dml.c
+ *		Plain UPDATE and DELETE that reach a tiered table's rows below the
+ *		cut-line (SPEC §7): the custom scan "TierDB Cold Rows", which
+ *		brings the cold rows a statement may change into the table's spill
+ *		partition for the length of the statement.
+ *
+ * Why bring the rows in.  Everything a plain UPDATE or DELETE does to a
+ * row (its privileges, row-level security USING and WITH CHECK policies,
+ * constraints, the table's row triggers with OLD and NEW, RETURNING, the
+ * row count, UPDATE ... FROM joins, moving a row to another partition when
+ * its tier key changes) is done by Postgres' executor to rows of a table.
+ * So the cold rows are given to it as rows of a table: the planner hook
+ * lets the statement through (cold_dml_routes), and the scan of the spill
+ * partition (the table's DEFAULT partition, where Postgres routes every tier
+ * key below T because those partitions were dropped) becomes this scan.  It
+ * reads the cold rows (lake@S merged with the delta, cold_scan.h), pruned
+ * by the statement's conditions, checks the statement's conditions on each
+ * (RLS USING policies first, as a plain scan orders them), inserts each
+ * survivor into the spill partition and returns it with its ctid.  The
+ * executor then updates or deletes it like any row of the partition.
+ *
+ * What the executor did is carried into the delta by the spill
+ * partition's trigger (spill.c), at the end of the statement: an updated
+ * row becomes the pk's upsert, a deleted one its tombstone; a row whose
+ * new tier key is at or above T was moved into a heap partition by the
+ * executor (its old copy is tombstoned), and a heap row whose new tier key
+ * is below T was moved into the spill partition and is routed like an
+ * INSERT.  The rows brought in that the statement did not change are
+ * removed when the scan ends, without firing anything.  Like an INSERT's,
+ * every row brought in has left the spill partition before anyone else
+ * can see it.
+ *
+ * Command ids.  A row must have been inserted by an earlier command than
+ * the one that updates it (heap_update refuses a tuple its own command
+ * inserted).  So the executor start hook advances the command counter
+ * before a plan with this scan starts: the rows are inserted with the
+ * command id before the statement's.  The statement's snapshot was taken
+ * before that, so its own scans do not see them.
+ *
+ * Rescans (the inner side of a nested loop in UPDATE ... FROM) return the
+ * same rows again from the spill partition by their ctids: bringing them
+ * in twice would make two copies of a row.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/attmap.h"
+#include "access/table.h"
+#include "access/tableam.h"
+#include "access/xact.h"
+#include "catalog/partition.h"
+#include "catalog/pg_class.h"
+#include "commands/explain.h"
+#include "executor/executor.h"
+#include "miscadmin.h"
+#include "nodes/extensible.h"
+#include "nodes/makefuncs.h"
+#include "nodes/nodeFuncs.h"
+#include "optimizer/cost.h"
+#include "optimizer/optimizer.h"
+#include "optimizer/pathnode.h"
+#include "optimizer/paths.h"
+#include "optimizer/restrictinfo.h"
+#include "parser/parsetree.h"
+#include "utils/lsyscache.h"
+#include "utils/rel.h"
+#include "utils/ruleutils.h"
+#include "utils/snapmgr.h"
+
+#include "cold_dml.h"
+#include "cold_scan.h"
+#include "routing.h"
+#include "seam.h"
+#include "spill.h"
+#include "transparent.h"
+
+#define COLD_DML_NAME "TierDB Cold Rows"
+
+/* ------------------------------------------------------------ which statements */
+
+static bool
+contains_current_of(Node *node, void *context)
+{
+	if (node == NULL)
+		return false;
+	if (IsA(node, CurrentOfExpr))
+		return true;
+	return expression_tree_walker(node, contains_current_of, context);
+}
+
+bool
+cold_dml_routes(const Query *q, Oid relid)
+{
+	if (q->commandType != CMD_UPDATE && q->commandType != CMD_DELETE)
+		return false;
+	if (q->jointree != NULL && contains_current_of(q->jointree->quals, NULL))
+		return false;
+	return OidIsValid(spill_partition(relid));
+}
+
+char *
+cold_dml_explain(const Query *q, Oid relid)
+{
+	SeamTable  *t = seam_lookup_table(relid);
+	const char *command = q->commandType == CMD_UPDATE ? "UPDATE" : "DELETE";
+
+	if (transparent_dml_keeps_to_heap((Query *) q, t))
+		return psprintf("%s: heap only (its conditions keep the tier key at or above T %s)", seam_table_name(relid),
+						seam_key_text(t, seam_planning_t(t)));
+	return psprintf("%s: %s routes to the heap and the delta (transparent writes): rows at or above T %s are %s "
+					"in the heap's partitions; rows below it that the statement selects are brought in from the "
+					"lake and the delta, and %s",
+					seam_table_name(relid), command, seam_key_text(t, seam_planning_t(t)),
+					q->commandType == CMD_UPDATE ? "updated" : "deleted",
+					q->commandType == CMD_UPDATE
+					? "their new versions written to the delta (or into the heap when their new tier key is at or "
+					"above T)"
+					: "tombstones written to the delta");
+}
+
+/* ------------------------------------------------------------ planning */
+
+static set_rel_pathlist_hook_type prev_set_rel_pathlist_hook = NULL;
+static ExecutorStart_hook_type prev_executor_start = NULL;
+
+static Plan *plan_cold_dml(PlannerInfo *root, RelOptInfo *rel, CustomPath *best_path, List *tlist,
+						   List *clauses, List *custom_plans);
+static Node *create_cold_dml_state(CustomScan *cscan);
+static void begin_cold_dml(CustomScanState *node, EState *estate, int eflags);
+static TupleTableSlot *exec_cold_dml(CustomScanState *node);
+static void end_cold_dml(CustomScanState *node);
+static void rescan_cold_dml(CustomScanState *node);
+static void explain_cold_dml(CustomScanState *node, List *ancestors, ExplainState *es);
+
+static const CustomPathMethods cold_dml_path_methods = {
+	.CustomName = COLD_DML_NAME,
+	.PlanCustomPath = plan_cold_dml,
+};
+
+static const CustomScanMethods cold_dml_scan_methods = {
+	.CustomName = COLD_DML_NAME,
+	.CreateCustomScanState = create_cold_dml_state,
+};
+
+static const CustomExecMethods cold_dml_exec_methods = {
+	.CustomName = COLD_DML_NAME,
+	.BeginCustomScan = begin_cold_dml,
+	.ExecCustomScan = exec_cold_dml,
+	.EndCustomScan = end_cold_dml,
+	.ReScanCustomScan = rescan_cold_dml,
+	.ExplainCustomScan = explain_cold_dml,
+};
+
+/*
+ * The tiered table whose spill partition rel is, when rel is scanned as a
+ * target of the query level's UPDATE or DELETE that cold_dml_routes; else
+ * InvalidOid.
+ */
+static Oid
+routed_parent(PlannerInfo *root, RelOptInfo *rel, RangeTblEntry *rte)
+{
+	Query	   *q = root->parse;
+	Oid			parent;
+
+	if (q->resultRelation <= 0 || (q->commandType != CMD_UPDATE && q->commandType != CMD_DELETE) ||
+		rel->reloptkind != RELOPT_OTHER_MEMBER_REL || rte->rtekind != RTE_RELATION ||
+		rte->relkind != RELKIND_RELATION || !bms_is_member(q->resultRelation, rel->top_parent_relids) ||
+		!transparent_reads_on() || !OidIsValid(seam_namespace()))
+		return InvalidOid;
+	parent = rt_fetch(q->resultRelation, q->rtable)->relid;
+	if (get_default_partition_oid(parent) != rte->relid || routing_window_open(parent) ||
+		!seam_is_tiered(parent) || !cold_dml_routes(q, parent))
+		return InvalidOid;
+	return parent;
+}
+
+static void
+cold_dml_set_rel_pathlist(PlannerInfo *root, RelOptInfo *rel, Index rti, RangeTblEntry *rte)
+{
+	Oid			parent;
+	CustomPath *path;
+
+	if (prev_set_rel_pathlist_hook)
+		prev_set_rel_pathlist_hook(root, rel, rti, rte);
+	if (IS_DUMMY_REL(rel) || !OidIsValid(parent = routed_parent(root, rel, rte)))
+		return;
+	path = makeNode(CustomPath);
+	path->path.pathtype = T_CustomScan;
+	path->path.parent = rel;
+	path->path.pathtarget = rel->reltarget;
+	path->path.param_info = NULL;
+	path->path.parallel_aware = false;
+	path->path.parallel_safe = false;
+	path->path.rows = rel->rows;
+	path->path.startup_cost = 10 * seq_page_cost;
+	path->path.total_cost = path->path.startup_cost + rel->rows * (cpu_tuple_cost * 10 + cpu_operator_cost);
+	path->flags = 0;
+	path->custom_private = list_make1(list_make1_oid(parent));
+	path->methods = &cold_dml_path_methods;
+	rel->pathlist = NIL;
+	rel->partial_pathlist = NIL;
+	add_path(rel, &path->path);
+}
+
+/*
+ * The plan's custom_private: the tiered table, and the columns (in the
+ * table's numbering), value types and operators of the conditions that
+ * prune the lake; custom_exprs holds their values, then the quals.
+ */
+enum
+{
+	DML_PRIVATE_PARENT,
+	DML_PRIVATE_ATTNOS,
+	DML_PRIVATE_TYPES,
+	DML_PRIVATE_OPS
+};
+
+#define dml_private(cscan, which) ((List *) list_nth((cscan)->custom_private, (which)))
+
+static Plan *
+plan_cold_dml(PlannerInfo *root, RelOptInfo *rel, CustomPath *best_path, List *tlist, List *clauses,
+			  List *custom_plans)
+{
+	Oid			parent = linitial_oid(linitial(best_path->custom_private));
+	Oid			spill = planner_rt_fetch(rel->relid, root)->relid;
+	CustomScan *cscan = makeNode(CustomScan);
+	List	   *quals = extract_actual_clauses(clauses, false);
+	List	   *attnos = NIL,
+			   *types = NIL,
+			   *ops = NIL,
+			   *values = NIL;
+	ListCell   *lc;
+
+	foreach(lc, quals)
+	{
+		AttrNumber	attno;
+		Oid			typid;
+		int			op;
+		Expr	   *value;
+
+		if (!cold_scan_match_condition(lfirst(lc), &attno, &typid, &op, &value))
+			continue;
+		/* the partition's columns may be numbered apart from the table's (dropped columns): by name */
+		attno = get_attnum(parent, get_attname(spill, attno, false));
+		if (attno == InvalidAttrNumber)
+			continue;
+		attnos = lappend_int(attnos, attno);
+		types = lappend_oid(types, typid);
+		ops = lappend_int(ops, op);
+		values = lappend(values, copyObject(value));
+	}
+	cscan->scan.plan.targetlist = tlist;
+	cscan->scan.plan.qual = NIL;	/* checked before a row is brought in: exec_cold_dml */
+	cscan->scan.scanrelid = rel->relid;
+	cscan->custom_scan_tlist = NIL;
+	cscan->custom_exprs = list_concat(values, quals);
+	cscan->custom_private = list_make4(list_make1_oid(parent), attnos, types, ops);
+	cscan->methods = &cold_dml_scan_methods;
+	return &cscan->scan.plan;
+}
+
+/* ------------------------------------------------------------ execution */
+
+typedef struct ColdDmlState
+{
+	CustomScanState css;
+	SeamTable  *table;
+	CommandId	bring_in_cid;	/* the command id before the statement's */
+	ExprState  *quals;
+	List	   *condition_states;	/* ExprState * of the pruning conditions' values */
+	ColdRowsReader *reader;		/* NULL until the first row */
+	bool		read_all;		/* the reader is done */
+	TupleTableSlot *cold_slot;	/* a cold row, the table's row type */
+	AttrMap    *to_spill;		/* the table's columns by the partition's, NULL when the same */
+	ResultRelInfo *spill;		/* the spill partition, with its indexes open */
+	ItemPointerData *brought_in;	/* the rows brought in */
+	int64		nbrought_in;
+	int64		capacity;
+	int64		replay;			/* after a rescan: the next row of brought_in to return again; -1 */
+	TupleTableSlot *fetch_slot; /* the partition's own, to fetch rows by ctid */
+} ColdDmlState;
+
+/* The es_output_cid of the statement the executor start hook made room for (see the file comment). */
+static CommandId room_made_for = InvalidCommandId;
+
+static Node *
+create_cold_dml_state(CustomScan *cscan)
+{
+	ColdDmlState *state = palloc0(sizeof(ColdDmlState));
+
+	NodeSetTag(state, T_CustomScanState);
+	state->css.methods = &cold_dml_exec_methods;
+	state->replay = -1;
+	return (Node *) state;
+}
+
+static void
+begin_cold_dml(CustomScanState *node, EState *estate, int eflags)
+{
+	ColdDmlState *s = (ColdDmlState *) node;
+	CustomScan *cscan = (CustomScan *) node->ss.ps.plan;
+	Oid			parent = linitial_oid(dml_private(cscan, DML_PRIVATE_PARENT));
+	int			nconditions = list_length(dml_private(cscan, DML_PRIVATE_ATTNOS));
+	ListCell   *lc;
+
+	s->table = seam_lookup_table(parent);
+	if (s->table == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("table %s is no longer registered with TierDB", seam_table_name(parent)),
+				 errhint("Run the statement again.")));
+	if (eflags & EXEC_FLAG_EXPLAIN_ONLY)
+		return;
+	if (estate->es_output_cid != room_made_for || room_made_for == FirstCommandId)
+		elog(ERROR, "%s started without a command id to bring rows in with", COLD_DML_NAME);
+	s->bring_in_cid = estate->es_output_cid - 1;
+	s->quals = ExecInitQual(list_copy_tail(cscan->custom_exprs, nconditions), &node->ss.ps);
+	foreach(lc, list_truncate(list_copy(cscan->custom_exprs), nconditions))
+		s->condition_states = lappend(s->condition_states, ExecInitExpr(lfirst(lc), &node->ss.ps));
+	s->spill = makeNode(ResultRelInfo);
+	InitResultRelInfo(s->spill, node->ss.ss_currentRelation, 0, NULL, 0);
+	ExecOpenIndices(s->spill, false);
+}
+
+/* Opens the reader at the first row: the conditions' values are known then. */
+static void
+open_reader(ColdDmlState *s)
+{
+	CustomScan *cscan = (CustomScan *) s->css.ss.ps.plan;
+	ExprContext *econtext = s->css.ss.ps.ps_ExprContext;
+	Relation	parent = table_open(s->table->relid, AccessShareLock);
+	TupleDesc	desc = CreateTupleDescCopy(RelationGetDescr(parent));
+	int			n = list_length(s->condition_states);
+	ColdRowsCondition *conditions = palloc0(sizeof(ColdRowsCondition) * Max(n, 1));
+	ListCell   *attno,
+			   *type,
+			   *op,
+			   *state;
+	int			i = 0;
+
+	table_close(parent, NoLock);
+	forfour(attno, dml_private(cscan, DML_PRIVATE_ATTNOS), type, dml_private(cscan, DML_PRIVATE_TYPES),
+			op, dml_private(cscan, DML_PRIVATE_OPS), state, s->condition_states)
+	{
+		conditions[i].attno = lfirst_int(attno);
+		conditions[i].typid = lfirst_oid(type);
+		conditions[i].op = lfirst_int(op);
+		conditions[i].value = ExecEvalExprSwitchContext(lfirst(state), econtext, &conditions[i].isnull);
+		i++;
+	}
+	s->cold_slot = MakeSingleTupleTableSlot(desc, &TTSOpsVirtual);
+	s->to_spill = build_attrmap_by_name_if_req(desc, RelationGetDescr(s->css.ss.ss_currentRelation));
+	s->reader = cold_rows_reader_open(s->table, desc, conditions, n);
+}
+
+/* The cold row in the partition's column order, as a virtual tuple of slot. */
+static void
+as_spill_row(ColdDmlState *s, TupleTableSlot *slot)
+{
+	TupleTableSlot *cold = s->cold_slot;
+
+	ExecClearTuple(slot);
+	slot_getallattrs(cold);
+	for (int i = 0; i < slot->tts_tupleDescriptor->natts; i++)
+	{
+		AttrNumber	from = s->to_spill != NULL ? s->to_spill->attnums[i] : i + 1;
+
+		slot->tts_values[i] = from > 0 ? cold->tts_values[from - 1] : (Datum) 0;
+		slot->tts_isnull[i] = from > 0 ? cold->tts_isnull[from - 1] : true;
+	}
+	ExecStoreVirtualTuple(slot);
+}
+
+static void
+refuse_transparent_writes_off(ColdDmlState *s)
+{
+	const char *table = seam_table_name(s->table->relid);
+
+	ereport(ERROR,
+			(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+			 errmsg("cannot change rows of table \"%s\" below its cut-line with plain UPDATE or DELETE: "
+					"tierdb.transparent_writes is off", table),
+			 errdetail("The statement selects rows below the cut-line: rows there live in the lake."),
+			 errhint("Change them with tierdb_upsert('%s', <row as jsonb>) or tierdb_delete('%s', <key>, <tier key>), "
+					 "or SET tierdb.transparent_writes = on.", table, table)));
+}
+
+/* Inserts the row into the spill partition with the command id before the statement's, and records it. */
+static void
+bring_in(ColdDmlState *s, TupleTableSlot *slot)
+{
+	EState	   *estate = s->css.ss.ps.state;
+
+	if (!spill_transparent_writes_on())
+		refuse_transparent_writes_off(s);
+	table_tuple_insert(s->spill->ri_RelationDesc, slot, s->bring_in_cid, 0, NULL);
+	if (s->spill->ri_NumIndices > 0)
+		ExecInsertIndexTuples(s->spill, slot, estate, false, false, NULL, NIL);
+	if (s->nbrought_in == s->capacity)
+	{
+		s->capacity = Max(64, s->capacity * 2);
+		s->brought_in = s->brought_in == NULL
+			? MemoryContextAlloc(estate->es_query_cxt, sizeof(ItemPointerData) * s->capacity)
+			: repalloc_huge(s->brought_in, sizeof(ItemPointerData) * s->capacity);
+	}
+	s->brought_in[s->nbrought_in++] = slot->tts_tid;
+}
+
+/*
+ * After a rescan: the rows brought in, again, as they were (an update since
+ * does not show: the executor finds it updated and skips it, as it skips a
+ * row a join returns twice).  The scan slot is virtual: the ctid and table
+ * are set on it as the insert set them.
+ */
+static TupleTableSlot *
+replay_next(ColdDmlState *s, TupleTableSlot *slot)
+{
+	Relation	spill = s->css.ss.ss_currentRelation;
+
+	if (s->fetch_slot == NULL)
+		s->fetch_slot = table_slot_create(spill, NULL);
+	while (s->replay < s->nbrought_in)
+	{
+		ItemPointerData tid = s->brought_in[s->replay++];
+
+		if (!table_tuple_fetch_row_version(spill, &tid, SnapshotAny, s->fetch_slot))
+			continue;
+		ExecCopySlot(slot, s->fetch_slot);
+		slot->tts_tid = tid;
+		slot->tts_tableOid = RelationGetRelid(spill);
+		return slot;
+	}
+	return ExecClearTuple(slot);
+}
+
+static TupleTableSlot *
+cold_dml_next(ScanState *ss)
+{
+	ColdDmlState *s = (ColdDmlState *) ss;
+	TupleTableSlot *slot = ss->ss_ScanTupleSlot;
+	ExprContext *econtext = ss->ps.ps_ExprContext;
+
+	if (s->replay >= 0)
+		return replay_next(s, slot);
+	if (s->reader == NULL && !s->read_all)
+		open_reader(s);
+	while (!s->read_all)
+	{
+		CHECK_FOR_INTERRUPTS();
+		if (!cold_rows_reader_next(s->reader, s->cold_slot))
+		{
+			s->read_all = true;
+			break;
+		}
+		as_spill_row(s, slot);
+		econtext->ecxt_scantuple = slot;
+		if (!ExecQual(s->quals, econtext))
+		{
+			InstrCountFiltered1(ss, 1);
+			ResetExprContext(econtext);
+			continue;
+		}
+		bring_in(s, slot);
+		return slot;
+	}
+	return ExecClearTuple(slot);
+}
+
+/* An EvalPlanQual recheck never asks for this scan's rows: no other transaction can change them. */
+static bool
+cold_dml_recheck(ScanState *ss, TupleTableSlot *slot)
+{
+	return true;
+}
+
+static TupleTableSlot *
+exec_cold_dml(CustomScanState *node)
+{
+	return ExecScan(&node->ss, cold_dml_next, cold_dml_recheck);
+}
+
+/* Reads what is left first, so a rescan returns every row the first pass would have. */
+static void
+rescan_cold_dml(CustomScanState *node)
+{
+	ColdDmlState *s = (ColdDmlState *) node;
+
+	if (s->replay < 0)
+		while (!TupIsNull(cold_dml_next(&node->ss)))
+			;
+	s->replay = 0;
+}
+
+/*
+ * Removes the rows brought in that the statement left as they were: those
+ * still visible as inserted by this transaction and not since updated or
+ * deleted by it.  The spill partition's trigger has removed the others'
+ * new versions already (the after-row triggers fire before the plan ends).
+ */
+static void
+end_cold_dml(CustomScanState *node)
+{
+	ColdDmlState *s = (ColdDmlState *) node;
+	Relation	spill = node->ss.ss_currentRelation;
+	TupleTableSlot *probe;
+
+	if (s->reader != NULL)
+		cold_rows_reader_close(s->reader);
+	if (s->spill == NULL)
+		return;					/* EXPLAIN without ANALYZE */
+	probe = s->fetch_slot != NULL ? s->fetch_slot : table_slot_create(spill, NULL);
+	for (int64 i = 0; i < s->nbrought_in; i++)
+		if (table_tuple_fetch_row_version(spill, &s->brought_in[i], SnapshotSelf, probe))
+			simple_table_tuple_delete(spill, &s->brought_in[i], GetActiveSnapshot());
+	ExecDropSingleTupleTableSlot(probe);
+	ExecCloseIndices(s->spill);
+	if (s->cold_slot != NULL)
+		ExecDropSingleTupleTableSlot(s->cold_slot);
+}
+
+static void
+explain_cold_dml(CustomScanState *node, List *ancestors, ExplainState *es)
+{
+	ColdDmlState *s = (ColdDmlState *) node;
+	CustomScan *cscan = (CustomScan *) node->ss.ps.plan;
+	List	   *quals = list_copy_tail(cscan->custom_exprs, list_length(dml_private(cscan, DML_PRIVATE_ATTNOS)));
+
+	if (quals != NIL && es->deparse_cxt != NIL)
+	{
+		List	   *context = set_deparse_context_plan(es->deparse_cxt, node->ss.ps.plan, ancestors);
+
+		ExplainPropertyText("Filter", deparse_expression((Node *) make_ands_explicit(quals), context, es->verbose,
+														 false), es);
+	}
+	ExplainPropertyText("Cold Rows Of", seam_table_name(s->table->relid), es);
+	ExplainPropertyText("Cut-line T", seam_key_text(s->table, seam_pin(s->table).tier_key_hi), es);
+	ExplainPropertyInteger("Conditions Pushed to the Lake", NULL, list_length(dml_private(cscan, DML_PRIVATE_ATTNOS)),
+						   es);
+	if (es->analyze)
+		ExplainPropertyInteger("Rows Brought In", NULL, s->nbrought_in, es);
+}
+
+/* ------------------------------------------------------------ the command id */
+
+static bool
+plan_brings_rows_in(Plan *plan)
+{
+	ListCell   *lc;
+	List	   *children = NIL;
+
+	if (plan == NULL)
+		return false;
+	switch (nodeTag(plan))
+	{
+		case T_CustomScan:
+			if (((CustomScan *) plan)->methods == &cold_dml_scan_methods)
+				return true;
+			children = ((CustomScan *) plan)->custom_plans;
+			break;
+		case T_Append:
+			children = ((Append *) plan)->appendplans;
+			break;
+		case T_MergeAppend:
+			children = ((MergeAppend *) plan)->mergeplans;
+			break;
+		case T_SubqueryScan:
+			children = list_make1(((SubqueryScan *) plan)->subplan);
+			break;
+		default:
+			break;
+	}
+	foreach(lc, children)
+		if (plan_brings_rows_in(lfirst(lc)))
+			return true;
+	return plan_brings_rows_in(plan->lefttree) || plan_brings_rows_in(plan->righttree);
+}
+
+/* Makes room for the command id the rows are brought in with (see the file comment). */
+static void
+start_statement(QueryDesc *query, int eflags)
+{
+	PlannedStmt *stmt = query->plannedstmt;
+
+	if (!(eflags & EXEC_FLAG_EXPLAIN_ONLY) &&
+		(stmt->commandType == CMD_UPDATE || stmt->commandType == CMD_DELETE || stmt->hasModifyingCTE))
+	{
+		bool		brings_in = plan_brings_rows_in(stmt->planTree);
+		ListCell   *lc;
+
+		foreach(lc, stmt->subplans)
+			brings_in = brings_in || plan_brings_rows_in(lfirst(lc));
+		if (brings_in)
+		{
+			(void) GetCurrentCommandId(true);
+			CommandCounterIncrement();
+			room_made_for = GetCurrentCommandId(false);
+		}
+	}
+	if (prev_executor_start)
+		prev_executor_start(query, eflags);
+	else
+		standard_ExecutorStart(query, eflags);
+}
+
+void
+cold_dml_init(void)
+{
+	RegisterCustomScanMethods(&cold_dml_scan_methods);
+	prev_set_rel_pathlist_hook = set_rel_pathlist_hook;
+	set_rel_pathlist_hook = cold_dml_set_rel_pathlist;
+	prev_executor_start = ExecutorStart_hook;
+	ExecutorStart_hook = start_statement;
+}
