@@ -1,6 +1,7 @@
-"""Plain DML on a tiered table (extension/src/dml_guard.c, issue 16 item 7):
-with transparent reads on, a statement that may reach rows below the
-cut-line T is refused with an error naming tierdb_upsert/tierdb_delete,
+"""Plain DML on a tiered table without transparent writes (extension/src/
+dml_guard.c, issue 16 item 7; tables with them route such statements,
+test_transparent_updates.py): with transparent reads on, a statement that
+may reach rows below the cut-line T is refused with an error naming tierdb_upsert/tierdb_delete,
 never applied to the heap's rows alone; statements whose conditions keep
 the tier key at or above T run as before.
 
@@ -28,12 +29,19 @@ def refused(db, sql, what=REFUSED):
     return err
 
 
+@pytest.fixture
+def guarded(tiered):
+    """events without its spill partition: plain DML reaching cold rows is refused, not routed."""
+    tiered.psql("SELECT tierdb_disable_transparent_writes('events')")
+    return tiered
+
+
 def snapshot(db):
     return rows(db, "SELECT md5(string_agg(e::text, ',' ORDER BY id)) FROM events e")
 
 
-def test_bounded_update_and_delete_of_hot_rows_run(tiered):
-    db = tiered
+def test_bounded_update_and_delete_of_hot_rows_run(guarded):
+    db = guarded
     db.psql(SESSION + "UPDATE events SET v = 'hot' WHERE id = 2800 AND ts >= '2024-01-08';\n"
             "UPDATE plain SET v = 'hot' WHERE id = 2800;\n"
             "DELETE FROM events WHERE ts > '2024-01-10' AND id = 3000;\n"
@@ -69,8 +77,8 @@ def test_bounded_update_and_delete_of_hot_rows_run(tiered):
     " WHEN NOT MATCHED THEN INSERT VALUES (5, '2024-01-09', 'x', 1)",
     "UPDATE events SET v = 'x' WHERE ts >= now() - interval '1000 years' AND id = 5",
 ])
-def test_dml_that_may_reach_cold_rows_is_refused(tiered, sql):
-    db = tiered
+def test_dml_that_may_reach_cold_rows_is_refused(guarded, sql):
+    db = guarded
     before = snapshot(db)
     err = refused(db, sql)
     assert "tierdb_upsert" in err and "tierdb_delete" in err and "2024-01-08 00:00:00+00" in err, err
@@ -83,8 +91,8 @@ def disable_transparent_writes(db):
     db.psql("SELECT tierdb_disable_transparent_writes('events')")
 
 
-def test_new_rows_below_the_cutline_are_refused(tiered):
-    db = tiered
+def test_new_rows_below_the_cutline_are_refused(guarded):
+    db = guarded
     disable_transparent_writes(db)
     before = snapshot(db)
     what = "below its cut-line with plain INSERT, UPDATE or MERGE"
@@ -110,8 +118,8 @@ def test_new_rows_below_the_cutline_are_refused(tiered):
         ("10004", "2024-01-10 00:00:00+00", "hot")]
 
 
-def test_copy_of_a_cold_row_names_the_routed_write(tiered):
-    db = tiered
+def test_copy_of_a_cold_row_names_the_routed_write(guarded):
+    db = guarded
     disable_transparent_writes(db)
     err = db.error(SESSION + "COPY events FROM STDIN;\n10005\t2024-01-03 00:00:00+00\tcold\t1\n\\.\n")
     assert "no partition" in err and "tierdb_upsert" in err and "2024-01-08 00:00:00+00" in err, err
@@ -119,12 +127,12 @@ def test_copy_of_a_cold_row_names_the_routed_write(tiered):
     assert rows(db, "SELECT v FROM events WHERE id = 10006") == [("hot",)]
 
 
-def test_truncate_of_the_table_is_refused_and_of_a_hot_partition_runs(tiered):
+def test_truncate_of_the_table_is_refused_and_of_a_hot_partition_runs(guarded):
     """TRUNCATE of the registered table would empty the heap alone while the
     lake's rows stay readable: refused, nothing changed, also in a list of
     tables and through a function; truncating a partition at or above T
     empties it, as on any table."""
-    db = tiered
+    db = guarded
     before = snapshot(db)
     for sql in ("TRUNCATE events", "TRUNCATE TABLE plain, events CASCADE",
                 "DO $$ BEGIN EXECUTE 'TRUNCATE public.events'; END $$"):
@@ -141,8 +149,8 @@ def test_truncate_of_the_table_is_refused_and_of_a_hot_partition_runs(tiered):
     db.psql(SESSION + "SET tierdb.transparent_reads = off; TRUNCATE events")
 
 
-def test_generic_plans_check_their_parameters_when_they_start(tiered):
-    db = tiered
+def test_generic_plans_check_their_parameters_when_they_start(guarded):
+    db = guarded
     disable_transparent_writes(db)
     db.psql("UPDATE plain SET v = 'g' WHERE id IN (2800, 2900)")
     out = db.run_psql(
@@ -163,8 +171,8 @@ def test_generic_plans_check_their_parameters_when_they_start(tiered):
     assert rows(db, "SELECT id FROM events WHERE id IN (10008, 10009)") == [("10008",)]
 
 
-def test_untiered_tables_and_reads_off_are_unaffected(tiered):
-    db = tiered
+def test_untiered_tables_and_reads_off_are_unaffected(guarded):
+    db = guarded
     db.psql(SESSION + "UPDATE plain SET v = 'x' WHERE id = 5;\nDELETE FROM plain WHERE id = 6;\n"
             "INSERT INTO plain VALUES (10010, '2024-01-02', 'cold', 1);\n"
             "CREATE TABLE other (id int, ts timestamptz) PARTITION BY RANGE (ts);\n"
@@ -176,8 +184,8 @@ def test_untiered_tables_and_reads_off_are_unaffected(tiered):
                 " WITH u AS (UPDATE events SET v = 'x' WHERE id = 5 RETURNING 1) SELECT count(*) FROM u") == [("0",)]
 
 
-def test_routed_writes_still_work_with_transparent_reads_on(tiered):
-    db = tiered
+def test_routed_writes_still_work_with_transparent_reads_on(guarded):
+    db = guarded
     assert rows(db, "SELECT tierdb_upsert('events', '{\"id\": 2800, \"ts\": \"2024-01-09 00:00:00+00\","
                 " \"v\": \"routed\", \"amount\": 3}')") == [("heap",)]
     assert rows(db, "SELECT tierdb_upsert('events', '{\"id\": 5, \"ts\": \"2024-01-01 00:00:00+00\","
@@ -188,11 +196,11 @@ def test_routed_writes_still_work_with_transparent_reads_on(tiered):
         ("5", "routed"), ("2800", "routed")]
 
 
-def test_the_bound_is_checked_against_the_cutline_the_statement_runs_with(tiered):
+def test_the_bound_is_checked_against_the_cutline_the_statement_runs_with(guarded):
     """A plan made while T was lower is not trusted once T has passed its
     bound: the cut-line's advance invalidates it (a constant bound is then
     refused when planned again) and a parameter is checked when it starts."""
-    db = tiered
+    db = guarded
     t_new = 1704758400000000  # 2024-01-09 00:00:00+00, as the daemon's next run would publish it
     err = db.error(
         SESSION + "SET plan_cache_mode = force_generic_plan;\n"
@@ -211,8 +219,8 @@ def test_the_bound_is_checked_against_the_cutline_the_statement_runs_with(tiered
     assert rows(db, "SELECT id, v FROM events WHERE id IN (2800, 2801) ORDER BY id") == [("2800", "c"), ("2801", "p")]
 
 
-def test_plpgsql_statements_are_guarded_with_custom_and_generic_plans(tiered):
-    db = tiered
+def test_plpgsql_statements_are_guarded_with_custom_and_generic_plans(guarded):
+    db = guarded
     db.psql("CREATE FUNCTION touch(since timestamptz, which bigint) RETURNS bigint LANGUAGE plpgsql AS $$"
             " DECLARE n bigint; BEGIN UPDATE events SET v = 'f' WHERE ts >= since AND id = which;"
             " GET DIAGNOSTICS n = ROW_COUNT; RETURN n; END $$")
@@ -225,11 +233,11 @@ def test_plpgsql_statements_are_guarded_with_custom_and_generic_plans(tiered):
     assert rows(db, "SELECT count(*) FROM events WHERE v = 'f'") == [("16",)]
 
 
-def test_a_role_with_only_table_privileges_writes_hot_rows(tiered):
+def test_a_role_with_only_table_privileges_writes_hot_rows(guarded):
     """The per-row check the guard adds to a user's statement (tierdb.tier_key_check) is the
     user's to run: a role with INSERT and UPDATE on the table alone writes hot rows, and is
     refused cold ones as the owner is."""
-    db = tiered
+    db = guarded
     disable_transparent_writes(db)
     db.psql("DROP ROLE IF EXISTS dml_writer; CREATE ROLE dml_writer;"
             " GRANT SELECT, INSERT, UPDATE ON events TO dml_writer")

@@ -134,12 +134,18 @@ def test_locked_and_written_tables_keep_heap_semantics(tiered):
         "public.events: heap only (FOR UPDATE locks heap rows; lake rows are not locked)"]
     assert explain(db, "SELECT * FROM events FOR KEY SHARE") == [
         "public.events: heap only (FOR KEY SHARE locks heap rows; lake rows are not locked)"]
+    assert explain(db, "UPDATE events SET v = 'x' WHERE id = 1 AND ts >= '2024-01-09'") == [
+        f"public.events: heap only (its conditions keep the tier key at or above T {T})"]
+    # plain DML that may reach the lake's rows routes them (transparent writes, cold_dml.h) ...
+    (line,) = explain(db, "DELETE FROM events")
+    assert line.startswith("public.events: DELETE routes to the heap and the delta (transparent writes)"), line
+    # ... and without transparent writes it is refused when it runs (dml_guard.h): said, not raised
+    db.psql("SELECT tierdb_disable_transparent_writes('events')")
     (line, *rest) = explain(db, "UPDATE events SET v = 'x' WHERE id = 1 AND ts >= '2024-01-09'")
     # its bound, checked when it starts (dml_guard.h), as a heap-only read's
     assert rest == [f"public.events: reads the heap at or above T {T} (partitions events_20240109 .. events_20240112)"
                     " and the lake is not read: the conditions keep the query at or above T"], rest
     assert line.startswith("public.events: heap only (target of UPDATE: rows in the lake are not changed"), line
-    # plain DML that could reach the lake's rows is refused when it runs (dml_guard.h): said, not raised
     (line, refusal) = explain(db, "DELETE FROM events")
     assert line.startswith("public.events: heap only (target of DELETE"), line
     assert refusal.startswith('public.events: refused: DELETE of table "public.events" may reach rows below its'
