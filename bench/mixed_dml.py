@@ -21,6 +21,9 @@ it, updates it, inserts a new row beside it and deletes that row again:
            be cold, so each UPDATE and DELETE also looks the id up below T
            (the delta and the lake files whose bounds may hold it).
 
+Then one statement updates, and one deletes, --bulk rows below T (an id
+range in the lake), timed from the client on both tables.
+
 One client, -M prepared; both tables' scripts run together in one pgbench
 run (one client picking one of them at random for each transaction, so both
 see the same moments of this machine), and the ratio compares their mean
@@ -105,10 +108,27 @@ def measure(args, work, dsn, port):
         say(f"{label}: tiered {best[0]:.0f} us, plain {best[1]:.0f} us per transaction")
     with psycopg.connect(dsn, autocommit=True) as conn:
         problems = check(conn, args.rows + tiering_peer.HOT_ROWS)
-    report(args, results)
+        bulk = bulk_cold(conn, args.bulk)
+    report(args, results, bulk)
     for p in problems:
         print(f"mixed-dml-bench: MISMATCH: {p}", file=sys.stderr)
     return 1 if problems else 0
+
+
+def bulk_cold(conn, k):
+    """Seconds of one UPDATE and one DELETE of K cold rows (ids 1000..1000+K-1) on each table."""
+    import time
+
+    out = {}
+    for what, sql in (("UPDATE", "UPDATE {t} SET value = value * 2 WHERE id >= 1000 AND id < {hi}"),
+                      ("DELETE", "DELETE FROM {t} WHERE id >= 1000 AND id < {hi}")):
+        for t in ("events", "plain"):
+            start = time.perf_counter()
+            n = conn.execute(sql.format(t=t, hi=1000 + k)).rowcount
+            out[(what, t)] = time.perf_counter() - start
+            if n != k:
+                fail(f"{what} of {k} cold rows of {t} changed {n}")
+    return out
 
 
 def check(conn, total):
@@ -125,7 +145,7 @@ def check(conn, total):
     return problems
 
 
-def report(args, results):
+def report(args, results, bulk):
     print()
     print(f"Mixed-DML benchmark: {args.rows:,} rows in {args.days} days, the hot day's rows changed; "
           "pgbench 1 client, -M prepared, both tables in each run (best of "
@@ -135,6 +155,11 @@ def report(args, results):
     for label, (tiered_us, plain_us) in results.items():
         print(f"  {label:<26}{tiered_us:>11.0f}{plain_us:>10.0f}{plain_us / tiered_us:>13.2f}x")
     print("  plain/tiered is the tiered table's throughput relative to the plain table's (1.00x: the same).")
+    print(f"  one statement changing {args.bulk:,} rows below T (in the lake):")
+    for what in ("UPDATE", "DELETE"):
+        tiered, plain = bulk[(what, "events")], bulk[(what, "plain")]
+        print(f"    {what}: tiered {tiered:.3f} s ({args.bulk / tiered:,.0f} rows/s), plain {plain:.3f} s"
+              f" ({tiered / plain:.0f}x the plain table's time)")
 
 
 def benchmark(args):
@@ -157,6 +182,7 @@ def main():
     p.add_argument("--days", type=positive_int, default=seam_reads.DEFAULT_DAYS)
     p.add_argument("--repeat", type=positive_int, default=int(os.environ.get("BENCH_REPEAT", 3)))
     p.add_argument("--pgbench-seconds", type=positive_int, default=10)
+    p.add_argument("--bulk", type=positive_int, default=1000, help="cold rows the bulk UPDATE and DELETE change")
     p.add_argument("--dir", default=os.environ.get("BENCH_DIR") or None,
                    help="keep the cluster, lake and logs in DIR/mixed-dml (default: a temporary directory)")
     p.add_argument("--bin", default=str(TOP / "build/tierdb"))
