@@ -314,7 +314,7 @@ begin_cold_dml(CustomScanState *node, EState *estate, int eflags)
 				 errhint("Run the statement again.")));
 	if (eflags & EXEC_FLAG_EXPLAIN_ONLY)
 		return;
-	if (estate->es_output_cid != room_made_for || room_made_for == FirstCommandId)
+	if (estate->es_output_cid != room_made_for)
 		elog(ERROR, "%s started without a command id to bring rows in with", COLD_DML_NAME);
 	s->bring_in_cid = estate->es_output_cid - 1;
 	s->quals = ExecInitQual(list_copy_tail(cscan->custom_exprs, nconditions), &node->ss.ps);

@@ -24,7 +24,8 @@ import random
 import psycopg
 
 from test_differential import connect
-from test_tiering import make_events, run_once
+from test_differential_inserts import contents, tiered_with_copy
+from test_tiering import run_once
 
 SEED = int(os.environ.get("TIERDB_DIFF_SEED", "19"))
 ROUNDS = int(os.environ.get("TIERDB_DIFF_DML_ROUNDS", "6"))
@@ -132,17 +133,8 @@ class Statement:
             return "error", e.sqlstate
 
 
-def contents(conn, table):
-    return conn.execute(f"SELECT md5(string_agg(t::text, ',' ORDER BY id, ts)), count(*) FROM {table} t").fetchall()
-
-
 def test_random_dml_matches_an_untiered_copy(db, tierdb):
-    make_events(db)
-    db.psql("ALTER TABLE events ADD PRIMARY KEY (id, ts); CREATE TABLE plain AS SELECT * FROM events;"
-            " ALTER TABLE plain ADD PRIMARY KEY (id, ts)")
-    proc = tierdb(["register", "--table", "public.events", "--pk", "id,ts", "--tier-key", "ts"])
-    assert proc.returncode == 0, proc.stderr
-    run_once(tierdb, "2d")
+    tiered_with_copy(db, tierdb)
     rng = random.Random(SEED)
     counter = iter(range(5_000_000, 10_000_000))
     events = connect(db.dsn)

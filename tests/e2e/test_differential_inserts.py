@@ -105,13 +105,18 @@ def contents(conn, table):
     return conn.execute(f"SELECT md5(string_agg(t::text, ',' ORDER BY id, ts)), count(*) FROM {table} t").fetchall()
 
 
-def test_random_inserts_match_an_untiered_copy(db, tierdb):
+def tiered_with_copy(db, tierdb):
+    """events with primary key and merge key (id, ts), tiered below 2024-01-08; plain, an untiered copy."""
     make_events(db)
     db.psql("ALTER TABLE events ADD PRIMARY KEY (id, ts); CREATE TABLE plain AS SELECT * FROM events;"
             " ALTER TABLE plain ADD PRIMARY KEY (id, ts)")
     proc = tierdb(["register", "--table", "public.events", "--pk", "id,ts", "--tier-key", "ts"])
     assert proc.returncode == 0, proc.stderr
     run_once(tierdb, "2d")
+
+
+def test_random_inserts_match_an_untiered_copy(db, tierdb):
+    tiered_with_copy(db, tierdb)
     rng = random.Random(SEED)
     counter = iter(range(1_000_000, 10_000_000))
     events = connect(db.dsn)

@@ -106,6 +106,13 @@ def test_prepared_and_generic_plans(tiered):
            " EXECUTE d('2024-01-02'); EXECUTE d('2024-01-09');")
     same(db, sql)
     same_tables(db)
+    # a PL/pgSQL function's statements (SPI, cached plans) run the same way
+    for t in ("events", "plain"):
+        db.psql(f"CREATE FUNCTION bump_{t}(lo bigint, hi bigint) RETURNS bigint LANGUAGE plpgsql AS $$"
+                f" DECLARE n bigint; BEGIN UPDATE {t} SET amount = amount + 1 WHERE id BETWEEN lo AND hi;"
+                f" GET DIAGNOSTICS n = ROW_COUNT; DELETE FROM {t} WHERE id = hi; RETURN n; END $$")
+    same(db, "SELECT bump_{t}(100, 110), bump_{t}(2900, 2905), bump_{t}(100, 110)")
+    same_tables(db)
 
 
 def test_triggers_fire_with_old_and_new(tiered):
