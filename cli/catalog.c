@@ -338,7 +338,7 @@ void tdb_table_name_free(tdb_table_name *name)
 	"SELECT t.table_id, t.schema_name, t.table_name, array_to_json(t.primary_key_cols)::text, t.tier_key_col," \
 	" t.tier_key_type, t.partition_scheme::text, t.lake_format, t.lake_table_ref, t.storage_profile, t.mode,"  \
 	" t.lake_retention_lag, c.tier_key_hi, c.lake_snapshot_id, c.retention_line,"                             \
-	" c.lake_props->>'metadata_location', c.lake_props::text"                                                 \
+	" c.lake_props->>'metadata_location', c.lake_props::text, t.keep_heap"                                     \
 	" FROM tierdb.tables t LEFT JOIN tierdb.cutline c ON c.table_id = t.table_id "
 
 static char *dup_or_null(const PGresult *res, int row, int col)
@@ -394,6 +394,7 @@ static int fill_table(const PGresult *res, int row, tdb_catalog_table *t, tl_err
 	t->has_retention_line = get_int64(res, row, 14, &t->retention_line);
 	t->metadata_location = dup_or_null(res, row, 15);
 	t->lake_props = dup_or_null(res, row, 16);
+	t->keep_heap = !PQgetisnull(res, row, 17) && PQgetvalue(res, row, 17)[0] == 't';
 	if (parse_pk_cols(PQgetisnull(res, row, 3) ? NULL : PQgetvalue(res, row, 3), t, err) < 0)
 		return -1;
 	return tdb_key_type_parse(PQgetvalue(res, row, 5), &t->tier_key_type, err);

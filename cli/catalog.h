@@ -134,6 +134,7 @@ typedef struct tdb_catalog_table {
 	char *mode;
 	bool has_lake_retention;
 	int64_t lake_retention_lag;
+	bool keep_heap;             /* --keep-heap: tiered partitions stay in the heap, mirrored into the delta */
 	/* cutline */
 	int64_t cutline_t;
 	bool has_snapshot;          /* S is NULL until the first lake commit */

@@ -50,7 +50,8 @@ typedef struct register_args {
 	const char *lake_retention;
 	bool has_partition_width;
 	int64_t partition_width;
-	bool heap_retention, keep_heap, chunk_rows; /* given: refused until their modes exist */
+	bool keep_heap;
+	bool heap_retention, chunk_rows; /* given: refused until their modes exist */
 } register_args;
 
 /* Everything registration derives before it writes. */
@@ -70,6 +71,7 @@ typedef struct registration {
 	char *profile;
 	bool has_lake_retention;
 	int64_t lake_retention;
+	bool keep_heap;
 	tl_ice_transform transform; /* the lake's partition transform on the tier key */
 	int64_t heap_width;         /* canonical width of the newest partition */
 } registration;
@@ -390,6 +392,7 @@ static int validate(PGconn *c, registration *r, const register_args *a, tl_error
 			                    "--lake-retention must be positive; leave it out to keep history forever");
 		r->has_lake_retention = true;
 	}
+	r->keep_heap = a->keep_heap;
 	r->profile = tdb_catalog_profile(c, a->profile, err);
 	return r->profile ? 0 : -1;
 }
@@ -597,16 +600,17 @@ static int insert_catalog_rows(PGconn *c, const registration *r, const char *loc
 	                         scheme,
 	                         location,
 	                         r->profile,
-	                         r->has_lake_retention ? retention : NULL};
+	                         r->has_lake_retention ? retention : NULL,
+	                         r->keep_heap ? "true" : "false"};
 	const char *cparams[] = {table_id, cut, lake_props};
 	const char *pparams[] = {table_id, parts};
 	int rc = tdb_pg_exec(c, "writing tierdb.tables",
 	                     "INSERT INTO tierdb.tables (table_id, schema_name, table_name, primary_key_cols, "
 	                     "tier_key_col, tier_key_type, partition_scheme, lake_format, lake_table_ref, "
-	                     "storage_profile, mode, lake_retention_lag) "
+	                     "storage_profile, mode, lake_retention_lag, keep_heap) "
 	                     "VALUES ($1::bigint, $2, $3, ARRAY(SELECT jsonb_array_elements_text($4::jsonb)), $5, $6, "
-	                     "$7::jsonb, 'iceberg', $8, $9, 'tiered', $10::bigint)",
-	                     10, tparams, err);
+	                     "$7::jsonb, 'iceberg', $8, $9, 'tiered', $10::bigint, $11::boolean)",
+	                     11, tparams, err);
 	if (rc == 0)
 		rc = tdb_pg_exec(c, "writing tierdb.cutline",
 		                 "INSERT INTO tierdb.cutline (table_id, tier_key_hi, lake_snapshot_id, lake_props) "
@@ -618,8 +622,11 @@ static int insert_catalog_rows(PGconn *c, const registration *r, const char *loc
 		                 "SELECT $1::bigint, p.id, p.lo, p.hi, 'hot' "
 		                 "FROM jsonb_to_recordset($2::jsonb) AS p(id text, lo bigint, hi bigint)",
 		                 2, pparams, err);
-	/* transparent writes: the spill partition for rows below the cut-line (SPEC §7) */
-	if (rc == 0)
+	/*
+	 * transparent writes: the spill partition for rows below the cut-line (SPEC §7); a keep-heap table
+	 * needs none, its heap keeps every row (tiering.c mirrors its tiered partitions)
+	 */
+	if (rc == 0 && !r->keep_heap)
 		rc = tdb_pg_exec(c, "creating the spill partition of transparent writes",
 		                 "SELECT tierdb_enable_transparent_writes($1::bigint::oid::regclass)", 1, tparams, err);
 	free(pk);
@@ -653,6 +660,9 @@ static int compare_registration(const tdb_catalog_table *old, const registration
 		tl_buf_printf(&diff, "; --tier-key was %s, now %s", old->tier_key_col, a->tier_key);
 	if (strcmp(old->mode, "tiered") != 0)
 		tl_buf_printf(&diff, "; --mode was %s, now tiered", old->mode);
+	if (old->keep_heap != r->keep_heap)
+		tl_buf_printf(&diff, "; --keep-heap was %s, now %s", old->keep_heap ? "given" : "not given",
+		              r->keep_heap ? "given" : "not given");
 	if (strcmp(old->storage_profile, r->profile) != 0)
 		tl_buf_printf(&diff, "; --profile was %s, now %s", old->storage_profile, r->profile);
 	if (old->has_lake_retention != r->has_lake_retention ||
@@ -739,6 +749,8 @@ static void register_usage(FILE *out)
 	      "  --profile P            the storage profile (default: the default profile)\n"
 	      "  --lake-retention N     expire lake rows older than N (integers: a number; timestamps:\n"
 	      "                         90s, 15m, 12h, 7d; dates: days); 'tierdb policy' changes it\n"
+	      "  --keep-heap            keep tiered partitions in the heap too: the lake serves reads\n"
+	      "                         below the cut-line, plain DML on them is mirrored into the lake\n"
 	      "  --dsn DSN              the database (else TIERDB_PG_URL, else PG* variables;\n"
 	      "                         TIERDB_PG_USER and TIERDB_PG_PASSWORD give user and password)\n"
 	      "\n"
@@ -862,8 +874,6 @@ static int refuse_unsupported(const register_args *a)
 	if (a->keep_heap && a->lake_retention != NULL)
 		return cli_fail("--lake-retention cannot be combined with --keep-heap: a keep-heap table keeps every row "
 		                "in its heap, so the lake must keep them too; leave one of them out");
-	if (a->keep_heap)
-		return cli_fail("mode tiered --keep-heap is not supported yet");
 	if (a->chunk_rows)
 		return cli_fail("mode mirrored is not supported yet; --chunk-rows sizes a mirrored table's initial copy");
 	return 0;

@@ -289,16 +289,14 @@ static int add_heap_batch(void *arg, tl_pq_batch *batch, tl_error *err)
 	return 0;
 }
 
-/* The digest of an attached heap partition's rows, read as the daemon reads them (binary COPY). */
-static int heap_partition_digest(verify_run *v, const char *partition_id, tdb_digest *out, tl_error *err)
+/* The digest of the rows `from` (SQL after FROM) yields, read as the daemon reads them (binary COPY). */
+static int rows_digest(verify_run *v, const char *from, const char *what, tdb_digest *out, tl_error *err)
 {
 	tl_buf sql;
 	tl_buf_init(&sql);
 	tl_buf_append_str(&sql, "COPY (SELECT ");
 	tdb_pg_copy_select_list(v->cols, v->ncols, &sql);
-	tl_buf_printf(&sql, " FROM ONLY %s) TO STDOUT (FORMAT binary)", partition_id);
-	char what[300];
-	snprintf(what, sizeof(what), "reading heap partition %s", partition_id);
+	tl_buf_printf(&sql, " FROM %s) TO STDOUT (FORMAT binary)", from);
 	tl_pq_batch *batch = tl_pq_batch_new(v->pq_schema, VERIFY_BATCH_ROWS);
 	memset(out, 0, sizeof(*out));
 	heap_digest sink = {v->pq_schema, out};
@@ -306,6 +304,34 @@ static int heap_partition_digest(verify_run *v, const char *partition_id, tdb_di
 	                          err);
 	tl_pq_batch_free(batch);
 	tl_buf_free(&sql);
+	return rc;
+}
+
+/* The digest of an attached heap partition's rows. */
+static int heap_partition_digest(verify_run *v, const char *partition_id, tdb_digest *out, tl_error *err)
+{
+	char what[300];
+	snprintf(what, sizeof(what), "reading heap partition %s", partition_id);
+	tl_buf from;
+	tl_buf_init(&from);
+	tl_buf_printf(&from, "ONLY %s", partition_id);
+	int rc = rows_digest(v, tdb_buf_cstr(&from), what, out, err);
+	tl_buf_free(&from);
+	return rc;
+}
+
+/* The digest of the cold rows (the lake at S merged with the delta, tierdb.cold_rows) in [lo, hi). */
+static int cold_range_digest(verify_run *v, const char *lo, const char *hi, tdb_digest *out, tl_error *err)
+{
+	tl_buf from;
+	tl_buf_init(&from);
+	char *col = PQescapeIdentifier(v->c, v->t.tier_key_col, strlen(v->t.tier_key_col));
+	tl_buf_append_str(&from, "tierdb.cold_rows(NULL::");
+	tdb_pg_quote_qualified(v->t.schema_name, v->t.table_name, &from);
+	tl_buf_printf(&from, ") r WHERE r.%s >= %s AND r.%s < %s", col, lo, col, hi);
+	PQfreemem(col);
+	int rc = rows_digest(v, tdb_buf_cstr(&from), "reading the lake's and the delta's rows", out, err);
+	tl_buf_free(&from);
 	return rc;
 }
 
@@ -324,12 +350,45 @@ static bool heap_comparable(const verify_run *v, int64_t snapshot)
 	return !v->columns_changed && snap != NULL && snap->schema_id == v->lake->metadata->current_schema_id;
 }
 
+/*
+ * One tiered partition of a --keep-heap table: the heap keeps it, and every
+ * change to it since was mirrored into the delta, so its rows must equal
+ * the cold rows of its range now (the lake at S merged with the delta).
+ */
+static int check_kept_partition(verify_run *v, const char *partition_id, int64_t lo, int64_t hi, bool attached,
+                                tl_error *err)
+{
+	tl_buf lo_text, hi_text;
+	tl_buf_init(&lo_text);
+	tl_buf_init(&hi_text);
+	key_text(v, lo, &lo_text);
+	key_text(v, hi, &hi_text);
+	int rc = 0;
+	tdb_digest heap, cold;
+	if (!attached)
+		report(v, CHECK_FAIL, "%s [%s, %s): the table keeps its heap (--keep-heap), but the partition is gone",
+		       partition_id, tdb_buf_cstr(&lo_text), tdb_buf_cstr(&hi_text));
+	else if ((rc = heap_partition_digest(v, partition_id, &heap, err)) == 0 &&
+	         (rc = cold_range_digest(v, tdb_buf_cstr(&lo_text), tdb_buf_cstr(&hi_text), &cold, err)) == 0)
+		report(v, digests_equal(&heap, &cold) ? CHECK_OK : CHECK_FAIL,
+		       "%s [%s, %s): heap %" PRId64 " rows, checksum %016" PRIx64 "; lake and delta %" PRId64
+		       " rows, checksum %016" PRIx64 "%s",
+		       partition_id, tdb_buf_cstr(&lo_text), tdb_buf_cstr(&hi_text), heap.rows, heap.sum, cold.rows,
+		       cold.sum, digests_equal(&heap, &cold) ? "" : " (a change to the heap was not mirrored: was its "
+		       "trigger tierdb_mirror disabled, e.g. by session_replication_role = replica?)");
+	tl_buf_free(&lo_text);
+	tl_buf_free(&hi_text);
+	return rc;
+}
+
 /* One tiered partition: the lake at its tiering snapshot against the heap and the journal. */
 static int check_partition(verify_run *v, PGresult *res, int i, tl_error *err)
 {
 	const char *partition_id = PQgetvalue(res, i, 0);
 	int64_t lo = strtoll(PQgetvalue(res, i, 1), NULL, 10), hi = strtoll(PQgetvalue(res, i, 2), NULL, 10);
 	bool attached = strcmp(PQgetvalue(res, i, 3), "t") == 0;
+	if (v->t.keep_heap)
+		return check_kept_partition(v, partition_id, lo, hi, attached, err);
 	tl_buf lo_text, hi_text;
 	tl_buf_init(&lo_text);
 	tl_buf_init(&hi_text);

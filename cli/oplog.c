@@ -75,16 +75,17 @@ int tdb_oplog_unfinished(PGconn *c, int64_t table_id, char **op_id, char **phase
 	return found;
 }
 
-int tdb_oplog_finish_drops(PGconn *c, int64_t table_id, tl_error *err)
+int tdb_oplog_finish_drops(PGconn *c, int64_t table_id, bool kept, tl_error *err)
 {
 	char id[24];
 	snprintf(id, sizeof(id), "%lld", (long long)table_id);
-	const char *params[] = {id};
+	/* a keep-heap table's partitions stay 'tiered': kept once the caller has unsealed them all */
+	const char *params[] = {id, kept ? "tiered" : "dropped"};
 	return tdb_pg_exec(c, "journaling finished drops",
 	                   "UPDATE tierdb.op_log o SET phase = 'done', updated_at = now()"
 	                   " WHERE o.table_id = $1 AND o.op_kind = 'tiering' AND o.phase = 'published'"
 	                   " AND NOT EXISTS (SELECT FROM tierdb.partitions p WHERE p.table_id = o.table_id"
-	                   " AND p.state <> 'dropped'"
+	                   " AND p.state <> $2"
 	                   " AND p.partition_id IN (SELECT jsonb_array_elements_text(o.details -> 'partitions')))",
-	                   1, params, err);
+	                   2, params, err);
 }

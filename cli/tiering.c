@@ -615,11 +615,88 @@ static int tiered_partitions(PGconn *c, const tdb_catalog_table *t, tdb_heap_par
 	return 0;
 }
 
+/* Whether partition p still carries the seal of its tiering run. */
+static int is_sealed(PGconn *c, const tdb_heap_partition *p, bool *sealed, tl_error *err)
+{
+	tl_buf name;
+	tl_buf_init(&name);
+	tdb_pg_quote_qualified(p->schema, p->name, &name);
+	const char *params[] = {tdb_buf_cstr(&name)};
+	PGresult *res = tdb_pg_query(c, "looking for a partition's seal",
+	                             "SELECT EXISTS (SELECT FROM pg_catalog.pg_trigger"
+	                             " WHERE tgrelid = pg_catalog.to_regclass($1) AND tgname = 'tierdb_sealed')",
+	                             1, params, err);
+	tl_buf_free(&name);
+	if (res == NULL)
+		return -1;
+	*sealed = PQgetvalue(res, 0, 0)[0] == 't';
+	PQclear(res);
+	return 0;
+}
+
+/*
+ * --keep-heap: a tiered partition stays in the heap. Once T covers it, its
+ * seal gives way to the trigger tierdb_mirror (sql/0.1/48-keep-heap.sql),
+ * which carries plain DML on its rows into the delta, in one transaction:
+ * no write reaches it between the two.
+ */
+static int keep_partition(PGconn *c, const tdb_heap_partition *p, tl_error *err)
+{
+	tl_buf sql;
+	tl_buf_init(&sql);
+	int rc = tdb_pg_exec(c, "starting to keep a tiered partition", "BEGIN", 0, NULL, err);
+	for (int k = 0; k < 3 && rc == 0; k++) {
+		tl_buf_reset(&sql);
+		if (k < 2)
+			tl_buf_printf(&sql, "DROP TRIGGER IF EXISTS %s ON ", k == 0 ? "tierdb_sealed" : "tierdb_sealed_rows");
+		else
+			tl_buf_append_str(&sql, "CREATE OR REPLACE TRIGGER tierdb_mirror AFTER INSERT OR UPDATE OR DELETE ON ");
+		tdb_pg_quote_qualified(p->schema, p->name, &sql);
+		if (k == 2)
+			tl_buf_append_str(&sql, " FOR EACH ROW EXECUTE FUNCTION tierdb.mirror_route()");
+		rc = tdb_pg_exec(c, "keeping a tiered partition", tdb_buf_cstr(&sql), 0, NULL, err);
+	}
+	if (rc == 0)
+		rc = tdb_pg_exec(c, "committing a kept partition", "COMMIT", 0, NULL, err);
+	if (rc < 0)
+		tdb_abort_transaction(c);
+	tl_buf_free(&sql);
+	return rc;
+}
+
+/* tdb_drop_tiered of a --keep-heap table: its tiered partitions are kept, unsealed and mirrored. */
+static int keep_tiered(PGconn *c, const tdb_catalog_table *t, tl_error *err)
+{
+	tdb_heap_partition *parts;
+	int n;
+	if (tiered_partitions(c, t, &parts, &n, err) < 0)
+		return -1;
+	int rc = 0;
+	for (int i = 0; rc == 0 && i < n && !tdb_daemon_stopping(); i++) {
+		bool sealed;
+		rc = is_sealed(c, &parts[i], &sealed, err);
+		if (rc == 0 && sealed) {
+			rc = keep_partition(c, &parts[i], err);
+			if (rc == 0)
+				tdb_log(tdb_table_label(t),
+				        "keep: tiered partition %s [%" PRId64 ", %" PRId64 ") stays in the heap; plain DML on it is "
+				        "mirrored into the lake",
+				        parts[i].name, parts[i].lo, parts[i].hi);
+		}
+	}
+	if (rc == 0)
+		rc = tdb_oplog_finish_drops(c, t->table_id, true, err);
+	tdb_heap_partitions_free(parts, n);
+	return rc;
+}
+
 int tdb_drop_tiered(PGconn *c, const tdb_catalog_table *t, tl_error *err)
 {
 	const char *label = tdb_table_label(t);
 	tdb_heap_partition *parts;
 	int n;
+	if (t->keep_heap)
+		return keep_tiered(c, t, err);
 	if (tiered_partitions(c, t, &parts, &n, err) < 0)
 		return -1;
 	int rc = 0;
@@ -648,7 +725,7 @@ int tdb_drop_tiered(PGconn *c, const tdb_catalog_table *t, tl_error *err)
 			tdb_fault("tiering-mid-drop");
 	}
 	if (rc == 0)
-		rc = tdb_oplog_finish_drops(c, t->table_id, err);
+		rc = tdb_oplog_finish_drops(c, t->table_id, false, err);
 	tdb_heap_partitions_free(parts, n);
 	return rc;
 }

@@ -108,7 +108,8 @@ int tdb_oplog_set_phase(PGconn *c, const char *op_id, const char *phase, const i
  */
 int tdb_oplog_unfinished(PGconn *c, int64_t table_id, char **op_id, char **phase, tl_error *err);
 
-/* Marks the table's published tiering operations done once none of their partitions await a drop. */
-int tdb_oplog_finish_drops(PGconn *c, int64_t table_id, tl_error *err);
+/* Marks the table's published tiering operations done once none of their partitions await a drop (kept: a
+ * keep-heap table's, which stay 'tiered'). */
+int tdb_oplog_finish_drops(PGconn *c, int64_t table_id, bool kept, tl_error *err);
 
 #endif

@@ -277,6 +277,13 @@ read_registration(Oid relid)
 			t->lake_location = text_column(rel, tuple, "lake_table_ref");
 			t->tier_key_attno = registered_column(relid, text_column(rel, tuple, "tier_key_col"));
 			t->key_kind = parse_key_kind(text_column(rel, tuple, "tier_key_type"));
+			{
+				bool		keep_null;
+				Datum		keep = heap_getattr(tuple, attnameAttNum(rel, "keep_heap", false), RelationGetDescr(rel),
+												&keep_null);
+
+				t->keep_heap = !keep_null && DatumGetBool(keep);
+			}
 			tier_key_operators(t, get_atttype(relid, t->tier_key_attno));
 			if (isnull)
 				ereport(ERROR,

@@ -66,6 +66,7 @@ typedef struct SeamTable
 	SeamKeyKind key_kind;
 	int			npk;
 	AttrNumber *pk_attnos;		/* the merge key's columns (tables.primary_key_cols) */
+	bool		keep_heap;		/* --keep-heap: the heap keeps every row; plain DML is never routed */
 } SeamTable;
 
 /* The pinned cut-line. */

@@ -287,6 +287,7 @@ typedef struct SpillCalls
 	FmgrInfo	put;			/* tierdb.spill_put_impl(regclass, jsonb, text, bigint, jsonb, jsonb) */
 	FmgrInfo	lock_pk;		/* tierdb.lock_pk(jsonb, text) */
 	FmgrInfo	change;			/* tierdb.spill_change_impl(regclass, jsonb, text, bigint, text, bigint, jsonb, jsonb) */
+	FmgrInfo	mirror;			/* tierdb.mirror_change_impl(regclass, jsonb, text, bigint, text, bigint, jsonb) */
 } SpillCalls;
 
 static void
@@ -311,6 +312,7 @@ spill_calls(FunctionCallInfo fcinfo)
 		Oid			put_types[] = {REGCLASSOID, JSONBOID, TEXTOID, INT8OID, JSONBOID, JSONBOID};
 		Oid			lock_types[] = {JSONBOID, TEXTOID};
 		Oid			change_types[] = {REGCLASSOID, JSONBOID, TEXTOID, INT8OID, TEXTOID, INT8OID, JSONBOID, JSONBOID};
+		Oid			mirror_types[] = {REGCLASSOID, JSONBOID, TEXTOID, INT8OID, TEXTOID, INT8OID, JSONBOID};
 
 		calls = MemoryContextAllocZero(cxt, sizeof(SpillCalls));
 		lookup_call("routing_state_impl", 2, state_types, &calls->state, cxt);
@@ -318,6 +320,7 @@ spill_calls(FunctionCallInfo fcinfo)
 		lookup_call("spill_put_impl", 6, put_types, &calls->put, cxt);
 		lookup_call("lock_pk", 2, lock_types, &calls->lock_pk, cxt);
 		lookup_call("spill_change_impl", 8, change_types, &calls->change, cxt);
+		lookup_call("mirror_change_impl", 7, mirror_types, &calls->mirror, cxt);
 		fcinfo->flinfo->fn_extra = calls;
 	}
 	return calls;
@@ -639,5 +642,80 @@ tierdb_spill_route(PG_FUNCTION_ARGS)
 	else
 		route_change(calls, t, st, td, parent);
 	table_close(parent, AccessShareLock);
+	return PointerGetDatum(NULL);
+}
+
+/* ------------------------------------------------------------ keep-heap */
+
+PG_FUNCTION_INFO_V1(tierdb_mirror_route);
+
+/*
+ * tierdb.mirror_route(): the AFTER INSERT OR UPDATE OR DELETE row trigger
+ * tierdb_mirror on the tiered partitions of a --keep-heap table (the
+ * daemon puts it there when it unseals them, cli/tiering.c).  Their rows
+ * live in the heap and in the lake, which serves reads below T: each change
+ * plain DML makes to them is carried into the delta, as tierdb_upsert and
+ * tierdb_delete would write it, and the fold takes it into the lake.  The
+ * row is normalised as the writing role (tierdb.spill_prepare); the delta
+ * is written by the catalog's owner (tierdb.mirror_change_impl), which
+ * nobody may execute from SQL.
+ */
+Datum
+tierdb_mirror_route(PG_FUNCTION_ARGS)
+{
+	TriggerData *td = (TriggerData *) fcinfo->context;
+	Relation	rel;
+	Oid			parent;
+	SeamTable  *t;
+	SpillCalls *calls;
+	Relation	parent_rel;
+	Datum		args[7];
+	bool		nulls[7] = {false};
+	bool		isnull;
+	Datum		st;
+	PreparedRow old = {0};
+	PreparedRow new = {0};
+	bool		has_old,
+				has_new;
+
+	if (!CALLED_AS_TRIGGER(fcinfo) || !TRIGGER_FIRED_AFTER(td->tg_event) || !TRIGGER_FIRED_FOR_ROW(td->tg_event) ||
+		TRIGGER_FIRED_BY_TRUNCATE(td->tg_event))
+		ereport(ERROR,
+				(errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
+				 errmsg("tierdb.mirror_route() must run as an AFTER INSERT OR UPDATE OR DELETE ... FOR EACH ROW trigger")));
+	rel = td->tg_relation;
+	parent = rel->rd_rel->relispartition ? get_partition_parent(RelationGetRelid(rel), false) : InvalidOid;
+	t = OidIsValid(parent) ? seam_lookup_table(parent) : NULL;
+	if (t == NULL || !t->keep_heap)
+		ereport(ERROR,
+				(errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
+				 errmsg("tierdb.mirror_route() runs only on the partitions of a table registered with --keep-heap, "
+						"not on %s", seam_table_name(RelationGetRelid(rel)))));
+	calls = spill_calls(fcinfo);
+	parent_rel = table_open(parent, AccessShareLock);
+	args[0] = ObjectIdGetDatum(t->relid);
+	args[1] = BoolGetDatum(true);
+	st = call(&calls->state, 2, args, &isnull);
+	if (isnull)
+		elog(ERROR, "table %s has no TierDB routing state", seam_table_name(t->relid));
+
+	has_old = !TRIGGER_FIRED_BY_INSERT(td->tg_event);
+	has_new = !TRIGGER_FIRED_BY_DELETE(td->tg_event);
+	if (has_old)
+		old = prepare_row(calls, t, st, rel, parent_rel, td->tg_trigtuple);
+	if (has_new)
+		new = prepare_row(calls, t, st, rel, parent_rel, TRIGGER_FIRED_BY_UPDATE(td->tg_event) ? td->tg_newtuple
+						  : td->tg_trigtuple);
+	args[0] = ObjectIdGetDatum(t->relid);
+	args[1] = st;
+	args[2] = old.pk;
+	args[3] = old.tier_key;
+	args[4] = new.pk;
+	args[5] = new.tier_key;
+	args[6] = new.payload;
+	nulls[2] = nulls[3] = !has_old;
+	nulls[4] = nulls[5] = nulls[6] = !has_new;
+	call_with_nulls(&calls->mirror, 7, args, nulls, &isnull);
+	table_close(parent_rel, AccessShareLock);
 	return PointerGetDatum(NULL);
 }

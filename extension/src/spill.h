@@ -53,5 +53,6 @@ extern bool spill_creating(void);
 
 extern Datum tierdb_spill_route(PG_FUNCTION_ARGS);
 extern Datum tierdb_spill_create(PG_FUNCTION_ARGS);
+extern Datum tierdb_mirror_route(PG_FUNCTION_ARGS);
 
 #endif							/* TIERDB_SPILL_H */

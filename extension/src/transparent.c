@@ -551,7 +551,8 @@ guard_result_relation(Query *q, Rewrite *rw)
 	if (routing_window_open(rte->relid))
 		return;
 	t = seam_lookup_table(rte->relid);
-	if (t == NULL)
+	/* A --keep-heap table's heap holds every row: plain DML on it is complete, and mirrored (spill.h). */
+	if (t == NULL || t->keep_heap)
 		return;
 	dml_guard_check_new_rows(q, t);
 	if (!dml_guard_needs_bound(q) || cold_dml_routes(q, t->relid))

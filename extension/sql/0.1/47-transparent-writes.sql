@@ -155,6 +155,22 @@ END;
 $$;
 
 /*
+ * Where the lake holds pk, as a new delta row of it must name it: the pk's
+ * delta row says (its old_tier_key when the row moved, else its tier key),
+ * else `fallback` (the tier key the row was read or written with).
+ */
+CREATE FUNCTION tierdb.lake_copy_at(tbl regclass, pk text, fallback bigint)
+RETURNS bigint
+LANGUAGE sql STABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT coalesce((SELECT coalesce(d.old_tier_key, d.tier_key) FROM tierdb.delta d
+                      WHERE d.table_id = tbl::oid::bigint AND d.pk = lake_copy_at.pk), fallback)
+$$;
+
+REVOKE EXECUTE ON FUNCTION tierdb.lake_copy_at(regclass, text, bigint) FROM PUBLIC;
+
+/*
  * The definer's half of a cold row that a plain UPDATE or DELETE changed
  * (src/cold_dml.c brought it into the spill partition; src/spill.c calls
  * this under the pk's lock, after checking that no other transaction wrote
@@ -174,16 +190,9 @@ LANGUAGE plpgsql SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
-    e record;
-    lake_at bigint := old_tier_key;
+    lake_at bigint := tierdb.lake_copy_at(tbl, old_pk, old_tier_key);
     version bigint;
 BEGIN
-    SELECT d.tier_key, d.old_tier_key INTO e
-      FROM tierdb.delta d
-     WHERE d.table_id = tbl::oid::bigint AND d.pk = old_pk;
-    IF FOUND THEN
-        lake_at := coalesce(e.old_tier_key, e.tier_key);
-    END IF;
     IF new_pk IS DISTINCT FROM old_pk THEN
         version := tierdb.write_delta(tbl, old_pk, 1::smallint, lake_at, NULL, NULL);
         PERFORM tierdb.explain_route(format('%s: plain %s of pk %s below T: tombstone written to tierdb.delta as version %s',
