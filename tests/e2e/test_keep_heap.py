@@ -75,6 +75,8 @@ def test_plain_dml_on_kept_partitions_is_mirrored(kept, tierdb):
         "UPDATE {t} SET ts = ts - interval '5 days' WHERE id IN (2800, 2801) RETURNING id, ts",
         # a key change
         "UPDATE {t} SET id = id + 500000 WHERE id IN (200, 201) RETURNING id",
+        "MERGE INTO {t} e USING (VALUES (10), (2810), (11)) s(id) ON e.id = s.id"
+        " WHEN MATCHED AND e.id = 11 THEN DELETE WHEN MATCHED THEN UPDATE SET v = 'merged'",
         "INSERT INTO {t} SELECT id, ts, 'dup', 1 FROM plain WHERE id IN (5, 2805)"
         " ON CONFLICT (id, ts) DO UPDATE SET v = 'conflict' RETURNING *",
     ]:
