@@ -26,6 +26,7 @@ static const char *const known_points[] = {
 	"tiering-after-commit-recorded",
 	"tiering-after-publish",
 	"tiering-mid-drop",
+	"tiering-mid-keep",
 	"fold-before-commit",
 	"fold-after-commit",
 	"fold-after-commit-recorded",

@@ -37,6 +37,10 @@
  *                             heap partition dropped. The drop step finishes.
  *   tiering-mid-drop          the first of several tiered partitions
  *                             dropped. The drop step finishes.
+ *   tiering-mid-keep          --keep-heap: the first of several tiered
+ *                             partitions kept (unsealed, its mirror trigger
+ *                             on), the others still sealed. The keep step
+ *                             finishes.
  *
  * The points of a fold (fold.c), settled by the fold step itself:
  *

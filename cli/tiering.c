@@ -682,6 +682,8 @@ static int keep_tiered(PGconn *c, const tdb_catalog_table *t, tl_error *err)
 				        "keep: tiered partition %s [%" PRId64 ", %" PRId64 ") stays in the heap; plain DML on it is "
 				        "mirrored into the lake",
 				        parts[i].name, parts[i].lo, parts[i].hi);
+			if (rc == 0 && i + 1 < n)
+				tdb_fault("tiering-mid-keep");
 		}
 	}
 	if (rc == 0)

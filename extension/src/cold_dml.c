@@ -98,7 +98,7 @@ cold_dml_routes(const Query *q, Oid relid)
 		return false;
 	if (q->jointree != NULL && contains_current_of(q->jointree->quals, NULL))
 		return false;
-	return OidIsValid(spill_partition(relid));
+	return spill_routes_changes(relid);
 }
 
 char *

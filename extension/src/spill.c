@@ -107,15 +107,18 @@ spill_transparent_writes_on(void)
 
 /* ------------------------------------------------------------ the switch */
 
-/* Whether relation `relid` carries the tierdb_spill trigger of tierdb.spill_route. */
-static bool
-has_spill_trigger(Oid relid)
+/*
+ * The events (TRIGGER_TYPE_* bits) of the tierdb_spill trigger of
+ * tierdb.spill_route on relation relid, or 0 when it has none.
+ */
+static int16
+spill_trigger_type(Oid relid)
 {
 	Relation	triggers = table_open(TriggerRelationId, AccessShareLock);
 	ScanKeyData keys[2];
 	SysScanDesc scan;
 	HeapTuple	tuple;
-	bool		found = false;
+	int16		type = 0;
 
 	ScanKeyInit(&keys[0], Anum_pg_trigger_tgrelid, BTEqualStrategyNumber, F_OIDEQ, ObjectIdGetDatum(relid));
 	ScanKeyInit(&keys[1], Anum_pg_trigger_tgname, BTEqualStrategyNumber, F_NAMEEQ,
@@ -124,14 +127,15 @@ has_spill_trigger(Oid relid)
 	tuple = systable_getnext(scan);
 	if (HeapTupleIsValid(tuple))
 	{
-		Oid			fn = ((Form_pg_trigger) GETSTRUCT(tuple))->tgfoid;
-		char	   *name = get_func_name(fn);
+		Form_pg_trigger trigger = (Form_pg_trigger) GETSTRUCT(tuple);
+		char	   *name = get_func_name(trigger->tgfoid);
 
-		found = name != NULL && strcmp(name, "spill_route") == 0 && get_func_namespace(fn) == seam_namespace();
+		if (name != NULL && strcmp(name, "spill_route") == 0 && get_func_namespace(trigger->tgfoid) == seam_namespace())
+			type = trigger->tgtype;
 	}
 	systable_endscan(scan);
 	table_close(triggers, AccessShareLock);
-	return found;
+	return type;
 }
 
 Oid
@@ -139,9 +143,22 @@ spill_partition(Oid parent)
 {
 	Oid			spill = get_default_partition_oid(parent);
 
-	if (!OidIsValid(spill) || !OidIsValid(seam_namespace()) || !has_spill_trigger(spill))
+	if (!OidIsValid(spill) || !OidIsValid(seam_namespace()) || spill_trigger_type(spill) == 0)
 		return InvalidOid;
 	return spill;
+}
+
+bool
+spill_routes_changes(Oid parent)
+{
+	Oid			spill = get_default_partition_oid(parent);
+	int16		type;
+
+	if (!OidIsValid(spill) || !OidIsValid(seam_namespace()))
+		return false;
+	type = spill_trigger_type(spill);
+	/* a spill partition made before UPDATE and DELETE were routed has an INSERT trigger only */
+	return TRIGGER_FOR_UPDATE(type) && TRIGGER_FOR_DELETE(type);
 }
 
 bool

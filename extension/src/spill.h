@@ -30,6 +30,14 @@ extern bool spill_transparent_writes_on(void);
 extern Oid	spill_partition(Oid parent);
 
 /*
+ * Whether the spill partition of `parent` also carries UPDATE and DELETE
+ * (cold_dml.h): one made before they were routed has an INSERT trigger
+ * only, and tierdb_disable_transparent_writes and
+ * tierdb_enable_transparent_writes make it again.
+ */
+extern bool spill_routes_changes(Oid parent);
+
+/*
  * Whether an INSERT query level into registered table t sends its rows
  * below T to the spill partition rather than having them refused while
  * planning (dml_guard.c): a plain INSERT (no ON CONFLICT) into a table

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import pytest
 
+from test_recovery import wait_daemon_gone
 from test_tiering import SESSION, make_events, run_once
 from test_transparent_inserts import both, rows, same_tables
 
@@ -127,3 +128,30 @@ def test_register_refuses_keep_heap_with_lake_retention_and_keeps_its_settings(k
     assert proc.returncode != 0 and "--keep-heap was given, now not given" in proc.stderr, proc.stderr
     proc = tierdb(["register", "--table", "public.events", "--pk", "id,ts", "--tier-key", "ts", "--keep-heap"])
     assert proc.returncode == 0, proc.stderr
+
+
+@pytest.mark.parametrize("point", ["tiering-after-seal", "tiering-before-commit", "tiering-after-commit",
+                                   "tiering-after-publish", "tiering-mid-keep"])
+def test_kill_at_fault_point_then_restart(db, tierdb, point):
+    """A keep-heap table's tiering killed at its points: the next run settles it, every tiered partition ends
+    kept (unsealed, mirrored) and the table reads as the untiered copy, verify ok."""
+    make_events(db)
+    db.psql("ALTER TABLE events ADD PRIMARY KEY (id, ts); CREATE TABLE plain AS SELECT * FROM events")
+    proc = tierdb(["register", "--table", "public.events", "--pk", "id,ts", "--tier-key", "ts", "--keep-heap"])
+    assert proc.returncode == 0, proc.stderr
+    proc = tierdb(["run", "--once"], env={"TIERDB_TIERING_LAG": "2d", "TIERDB_FAULT": point})
+    assert proc.returncode == -9 and f"fault point {point} reached" in proc.stderr, proc.stderr
+    if point == "tiering-mid-keep":
+        assert rows(db, "SELECT count(*) FROM pg_trigger WHERE tgname = 'tierdb_mirror'") == [("1",)]
+    wait_daemon_gone(db)
+    run_once(tierdb, "2d")
+    assert rows(db, "SELECT count(*) FROM pg_trigger WHERE tgname LIKE 'tierdb_sealed%'") == [("0",)]
+    assert rows(db, "SELECT count(*) FROM pg_trigger WHERE tgname = 'tierdb_mirror'") == [("7",)]
+    assert rows(db, "SELECT DISTINCT phase FROM tierdb.op_log WHERE op_kind = 'tiering' AND phase <> 'aborted'") \
+        == [("done",)]
+    same_tables(db)
+    got, want = both(db, "UPDATE {t} SET v = 'after' WHERE id % 100 = 0 RETURNING id")
+    assert sorted(got) == sorted(want)
+    same_tables(db)
+    code, out = verify(tierdb)
+    assert code == 0, out
