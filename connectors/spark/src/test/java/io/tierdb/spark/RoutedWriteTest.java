@@ -149,4 +149,36 @@ class RoutedWriteTest {
         assertTrue(e.getMessage().contains("repeats a primary key: id = 300"), e.getMessage());
         assertEquals(before, state(db, "mk"));
     }
+
+    /**
+     * A --keep-heap table (docs/keep-heap.md): the seam read splits at T like
+     * a tiered table's while the heap keeps every row; TierDBSpark.write puts
+     * every row into the heap, and the kept partitions' trigger mirrors the
+     * cold ones into the delta, which the fold takes into the lake.
+     */
+    @Test
+    void keepHeapTablesReadSplitAndWriteTheHeap() {
+        TestEnv.Db db = env.newDatabase();
+        Tables.createTiered(db, Tables.TIMESTAMPTZ, "--keep-heap");
+        assertEquals(db.value("SELECT count(*) FROM ev_tz_src"),
+                db.value("SET tierdb.transparent_reads = off; SELECT count(*) FROM ev_tz"), "the heap keeps every row");
+        assertSeamMatchesPostgres(db, "ev_tz");
+        String tLiteral = db.value("SELECT tierdb.tier_key_literal(tier_key_hi, 'timestamptz') FROM tierdb.cutline");
+        Dataset<Row> batch = rows(db, "SELECT id, ts, 'kept ' || id AS note, amount, reading, ok, uid, blob, day, seen"
+                + " FROM ev_tz_src WHERE id % 41 = 0");
+        long cold = Long.parseLong(db.value("SELECT count(*) FROM ev_tz_src WHERE id % 41 = 0 AND ts < " + tLiteral));
+        assertTrue(cold > 0);
+
+        TierDBSpark.write(batch, db.options("ev_tz").build());
+
+        assertEquals(String.valueOf(cold), db.value("SELECT count(*) FROM tierdb.delta WHERE op = 0"),
+                "the cold rows written to the heap are mirrored into the delta");
+        assertEquals(String.valueOf(batch.count()),
+                db.value("SET tierdb.transparent_reads = off; SELECT count(*) FROM ev_tz WHERE note LIKE 'kept %'"));
+        assertSeamMatchesPostgres(db, "ev_tz");
+        db.runOnce("2d");
+        assertEquals("0", db.value("SELECT count(*) FROM tierdb.delta"));
+        assertSeamMatchesPostgres(db, "ev_tz");
+        assertEquals(String.valueOf(batch.count()), db.transparentValue("SELECT count(*) FROM ev_tz WHERE note LIKE 'kept %'"));
+    }
 }

@@ -94,11 +94,14 @@ final class Tables {
     private Tables() {
     }
 
-    /** Creates the table and its copy, registers it and runs one daemon cycle with the fixture's lag. */
-    static void createTiered(TestEnv.Db db, Fixture f) {
+    /**
+     * Creates the table and its copy, registers it (with `options`, e.g.
+     * --keep-heap) and runs one daemon cycle with the fixture's lag.
+     */
+    static void createTiered(TestEnv.Db db, Fixture f, String... options) {
         db.exec(f.ddl);
         db.exec(String.format("CREATE TABLE %1$s_src AS SELECT * FROM %1$s", f.name));
-        db.register("public." + f.name, f.pk, f.tierKey);
+        db.register("public." + f.name, f.pk, f.tierKey, options);
         db.runOnce(f.lag);
     }
 

@@ -371,8 +371,11 @@ final class TestEnv {
             }
         }
 
-        void register(String table, String pk, String tierKey) {
-            ProcessResult r = tierdb(Map.of(), "register", "--table", table, "--pk", pk, "--tier-key", tierKey);
+        void register(String table, String pk, String tierKey, String... options) {
+            List<String> args = new java.util.ArrayList<>(List.of("register", "--table", table, "--pk", pk,
+                    "--tier-key", tierKey));
+            args.addAll(List.of(options));
+            ProcessResult r = tierdb(Map.of(), args.toArray(new String[0]));
             assertEquals(0, r.exitCode, "tierdb register failed: " + r.stderr);
         }
 
