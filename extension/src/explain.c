@@ -256,6 +256,14 @@ explain_reference(Explainer *e, Query *q, Index rti, RangeTblEntry *rte)
 		add_line_once(e, spill_explain_insert(q, seam_lookup_table(rte->relid)));
 		return;
 	}
+	if (e->heap_reason == NULL && rti == (Index) q->resultRelation && q->commandType != CMD_SELECT &&
+		seam_lookup_table(rte->relid)->keep_heap)
+	{
+		add_line_once(e, psprintf("%s: %s runs on the heap, which keeps every row (--keep-heap); its changes to "
+								  "rows below T are mirrored into the delta by the trigger tierdb_mirror",
+								  seam_table_name(rte->relid), dml_command_name(q->commandType)));
+		return;
+	}
 	if (e->heap_reason == NULL && rti == (Index) q->resultRelation && cold_dml_routes(q, rte->relid))
 	{
 		add_line_once(e, cold_dml_explain(q, rte->relid));

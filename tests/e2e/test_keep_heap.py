@@ -114,6 +114,14 @@ def test_routed_functions_write_the_heap(kept, tierdb):
     assert verify(tierdb)[0] == 0
 
 
+def test_explain_names_the_route(kept):
+    for sql, command in [("UPDATE events SET v = 'x' WHERE id = 3", "UPDATE"), ("DELETE FROM events", "DELETE"),
+                         ("INSERT INTO events VALUES (1, '2024-01-02', 'x', 1)", "INSERT")]:
+        got = [r[0] for r in rows(kept, f"SELECT * FROM tierdb_explain($${sql}$$)")]
+        assert got == [f"public.events: {command} runs on the heap, which keeps every row (--keep-heap); its changes"
+                       " to rows below T are mirrored into the delta by the trigger tierdb_mirror"], got
+
+
 def test_verify_finds_an_unmirrored_change(kept, tierdb):
     db = kept
     # with triggers off (session_replication_role = replica) the mirror does not run
