@@ -163,16 +163,7 @@ def report(args, results, bulk):
 
 
 def benchmark(args):
-    if not os.access(args.bin, os.X_OK):
-        fail(f"{args.bin} is not built: run `make` first")
-    work, cleanup = tiering_peer.work_directory(args.dir, "mixed-dml")
-    try:
-        with tiering_peer.private_cluster(work, SETTINGS, say=say) as (dsn, port):
-            say(f"{args.rows:,} rows over {args.days} days, twice; cluster on port {port}, files in {work}")
-            return measure(args, work, dsn, port)
-    finally:
-        if cleanup:
-            cleanup.cleanup()
+    return tiering_peer.run_in_private_cluster(args, "mixed-dml", SETTINGS, lambda work, dsn, port: measure(args, work, dsn, port), say=say)
 
 
 def main():

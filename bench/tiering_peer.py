@@ -374,6 +374,22 @@ def work_directory(base_dir, name):
     work.chmod(0o755)
     return work, cleanup
 
+
+def run_in_private_cluster(args, name, settings, measure, say=print):
+    """The benchmark `name` (args.bin, args.dir): measure(work, dsn, port) in a private cluster with SETTINGS in
+    a work directory, removed afterwards unless args.dir keeps it. Returns what measure returns."""
+    if not os.access(args.bin, os.X_OK):
+        fail(f"{args.bin} is not built: run `make` first")
+    work, cleanup = work_directory(args.dir, name)
+    try:
+        with private_cluster(work, settings, say=say) as (dsn, port):
+            say(f"{args.rows:,} rows over {args.days} days, twice; cluster on port {port}, files in {work}")
+            return measure(work, dsn, port)
+    finally:
+        if cleanup:
+            cleanup.cleanup()
+
+
 @contextlib.contextmanager
 def private_cluster(work, settings, keep=False, say=print):
     """A private cluster in WORK/pg with SETTINGS: yields (dsn, port); stopped at the end
