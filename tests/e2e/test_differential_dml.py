@@ -9,7 +9,8 @@ merge key of `events`.  After every statement both must agree on the outcome
 multiset), and after every round on their whole contents.  Between rounds
 the daemon runs once (tiering as the rows allow, and the fold of the delta
 the statements filled), so later rounds change rows that were corrected in
-the delta and rows already folded into the lake.
+the delta and rows already folded into the lake; new and moved rows reach
+further each round, so T advances too.
 
   TIERDB_DIFF_SEED          the seed (default 19)
   TIERDB_DIFF_DML_ROUNDS    rounds (default 6), 15 statements each
@@ -30,9 +31,13 @@ from test_tiering import run_once
 SEED = int(os.environ.get("TIERDB_DIFF_SEED", "19"))
 ROUNDS = int(os.environ.get("TIERDB_DIFF_DML_ROUNDS", "6"))
 START = datetime.datetime(2024, 1, 1, tzinfo=datetime.timezone.utc)
-# rows move within [2023-12-26, 2024-01-11): the heap's partitions end at 2024-01-12, and the plain copy has none
+# rows move and land within [2023-12-26, HIGH): HIGH grows by half a day a round, so the newest tier key grows
+# and the daemon's runs advance T (the premake step keeps partitions two days ahead of the newest row)
 LOW = START - datetime.timedelta(days=6)
-HIGH = START + datetime.timedelta(days=10)
+
+
+def high(round_):
+    return START + datetime.timedelta(days=10, hours=12 * round_)
 
 
 def ts_literal(ts: datetime.datetime) -> str:
@@ -42,8 +47,9 @@ def ts_literal(ts: datetime.datetime) -> str:
 class Statement:
     """One random statement, rendered for either table."""
 
-    def __init__(self, rng: random.Random, next_id):
+    def __init__(self, rng: random.Random, next_id, round_):
         self.rng = rng
+        self.high = high(round_)
         self.kind = rng.choice(["update", "update", "move", "move", "delete", "update_from", "delete_using",
                                 "insert", "prepared"])
         self.returning = rng.choice(["", " RETURNING *", " RETURNING id, ts", " RETURNING v, amount"])
@@ -75,7 +81,7 @@ class Statement:
         micros = self.rng.randint(1, 999999)
         return (f"UPDATE {{t}} SET ts = ts + interval '{hours} hours {micros} microseconds', v = 'moved'"
                 f" WHERE {self.where} AND ts + interval '{hours} hours' >= {ts_literal(LOW)}"
-                f" AND ts + interval '{hours} hours' < {ts_literal(HIGH)}{self.returning}")
+                f" AND ts + interval '{hours} hours' < {ts_literal(self.high)}{self.returning}")
 
     def delete(self, next_id):
         return f"DELETE FROM {{t}} WHERE {self.where}{self.returning}"
@@ -93,7 +99,7 @@ class Statement:
     def insert(self, next_id):
         rows = []
         for _ in range(self.rng.randint(1, 10)):
-            ts = LOW + datetime.timedelta(seconds=self.rng.randint(0, int((HIGH - LOW).total_seconds()) - 1))
+            ts = LOW + datetime.timedelta(seconds=self.rng.randint(0, int((self.high - LOW).total_seconds()) - 1))
             rows.append(f"({next_id()}, {ts_literal(ts)}, 'i', {self.rng.randint(-1000, 1000)}.5)")
         return f"INSERT INTO {{t}} VALUES {', '.join(rows)}{self.returning}"
 
@@ -140,10 +146,11 @@ def test_random_dml_matches_an_untiered_copy(db, tierdb):
     events = connect(db.dsn)
     plain = connect(db.dsn)
     changed = 0
+    first_t = events.execute("SELECT tier_key_hi FROM tierdb.cutline").fetchone()[0]
     try:
         for round_ in range(ROUNDS):
             for n in range(15):
-                statement = Statement(rng, lambda: next(counter))
+                statement = Statement(rng, lambda: next(counter), round_)
                 got, want = statement.run(events, "events"), statement.run(plain, "plain")
                 assert got == want, f"seed {SEED} round {round_} statement {n}: {statement.sql}\n{got} != {want}"
                 changed += got[1] if got[0] == "ok" else 0
@@ -152,6 +159,8 @@ def test_random_dml_matches_an_untiered_copy(db, tierdb):
             run_once(tierdb, "2d")
             assert contents(events, "events") == contents(plain, "plain"), f"seed {SEED} after the run {round_}"
         assert changed > 200
+        assert int(events.execute("SELECT tier_key_hi FROM tierdb.cutline").fetchone()[0]) > int(first_t), \
+            "T never advanced"
         assert events.execute("SELECT count(*) FROM tierdb.delta").fetchall() == [("0",)]
         proc = tierdb(["verify", "--table", "public.events"])
         assert proc.returncode == 0, proc.stdout + proc.stderr
