@@ -466,9 +466,15 @@ $$;
 /*
  * SQL text giving the canonical pk of a row r of the table: its one part
  * for a one-column key (no function call per row of a scan), else
- * "tierdb.canonical_pk(<part>, <part>, ...)".
+ * "tierdb.canonical_pk(<part>, <part>, ...)".  tierdb.pk_expr is the same,
+ * cached per backend (src/pk_expr.c).
  */
 CREATE FUNCTION tierdb.pk_expr(tbl regclass, st jsonb, r text)
+RETURNS text
+LANGUAGE c STABLE STRICT
+AS 'MODULE_PATHNAME', 'tierdb_pk_expr';
+
+CREATE FUNCTION tierdb.pk_expr_sql(tbl regclass, st jsonb, r text)
 RETURNS text
 LANGUAGE sql STABLE
 SET search_path = pg_catalog, pg_temp
@@ -505,8 +511,11 @@ $$;
  * and domain constraints; with `full_row` (an upsert's image, not a
  * delete's key) the row must also pass what a plain INSERT of it checks
  * (tierdb.checked_row: generated columns computed, NOT NULL, CHECK).
+ * `from_row`: the image is to_jsonb() of a row of the table (a trigger's),
+ * whose keys are the table's columns: they are not looked up.
  */
 CREATE FUNCTION tierdb.normalize_row(tbl regclass, st jsonb, image jsonb, full_row boolean DEFAULT true,
+                                     from_row boolean DEFAULT false,
                                      OUT payload jsonb, OUT pk text, OUT tier_key bigint, OUT key jsonb)
 LANGUAGE plpgsql STABLE
 SET search_path = pg_catalog, pg_temp
@@ -525,9 +534,12 @@ BEGIN
             USING ERRCODE = 'invalid_parameter_value',
                   HINT = 'Pass the full row as {"column": value, ...}, e.g. to_jsonb(a row of the table).';
     END IF;
-    SELECT string_agg(format('%I', k), ', ' ORDER BY k) INTO unknown
-      FROM jsonb_object_keys(image) k
-     WHERE k NOT IN (SELECT c.name FROM tierdb.table_columns(tbl) c);
+    -- (to_jsonb of a row of the table, from_row, has the table's columns and no other)
+    IF NOT from_row THEN
+        SELECT string_agg(format('%I', k), ', ' ORDER BY k) INTO unknown
+          FROM jsonb_object_keys(image) k
+         WHERE k NOT IN (SELECT c.name FROM tierdb.table_columns(tbl) c);
+    END IF;
     IF unknown IS NOT NULL THEN
         RAISE EXCEPTION 'table % has no column %', tbl, unknown
             USING ERRCODE = 'undefined_column',

@@ -84,7 +84,7 @@ DECLARE
 BEGIN
     PERFORM tierdb.check_routable(tbl, st);
     -- the executor checked the row's constraints as it inserted it
-    SELECT * INTO n FROM tierdb.normalize_row(tbl, st, to_jsonb(row_), false);
+    SELECT * INTO n FROM tierdb.normalize_row(tbl, st, to_jsonb(row_), false, true);
     payload := n.payload;
     pk := n.pk;
     tier_key := n.tier_key;
