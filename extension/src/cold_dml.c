@@ -91,10 +91,17 @@ contains_current_of(Node *node, void *context)
 	return expression_tree_walker(node, contains_current_of, context);
 }
 
+/* UPDATE, DELETE and MERGE change existing rows (a MERGE that only inserts is an INSERT: dml_guard.h). */
+static bool
+changes_rows(CmdType command)
+{
+	return command == CMD_UPDATE || command == CMD_DELETE || command == CMD_MERGE;
+}
+
 bool
 cold_dml_routes(const Query *q, Oid relid)
 {
-	if (q->commandType != CMD_UPDATE && q->commandType != CMD_DELETE)
+	if (!changes_rows(q->commandType))
 		return false;
 	if (q->jointree != NULL && contains_current_of(q->jointree->quals, NULL))
 		return false;
@@ -105,15 +112,20 @@ char *
 cold_dml_explain(const Query *q, Oid relid)
 {
 	SeamTable  *t = seam_lookup_table(relid);
-	const char *command = q->commandType == CMD_UPDATE ? "UPDATE" : "DELETE";
+	const char *table = seam_table_name(relid);
+	const char *cut = seam_key_text(t, seam_planning_t(t));
 
 	if (transparent_dml_keeps_to_heap((Query *) q, t))
-		return psprintf("%s: heap only (its conditions keep the tier key at or above T %s)", seam_table_name(relid),
-						seam_key_text(t, seam_planning_t(t)));
+		return psprintf("%s: heap only (its conditions keep the tier key at or above T %s)", table, cut);
+	if (q->commandType == CMD_MERGE)
+		return psprintf("%s: MERGE routes to the heap and the delta (transparent writes): rows at or above T %s are "
+						"matched in the heap's partitions; rows below it that the ON conditions may match are "
+						"brought in from the lake and the delta, their updates and deletes written to the delta, "
+						"and inserted rows go where their tier key says", table, cut);
 	return psprintf("%s: %s routes to the heap and the delta (transparent writes): rows at or above T %s are %s "
 					"in the heap's partitions; rows below it that the statement selects are brought in from the "
 					"lake and the delta, and %s",
-					seam_table_name(relid), command, seam_key_text(t, seam_planning_t(t)),
+					table, q->commandType == CMD_UPDATE ? "UPDATE" : "DELETE", cut,
 					q->commandType == CMD_UPDATE ? "updated" : "deleted",
 					q->commandType == CMD_UPDATE
 					? "their new versions written to the delta (or into the heap when their new tier key is at or "
@@ -165,7 +177,7 @@ routed_parent(PlannerInfo *root, RelOptInfo *rel, RangeTblEntry *rte)
 	Query	   *q = root->parse;
 	Oid			parent;
 
-	if (q->resultRelation <= 0 || (q->commandType != CMD_UPDATE && q->commandType != CMD_DELETE) ||
+	if (q->resultRelation <= 0 || !changes_rows(q->commandType) ||
 		rel->reloptkind != RELOPT_OTHER_MEMBER_REL || rte->rtekind != RTE_RELATION ||
 		rte->relkind != RELKIND_RELATION || !bms_is_member(q->resultRelation, rel->top_parent_relids) ||
 		!transparent_reads_on() || !OidIsValid(seam_namespace()))
@@ -585,7 +597,7 @@ start_statement(QueryDesc *query, int eflags)
 	PlannedStmt *stmt = query->plannedstmt;
 
 	if (!(eflags & EXEC_FLAG_EXPLAIN_ONLY) &&
-		(stmt->commandType == CMD_UPDATE || stmt->commandType == CMD_DELETE || stmt->hasModifyingCTE))
+		(changes_rows(stmt->commandType) || stmt->hasModifyingCTE))
 	{
 		bool		brings_in = plan_brings_rows_in(stmt->planTree);
 		ListCell   *lc;

@@ -195,8 +195,10 @@ dml_guard_check_new_rows(Query *q, const SeamTable *t)
 		wrap_tier_key(q->targetList, t, check);
 	if (q->onConflict != NULL && q->onConflict->action == ONCONFLICT_UPDATE)
 		wrap_tier_key(q->onConflict->onConflictSet, t, check);
-	foreach(lc, q->mergeActionList)
-		wrap_tier_key(((MergeAction *) lfirst(lc))->targetList, t, check);
+	/* a routed MERGE's rows go where their tier key says, as a routed UPDATE's and INSERT's do */
+	if (!cold_dml_routes(q, t->relid))
+		foreach(lc, q->mergeActionList)
+			wrap_tier_key(((MergeAction *) lfirst(lc))->targetList, t, check);
 }
 
 /* What tier_key_check keeps for one statement's run: the table and the T it runs with. */

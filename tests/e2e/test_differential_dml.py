@@ -1,8 +1,8 @@
 """Differential test of transparent UPDATE and DELETE (issue 18 part 1,
 "Exactness is checked the same way as reads"): seeded random UPDATEs
 (values, tier-key moves between and within the tiers, UPDATE ... FROM),
-DELETEs (plain and USING), INSERTs and prepared statements with generic
-plans, run on `events`, a tiered table with transparent writes, and on
+DELETEs (plain and USING), MERGE (delete, update, tier-key move and insert
+actions), INSERTs and prepared statements with generic plans, run on `events`, a tiered table with transparent writes, and on
 `plain`, an untiered copy with the same primary key (id, ts), which is the
 merge key of `events`.  After every statement both must agree on the outcome
 (the SQLSTATE of an error), the row count and the RETURNING rows (as a
@@ -51,7 +51,7 @@ class Statement:
         self.rng = rng
         self.high = high(round_)
         self.kind = rng.choice(["update", "update", "move", "move", "delete", "update_from", "delete_using",
-                                "insert", "prepared"])
+                                "insert", "prepared", "merge"])
         self.returning = rng.choice(["", " RETURNING *", " RETURNING id, ts", " RETURNING v, amount"])
         self.where = self.predicate()
         self.sql = getattr(self, self.kind)(next_id)
@@ -95,6 +95,18 @@ class Statement:
     def delete_using(self, next_id):
         ids = ", ".join(f"({self.rng.randint(1, 3200)})" for _ in range(self.rng.randint(1, 8)))
         return f"DELETE FROM {{t}} e USING (VALUES {ids}) f(id) WHERE f.id = e.id RETURNING e.id"
+
+    def merge(self, next_id):
+        ids = sorted({self.rng.randint(1, 3200) for _ in range(self.rng.randint(1, 8))})
+        ts = LOW + datetime.timedelta(seconds=self.rng.randint(0, int((self.high - LOW).total_seconds()) - 1))
+        source = ", ".join([f"({i}, 'g{i}')" for i in ids] + [f"({next_id()}, 'gnew')"])
+        return (f"MERGE INTO {{t}} e USING (VALUES {source}) s(id, v) ON e.id = s.id"
+                f" WHEN MATCHED AND e.id % 3 = 0 THEN DELETE"
+                f" WHEN MATCHED AND e.id % 3 = 1 THEN UPDATE SET ts = greatest(least(e.ts + interval"
+                f" '{self.rng.randint(-90, 90)} hours', {ts_literal(self.high - datetime.timedelta(seconds=1))}),"
+                f" {ts_literal(LOW)})"
+                f" WHEN MATCHED THEN UPDATE SET v = s.v, amount = e.amount + 1"
+                f" WHEN NOT MATCHED THEN INSERT VALUES (s.id, {ts_literal(ts)}, s.v, 0)")
 
     def insert(self, next_id):
         rows = []
