@@ -137,6 +137,7 @@ cold_dml_explain(const Query *q, Oid relid)
 
 static set_rel_pathlist_hook_type prev_set_rel_pathlist_hook = NULL;
 static ExecutorStart_hook_type prev_executor_start = NULL;
+static ExecutorFinish_hook_type prev_executor_finish = NULL;
 
 static Plan *plan_cold_dml(PlannerInfo *root, RelOptInfo *rel, CustomPath *best_path, List *tlist,
 						   List *clauses, List *custom_plans);
@@ -590,31 +591,191 @@ plan_brings_rows_in(Plan *plan)
 	return plan_brings_rows_in(plan->lefttree) || plan_brings_rows_in(plan->righttree);
 }
 
+/* ------------------------------------------------------------ INSERT ... ON CONFLICT */
+
+/* An INSERT ... ON CONFLICT into tiered tables that is running (cold_dml.h). */
+typedef struct ConflictStatement
+{
+	struct ConflictStatement *outer;	/* the statement it runs inside, if any */
+	QueryDesc  *query;
+	CommandId	bring_in_cid;
+	List	   *parents;		/* the tiered tables it inserts into (Oids) */
+	List	   *pks;			/* "<parent oid>:<pk>" of the rows brought in */
+	List	   *spills;			/* per row brought in: the spill partition's Oid ... */
+	List	   *tids;			/* ... and its ctid (ItemPointer) */
+	MemoryContextCallback unlink;
+} ConflictStatement;
+
+static ConflictStatement *conflict_statement = NULL;
+
+/* The tiered tables with transparent writes that the plan's INSERT ... ON CONFLICT writes. */
+static List *
+conflict_targets(PlannedStmt *stmt)
+{
+	List	   *parents = NIL;
+	List	   *plans = lcons(stmt->planTree, list_copy(stmt->subplans));
+	ListCell   *lc;
+
+	foreach(lc, plans)
+	{
+		ModifyTable *mt = lfirst(lc);
+		ListCell   *rel;
+
+		if (mt == NULL || !IsA(mt, ModifyTable) || mt->onConflictAction == ONCONFLICT_NONE)
+			continue;
+		foreach(rel, mt->resultRelations)
+		{
+			Oid			relid = rt_fetch(lfirst_int(rel), stmt->rtable)->relid;
+
+			if (seam_is_tiered(relid) && spill_routes_conflicts(relid))
+				parents = list_append_unique_oid(parents, relid);
+		}
+	}
+	return parents;
+}
+
+static void
+unlink_conflict_statement(void *arg)
+{
+	ConflictStatement **at = &conflict_statement;
+
+	while (*at != NULL && *at != arg)
+		at = &(*at)->outer;
+	if (*at != NULL)
+		*at = ((ConflictStatement *) arg)->outer;
+}
+
+bool
+cold_dml_conflicts_statement(Oid parent)
+{
+	return conflict_statement != NULL && list_member_oid(conflict_statement->parents, parent);
+}
+
+static char *
+brought_in_key(Oid parent, const char *pk)
+{
+	return psprintf("%u:%s", parent, pk);
+}
+
+bool
+cold_dml_brought_in(Oid parent, const char *pk)
+{
+	char	   *key = brought_in_key(parent, pk);
+	ListCell   *lc;
+
+	foreach(lc, conflict_statement->pks)
+		if (strcmp(lfirst(lc), key) == 0)
+			return true;
+	return false;
+}
+
+void
+cold_dml_bring_in_conflict(Relation spill, Oid parent, HeapTuple tuple, const char *pk)
+{
+	ConflictStatement *c = conflict_statement;
+	MemoryContext caller = MemoryContextSwitchTo(c->query->estate->es_query_cxt);
+	EState	   *estate = CreateExecutorState();
+	ResultRelInfo *rri = makeNode(ResultRelInfo);
+	TupleTableSlot *slot = MakeSingleTupleTableSlot(RelationGetDescr(spill), &TTSOpsHeapTuple);
+	ItemPointer tid = palloc(sizeof(ItemPointerData));
+
+	ExecStoreHeapTuple(heap_copytuple(tuple), slot, true);
+	table_tuple_insert(spill, slot, c->bring_in_cid, 0, NULL);
+	InitResultRelInfo(rri, spill, 1, NULL, 0);
+	ExecOpenIndices(rri, false);
+	if (rri->ri_NumIndices > 0)
+		ExecInsertIndexTuples(rri, slot, estate, false, false, NULL, NIL);
+	ExecCloseIndices(rri);
+	*tid = slot->tts_tid;
+	c->pks = lappend(c->pks, brought_in_key(parent, pk));
+	c->spills = lappend_oid(c->spills, RelationGetRelid(spill));
+	c->tids = lappend(c->tids, tid);
+	ExecDropSingleTupleTableSlot(slot);
+	FreeExecutorState(estate);
+	MemoryContextSwitchTo(caller);
+}
+
+/* Removes the rows an ON CONFLICT statement brought in and left as they were. */
+static void
+remove_untouched_conflicts(ConflictStatement *c)
+{
+	ListCell   *spill_lc,
+			   *tid_lc;
+
+	forboth(spill_lc, c->spills, tid_lc, c->tids)
+	{
+		Relation	spill = table_open(lfirst_oid(spill_lc), RowExclusiveLock);
+		TupleTableSlot *probe = table_slot_create(spill, NULL);
+
+		if (table_tuple_fetch_row_version(spill, lfirst(tid_lc), SnapshotSelf, probe))
+			simple_table_tuple_delete(spill, lfirst(tid_lc), GetActiveSnapshot());
+		ExecDropSingleTupleTableSlot(probe);
+		table_close(spill, RowExclusiveLock);
+	}
+}
+
+/* ------------------------------------------------------------ the executor hooks */
+
 /* Makes room for the command id the rows are brought in with (see the file comment). */
 static void
 start_statement(QueryDesc *query, int eflags)
 {
 	PlannedStmt *stmt = query->plannedstmt;
+	List	   *conflicts = NIL;
+	bool		brings_in = false;
 
 	if (!(eflags & EXEC_FLAG_EXPLAIN_ONLY) &&
 		(changes_rows(stmt->commandType) || stmt->hasModifyingCTE))
 	{
-		bool		brings_in = plan_brings_rows_in(stmt->planTree);
 		ListCell   *lc;
 
+		brings_in = plan_brings_rows_in(stmt->planTree);
 		foreach(lc, stmt->subplans)
 			brings_in = brings_in || plan_brings_rows_in(lfirst(lc));
-		if (brings_in)
-		{
-			(void) GetCurrentCommandId(true);
-			CommandCounterIncrement();
-			room_made_for = GetCurrentCommandId(false);
-		}
+	}
+	if (!(eflags & EXEC_FLAG_EXPLAIN_ONLY) && (stmt->commandType == CMD_INSERT || stmt->hasModifyingCTE) &&
+		OidIsValid(seam_namespace()))
+		conflicts = conflict_targets(stmt);
+	if (brings_in || conflicts != NIL)
+	{
+		(void) GetCurrentCommandId(true);
+		CommandCounterIncrement();
+		room_made_for = GetCurrentCommandId(false);
 	}
 	if (prev_executor_start)
 		prev_executor_start(query, eflags);
 	else
 		standard_ExecutorStart(query, eflags);
+	if (conflicts != NIL)
+	{
+		MemoryContext cxt = query->estate->es_query_cxt;
+		ConflictStatement *c = MemoryContextAllocZero(cxt, sizeof(ConflictStatement));
+
+		c->query = query;
+		c->bring_in_cid = room_made_for - 1;
+		c->parents = list_copy(conflicts);
+		c->outer = conflict_statement;
+		/* an error unwinds the statement: it leaves the stack with its memory */
+		c->unlink.func = unlink_conflict_statement;
+		c->unlink.arg = c;
+		MemoryContextRegisterResetCallback(cxt, &c->unlink);
+		conflict_statement = c;
+	}
+}
+
+/* After the statement's AFTER triggers: an ON CONFLICT statement's untouched rows go. */
+static void
+finish_statement(QueryDesc *query)
+{
+	if (prev_executor_finish)
+		prev_executor_finish(query);
+	else
+		standard_ExecutorFinish(query);
+	if (conflict_statement != NULL && conflict_statement->query == query)
+	{
+		remove_untouched_conflicts(conflict_statement);
+		conflict_statement = conflict_statement->outer;
+	}
 }
 
 void
@@ -625,4 +786,6 @@ cold_dml_init(void)
 	set_rel_pathlist_hook = cold_dml_set_rel_pathlist;
 	prev_executor_start = ExecutorStart_hook;
 	ExecutorStart_hook = start_statement;
+	prev_executor_finish = ExecutorFinish_hook;
+	ExecutorFinish_hook = finish_statement;
 }

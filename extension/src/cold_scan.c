@@ -590,6 +590,15 @@ cold_scan_match_condition(Expr *clause, AttrNumber *attno, Oid *typid, int *op, 
 
 /* ------------------------------------------------------------ the reader for others */
 
+HeapTuple
+cold_scan_row_image(Oid rowtype, Datum payload)
+{
+	RowImageBuilder builder;
+
+	row_image_builder_init(&builder, rowtype);
+	return row_image(&builder, payload);
+}
+
 struct ColdRowsReader
 {
 	ColdReader	reader;

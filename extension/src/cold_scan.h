@@ -24,6 +24,7 @@
 #ifndef TIERDB_COLD_SCAN_H
 #define TIERDB_COLD_SCAN_H
 
+#include "access/htup.h"
 #include "executor/tuptable.h"
 #include "nodes/parsenodes.h"
 #include "nodes/plannodes.h"
@@ -65,6 +66,9 @@ typedef struct ColdRowsCondition
 
 /* Recognises "column op value" (value free of Vars, volatile functions and subplans) among quals. */
 extern bool cold_scan_match_condition(Expr *clause, AttrNumber *attno, Oid *typid, int *op, Expr **value);
+
+/* A delta payload (jsonb) as a tuple of the table's row type, as the cold scan reads it. */
+extern HeapTuple cold_scan_row_image(Oid rowtype, Datum payload);
 
 /* Nothing is read until the first cold_rows_reader_next. The caller has checked its privileges. */
 extern ColdRowsReader *cold_rows_reader_open(SeamTable *table, TupleDesc tupdesc,

@@ -193,7 +193,8 @@ dml_guard_check_new_rows(Query *q, const SeamTable *t)
 	if ((q->commandType == CMD_UPDATE && !cold_dml_routes(q, t->relid)) ||
 		(q->commandType == CMD_INSERT && !spill_routes_insert(q, t)))
 		wrap_tier_key(q->targetList, t, check);
-	if (q->onConflict != NULL && q->onConflict->action == ONCONFLICT_UPDATE)
+	/* a routed ON CONFLICT DO UPDATE changes a cold row in the spill partition, where Postgres keeps it */
+	if (q->onConflict != NULL && q->onConflict->action == ONCONFLICT_UPDATE && !spill_routes_insert(q, t))
 		wrap_tier_key(q->onConflict->onConflictSet, t, check);
 	/* a routed MERGE's rows go where their tier key says, as a routed UPDATE's and INSERT's do */
 	if (!cold_dml_routes(q, t->relid))

@@ -52,6 +52,7 @@
 #include "catalog/namespace.h"
 #include "catalog/partition.h"
 #include "catalog/pg_collation.h"
+#include "catalog/pg_index.h"
 #include "catalog/pg_trigger.h"
 #include "catalog/pg_type.h"
 #include "commands/trigger.h"
@@ -74,7 +75,10 @@
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
 #include "utils/snapmgr.h"
+#include "utils/syscache.h"
 
+#include "cold_dml.h"
+#include "cold_scan.h"
 #include "spill.h"
 
 PG_FUNCTION_INFO_V1(tierdb_spill_route);
@@ -84,6 +88,7 @@ PG_FUNCTION_INFO_V1(tierdb_spill_create);
 static bool transparent_writes = true;
 
 #define SPILL_TRIGGER_NAME "tierdb_spill"
+#define SPILL_KEYS_TRIGGER_NAME "tierdb_spill_keys"
 
 void
 spill_init(void)
@@ -108,11 +113,11 @@ spill_transparent_writes_on(void)
 /* ------------------------------------------------------------ the switch */
 
 /*
- * The events (TRIGGER_TYPE_* bits) of the tierdb_spill trigger of
- * tierdb.spill_route on relation relid, or 0 when it has none.
+ * The events (TRIGGER_TYPE_* bits) of the trigger `trigger_name` of the
+ * extension's `function` on relation relid, or 0 when it has none.
  */
 static int16
-spill_trigger_type(Oid relid)
+spill_trigger_type(Oid relid, const char *trigger_name, const char *function)
 {
 	Relation	triggers = table_open(TriggerRelationId, AccessShareLock);
 	ScanKeyData keys[2];
@@ -122,7 +127,7 @@ spill_trigger_type(Oid relid)
 
 	ScanKeyInit(&keys[0], Anum_pg_trigger_tgrelid, BTEqualStrategyNumber, F_OIDEQ, ObjectIdGetDatum(relid));
 	ScanKeyInit(&keys[1], Anum_pg_trigger_tgname, BTEqualStrategyNumber, F_NAMEEQ,
-				CStringGetDatum(SPILL_TRIGGER_NAME));
+				CStringGetDatum(trigger_name));
 	scan = systable_beginscan(triggers, TriggerRelidNameIndexId, true, NULL, 2, keys);
 	tuple = systable_getnext(scan);
 	if (HeapTupleIsValid(tuple))
@@ -130,7 +135,7 @@ spill_trigger_type(Oid relid)
 		Form_pg_trigger trigger = (Form_pg_trigger) GETSTRUCT(tuple);
 		char	   *name = get_func_name(trigger->tgfoid);
 
-		if (name != NULL && strcmp(name, "spill_route") == 0 && get_func_namespace(trigger->tgfoid) == seam_namespace())
+		if (name != NULL && strcmp(name, function) == 0 && get_func_namespace(trigger->tgfoid) == seam_namespace())
 			type = trigger->tgtype;
 	}
 	systable_endscan(scan);
@@ -143,7 +148,8 @@ spill_partition(Oid parent)
 {
 	Oid			spill = get_default_partition_oid(parent);
 
-	if (!OidIsValid(spill) || !OidIsValid(seam_namespace()) || spill_trigger_type(spill) == 0)
+	if (!OidIsValid(spill) || !OidIsValid(seam_namespace()) ||
+		spill_trigger_type(spill, SPILL_TRIGGER_NAME, "spill_route") == 0)
 		return InvalidOid;
 	return spill;
 }
@@ -156,15 +162,72 @@ spill_routes_changes(Oid parent)
 
 	if (!OidIsValid(spill) || !OidIsValid(seam_namespace()))
 		return false;
-	type = spill_trigger_type(spill);
+	type = spill_trigger_type(spill, SPILL_TRIGGER_NAME, "spill_route");
 	/* a spill partition made before UPDATE and DELETE were routed has an INSERT trigger only */
 	return TRIGGER_FOR_UPDATE(type) && TRIGGER_FOR_DELETE(type);
+}
+
+/*
+ * Whether the table has a unique index on exactly its merge key (plain
+ * columns, no predicate): only then is a cold row of a new row's key a
+ * conflict Postgres' own arbiter can see once it is brought in.
+ */
+static bool
+merge_key_is_unique(Oid parent)
+{
+	SeamTable  *t = seam_lookup_table(parent);
+	Relation	rel;
+	List	   *indexes;
+	ListCell   *lc;
+	bool		unique = false;
+
+	if (t == NULL)
+		return false;
+	rel = table_open(parent, AccessShareLock);
+	indexes = RelationGetIndexList(rel);
+	foreach(lc, indexes)
+	{
+		HeapTuple	tuple = SearchSysCache1(INDEXRELID, ObjectIdGetDatum(lfirst_oid(lc)));
+		Form_pg_index index;
+		bool		same = true;
+
+		if (!HeapTupleIsValid(tuple))
+			continue;
+		index = (Form_pg_index) GETSTRUCT(tuple);
+		same = index->indisunique && index->indnkeyatts == t->npk &&
+			heap_attisnull(tuple, Anum_pg_index_indexprs, NULL) && heap_attisnull(tuple, Anum_pg_index_indpred, NULL);
+		for (int i = 0; same && i < t->npk; i++)
+		{
+			bool		listed = false;
+
+			for (int k = 0; k < index->indnkeyatts; k++)
+				listed = listed || index->indkey.values[k] == t->pk_attnos[i];
+			same = listed;
+		}
+		ReleaseSysCache(tuple);
+		if ((unique = same))
+			break;
+	}
+	list_free(indexes);
+	table_close(rel, AccessShareLock);
+	return unique;
+}
+
+bool
+spill_routes_conflicts(Oid parent)
+{
+	Oid			spill = get_default_partition_oid(parent);
+
+	return spill_routes_changes(parent) &&
+		spill_trigger_type(spill, SPILL_KEYS_TRIGGER_NAME, "spill_bring_in") != 0 && merge_key_is_unique(parent);
 }
 
 bool
 spill_routes_insert(const Query *q, const SeamTable *t)
 {
-	return q->commandType == CMD_INSERT && q->onConflict == NULL && OidIsValid(spill_partition(t->relid));
+	if (q->commandType != CMD_INSERT)
+		return false;
+	return q->onConflict == NULL ? OidIsValid(spill_partition(t->relid)) : spill_routes_conflicts(t->relid);
 }
 
 /* ------------------------------------------------------------ creation */
@@ -216,6 +279,8 @@ tierdb_spill_create(PG_FUNCTION_ARGS)
 		run_ddl(psprintf("ALTER TABLE %s OWNER TO %s", spill, quote_identifier(GetUserNameFromId(owner, false))));
 	run_ddl(psprintf("CREATE TRIGGER " SPILL_TRIGGER_NAME " AFTER INSERT OR UPDATE OR DELETE ON %s FOR EACH ROW "
 					 "EXECUTE FUNCTION tierdb.spill_route()", spill));
+	run_ddl(psprintf("CREATE TRIGGER " SPILL_KEYS_TRIGGER_NAME " BEFORE INSERT ON %s FOR EACH ROW "
+					 "EXECUTE FUNCTION tierdb.spill_bring_in()", spill));
 	run_ddl(psprintf("COMMENT ON TABLE %s IS %s", spill,
 					 quote_literal_cstr("TierDB transparent writes: rows below the cut-line pass through here "
 										"into tierdb.delta; always empty")));
@@ -305,6 +370,7 @@ typedef struct SpillCalls
 	FmgrInfo	lock_pk;		/* tierdb.lock_pk(jsonb, text) */
 	FmgrInfo	change;			/* tierdb.spill_change_impl(regclass, jsonb, text, bigint, text, bigint, jsonb, jsonb) */
 	FmgrInfo	mirror;			/* tierdb.mirror_change_impl(regclass, jsonb, text, bigint, text, bigint, jsonb) */
+	FmgrInfo	cold_row;		/* tierdb.cold_row_impl(regclass, jsonb, jsonb) */
 } SpillCalls;
 
 static void
@@ -330,6 +396,7 @@ spill_calls(FunctionCallInfo fcinfo)
 		Oid			lock_types[] = {JSONBOID, TEXTOID};
 		Oid			change_types[] = {REGCLASSOID, JSONBOID, TEXTOID, INT8OID, TEXTOID, INT8OID, JSONBOID, JSONBOID};
 		Oid			mirror_types[] = {REGCLASSOID, JSONBOID, TEXTOID, INT8OID, TEXTOID, INT8OID, JSONBOID};
+		Oid			cold_row_types[] = {REGCLASSOID, JSONBOID, JSONBOID};
 
 		calls = MemoryContextAllocZero(cxt, sizeof(SpillCalls));
 		lookup_call("routing_state_impl", 2, state_types, &calls->state, cxt);
@@ -338,6 +405,7 @@ spill_calls(FunctionCallInfo fcinfo)
 		lookup_call("lock_pk", 2, lock_types, &calls->lock_pk, cxt);
 		lookup_call("spill_change_impl", 8, change_types, &calls->change, cxt);
 		lookup_call("mirror_change_impl", 7, mirror_types, &calls->mirror, cxt);
+		lookup_call("cold_row_impl", 3, cold_row_types, &calls->cold_row, cxt);
 		fcinfo->flinfo->fn_extra = calls;
 	}
 	return calls;
@@ -660,6 +728,70 @@ tierdb_spill_route(PG_FUNCTION_ARGS)
 		route_change(calls, t, st, td, parent);
 	table_close(parent, AccessShareLock);
 	return PointerGetDatum(NULL);
+}
+
+/* ------------------------------------------------------------ INSERT ... ON CONFLICT */
+
+PG_FUNCTION_INFO_V1(tierdb_spill_bring_in);
+
+/*
+ * tierdb.spill_bring_in(): the BEFORE INSERT row trigger tierdb_spill_keys
+ * of the spill partition.  In an INSERT ... ON CONFLICT (cold_dml.h) it
+ * brings in the cold row of the new row's key, if there is one, so that
+ * the arbiter index finds the conflict; any other INSERT passes through.
+ * The row is looked up by the catalog's owner (tierdb.cold_row_impl): a
+ * plain INSERT ... ON CONFLICT DO NOTHING needs no SELECT either.
+ */
+Datum
+tierdb_spill_bring_in(PG_FUNCTION_ARGS)
+{
+	TriggerData *td = (TriggerData *) fcinfo->context;
+	Relation	rel;
+	Oid			parent;
+	SeamTable  *t;
+	SpillCalls *calls;
+	Relation	parent_rel;
+	Datum		args[3];
+	bool		isnull;
+	Datum		st;
+	Datum		image;
+	PreparedRow row;
+	char	   *pk;
+
+	if (!CALLED_AS_TRIGGER(fcinfo) || !TRIGGER_FIRED_BEFORE(td->tg_event) || !TRIGGER_FIRED_FOR_ROW(td->tg_event) ||
+		!TRIGGER_FIRED_BY_INSERT(td->tg_event))
+		ereport(ERROR,
+				(errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
+				 errmsg("tierdb.spill_bring_in() must run as a BEFORE INSERT ... FOR EACH ROW trigger")));
+	rel = td->tg_relation;
+	parent = rel->rd_rel->relispartition ? get_partition_parent(RelationGetRelid(rel), false) : InvalidOid;
+	if (!OidIsValid(parent) || !cold_dml_conflicts_statement(parent))
+		return PointerGetDatum(td->tg_trigtuple);
+	t = seam_lookup_table(parent);
+	calls = spill_calls(fcinfo);
+	parent_rel = table_open(parent, AccessShareLock);
+	args[0] = ObjectIdGetDatum(parent);
+	args[1] = BoolGetDatum(true);
+	st = call(&calls->state, 2, args, &isnull);
+	if (isnull)
+		elog(ERROR, "table %s has no TierDB routing state", seam_table_name(parent));
+	row = prepare_row(calls, t, st, rel, parent_rel, td->tg_trigtuple);
+	pk = TextDatumGetCString(row.pk);
+	if (!row.hot && !cold_dml_brought_in(parent, pk))
+	{
+		args[1] = st;
+		args[2] = row.key;
+		image = call(&calls->cold_row, 3, args, &isnull);
+		if (!isnull)
+		{
+			HeapTuple	cold = cold_scan_row_image(RelationGetDescr(parent_rel)->tdtypeid, image);
+			TupleConversionMap *map = convert_tuples_by_name(RelationGetDescr(parent_rel), RelationGetDescr(rel));
+
+			cold_dml_bring_in_conflict(rel, parent, map != NULL ? execute_attr_map_tuple(cold, map) : cold, pk);
+		}
+	}
+	table_close(parent_rel, AccessShareLock);
+	return PointerGetDatum(td->tg_trigtuple);
 }
 
 /* ------------------------------------------------------------ keep-heap */

@@ -38,10 +38,19 @@ extern Oid	spill_partition(Oid parent);
 extern bool spill_routes_changes(Oid parent);
 
 /*
+ * Whether INSERT ... ON CONFLICT into `parent` is routed: its spill
+ * partition also carries the BEFORE INSERT trigger tierdb_spill_keys that
+ * brings conflicting cold rows in (cold_dml.h), and the table has a unique
+ * index on exactly its merge key, which sees them.  Otherwise such an
+ * INSERT reaching rows below T is refused (dml_guard.c).
+ */
+extern bool spill_routes_conflicts(Oid parent);
+
+/*
  * Whether an INSERT query level into registered table t sends its rows
  * below T to the spill partition rather than having them refused while
- * planning (dml_guard.c): a plain INSERT (no ON CONFLICT) into a table
- * with a spill partition.
+ * planning (dml_guard.c): an INSERT into a table with a spill partition
+ * (with ON CONFLICT, one that routes conflicts: spill_routes_conflicts).
  */
 extern bool spill_routes_insert(const Query *q, const SeamTable *t);
 
@@ -62,5 +71,6 @@ extern bool spill_creating(void);
 extern Datum tierdb_spill_route(PG_FUNCTION_ARGS);
 extern Datum tierdb_spill_create(PG_FUNCTION_ARGS);
 extern Datum tierdb_mirror_route(PG_FUNCTION_ARGS);
+extern Datum tierdb_spill_bring_in(PG_FUNCTION_ARGS);
 
 #endif							/* TIERDB_SPILL_H */

@@ -2,7 +2,8 @@
 "Exactness is checked the same way as reads"): seeded random UPDATEs
 (values, tier-key moves between and within the tiers, UPDATE ... FROM),
 DELETEs (plain and USING), MERGE (delete, update, tier-key move and insert
-actions), INSERTs and prepared statements with generic plans, run on `events`, a tiered table with transparent writes, and on
+actions), INSERT ... ON CONFLICT DO NOTHING / DO UPDATE on existing and new
+keys, INSERTs and prepared statements with generic plans, run on `events`, a tiered table with transparent writes, and on
 `plain`, an untiered copy with the same primary key (id, ts), which is the
 merge key of `events`.  After every statement both must agree on the outcome
 (the SQLSTATE of an error), the row count and the RETURNING rows (as a
@@ -51,7 +52,7 @@ class Statement:
         self.rng = rng
         self.high = high(round_)
         self.kind = rng.choice(["update", "update", "move", "move", "delete", "update_from", "delete_using",
-                                "insert", "prepared", "merge"])
+                                "insert", "prepared", "merge", "upsert"])
         self.returning = rng.choice(["", " RETURNING *", " RETURNING id, ts", " RETURNING v, amount"])
         self.where = self.predicate()
         self.sql = getattr(self, self.kind)(next_id)
@@ -107,6 +108,17 @@ class Statement:
                 f" {ts_literal(LOW)})"
                 f" WHEN MATCHED THEN UPDATE SET v = s.v, amount = e.amount + 1"
                 f" WHEN NOT MATCHED THEN INSERT VALUES (s.id, {ts_literal(ts)}, s.v, 0)")
+
+    def upsert(self, next_id):
+        """INSERT ... ON CONFLICT on the primary key: existing keys (read from plain, which holds what events
+        does when the statement runs on either) and a new one."""
+        ids = ", ".join(str(self.rng.randint(1, 3200)) for _ in range(self.rng.randint(1, 8)))
+        ts = LOW + datetime.timedelta(seconds=self.rng.randint(0, int((self.high - LOW).total_seconds()) - 1))
+        action = self.rng.choice(["DO NOTHING", "DO UPDATE SET v = EXCLUDED.v || {t}.v, amount = {t}.amount + 1",
+                                  "DO UPDATE SET v = 'u' WHERE {t}.id % 2 = 0"])
+        return (f"INSERT INTO {{t}} SELECT id, ts, 'x' || id, 1 FROM plain WHERE id IN ({ids})"
+                f" UNION ALL SELECT {next_id()}, {ts_literal(ts)}, 'new', 2"
+                f" ON CONFLICT (id, ts) {action}{self.returning}")
 
     def insert(self, next_id):
         rows = []

@@ -16,6 +16,7 @@ import threading
 import psycopg
 import pytest
 
+from test_differential_inserts import tiered_with_copy
 from test_tiering import SESSION, run_once
 from test_transparent_inserts import both, delta_rows, rows, same_tables, spill_rows
 from test_transparent_reads import tiered  # noqa: F401 (fixture)
@@ -120,6 +121,37 @@ def test_merge_reaches_cold_rows(tiered):
                              " WHEN NOT MATCHED THEN INSERT VALUES (s.id, s.ts, 'dup', 1)")
     assert "duplicate key" in err and "23505" in err, err
     assert spill_rows(db) == [("0",)]
+
+
+def test_insert_on_conflict_reaches_cold_rows(db, tierdb):
+    """ON CONFLICT (the merge key (id, ts) is the primary key of both tables): a new row whose key lives below T
+    conflicts with it as with a heap row."""
+    tiered_with_copy(db, tierdb)
+    for sql in [
+        "INSERT INTO {t} SELECT id, ts, 'nothing', 0 FROM plain WHERE id IN (5, 2950)"
+        " UNION ALL SELECT 99001, '2024-01-03', 'new', 1 ON CONFLICT (id, ts) DO NOTHING RETURNING *",
+        "INSERT INTO {t} SELECT id, ts, 'upd', 0 FROM plain WHERE id IN (5, 6, 2950)"
+        " UNION ALL SELECT 99002, '2024-01-04', 'new2', 2"
+        " ON CONFLICT (id, ts) DO UPDATE SET v = EXCLUDED.v || {t}.v, amount = {t}.amount + 1 RETURNING *",
+        "INSERT INTO {t} SELECT id, ts, 'w', 0 FROM plain WHERE id IN (7, 8)"
+        " ON CONFLICT (id, ts) DO UPDATE SET v = 'where' WHERE {t}.id = 7 RETURNING id, v",
+        # the same key twice in one statement: DO NOTHING keeps the first conflict's outcome
+        "INSERT INTO {t} SELECT id, ts, 'twice', 0 FROM plain WHERE id IN (9, 9, 10) ON CONFLICT DO NOTHING",
+        # a cold key already corrected in the delta, and one tombstoned there
+        "UPDATE {t} SET v = 'corrected' WHERE id = 11",
+        "DELETE FROM {t} WHERE id = 12",
+        "INSERT INTO {t} SELECT id, ts, 'again', 0 FROM (SELECT id, ts FROM plain WHERE id = 11"
+        " UNION ALL SELECT 12, ts FROM (SELECT ts FROM events_tierdb_spill LIMIT 0) x"
+        " UNION ALL SELECT 12, '2024-01-01 00:57:36.000012+00'::timestamptz) k"
+        " ON CONFLICT (id, ts) DO UPDATE SET v = EXCLUDED.v || '/' || {t}.v RETURNING *",
+    ]:
+        same(db, sql)
+        same_tables(db)
+    assert spill_rows(db) == [("0",)]
+    run_once(tierdb, "2d")
+    same_tables(db)
+    proc = tierdb(["verify", "--table", "public.events"])
+    assert proc.returncode == 0, proc.stdout + proc.stderr
 
 
 def test_prepared_and_generic_plans(tiered):

@@ -30,10 +30,13 @@
  * primary key is the merge key: a row whose pk already lives in the heap
  * (at or above T), in the lake or in the delta raises unique_violation,
  * probed exactly (the heap by its key, the delta row, the lake at S), so a
- * plain INSERT never silently replaces a row.  INSERT ... ON CONFLICT that
- * reaches rows below T is refused (src/dml_guard.c), naming tierdb_upsert:
- * the spill row is already counted and returned when the conflict could be
- * known, so it cannot be undone exactly.
+ * plain INSERT never silently replaces a row.  INSERT ... ON CONFLICT
+ * sees a cold row as a conflict when the table's merge key is a unique
+ * index: the BEFORE INSERT trigger tierdb_spill_keys brings the cold row
+ * of a new row's key into the spill partition first (src/cold_dml.h).
+ * Without such an index it is refused when it reaches rows below T
+ * (src/dml_guard.c), naming tierdb_upsert: the spill row would be counted
+ * and returned before the conflict could be known.
  *
  * Privileges: the inserting role needs INSERT on the table only, as a
  * plain INSERT does.  spill_prepare runs as that role (so domain checks and
@@ -169,6 +172,40 @@ AS $$
 $$;
 
 REVOKE EXECUTE ON FUNCTION tierdb.lake_copy_at(regclass, text, bigint) FROM PUBLIC;
+
+/* The BEFORE INSERT trigger tierdb_spill_keys of INSERT ... ON CONFLICT (src/spill.c). */
+CREATE FUNCTION tierdb.spill_bring_in()
+RETURNS trigger
+LANGUAGE c
+AS 'MODULE_PATHNAME', 'tierdb_spill_bring_in';
+
+/*
+ * The cold row of `key` (the pk columns as jsonb), as to_jsonb of a row of
+ * the table, or NULL: the lake at the statement's pin merged with the
+ * delta (tierdb.cold_rows, pruned by the key's conditions).  Only spill.c
+ * calls it, for the conflict check of an INSERT ... ON CONFLICT.
+ */
+CREATE FUNCTION tierdb.cold_row_impl(tbl regclass, st jsonb, key jsonb)
+RETURNS jsonb
+LANGUAGE plpgsql SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+SET extra_float_digits = 3
+AS $$
+DECLARE
+    found_row record;
+BEGIN
+    -- the row's columns, not a whole-row reference to the cold scan's output (which it does not produce)
+    EXECUTE format('SELECT l.* FROM tierdb.cold_rows(NULL::%s) l WHERE %s LIMIT 1',
+                   tbl, tierdb.key_match(tbl, st, 'l', '$1'))
+       INTO found_row USING key;
+    IF found_row IS NULL THEN
+        RETURN NULL;
+    END IF;
+    RETURN to_jsonb(found_row);
+END;
+$$;
+
+REVOKE EXECUTE ON FUNCTION tierdb.cold_row_impl(regclass, jsonb, jsonb) FROM PUBLIC;
 
 /*
  * The definer's half of a cold row that a plain UPDATE or DELETE changed
