@@ -837,6 +837,26 @@ lake_record_count(const SeamTable *table)
 }
 
 /*
+ * Whether the query refers to the function's rows as whole rows
+ * (SELECT c FROM tierdb.cold_rows(NULL::t) c, or such a condition): the
+ * custom scan produces the columns, not the row, so the set-returning
+ * function serves those (a seam union's cold arm lists its columns).
+ */
+static bool
+references_whole_row(RelOptInfo *rel)
+{
+	Bitmapset  *attrs = NULL;
+	ListCell   *lc;
+
+	if (!bms_is_empty(rel->attr_needed[0 - rel->min_attr]))
+		return true;
+	foreach(lc, rel->baserestrictinfo)
+		pull_varattnos((Node *) ((RestrictInfo *) lfirst(lc))->clause, rel->relid, &attrs);
+	pull_varattnos((Node *) rel->reltarget->exprs, rel->relid, &attrs);
+	return bms_is_member(0 - FirstLowInvalidHeapAttributeNumber, attrs);
+}
+
+/*
  * Replaces the function scan of tierdb.cold_rows(NULL::table) with the
  * custom scan, estimating its rows from the lake's current record count
  * and the selectivity of the scan's conditions. (The snapshot read is
@@ -851,7 +871,7 @@ cold_set_rel_pathlist(PlannerInfo *root, RelOptInfo *rel, Index rti, RangeTblEnt
 	if (prev_set_rel_pathlist_hook)
 		prev_set_rel_pathlist_hook(root, rel, rti, rte);
 	relid = cold_rows_target(rte);
-	if (!OidIsValid(relid) || IS_DUMMY_REL(rel))
+	if (!OidIsValid(relid) || IS_DUMMY_REL(rel) || references_whole_row(rel))
 		return;
 	{
 		SeamTable  *table = seam_lookup_table(relid);

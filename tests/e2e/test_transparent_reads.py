@@ -758,3 +758,15 @@ def test_a_column_added_later_reads_null_from_the_lake(tiered):
     # (psql separates consecutive statements' rows by a newline, not the record separator)
     lines = "\t".join(field for row in out for field in row).split("\n")
     assert lines == ["3000", "3000\t0", "3000\t1\t1"], out
+
+
+def test_cold_rows_as_whole_rows(tiered):
+    """tierdb.cold_rows referred to as whole rows (the set-returning function serves those; the cold scan
+    produces columns)."""
+    db = tiered
+    assert db.query("SELECT count(c), count(*) FILTER (WHERE c IS NOT NULL) FROM tierdb.cold_rows(NULL::events) c") \
+        == db.query("SELECT count(p), count(*) FILTER (WHERE p IS NOT NULL) FROM plain p WHERE ts < '2024-01-08'") \
+        == [("2100", "1825")]
+    got = db.query("SELECT to_jsonb(c) = to_jsonb(p) FROM tierdb.cold_rows(NULL::events) c"
+                   " JOIN plain p USING (id) WHERE id = 5")
+    assert got == [("t",)]

@@ -194,7 +194,8 @@ AS $$
 DECLARE
     found_row record;
 BEGIN
-    -- the row's columns, not a whole-row reference to the cold scan's output (which it does not produce)
+    -- the row's columns: a whole-row reference would be served by the set-returning function, which
+    -- reads the whole lake, instead of the cold scan, which reads only the files that may hold the key
     EXECUTE format('SELECT l.* FROM tierdb.cold_rows(NULL::%s) l WHERE %s LIMIT 1',
                    tbl, tierdb.key_match(tbl, st, 'l', '$1'))
        INTO found_row USING key;
