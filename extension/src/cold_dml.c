@@ -394,11 +394,33 @@ refuse_transparent_writes_off(ColdDmlState *s)
 
 	ereport(ERROR,
 			(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-			 errmsg("cannot change rows of table \"%s\" below its cut-line with plain UPDATE or DELETE: "
+			 errmsg("cannot change rows of table \"%s\" below its cut-line with plain UPDATE, DELETE or MERGE: "
 					"tierdb.transparent_writes is off", table),
 			 errdetail("The statement selects rows below the cut-line: rows there live in the lake."),
 			 errhint("Change them with tierdb_upsert('%s', <row as jsonb>) or tierdb_delete('%s', <key>, <tier key>), "
 					 "or SET tierdb.transparent_writes = on.", table, table)));
+}
+
+/* Inserts a row brought in into the spill partition and its indexes, as of command `cid`. */
+static void
+insert_brought_in(ResultRelInfo *spill, TupleTableSlot *slot, CommandId cid, EState *estate)
+{
+	table_tuple_insert(spill->ri_RelationDesc, slot, cid, 0, NULL);
+	if (spill->ri_NumIndices > 0)
+		ExecInsertIndexTuples(spill, slot, estate, false, false, NULL, NIL);
+}
+
+/*
+ * Removes a row brought in if the statement left it as it was: still
+ * visible as this transaction inserted it, not since updated or deleted by
+ * it (the spill partition's trigger removed the new versions already).
+ */
+static void
+remove_if_untouched(Relation spill, ItemPointer tid, TupleTableSlot *probe)
+{
+	/* (the snapshot would only cross-check serializable deletes: none needed for our own row) */
+	if (table_tuple_fetch_row_version(spill, tid, SnapshotSelf, probe))
+		simple_table_tuple_delete(spill, tid, InvalidSnapshot);
 }
 
 /* Inserts the row into the spill partition with the command id before the statement's, and records it. */
@@ -409,9 +431,7 @@ bring_in(ColdDmlState *s, TupleTableSlot *slot)
 
 	if (!spill_transparent_writes_on())
 		refuse_transparent_writes_off(s);
-	table_tuple_insert(s->spill->ri_RelationDesc, slot, s->bring_in_cid, 0, NULL);
-	if (s->spill->ri_NumIndices > 0)
-		ExecInsertIndexTuples(s->spill, slot, estate, false, false, NULL, NIL);
+	insert_brought_in(s->spill, slot, s->bring_in_cid, estate);
 	if (s->nbrought_in == s->capacity)
 	{
 		s->capacity = Max(64, s->capacity * 2);
@@ -526,8 +546,7 @@ end_cold_dml(CustomScanState *node)
 		return;					/* EXPLAIN without ANALYZE */
 	probe = s->fetch_slot != NULL ? s->fetch_slot : table_slot_create(spill, NULL);
 	for (int64 i = 0; i < s->nbrought_in; i++)
-		if (table_tuple_fetch_row_version(spill, &s->brought_in[i], SnapshotSelf, probe))
-			simple_table_tuple_delete(spill, &s->brought_in[i], GetActiveSnapshot());
+		remove_if_untouched(spill, &s->brought_in[i], probe);
 	ExecDropSingleTupleTableSlot(probe);
 	ExecCloseIndices(s->spill);
 	if (s->cold_slot != NULL)
@@ -680,11 +699,9 @@ cold_dml_bring_in_conflict(Relation spill, Oid parent, HeapTuple tuple, const ch
 	ItemPointer tid = palloc(sizeof(ItemPointerData));
 
 	ExecStoreHeapTuple(heap_copytuple(tuple), slot, true);
-	table_tuple_insert(spill, slot, c->bring_in_cid, 0, NULL);
 	InitResultRelInfo(rri, spill, 1, NULL, 0);
 	ExecOpenIndices(rri, false);
-	if (rri->ri_NumIndices > 0)
-		ExecInsertIndexTuples(rri, slot, estate, false, false, NULL, NIL);
+	insert_brought_in(rri, slot, c->bring_in_cid, estate);
 	ExecCloseIndices(rri);
 	*tid = slot->tts_tid;
 	c->pks = lappend(c->pks, brought_in_key(parent, pk));
@@ -707,8 +724,7 @@ remove_untouched_conflicts(ConflictStatement *c)
 		Relation	spill = table_open(lfirst_oid(spill_lc), RowExclusiveLock);
 		TupleTableSlot *probe = table_slot_create(spill, NULL);
 
-		if (table_tuple_fetch_row_version(spill, lfirst(tid_lc), SnapshotSelf, probe))
-			simple_table_tuple_delete(spill, lfirst(tid_lc), GetActiveSnapshot());
+		remove_if_untouched(spill, lfirst(tid_lc), probe);
 		ExecDropSingleTupleTableSlot(probe);
 		table_close(spill, RowExclusiveLock);
 	}
