@@ -59,6 +59,19 @@ def copy_text(rows):
     return out.getvalue()
 
 
+def load_events_and_plain(conn, args, work, dsn):
+    """The event rows twice: `plain`, untiered, and `events`, registered and tiered by `tierdb run --once`
+    (every day but the hot one to the lake). Returns the tiering's seconds."""
+    conn.execute("SET TimeZone = 'UTC'")
+    with conn.cursor() as cur:
+        tiering_peer.create_and_fill(conn, args.rows, args.days)
+        rename_table(cur, "events", "plain")
+        tiering_peer.create_and_fill(conn, args.rows, args.days)
+    say(f"loaded; tiering events ({args.days} days to the lake)")
+    tier_seconds, _ = s3_lake.tier(args, work, dsn, "events", str(work / "lake"))
+    return tier_seconds
+
+
 def timed_copy(conn, table, rows):
     """One transaction: COPY of ROWS into TABLE."""
     start = time.perf_counter()
@@ -88,13 +101,7 @@ def measure(args, work, dsn):
     import psycopg
 
     with psycopg.connect(dsn, autocommit=True) as conn:
-        conn.execute("SET TimeZone = 'UTC'")
-        with conn.cursor() as cur:
-            tiering_peer.create_and_fill(conn, args.rows, args.days)
-            rename_table(cur, "events", "plain")
-            tiering_peer.create_and_fill(conn, args.rows, args.days)
-        say(f"loaded; tiering events ({args.days} days to the lake)")
-        tier_seconds, _ = s3_lake.tier(args, work, dsn, "events", str(work / "lake"))
+        tier_seconds = load_events_and_plain(conn, args, work, dsn)
         say(f"tiered in {tier_seconds:.1f} s; writing {args.batch} rows per side, best of {args.repeat}")
         cold_span = args.days * DAY_US
         next_id = 10 * (args.rows + tiering_peer.HOT_ROWS)

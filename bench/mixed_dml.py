@@ -41,10 +41,10 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import s3_lake  # noqa: E402  (its tier(): register and `tierdb run --once`, timed)
 import seam_reads  # noqa: E402
 import tiering_peer  # noqa: E402
-from seam_reads import SETTINGS, pgbench, rename_table, say  # noqa: E402
+from cold_writes import load_events_and_plain  # noqa: E402
+from seam_reads import SETTINGS, pgbench, say  # noqa: E402
 from tiering_peer import TOP, fail, positive_int  # noqa: E402
 
 DEFAULT_ROWS = 1_000_000
@@ -76,13 +76,7 @@ def measure(args, work, dsn, port):
     import psycopg
 
     with psycopg.connect(dsn, autocommit=True) as conn:
-        conn.execute("SET TimeZone = 'UTC'")
-        with conn.cursor() as cur:
-            tiering_peer.create_and_fill(conn, args.rows, args.days)
-            rename_table(cur, "events", "plain")
-            tiering_peer.create_and_fill(conn, args.rows, args.days)
-        say(f"loaded; tiering events ({args.days} days to the lake)")
-        tier_seconds, _ = s3_lake.tier(args, work, dsn, "events", str(work / "lake"))
+        tier_seconds = load_events_and_plain(conn, args, work, dsn)
         if conn.execute("SELECT tierdb.spill_partition('events')").fetchone()[0] is None:
             fail("events has no spill partition: transparent writes are off for it")
         (cut,) = conn.execute("SELECT tierdb.tier_key_text(tier_key_hi, 'timestamptz') FROM tierdb.cutline").fetchone()
