@@ -1,12 +1,22 @@
 /*-------------------------------------------------------------------------
  *
  * spill.c
- *		Transparent INSERT and COPY of rows below the cut-line (SPEC §7):
- *		the trigger of a tiered table's spill partition, which moves the
- *		rows Postgres routed there into tierdb.delta, and the checks the
- *		planner hook and tierdb_explain ask of it.
+ *		The triggers that carry plain DML on rows below the cut-line into
+ *		tierdb.delta (SPEC §7), and the checks the planner hook and
+ *		tierdb_explain ask of them:
  *
- * Why a partition and an AFTER trigger.  A tiered table's partitions below
+ *		- tierdb_spill (tierdb.spill_route), AFTER INSERT OR UPDATE OR
+ *		  DELETE on a tiered table's spill partition: a row INSERT or COPY
+ *		  routed there becomes a delta upsert; a cold row that cold_dml.c
+ *		  brought in and the statement updated or deleted becomes its new
+ *		  version or its tombstone;
+ *		- tierdb_spill_keys (tierdb.spill_bring_in), BEFORE INSERT on the
+ *		  spill partition: brings in the cold row an INSERT ... ON CONFLICT
+ *		  may conflict with (cold_dml.h);
+ *		- tierdb_mirror (tierdb.mirror_route) on the kept partitions of a
+ *		  --keep-heap table: mirrors their changes into the delta.
+ *
+ * Why a partition and an AFTER trigger (INSERT and COPY).  A tiered table's partitions below
  * T are gone, so Postgres' own routing sends a row below T to the table's
  * DEFAULT partition, the spill partition (sql/0.1/47-transparent-writes.sql
  * creates it).  The row is really inserted there, so everything a plain
