@@ -39,9 +39,15 @@
  * command id before the statement's.  The statement's snapshot was taken
  * before that, so its own scans do not see them.
  *
- * Rescans (the inner side of a nested loop in UPDATE ... FROM) return the
- * same rows again from the spill partition by their ctids: bringing them
- * in twice would make two copies of a row.
+ * Joins.  Besides the plain scan, the planner is offered the scan
+ * parameterized by each join clause on a merge-key or tier-key column (as
+ * an index offers parameterized index scans): in a nested loop each outer
+ * row's key is then pushed to the lake, and only its rows are brought in.
+ * A row must never be brought in twice (two copies would both be changed):
+ * a rescan with the same parameters returns the rows of the first pass
+ * again by their ctids; one with new parameters reads again, and returns a
+ * row some earlier pass brought in by that row's ctid (the executor finds
+ * it already changed and skips it, as it skips a row joined twice).
  *
  *-------------------------------------------------------------------------
  */
@@ -69,6 +75,8 @@
 #include "utils/rel.h"
 #include "utils/ruleutils.h"
 #include "utils/snapmgr.h"
+
+#include "tierlake_pg.h"
 
 #include "cold_dml.h"
 #include "cold_scan.h"
@@ -190,32 +198,128 @@ routed_parent(PlannerInfo *root, RelOptInfo *rel, RangeTblEntry *rte)
 	return parent;
 }
 
+/*
+ * A join clause "rel.column = <outer relations' expression>" that a
+ * parameterized scan can take as "column = parameter" (a nested loop then
+ * brings in only the cold rows of each outer row's key, as an index scan
+ * would read only those rows).
+ */
+static bool
+parameterizing_clause(RelOptInfo *rel, RestrictInfo *rinfo)
+{
+	AttrNumber	attno;
+	Oid			typid;
+	int			op;
+	Expr	   *value;
+
+	return rinfo->mergeopfamilies != NIL && !rinfo->pseudoconstant &&
+		bms_is_member(rel->relid, rinfo->clause_relids) && bms_num_members(rinfo->clause_relids) > 1 &&
+		cold_scan_match_condition(rinfo->clause, rel->relid, &attno, &typid, &op, &value) &&
+		op == TL_ICE_EXPR_EQ;
+}
+
+/* generate_implied_equalities_for_column's test: whether an equivalence member is the column in arg. */
+static bool
+is_column(PlannerInfo *root, RelOptInfo *rel, EquivalenceClass *ec, EquivalenceMember *em, void *arg)
+{
+	Expr	   *e = em->em_expr;
+	Var		   *column = arg;
+
+	while (IsA(e, RelabelType))
+		e = ((RelabelType *) e)->arg;
+	return IsA(e, Var) && ((Var *) e)->varno == column->varno && ((Var *) e)->varattno == column->varattno &&
+		((Var *) e)->varlevelsup == 0;
+}
+
+/*
+ * The join clauses on the spill partition's merge key and tier key columns:
+ * those of its joininfo, and those its equivalence classes imply (a join
+ * "t.id = f.id" lives there, as for an index's parameterized scans).
+ */
+static List *
+join_clauses(PlannerInfo *root, RelOptInfo *rel, Oid parent)
+{
+	SeamTable  *t = seam_lookup_table(parent);
+	Oid			spill = planner_rt_fetch(rel->relid, root)->relid;
+	List	   *clauses = list_copy(rel->joininfo);
+
+	for (int i = 0; i <= t->npk; i++)
+	{
+		const char *name = get_attname(parent, i < t->npk ? t->pk_attnos[i] : t->tier_key_attno, false);
+		AttrNumber	attno = get_attnum(spill, name);
+		Oid			type;
+		int32		typmod;
+		Oid			collation;
+		Var		   *column;
+
+		if (attno == InvalidAttrNumber)
+			continue;
+		get_atttypetypmodcoll(spill, attno, &type, &typmod, &collation);
+		column = makeVar(rel->relid, attno, type, typmod, collation, 0);
+		clauses = list_concat(clauses, generate_implied_equalities_for_column(root, rel, is_column, column,
+																				rel->lateral_referencers));
+	}
+	return clauses;
+}
+
+static void
+add_cold_dml_path(RelOptInfo *rel, Oid parent, ParamPathInfo *param_info, double rows)
+{
+	CustomPath *path = makeNode(CustomPath);
+
+	path->path.pathtype = T_CustomScan;
+	path->path.parent = rel;
+	path->path.pathtarget = rel->reltarget;
+	path->path.param_info = param_info;
+	path->path.parallel_aware = false;
+	path->path.parallel_safe = false;
+	path->path.rows = rows;
+	/* opening the lake and reading the delta, then each row read, checked and brought in */
+	path->path.startup_cost = 50 * seq_page_cost;
+	path->path.total_cost = path->path.startup_cost + rows * (cpu_tuple_cost * 10 + cpu_operator_cost);
+	path->flags = 0;
+	path->custom_private = list_make1(list_make1_oid(parent));
+	path->methods = &cold_dml_path_methods;
+	add_path(rel, &path->path);
+}
+
+/*
+ * The spill partition's scan in a routed statement: the cold rows its
+ * conditions select, estimated from the lake's record count; and, for each
+ * join clause on one of its columns with other relations, the same scan
+ * parameterized by it.
+ */
 static void
 cold_dml_set_rel_pathlist(PlannerInfo *root, RelOptInfo *rel, Index rti, RangeTblEntry *rte)
 {
 	Oid			parent;
-	CustomPath *path;
+	double		records;
+	ListCell   *lc;
 
 	if (prev_set_rel_pathlist_hook)
 		prev_set_rel_pathlist_hook(root, rel, rti, rte);
 	if (IS_DUMMY_REL(rel) || !OidIsValid(parent = routed_parent(root, rel, rte)))
 		return;
-	path = makeNode(CustomPath);
-	path->path.pathtype = T_CustomScan;
-	path->path.parent = rel;
-	path->path.pathtarget = rel->reltarget;
-	path->path.param_info = NULL;
-	path->path.parallel_aware = false;
-	path->path.parallel_safe = false;
-	path->path.rows = rel->rows;
-	path->path.startup_cost = 10 * seq_page_cost;
-	path->path.total_cost = path->path.startup_cost + rel->rows * (cpu_tuple_cost * 10 + cpu_operator_cost);
-	path->flags = 0;
-	path->custom_private = list_make1(list_make1_oid(parent));
-	path->methods = &cold_dml_path_methods;
+	records = cold_scan_lake_records(seam_lookup_table(parent));
+	if (records < 0)
+		records = 1000;			/* no snapshot yet: the delta alone */
+	rel->rows = clamp_row_est(records * clauselist_selectivity(root, rel->baserestrictinfo, 0, JOIN_INNER, NULL));
 	rel->pathlist = NIL;
 	rel->partial_pathlist = NIL;
-	add_path(rel, &path->path);
+	add_cold_dml_path(rel, parent, NULL, rel->rows);
+	foreach(lc, join_clauses(root, rel, parent))
+	{
+		RestrictInfo *rinfo = lfirst(lc);
+		ParamPathInfo *param_info;
+
+		if (!parameterizing_clause(rel, rinfo))
+			continue;
+		param_info = get_baserel_parampathinfo(root, rel, bms_difference(rinfo->clause_relids, rel->relids));
+		add_cold_dml_path(rel, parent, param_info,
+						  clamp_row_est(records * clauselist_selectivity(root, list_concat(list_copy(rel->baserestrictinfo),
+																						 param_info->ppi_clauses),
+																		  0, JOIN_INNER, NULL)));
+	}
 }
 
 /*
@@ -254,7 +358,7 @@ plan_cold_dml(PlannerInfo *root, RelOptInfo *rel, CustomPath *best_path, List *t
 		int			op;
 		Expr	   *value;
 
-		if (!cold_scan_match_condition(lfirst(lc), &attno, &typid, &op, &value))
+		if (!cold_scan_match_condition(lfirst(lc), rel->relid, &attno, &typid, &op, &value))
 			continue;
 		/* the partition's columns may be numbered apart from the table's (dropped columns): by name */
 		attno = get_attnum(parent, get_attname(spill, attno, false));
@@ -277,6 +381,13 @@ plan_cold_dml(PlannerInfo *root, RelOptInfo *rel, CustomPath *best_path, List *t
 
 /* ------------------------------------------------------------ execution */
 
+/* A parameterized scan's row brought in, by its key (cold_row_key). */
+typedef struct BroughtInKey
+{
+	char		key[NAMEDATALEN * 4];
+	ItemPointerData tid;
+} BroughtInKey;
+
 typedef struct ColdDmlState
 {
 	CustomScanState css;
@@ -294,6 +405,7 @@ typedef struct ColdDmlState
 	int64		capacity;
 	int64		replay;			/* after a rescan: the next row of brought_in to return again; -1 */
 	TupleTableSlot *fetch_slot; /* the partition's own, to fetch rows by ctid */
+	HTAB	   *keys;			/* parameterized: each row brought in by its key's text, to its ctid */
 } ColdDmlState;
 
 /* The es_output_cid of the statement the executor start hook made room for (see the file comment). */
@@ -336,6 +448,13 @@ begin_cold_dml(CustomScanState *node, EState *estate, int eflags)
 	s->spill = makeNode(ResultRelInfo);
 	InitResultRelInfo(s->spill, node->ss.ss_currentRelation, 0, NULL, 0);
 	ExecOpenIndices(s->spill, false);
+	if (!bms_is_empty(cscan->scan.plan.extParam))
+	{
+		HASHCTL		ctl = {.keysize = sizeof(((BroughtInKey *) NULL)->key), .entrysize = sizeof(BroughtInKey),
+		.hcxt = estate->es_query_cxt};
+
+		s->keys = hash_create("tierdb cold rows brought in", 256, &ctl, HASH_ELEM | HASH_STRINGS | HASH_CONTEXT);
+	}
 }
 
 /* Opens the reader at the first row: the conditions' values are known then. */
@@ -443,6 +562,76 @@ bring_in(ColdDmlState *s, TupleTableSlot *slot)
 }
 
 /*
+ * The key (merge key columns) of the cold row in cold_slot as text, for a
+ * parameterized scan: one rescan may select a row an earlier one brought
+ * in already, which is then returned again instead of brought in twice.
+ */
+static char *
+cold_row_key(ColdDmlState *s)
+{
+	TupleTableSlot *cold = s->cold_slot;
+	StringInfoData key;
+
+	initStringInfo(&key);
+	for (int i = 0; i < s->table->npk; i++)
+	{
+		AttrNumber	attno = s->table->pk_attnos[i];
+		Oid			out;
+		bool		varlena;
+
+		appendStringInfoChar(&key, cold->tts_isnull[attno - 1] ? 'n' : 'v');
+		if (cold->tts_isnull[attno - 1])
+			continue;
+		getTypeOutputInfo(TupleDescAttr(cold->tts_tupleDescriptor, attno - 1)->atttypid, &out, &varlena);
+		appendStringInfoString(&key, OidOutputFunctionCall(out, cold->tts_values[attno - 1]));
+		appendStringInfoChar(&key, '\x1f');
+	}
+	return key.data;
+}
+
+/*
+ * A parameterized scan's row: the row brought in for its key by an earlier
+ * rescan (into slot, as it was then), or false after recording that this
+ * one is about to be brought in.  Keys too long for the table are brought
+ * in every time (an UPDATE ... FROM joining one such key twice then changes
+ * it twice, the later winning).
+ */
+static bool
+seen_before(ColdDmlState *s, TupleTableSlot *slot, bool *record)
+{
+	char	   *key = cold_row_key(s);
+	BroughtInKey *entry;
+	bool		found;
+
+	*record = false;
+	if (strlen(key) >= sizeof(entry->key))
+		return false;
+	entry = hash_search(s->keys, key, HASH_ENTER, &found);
+	if (!found)
+	{
+		*record = true;
+		return false;
+	}
+	if (s->fetch_slot == NULL)
+		s->fetch_slot = table_slot_create(s->css.ss.ss_currentRelation, NULL);
+	if (!table_tuple_fetch_row_version(s->css.ss.ss_currentRelation, &entry->tid, SnapshotAny, s->fetch_slot))
+		return false;
+	ExecCopySlot(slot, s->fetch_slot);
+	slot->tts_tid = entry->tid;
+	slot->tts_tableOid = RelationGetRelid(s->css.ss.ss_currentRelation);
+	return true;
+}
+
+static void
+record_key(ColdDmlState *s, const ItemPointerData *tid)
+{
+	BroughtInKey *entry = hash_search(s->keys, cold_row_key(s), HASH_FIND, NULL);
+
+	if (entry != NULL)
+		entry->tid = *tid;
+}
+
+/*
  * After a rescan: the rows brought in, again, as they were (an update since
  * does not show: the executor finds it updated and skips it, as it skips a
  * row a join returns twice).  The scan slot is virtual: the ctid and table
@@ -496,6 +685,17 @@ cold_dml_next(ScanState *ss)
 			ResetExprContext(econtext);
 			continue;
 		}
+		if (s->keys != NULL)
+		{
+			bool		record;
+
+			if (seen_before(s, slot, &record))
+				return slot;
+			bring_in(s, slot);
+			if (record)
+				record_key(s, &slot->tts_tid);
+			return slot;
+		}
 		bring_in(s, slot);
 		return slot;
 	}
@@ -515,12 +715,26 @@ exec_cold_dml(CustomScanState *node)
 	return ExecScan(&node->ss, cold_dml_next, cold_dml_recheck);
 }
 
-/* Reads what is left first, so a rescan returns every row the first pass would have. */
+/*
+ * A parameterized scan whose parameters changed reads again with their new
+ * values (bringing in only rows no earlier pass brought in).  Otherwise the
+ * rows are the same: what is left is read first, so that a rescan returns
+ * every row the first pass would have, and then they are returned again.
+ */
 static void
 rescan_cold_dml(CustomScanState *node)
 {
 	ColdDmlState *s = (ColdDmlState *) node;
 
+	if (node->ss.ps.chgParam != NULL && s->keys != NULL)
+	{
+		if (s->reader != NULL)
+			cold_rows_reader_close(s->reader);
+		s->reader = NULL;
+		s->read_all = false;
+		s->replay = -1;
+		return;
+	}
 	if (s->replay < 0)
 		while (!TupIsNull(cold_dml_next(&node->ss)))
 			;

@@ -239,6 +239,7 @@ cold_reader_begin(ColdReader *r, SeamTable *table, TupleDesc tupdesc, SeamPin pi
 }
 
 static bool lake_value_of(const tl_ice_field *field, Oid typid, Datum d, tl_arena *arena, tl_ice_value *out);
+static double lake_record_count(const SeamTable *table);
 
 /* The lake filter of the conditions on columns the lake has, in types it compares. */
 static void
@@ -527,10 +528,26 @@ typedef struct PushedCondition
 	int			qual_index;		/* the scan's qual it is */
 } PushedCondition;
 
-/* Recognises "column op value" among the scan's conditions. */
+/* Whether node has a Var of this query level other than of range table entry `other_than` (0: any). */
 static bool
-match_condition(Expr *clause, PushedCondition *out)
+contains_var_but_of(Node *node, Index *other_than)
 {
+	if (node == NULL)
+		return false;
+	if (IsA(node, Var))
+		return ((Var *) node)->varlevelsup == 0 && (*other_than == 0 || ((Var *) node)->varno == *other_than);
+	return expression_tree_walker(node, contains_var_but_of, other_than);
+}
+
+/*
+ * Recognises "column op value" among the scan's conditions: value holds no
+ * Var, or (outer_rel set) none but of other relations, which become
+ * parameters of a parameterized scan.
+ */
+static bool
+match_condition_of(Expr *clause, Index self, bool outer_vars, PushedCondition *out)
+{
+	Index		vars_of = outer_vars ? self : 0;
 	OpExpr	   *op;
 	Node	   *left,
 			   *right;
@@ -547,12 +564,13 @@ match_condition(Expr *clause, PushedCondition *out)
 		left = (Node *) ((RelabelType *) left)->arg;
 	if (IsA(right, RelabelType))
 		right = (Node *) ((RelabelType *) right)->arg;
-	if (IsA(left, Var) && !contain_var_clause(right))
+	if (IsA(left, Var) && (!outer_vars || ((Var *) left)->varno == self) && !contains_var_but_of(right, &vars_of))
 	{
 		var = (Var *) left;
 		value = (Expr *) right;
 	}
-	else if (IsA(right, Var) && !contain_var_clause(left))
+	else if (IsA(right, Var) && (!outer_vars || ((Var *) right)->varno == self) &&
+			 !contains_var_but_of(left, &vars_of))
 	{
 		var = (Var *) right;
 		value = (Expr *) left;
@@ -574,12 +592,18 @@ match_condition(Expr *clause, PushedCondition *out)
 	return true;
 }
 
+static bool
+match_condition(Expr *clause, PushedCondition *out)
+{
+	return match_condition_of(clause, 0, false, out);
+}
+
 bool
-cold_scan_match_condition(Expr *clause, AttrNumber *attno, Oid *typid, int *op, Expr **value)
+cold_scan_match_condition(Expr *clause, Index self, AttrNumber *attno, Oid *typid, int *op, Expr **value)
 {
 	PushedCondition c;
 
-	if (!match_condition(clause, &c))
+	if (!match_condition_of(clause, self, true, &c))
 		return false;
 	*attno = c.attno;
 	*typid = c.typid;
@@ -589,6 +613,12 @@ cold_scan_match_condition(Expr *clause, AttrNumber *attno, Oid *typid, int *op, 
 }
 
 /* ------------------------------------------------------------ the reader for others */
+
+double
+cold_scan_lake_records(const SeamTable *table)
+{
+	return lake_record_count(table);
+}
 
 HeapTuple
 cold_scan_row_image(Oid rowtype, Datum payload)

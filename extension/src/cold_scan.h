@@ -64,8 +64,17 @@ typedef struct ColdRowsCondition
 	bool		isnull;			/* a comparison with null holds for no row */
 } ColdRowsCondition;
 
-/* Recognises "column op value" (value free of Vars, volatile functions and subplans) among quals. */
-extern bool cold_scan_match_condition(Expr *clause, AttrNumber *attno, Oid *typid, int *op, Expr **value);
+/*
+ * Recognises "column op value" among the quals of relation `self`: a Var of
+ * self compared with a value free of volatile functions, subplans and Vars
+ * of self (Vars of other relations become the parameters of a
+ * parameterized scan).
+ */
+extern bool cold_scan_match_condition(Expr *clause, Index self, AttrNumber *attno, Oid *typid, int *op,
+									  Expr **value);
+
+/* The record count of the table's published lake snapshot (for estimates), or -1 when unknown. */
+extern double cold_scan_lake_records(const SeamTable *table);
 
 /* A delta payload (jsonb) as a tuple of the table's row type, as the cold scan reads it. */
 extern HeapTuple cold_scan_row_image(Oid rowtype, Datum payload);
