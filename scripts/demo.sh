@@ -157,13 +157,19 @@ query -c "SELECT * FROM events WHERE id = 42"
 query -c "SELECT tierdb_upsert('events', jsonb_build_object('id', 42, 'ts', '2026-11-01 00:00:36.288+00',
                                 'device_id', 42, 'value', 999.99, 'event', 'refund')) AS route"
 query -c "SELECT * FROM events WHERE id = 42"
+
+say "Plain UPDATE, DELETE and INSERT reach cold rows too (transparent writes, docs/writes.md)"
+query -c "UPDATE events SET value = value + 1 WHERE id IN (43, 999999) RETURNING id, ts, value"
+query -c "DELETE FROM events WHERE id = 44 RETURNING id, ts"
+query -c "INSERT INTO events VALUES (1000001, '2026-11-02 12:00+00', 7, 1.50, 'view') RETURNING *"
+query -c "SELECT CASE op WHEN 0 THEN 'upsert' ELSE 'tombstone' END AS delta_row, count(*) FROM tierdb.delta GROUP BY 1"
 for _ in $(seq 1 60); do
   backlog=$(command psql -X -At -c "SELECT delta_backlog FROM tierdb.status")
   [ "$backlog" -eq 0 ] && break
   sleep 1
 done
-echo "after the daemon folded it into the lake (delta backlog $backlog):"
-query -c "SELECT * FROM events WHERE id = 42"
+echo "after the daemon folded them into the lake (delta backlog $backlog):"
+query -c "SELECT * FROM events WHERE id IN (42, 43, 44, 1000001) ORDER BY id"
 
 say "tierdb status"
 build/tierdb status
