@@ -881,7 +881,8 @@ unlink_conflict_statement(void *arg)
 bool
 cold_dml_conflicts_statement(Oid parent)
 {
-	return conflict_statement != NULL && list_member_oid(conflict_statement->parents, parent);
+	return conflict_statement != NULL &&
+		(!OidIsValid(parent) || list_member_oid(conflict_statement->parents, parent));
 }
 
 static char *

@@ -40,7 +40,7 @@ extern char *cold_dml_explain(const Query *q, Oid relid);
  * removed when it finishes.
  *
  * cold_dml_conflicts_statement: whether the running statement is such an
- * INSERT into tiered table `parent`; cold_dml_brought_in: whether it has
+ * INSERT into tiered table `parent` (InvalidOid: into any); cold_dml_brought_in: whether it has
  * brought pk in already; cold_dml_bring_in_conflict: inserts `tuple` (the
  * spill partition's row layout) into `spill` for it.
  */

@@ -42,7 +42,6 @@
 #include "utils/lsyscache.h"
 #include "utils/snapmgr.h"
 
-#include "cold_dml.h"
 #include "dml_guard.h"
 #include "spill.h"
 #include "transparent.h"
@@ -182,7 +181,7 @@ wrap_tier_key(List *targets, const SeamTable *t, Oid check)
 }
 
 void
-dml_guard_check_new_rows(Query *q, const SeamTable *t)
+dml_guard_check_new_rows(Query *q, const SeamTable *t, bool changes_routed)
 {
 	Oid			check = check_function();
 	ListCell   *lc;
@@ -190,14 +189,14 @@ dml_guard_check_new_rows(Query *q, const SeamTable *t)
 	if (!OidIsValid(check))
 		return;					/* an extension script older than this library: no per-row check */
 	/* a plain INSERT into a table with transparent writes sends rows below T to its spill partition (spill.h) */
-	if ((q->commandType == CMD_UPDATE && !cold_dml_routes(q, t->relid)) ||
+	if ((q->commandType == CMD_UPDATE && !changes_routed) ||
 		(q->commandType == CMD_INSERT && !spill_routes_insert(q, t)))
 		wrap_tier_key(q->targetList, t, check);
 	/* a routed ON CONFLICT DO UPDATE changes a cold row in the spill partition, where Postgres keeps it */
 	if (q->onConflict != NULL && q->onConflict->action == ONCONFLICT_UPDATE && !spill_routes_insert(q, t))
 		wrap_tier_key(q->onConflict->onConflictSet, t, check);
 	/* a routed MERGE's rows go where their tier key says, as a routed UPDATE's and INSERT's do */
-	if (!cold_dml_routes(q, t->relid))
+	if (!changes_routed)
 		foreach(lc, q->mergeActionList)
 			wrap_tier_key(((MergeAction *) lfirst(lc))->targetList, t, check);
 }

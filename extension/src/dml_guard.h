@@ -59,9 +59,11 @@ extern void dml_guard_describe_refusals(List **into);
 
 /*
  * Wraps every new tier-key value the query level writes into its result
- * relation (table t) in the per-row check tierdb.tier_key_check.
+ * relation (table t) in the per-row check tierdb.tier_key_check; but those
+ * of an UPDATE or MERGE whose cold rows are routed (`changes_routed`,
+ * cold_dml_routes) or of a routed INSERT, which go where their tier key says.
  */
-extern void dml_guard_check_new_rows(Query *q, const SeamTable *t);
+extern void dml_guard_check_new_rows(Query *q, const SeamTable *t, bool changes_routed);
 
 /* Installs the COPY FROM hint (ProcessUtility hook); while preloading. */
 extern void dml_guard_init(void);

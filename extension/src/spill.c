@@ -153,28 +153,32 @@ spill_trigger_type(Oid relid, const char *trigger_name, const char *function)
 	return type;
 }
 
+/* The events of the spill partition's tierdb_spill trigger, 0 when parent has no spill partition; *spill it. */
+static int16
+spill_events(Oid parent, Oid *spill)
+{
+	*spill = get_default_partition_oid(parent);
+	if (!OidIsValid(*spill) || !OidIsValid(seam_namespace()))
+		return 0;
+	return spill_trigger_type(*spill, SPILL_TRIGGER_NAME, "spill_route");
+}
+
 Oid
 spill_partition(Oid parent)
 {
-	Oid			spill = get_default_partition_oid(parent);
+	Oid			spill;
 
-	if (!OidIsValid(spill) || !OidIsValid(seam_namespace()) ||
-		spill_trigger_type(spill, SPILL_TRIGGER_NAME, "spill_route") == 0)
-		return InvalidOid;
-	return spill;
+	return spill_events(parent, &spill) != 0 ? spill : InvalidOid;
 }
 
 bool
 spill_routes_changes(Oid parent)
 {
-	Oid			spill = get_default_partition_oid(parent);
-	int16		type;
+	Oid			spill;
+	int16		events = spill_events(parent, &spill);
 
-	if (!OidIsValid(spill) || !OidIsValid(seam_namespace()))
-		return false;
-	type = spill_trigger_type(spill, SPILL_TRIGGER_NAME, "spill_route");
 	/* a spill partition made before UPDATE and DELETE were routed has an INSERT trigger only */
-	return TRIGGER_FOR_UPDATE(type) && TRIGGER_FOR_DELETE(type);
+	return TRIGGER_FOR_UPDATE(events) && TRIGGER_FOR_DELETE(events);
 }
 
 /*
@@ -774,6 +778,9 @@ tierdb_spill_bring_in(PG_FUNCTION_ARGS)
 				(errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
 				 errmsg("tierdb.spill_bring_in() must run as a BEFORE INSERT ... FOR EACH ROW trigger")));
 	rel = td->tg_relation;
+	/* every INSERT into the spill partition fires it: outside an ON CONFLICT statement it looks nothing up */
+	if (!cold_dml_conflicts_statement(InvalidOid))
+		return PointerGetDatum(td->tg_trigtuple);
 	parent = rel->rd_rel->relispartition ? get_partition_parent(RelationGetRelid(rel), false) : InvalidOid;
 	if (!OidIsValid(parent) || !cold_dml_conflicts_statement(parent))
 		return PointerGetDatum(td->tg_trigtuple);

@@ -539,6 +539,7 @@ guard_result_relation(Query *q, Rewrite *rw)
 	int64		tier_key_hi;
 	List	   *at_start;
 	bool		found;
+	bool		routed;
 
 	/* An INSERT's target has no inh (it has no ONLY); UPDATE ONLY, DELETE ONLY of a partitioned table reach nothing. */
 	if (rte->rtekind != RTE_RELATION || rte->relkind != RELKIND_PARTITIONED_TABLE ||
@@ -554,9 +555,10 @@ guard_result_relation(Query *q, Rewrite *rw)
 	/* A --keep-heap table's heap holds every row: plain DML on it is complete, and mirrored (spill.h). */
 	if (t == NULL || t->keep_heap)
 		return;
-	dml_guard_check_new_rows(q, t);
-	if (!dml_guard_needs_bound(q) || cold_dml_routes(q, t->relid))
-		return;					/* an UPDATE or DELETE reaching cold rows brings them in (cold_dml.h) */
+	routed = cold_dml_routes(q, t->relid);
+	dml_guard_check_new_rows(q, t, routed);
+	if (!dml_guard_needs_bound(q) || routed)
+		return;					/* an UPDATE, DELETE or MERGE reaching cold rows brings them in (cold_dml.h) */
 	found = tier_key_bounds(q, q->resultRelation, true, t, rw->params, &lower, &at_start);
 	tier_key_hi = seam_planning_t(t);
 	if (found && lower >= tier_key_hi)
