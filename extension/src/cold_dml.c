@@ -80,6 +80,7 @@
 
 #include "cold_dml.h"
 #include "cold_scan.h"
+#include "dml_guard.h"
 #include "routing.h"
 #include "seam.h"
 #include "spill.h"
@@ -141,6 +142,17 @@ cold_dml_explain(const Query *q, Oid relid)
 					: "tombstones written to the delta");
 }
 
+char *
+cold_dml_explain_lock(Oid relid, LockClauseStrength strength)
+{
+	SeamTable  *t = seam_lookup_table(relid);
+
+	return psprintf("%s: SELECT ... %s locks rows in the heap and below the cut-line: rows at or above T %s are "
+					"locked in the heap's partitions; rows below it that the statement selects are brought in from "
+					"the lake and the delta and locked by key, as their writers lock them",
+					seam_table_name(relid), lock_clause_name(strength), seam_key_text(t, seam_planning_t(t)));
+}
+
 /* ------------------------------------------------------------ planning */
 
 static set_rel_pathlist_hook_type prev_set_rel_pathlist_hook = NULL;
@@ -175,25 +187,49 @@ static const CustomExecMethods cold_dml_exec_methods = {
 	.ExplainCustomScan = explain_cold_dml,
 };
 
+/* The query level's FOR UPDATE/SHARE clause on the table whose partition rel is, or NULL. */
+static RowMarkClause *
+locking_clause(Query *q, RelOptInfo *rel)
+{
+	ListCell   *lc;
+
+	foreach(lc, q->rowMarks)
+	{
+		RowMarkClause *mark = lfirst(lc);
+
+		if (bms_is_member(mark->rti, rel->top_parent_relids))
+			return mark;
+	}
+	return NULL;
+}
+
 /*
  * The tiered table whose spill partition rel is, when rel is scanned as a
- * target of the query level's UPDATE or DELETE that cold_dml_routes; else
- * InvalidOid.
+ * target of the query level's UPDATE, DELETE or MERGE that cold_dml_routes,
+ * or as a table its SELECT locks (*lock is then the locking clause, else
+ * NULL); else InvalidOid.
  */
 static Oid
-routed_parent(PlannerInfo *root, RelOptInfo *rel, RangeTblEntry *rte)
+routed_parent(PlannerInfo *root, RelOptInfo *rel, RangeTblEntry *rte, RowMarkClause **lock)
 {
 	Query	   *q = root->parse;
+	Index		target;
 	Oid			parent;
 
-	if (q->resultRelation <= 0 || !changes_rows(q->commandType) ||
-		rel->reloptkind != RELOPT_OTHER_MEMBER_REL || rte->rtekind != RTE_RELATION ||
-		rte->relkind != RELKIND_RELATION || !bms_is_member(q->resultRelation, rel->top_parent_relids) ||
-		!transparent_reads_on() || !OidIsValid(seam_namespace()))
+	*lock = NULL;
+	if (rel->reloptkind != RELOPT_OTHER_MEMBER_REL || rte->rtekind != RTE_RELATION ||
+		rte->relkind != RELKIND_RELATION || !transparent_reads_on() || !OidIsValid(seam_namespace()))
 		return InvalidOid;
-	parent = rt_fetch(q->resultRelation, q->rtable)->relid;
+	if (q->resultRelation > 0 && changes_rows(q->commandType) &&
+		bms_is_member(q->resultRelation, rel->top_parent_relids))
+		target = q->resultRelation;
+	else if ((*lock = locking_clause(q, rel)) != NULL)
+		target = (*lock)->rti;
+	else
+		return InvalidOid;
+	parent = rt_fetch(target, q->rtable)->relid;
 	if (get_default_partition_oid(parent) != rte->relid || routing_window_open(parent) ||
-		!seam_is_tiered(parent) || !cold_dml_routes(q, parent))
+		!seam_is_tiered(parent) || (*lock == NULL ? !cold_dml_routes(q, parent) : !spill_routes_changes(parent)))
 		return InvalidOid;
 	return parent;
 }
@@ -263,7 +299,7 @@ join_clauses(PlannerInfo *root, RelOptInfo *rel, Oid parent)
 }
 
 static void
-add_cold_dml_path(RelOptInfo *rel, Oid parent, ParamPathInfo *param_info, double rows)
+add_cold_dml_path(RelOptInfo *rel, Oid parent, const RowMarkClause *lock, ParamPathInfo *param_info, double rows)
 {
 	CustomPath *path = makeNode(CustomPath);
 
@@ -278,7 +314,8 @@ add_cold_dml_path(RelOptInfo *rel, Oid parent, ParamPathInfo *param_info, double
 	path->path.startup_cost = 50 * seq_page_cost;
 	path->path.total_cost = path->path.startup_cost + rows * (cpu_tuple_cost * 10 + cpu_operator_cost);
 	path->flags = 0;
-	path->custom_private = list_make1(list_make1_oid(parent));
+	path->custom_private = list_make2(list_make1_oid(parent),
+									  lock != NULL ? list_make2_int(lock->strength, lock->waitPolicy) : NIL);
 	path->methods = &cold_dml_path_methods;
 	add_path(rel, &path->path);
 }
@@ -287,18 +324,21 @@ add_cold_dml_path(RelOptInfo *rel, Oid parent, ParamPathInfo *param_info, double
  * The spill partition's scan in a routed statement: the cold rows its
  * conditions select, estimated from the lake's record count; and, for each
  * join clause on one of its columns with other relations, the same scan
- * parameterized by it.
+ * parameterized by it.  In a SELECT that locks the table, the same scan
+ * locks the rows it brings in (the executor's LockRows then locks their
+ * copies, which no one else sees).
  */
 static void
 cold_dml_set_rel_pathlist(PlannerInfo *root, RelOptInfo *rel, Index rti, RangeTblEntry *rte)
 {
 	Oid			parent;
+	RowMarkClause *lock;
 	double		records;
 	ListCell   *lc;
 
 	if (prev_set_rel_pathlist_hook)
 		prev_set_rel_pathlist_hook(root, rel, rti, rte);
-	if (IS_DUMMY_REL(rel) || !OidIsValid(parent = routed_parent(root, rel, rte)))
+	if (IS_DUMMY_REL(rel) || !OidIsValid(parent = routed_parent(root, rel, rte, &lock)))
 		return;
 	records = cold_scan_lake_records(seam_lookup_table(parent));
 	if (records < 0)
@@ -306,7 +346,7 @@ cold_dml_set_rel_pathlist(PlannerInfo *root, RelOptInfo *rel, Index rti, RangeTb
 	rel->rows = clamp_row_est(records * clauselist_selectivity(root, rel->baserestrictinfo, 0, JOIN_INNER, NULL));
 	rel->pathlist = NIL;
 	rel->partial_pathlist = NIL;
-	add_cold_dml_path(rel, parent, NULL, rel->rows);
+	add_cold_dml_path(rel, parent, lock, NULL, rel->rows);
 	foreach(lc, join_clauses(root, rel, parent))
 	{
 		RestrictInfo *rinfo = lfirst(lc);
@@ -315,7 +355,7 @@ cold_dml_set_rel_pathlist(PlannerInfo *root, RelOptInfo *rel, Index rti, RangeTb
 		if (!parameterizing_clause(rel, rinfo))
 			continue;
 		param_info = get_baserel_parampathinfo(root, rel, bms_difference(rinfo->clause_relids, rel->relids));
-		add_cold_dml_path(rel, parent, param_info,
+		add_cold_dml_path(rel, parent, lock, param_info,
 						  clamp_row_est(records * clauselist_selectivity(root, list_concat(list_copy(rel->baserestrictinfo),
 																						 param_info->ppi_clauses),
 																		  0, JOIN_INNER, NULL)));
@@ -323,13 +363,15 @@ cold_dml_set_rel_pathlist(PlannerInfo *root, RelOptInfo *rel, Index rti, RangeTb
 }
 
 /*
- * The plan's custom_private: the tiered table, and the columns (in the
- * table's numbering), value types and operators of the conditions that
- * prune the lake; custom_exprs holds their values, then the quals.
+ * The plan's custom_private: the tiered table; the locking clause's
+ * strength and wait policy, or NIL; and the columns (in the table's
+ * numbering), value types and operators of the conditions that prune the
+ * lake; custom_exprs holds their values, then the quals.
  */
 enum
 {
 	DML_PRIVATE_PARENT,
+	DML_PRIVATE_LOCK,
 	DML_PRIVATE_ATTNOS,
 	DML_PRIVATE_TYPES,
 	DML_PRIVATE_OPS
@@ -342,6 +384,7 @@ plan_cold_dml(PlannerInfo *root, RelOptInfo *rel, CustomPath *best_path, List *t
 			  List *custom_plans)
 {
 	Oid			parent = linitial_oid(linitial(best_path->custom_private));
+	List	   *lock = lsecond(best_path->custom_private);
 	Oid			spill = planner_rt_fetch(rel->relid, root)->relid;
 	CustomScan *cscan = makeNode(CustomScan);
 	List	   *quals = extract_actual_clauses(clauses, false);
@@ -374,7 +417,7 @@ plan_cold_dml(PlannerInfo *root, RelOptInfo *rel, CustomPath *best_path, List *t
 	cscan->scan.scanrelid = rel->relid;
 	cscan->custom_scan_tlist = NIL;
 	cscan->custom_exprs = list_concat(values, quals);
-	cscan->custom_private = list_make4(list_make1_oid(parent), attnos, types, ops);
+	cscan->custom_private = list_make5(list_make1_oid(parent), lock, attnos, types, ops);
 	cscan->methods = &cold_dml_scan_methods;
 	return &cscan->scan.plan;
 }
@@ -406,6 +449,11 @@ typedef struct ColdDmlState
 	int64		replay;			/* after a rescan: the next row of brought_in to return again; -1 */
 	TupleTableSlot *fetch_slot; /* the partition's own, to fetch rows by ctid */
 	HTAB	   *keys;			/* parameterized: each row brought in by its key's text, to its ctid */
+	bool		locks;			/* a SELECT ... FOR UPDATE/SHARE: each row is locked first */
+	LockClauseStrength lock_strength;
+	LockWaitPolicy lock_wait;
+	SpillLocker *locker;
+	int64		nskipped;		/* rows SKIP LOCKED skipped */
 } ColdDmlState;
 
 /* The es_output_cid of the statement the executor start hook made room for (see the file comment). */
@@ -428,6 +476,7 @@ begin_cold_dml(CustomScanState *node, EState *estate, int eflags)
 	ColdDmlState *s = (ColdDmlState *) node;
 	CustomScan *cscan = (CustomScan *) node->ss.ps.plan;
 	Oid			parent = linitial_oid(dml_private(cscan, DML_PRIVATE_PARENT));
+	List	   *lock = dml_private(cscan, DML_PRIVATE_LOCK);
 	int			nconditions = list_length(dml_private(cscan, DML_PRIVATE_ATTNOS));
 	ListCell   *lc;
 
@@ -437,6 +486,12 @@ begin_cold_dml(CustomScanState *node, EState *estate, int eflags)
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("table %s is no longer registered with TierDB", seam_table_name(parent)),
 				 errhint("Run the statement again.")));
+	s->locks = lock != NIL;
+	if (s->locks)
+	{
+		s->lock_strength = linitial_int(lock);
+		s->lock_wait = lsecond_int(lock);
+	}
 	if (eflags & EXEC_FLAG_EXPLAIN_ONLY)
 		return;
 	if (estate->es_output_cid != room_made_for)
@@ -542,13 +597,39 @@ remove_if_untouched(Relation spill, ItemPointer tid, TupleTableSlot *probe)
 		simple_table_tuple_delete(spill, tid, InvalidSnapshot);
 }
 
-/* Inserts the row into the spill partition with the command id before the statement's, and records it. */
+/*
+ * A locking SELECT's row (in cold_slot): its pk locked as the clause asks
+ * (spill.h); false when SKIP LOCKED skips it.  The lock is taken as the
+ * row passes the scan's conditions, before any join above: a row a join
+ * then drops stays locked, more than Postgres locks on a plain table.
+ */
+static bool
+lock_row(ColdDmlState *s)
+{
+	Relation	parent = table_open(s->table->relid, NoLock);
+	TupleTableSlot *cold = s->cold_slot;
+	HeapTuple	row;
+	bool		locked;
+
+	slot_getallattrs(cold);
+	row = heap_form_tuple(cold->tts_tupleDescriptor, cold->tts_values, cold->tts_isnull);
+	locked = spill_lock_cold_row(s->table, parent, row, s->lock_strength, s->lock_wait, &s->locker);
+	table_close(parent, NoLock);
+	heap_freetuple(row);
+	return locked;
+}
+
+/*
+ * Inserts the row into the spill partition with the command id before the
+ * statement's, and records it.  Locking a cold row changes nothing, so a
+ * locking SELECT brings rows in whatever tierdb.transparent_writes says.
+ */
 static void
 bring_in(ColdDmlState *s, TupleTableSlot *slot)
 {
 	EState	   *estate = s->css.ss.ps.state;
 
-	if (!spill_transparent_writes_on())
+	if (!s->locks && !spill_transparent_writes_on())
 		refuse_transparent_writes_off(s);
 	insert_brought_in(s->spill, slot, s->bring_in_cid, estate);
 	if (s->nbrought_in == s->capacity)
@@ -685,6 +766,11 @@ cold_dml_next(ScanState *ss)
 			ResetExprContext(econtext);
 			continue;
 		}
+		if (s->locks && !lock_row(s))
+		{
+			s->nskipped++;
+			continue;
+		}
 		if (s->keys != NULL)
 		{
 			bool		record;
@@ -785,8 +871,12 @@ explain_cold_dml(CustomScanState *node, List *ancestors, ExplainState *es)
 	ExplainPropertyText("Cut-line T", seam_key_text(s->table, seam_pin(s->table).tier_key_hi), es);
 	ExplainPropertyInteger("Conditions Pushed to the Lake", NULL, list_length(dml_private(cscan, DML_PRIVATE_ATTNOS)),
 						   es);
+	if (s->locks)
+		ExplainPropertyText("Locks Rows", lock_clause_name(s->lock_strength), es);
 	if (es->analyze)
 		ExplainPropertyInteger("Rows Brought In", NULL, s->nbrought_in, es);
+	if (es->analyze && s->locks && s->lock_wait == LockWaitSkip)
+		ExplainPropertyInteger("Rows Skipped Locked", NULL, s->nskipped, es);
 }
 
 /* ------------------------------------------------------------ the command id */
@@ -956,7 +1046,7 @@ start_statement(QueryDesc *query, int eflags)
 	bool		brings_in = false;
 
 	if (!(eflags & EXEC_FLAG_EXPLAIN_ONLY) &&
-		(changes_rows(stmt->commandType) || stmt->hasModifyingCTE))
+		(changes_rows(stmt->commandType) || stmt->hasModifyingCTE || stmt->rowMarks != NIL))
 	{
 		ListCell   *lc;
 

@@ -30,6 +30,15 @@ extern bool cold_dml_routes(const Query *q, Oid relid);
 extern char *cold_dml_explain(const Query *q, Oid relid);
 
 /*
+ * SELECT ... FOR UPDATE/SHARE of a tiered table with a spill partition
+ * that carries changes (spill_routes_changes): the same scan brings in the
+ * cold rows the statement selects, and locks each by its pk as writers of
+ * it lock it (spill_lock_cold_row), before the executor locks its copy.
+ * tierdb_explain's line for it:
+ */
+extern char *cold_dml_explain_lock(Oid relid, LockClauseStrength strength);
+
+/*
  * INSERT ... ON CONFLICT into a tiered table with transparent writes.  The
  * arbiter index can only see a conflicting row below T once it is in the
  * spill partition: the spill partition's BEFORE INSERT trigger (spill.c)

@@ -36,6 +36,7 @@
 #include "nodes/makefuncs.h"
 #include "nodes/nodeFuncs.h"
 #include "parser/parse_func.h"
+#include "parser/parsetree.h"
 #include "tcop/utility.h"
 #include "utils/acl.h"
 #include "utils/builtins.h"
@@ -65,6 +66,22 @@ dml_command_name(CmdType command)
 			return "MERGE";
 		default:
 			return "the statement";
+	}
+}
+
+const char *
+lock_clause_name(LockClauseStrength strength)
+{
+	switch (strength)
+	{
+		case LCS_FORKEYSHARE:
+			return "FOR KEY SHARE";
+		case LCS_FORSHARE:
+			return "FOR SHARE";
+		case LCS_FORNOKEYUPDATE:
+			return "FOR NO KEY UPDATE";
+		default:
+			return "FOR UPDATE";
 	}
 }
 
@@ -112,6 +129,38 @@ dml_guard_describe_refusals(List **into)
 	described_refusals = into;
 }
 
+/* The same refusal for a SELECT that locks the table (transparent.c, guard_locked_reference). */
+static void
+refuse_lock(const Query *q, const SeamTable *t, const char *cut)
+{
+	const char *table = seam_table_name(t->relid);
+	const char *key = tier_key_name(t);
+	const char *clause = "SELECT ... FOR UPDATE/SHARE";
+	char	   *message;
+	char	   *hint;
+	ListCell   *lc;
+
+	foreach(lc, q->rowMarks)
+		if (rt_fetch(((RowMarkClause *) lfirst(lc))->rti, q->rtable)->relid == t->relid)
+			clause = psprintf("SELECT ... %s", lock_clause_name(((RowMarkClause *) lfirst(lc))->strength));
+	message = psprintf("%s of table \"%s\" may reach rows below its cut-line", clause, table);
+	hint = psprintf("Enable transparent writes with SELECT tierdb_enable_transparent_writes('%s'), which also "
+					"locks rows below the cut-line, or add \"AND %s >= %s\" to lock only the heap's rows.",
+					table, key, cut != NULL ? quote_literal_cstr(cut) : "<T>");
+	if (described_refusals != NULL)
+	{
+		*described_refusals = lappend(*described_refusals, psprintf("%s: refused: %s. %s", table, message, hint));
+		return;
+	}
+	ereport(ERROR,
+			(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+			 errmsg("%s", message),
+			 errdetail("Rows with %s below the cut-line T%s%s live in the lake, and the table has no spill partition "
+					   "to lock them in; this statement's conditions do not keep %s at or above T.",
+					   key, cut != NULL ? " " : "", cut != NULL ? cut : "", key),
+			 errhint("%s", hint)));
+}
+
 void
 dml_guard_refuse(const Query *q, const SeamTable *t, int64 tier_key_hi)
 {
@@ -119,11 +168,18 @@ dml_guard_refuse(const Query *q, const SeamTable *t, int64 tier_key_hi)
 	const char *table = seam_table_name(t->relid);
 	const char *key = tier_key_name(t);
 	const char *cut = cut_line_text(t, tier_key_hi);
-	char	   *message = psprintf("%s of table \"%s\" may reach rows below its cut-line", command, table);
-	char	   *hint = psprintf("Add \"AND %s >= %s\" to change only the heap's rows; change older rows with "
-								"tierdb_upsert('%s', <row as jsonb>) or tierdb_delete('%s', <key>, <tier key>), "
-								"one row per call.", key, cut != NULL ? quote_literal_cstr(cut) : "<T>", table, table);
+	char	   *message;
+	char	   *hint;
 
+	if (q->commandType == CMD_SELECT)
+	{
+		refuse_lock(q, t, cut);
+		return;
+	}
+	message = psprintf("%s of table \"%s\" may reach rows below its cut-line", command, table);
+	hint = psprintf("Add \"AND %s >= %s\" to change only the heap's rows; change older rows with "
+					"tierdb_upsert('%s', <row as jsonb>) or tierdb_delete('%s', <key>, <tier key>), "
+					"one row per call.", key, cut != NULL ? quote_literal_cstr(cut) : "<T>", table, table);
 	if (described_refusals != NULL)
 	{
 		*described_refusals = lappend(*described_refusals, psprintf("%s: refused: %s. %s", table, message, hint));

@@ -16,6 +16,9 @@
  *	  use: a constant is checked against T when planning and the T is
  *	  checked again when the statement starts; a parameter or now() is
  *	  checked when the statement starts); otherwise dml_guard_refuse;
+ *	  so must SELECT ... FOR UPDATE/SHARE of a table whose cold rows
+ *	  cannot be locked (no spill partition: transparent.c,
+ *	  guard_locked_reference);
  *	- every new tier-key value an INSERT, an UPDATE's SET, ON CONFLICT DO
  *	  UPDATE or a MERGE action writes is checked per row when the statement
  *	  runs (dml_guard_check_new_rows), before partition routing would
@@ -41,13 +44,18 @@
 /* "INSERT", "UPDATE", "DELETE", "MERGE" or "the statement", for messages. */
 extern const char *dml_command_name(CmdType command);
 
+/* "FOR UPDATE", "FOR NO KEY UPDATE", "FOR SHARE" or "FOR KEY SHARE", for messages. */
+extern const char *lock_clause_name(LockClauseStrength strength);
+
 /* Whether the query level's result relation needs its tier key bounded: UPDATE, DELETE, MERGE ... WHEN MATCHED. */
 extern bool dml_guard_needs_bound(const Query *q);
 
 /*
  * Refuses the query level, whose conditions do not keep table t's tier key
- * at or above T tier_key_hi: an error naming tierdb_upsert/tierdb_delete;
- * or, while refusals are described, a line for tierdb_explain, and returns.
+ * at or above T tier_key_hi: an error naming tierdb_upsert/tierdb_delete
+ * (for a SELECT that locks t without a spill partition: naming
+ * tierdb_enable_transparent_writes); or, while refusals are described, a
+ * line for tierdb_explain, and returns.
  */
 extern void dml_guard_refuse(const Query *q, const SeamTable *t, int64 tier_key_hi);
 

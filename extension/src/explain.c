@@ -189,20 +189,16 @@ session_heap_reason(void)
 	return NULL;
 }
 
-static const char *
-lock_strength_name(LockClauseStrength strength)
+/* The query level's FOR UPDATE/SHARE clause on range table entry rti, or NULL. */
+static RowMarkClause *
+locking_clause(Query *q, Index rti)
 {
-	switch (strength)
-	{
-		case LCS_FORKEYSHARE:
-			return "FOR KEY SHARE";
-		case LCS_FORSHARE:
-			return "FOR SHARE";
-		case LCS_FORNOKEYUPDATE:
-			return "FOR NO KEY UPDATE";
-		default:
-			return "FOR UPDATE";
-	}
+	ListCell   *lc;
+
+	foreach(lc, q->rowMarks)
+		if (((RowMarkClause *) lfirst(lc))->rti == rti)
+			return lfirst(lc);
+	return NULL;
 }
 
 /*
@@ -212,7 +208,7 @@ lock_strength_name(LockClauseStrength strength)
 static char *
 heap_only_reason(Explainer *e, Query *q, Index rti, RangeTblEntry *rte)
 {
-	ListCell   *lc;
+	RowMarkClause *mark;
 
 	if (e->heap_reason != NULL)
 		return pstrdup(e->heap_reason);
@@ -222,12 +218,13 @@ heap_only_reason(Explainer *e, Query *q, Index rti, RangeTblEntry *rte)
 	if (rti == (Index) q->resultRelation)
 		return psprintf("target of %s: rows in the lake are not changed; tierdb_upsert and tierdb_delete route "
 						"changes to them", dml_command_name(q->commandType));
-	foreach(lc, q->rowMarks)
+	if ((mark = locking_clause(q, rti)) != NULL)
 	{
-		RowMarkClause *mark = lfirst(lc);
-
-		if (mark->rti == rti)
-			return psprintf("%s locks heap rows; lake rows are not locked", lock_strength_name(mark->strength));
+		if (seam_lookup_table(rte->relid)->keep_heap)
+			return psprintf("%s locks the heap's rows, which are every row (--keep-heap)",
+							lock_clause_name(mark->strength));
+		return psprintf("%s locks the heap's rows; its conditions keep the tier key at or above T",
+							lock_clause_name(mark->strength));
 	}
 	if (rte->relkind != RELKIND_PARTITIONED_TABLE)
 		return pstrdup("not a partitioned table");
@@ -240,6 +237,7 @@ static void
 explain_reference(Explainer *e, Query *q, Index rti, RangeTblEntry *rte)
 {
 	char	   *reason;
+	RowMarkClause *lock;
 
 	if (rte->rtekind != RTE_RELATION ||
 		(rte->relkind != RELKIND_RELATION && rte->relkind != RELKIND_PARTITIONED_TABLE) ||
@@ -267,6 +265,12 @@ explain_reference(Explainer *e, Query *q, Index rti, RangeTblEntry *rte)
 	if (e->heap_reason == NULL && rti == (Index) q->resultRelation && cold_dml_routes(q, rte->relid))
 	{
 		add_line_once(e, cold_dml_explain(q, rte->relid));
+		return;
+	}
+	if (e->heap_reason == NULL && (lock = locking_clause(q, rti)) != NULL &&
+		!seam_lookup_table(rte->relid)->keep_heap && spill_routes_changes(rte->relid))
+	{
+		add_line_once(e, cold_dml_explain_lock(rte->relid, lock->strength));
 		return;
 	}
 	reason = heap_only_reason(e, q, rti, rte);

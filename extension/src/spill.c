@@ -396,11 +396,11 @@ lookup_call(const char *name, int nargs, const Oid *types, FmgrInfo *into, Memor
 	fmgr_info_cxt(fn, into, cxt);
 }
 
+/* The calls, looked up into *cache (allocated in cxt) the first time. */
 static SpillCalls *
-spill_calls(FunctionCallInfo fcinfo)
+spill_calls_in(void **cache, MemoryContext cxt)
 {
-	SpillCalls *calls = fcinfo->flinfo->fn_extra;
-	MemoryContext cxt = fcinfo->flinfo->fn_mcxt;
+	SpillCalls *calls = *cache;
 
 	if (calls == NULL)
 	{
@@ -420,9 +420,16 @@ spill_calls(FunctionCallInfo fcinfo)
 		lookup_call("spill_change_impl", 8, change_types, &calls->change, cxt);
 		lookup_call("mirror_change_impl", 7, mirror_types, &calls->mirror, cxt);
 		lookup_call("cold_row_impl", 3, cold_row_types, &calls->cold_row, cxt);
-		fcinfo->flinfo->fn_extra = calls;
+		*cache = calls;
 	}
 	return calls;
+}
+
+/* A trigger's calls live as long as its FmgrInfo: the statement. */
+static SpillCalls *
+spill_calls(FunctionCallInfo fcinfo)
+{
+	return spill_calls_in(&fcinfo->flinfo->fn_extra, fcinfo->flinfo->fn_mcxt);
 }
 
 /* Calls fn with args (nulls: which are null, or NULL for none); *isnull says whether it returned NULL. */
@@ -619,6 +626,26 @@ delta_version(const SeamTable *t, Datum pk, Snapshot snapshot, TransactionId *xm
 }
 
 /*
+ * Refuses to go on with a cold row when another transaction wrote its pk's
+ * delta row after the statement read it (whose version then was `read`):
+ * called holding the pk's lock, so no one writes it after this check.
+ */
+static void
+refuse_changed_since_read(const SeamTable *t, Datum pk, int64 read)
+{
+	TransactionId now_by;
+	int64		now = delta_version(t, pk, GetLatestSnapshot(), &now_by);
+
+	if (now != read && !TransactionIdIsCurrentTransactionId(now_by))
+		ereport(ERROR,
+				(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
+				 errmsg("could not serialize access due to concurrent update of a row of %s below its cut-line",
+						seam_table_name(t->relid)),
+				 errdetail("Another transaction changed the row after this statement read it."),
+				 errhint("Retry the statement.")));
+}
+
+/*
  * Locks the pk of a cold row the statement changes, and refuses the change
  * when another transaction wrote the pk's delta row since the statement read
  * the row: applying it would lose that write.  (On a plain table a READ
@@ -630,20 +657,11 @@ lock_cold_row(SpillCalls *calls, const SeamTable *t, Datum st, Datum pk)
 {
 	Datum		args[2] = {st, pk};
 	bool		isnull;
-	TransactionId read_by,
-				now_by;
+	TransactionId read_by;
 	int64		read = delta_version(t, pk, GetActiveSnapshot(), &read_by);
-	int64		now;
 
 	call(&calls->lock_pk, 2, args, &isnull);
-	now = delta_version(t, pk, GetLatestSnapshot(), &now_by);
-	if (now != read && !TransactionIdIsCurrentTransactionId(now_by))
-		ereport(ERROR,
-				(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
-				 errmsg("could not serialize access due to concurrent update of a row of %s below its cut-line",
-						seam_table_name(t->relid)),
-				 errdetail("Another transaction changed the row after this statement read it."),
-				 errhint("Retry the statement.")));
+	refuse_changed_since_read(t, pk, read);
 }
 
 /* A row INSERT (or an UPDATE moving a heap row below T) put into the spill partition: into the delta. */
@@ -884,4 +902,77 @@ tierdb_mirror_route(PG_FUNCTION_ARGS)
 	call_with_nulls(&calls->mirror, 7, args, nulls, &isnull);
 	table_close(parent_rel, AccessShareLock);
 	return PointerGetDatum(NULL);
+}
+
+/* ------------------------------------------------------------ SELECT ... FOR UPDATE */
+
+struct SpillLocker
+{
+	void	   *calls;			/* SpillCalls */
+	Datum		st;				/* the routing state, taken with the cut-line locked FOR SHARE */
+	char	   *table_id;		/* st's table_id, as tierdb.lock_pk formats it */
+};
+
+/*
+ * The advisory lock of pk that tierdb.lock_pk takes for every write of it,
+ * in the mode a locking clause asks: exclusive for FOR [NO KEY] UPDATE,
+ * shared for FOR [KEY] SHARE.  False when the wait policy does not wait
+ * and another transaction holds it.
+ */
+static bool
+lock_pk_for(const SpillLocker *locker, Datum pk, LockClauseStrength strength, LockWaitPolicy wait)
+{
+	char	   *name = psprintf("tierdb_pk_%s_%s", locker->table_id, TextDatumGetCString(pk));
+	/* the collation tierdb.lock_pk's format() result has */
+	Datum		key = DirectFunctionCall2Coll(hashtextextended, DEFAULT_COLLATION_OID, CStringGetTextDatum(name),
+											  Int64GetDatum(0));
+	bool		exclusive = strength == LCS_FORUPDATE || strength == LCS_FORNOKEYUPDATE;
+
+	if (wait == LockWaitBlock)
+	{
+		DirectFunctionCall1(exclusive ? pg_advisory_xact_lock_int8 : pg_advisory_xact_lock_shared_int8, key);
+		return true;
+	}
+	return DatumGetBool(DirectFunctionCall1(exclusive ? pg_try_advisory_xact_lock_int8
+											: pg_try_advisory_xact_lock_shared_int8, key));
+}
+
+bool
+spill_lock_cold_row(const SeamTable *t, Relation parent, HeapTuple row, LockClauseStrength strength,
+					LockWaitPolicy wait, SpillLocker **locker)
+{
+	SpillLocker *l = *locker;
+	SpillCalls *calls;
+	PreparedRow prepared;
+	TransactionId read_by;
+	int64		read;
+
+	if (l == NULL)
+	{
+		Datum		args[2] = {ObjectIdGetDatum(t->relid), BoolGetDatum(true)};
+		bool		isnull;
+
+		l = palloc0(sizeof(SpillLocker));
+		calls = spill_calls_in(&l->calls, CurrentMemoryContext);
+		l->st = call(&calls->state, 2, args, &isnull);
+		if (isnull)
+			elog(ERROR, "table %s has no TierDB routing state", seam_table_name(t->relid));
+		l->table_id = TextDatumGetCString(DirectFunctionCall2(jsonb_object_field_text, l->st,
+															  CStringGetTextDatum("table_id")));
+		*locker = l;
+	}
+	calls = l->calls;
+	prepared = prepare_row(calls, t, l->st, parent, parent, row);
+	read = delta_version(t, prepared.pk, GetActiveSnapshot(), &read_by);
+	if (!lock_pk_for(l, prepared.pk, strength, wait))
+	{
+		if (wait == LockWaitSkip)
+			return false;
+		ereport(ERROR,
+				(errcode(ERRCODE_LOCK_NOT_AVAILABLE),
+				 errmsg("could not obtain lock on row in relation \"%s\"", RelationGetRelationName(parent)),
+				 errdetail("Another transaction holds the lock of a row below the cut-line.")));
+	}
+	refuse_changed_since_read(t, prepared.pk, read);
+	return true;
 }

@@ -11,7 +11,9 @@
 #define TIERDB_SPILL_H
 
 #include "fmgr.h"
+#include "nodes/lockoptions.h"
 #include "nodes/parsenodes.h"
+#include "utils/relcache.h"
 
 #include "seam.h"
 
@@ -67,6 +69,20 @@ extern char *spill_explain_insert(const Query *q, const SeamTable *t);
  * DEFAULT partition.
  */
 extern bool spill_creating(void);
+
+/*
+ * Locks a cold row for SELECT ... FOR UPDATE/SHARE (cold_dml.c): takes the
+ * lock on its pk that every write of it takes (tierdb.lock_pk), exclusive
+ * for FOR [NO KEY] UPDATE and shared for FOR [KEY] SHARE, waiting as
+ * `wait` says (NOWAIT raises 55P03); false when SKIP LOCKED skips the row.
+ * Like a routed change (40001) it refuses a row another transaction wrote
+ * since the statement read it.  `row` is a row of parent, t's table;
+ * *locker starts NULL and keeps what the statement's later rows reuse (the
+ * first call locks the cut-line FOR SHARE until commit, as routed writes do).
+ */
+typedef struct SpillLocker SpillLocker;
+extern bool spill_lock_cold_row(const SeamTable *t, Relation parent, HeapTuple row, LockClauseStrength strength,
+								LockWaitPolicy wait, SpillLocker **locker);
 
 extern Datum tierdb_spill_route(PG_FUNCTION_ARGS);
 extern Datum tierdb_spill_create(PG_FUNCTION_ARGS);

@@ -17,9 +17,11 @@
  *
  * Kept as they are, with plain heap semantics:
  *	- the target of INSERT, UPDATE, DELETE and MERGE, and a table locked by
- *	  SELECT ... FOR UPDATE/SHARE (rows in the lake cannot be locked); a
- *	  target is guarded instead (guard_result_relation, dml_guard.h): DML
- *	  that could reach rows below T is refused, not applied to the heap's;
+ *	  SELECT ... FOR UPDATE/SHARE: the scan of its spill partition brings
+ *	  in the cold rows they change or lock (cold_dml.h); without one, they
+ *	  are guarded instead (guard_result_relation, guard_locked_reference,
+ *	  dml_guard.h): a statement that could reach rows below T is refused,
+ *	  not applied to the heap's;
  *	- ONLY references (a partitioned table's own rows are none);
  *	- everything when tierdb.transparent_reads is off.
  *
@@ -78,6 +80,7 @@
 #include "heap_only.h"
 #include "routing.h"
 #include "seam.h"
+#include "spill.h"
 #include "transparent.h"
 
 static bool transparent_reads = true;
@@ -574,6 +577,38 @@ guard_result_relation(Query *q, Rewrite *rw)
 }
 
 /*
+ * A table that SELECT ... FOR UPDATE/SHARE locks stays a plain reference:
+ * Postgres locks its heap rows, and the scan of its spill partition brings
+ * in and locks the cold rows the statement selects (cold_dml.h).  A table
+ * without a spill partition that carries changes (transparent writes
+ * disabled) cannot have its cold rows locked: the statement must keep the
+ * tier key at or above T, checked as for DML (guard_result_relation).
+ */
+static void
+guard_locked_reference(Query *q, Index rti, RangeTblEntry *rte, Rewrite *rw)
+{
+	SeamTable  *t = seam_lookup_table(rte->relid);
+	int64		lower;
+	int64		tier_key_hi;
+	List	   *at_start;
+
+	/* A --keep-heap table's heap holds every row: locking it locks them all. */
+	if (t == NULL || t->keep_heap || routing_window_open(t->relid) || spill_routes_changes(t->relid))
+		return;
+	if (tier_key_bounds(q, rti, false, t, rw->params, &lower, &at_start) &&
+		lower >= (tier_key_hi = seam_planning_t(t)))
+		heap_only_add(&rw->heap_only, t->relid, tier_key_hi);
+	else if (at_start != NIL && !rw->with_unions && rw->dml_checked == NULL)
+	{
+		rw->dml_checked = q;
+		rw->dml_checked_table = t;
+		rw->dml_checked_bounds = at_start;
+	}
+	else
+		dml_guard_refuse(q, t, seam_planning_t(t));
+}
+
+/*
  * Replaces the query's references to tiered tables, after those of its
  * subqueries, CTEs and sublinks, so the unions it adds are not visited.
  */
@@ -606,8 +641,13 @@ rewrite_query(Query *q, Rewrite *rw)
 
 		rti++;
 		if (rte->rtekind != RTE_RELATION || rte->relkind != RELKIND_PARTITIONED_TABLE || !rte->inh ||
-			rti == (Index) q->resultRelation || locked_for_update(q, rti))
+			rti == (Index) q->resultRelation)
 			continue;
+		if (locked_for_update(q, rti))
+		{
+			guard_locked_reference(q, rti, rte, rw);
+			continue;
+		}
 		t = seam_lookup_table(rte->relid);
 		if (t == NULL)
 			continue;

@@ -3,7 +3,8 @@
 (values, tier-key moves between and within the tiers, UPDATE ... FROM),
 DELETEs (plain and USING), MERGE (delete, update, tier-key move and insert
 actions), INSERT ... ON CONFLICT DO NOTHING / DO UPDATE on existing and new
-keys, INSERTs and prepared statements with generic plans, run on `events`, a tiered table with transparent writes, and on
+keys, INSERTs, prepared statements with generic plans and SELECT ... FOR
+UPDATE/SHARE, run on `events`, a tiered table with transparent writes, and on
 `plain`, an untiered copy with the same primary key (id, ts), which is the
 merge key of `events`.  After every statement both must agree on the outcome
 (the SQLSTATE of an error), the row count and the RETURNING rows (as a
@@ -52,7 +53,7 @@ class Statement:
         self.rng = rng
         self.high = high(round_)
         self.kind = rng.choice(["update", "update", "move", "move", "delete", "update_from", "delete_using",
-                                "insert", "prepared", "merge", "upsert"])
+                                "insert", "prepared", "merge", "upsert", "lock"])
         self.returning = rng.choice(["", " RETURNING *", " RETURNING id, ts", " RETURNING v, amount"])
         self.where = self.predicate()
         self.sql = getattr(self, self.kind)(next_id)
@@ -134,6 +135,10 @@ class Statement:
                 f" EXECUTE p({a}, {a + 3}); EXECUTE p({a + 100}, {a + 104}); EXECUTE p({a + 300}, {a + 300});"
                 f" EXECUTE p({a + 1000}, {a + 1001}); EXECUTE p({a + 2000}, {a + 2010}); EXECUTE p({a - 50}, {a - 45})")
 
+    def lock(self, next_id):
+        clause = self.rng.choice(["FOR UPDATE", "FOR NO KEY UPDATE", "FOR SHARE", "FOR KEY SHARE"])
+        return f"SELECT * FROM {{t}} WHERE {self.where} {clause}"
+
     def run(self, conn, table):
         """('ok', rowcount, sorted RETURNING rows) or ('error', SQLSTATE)."""
         try:
@@ -157,7 +162,7 @@ class Statement:
                         cur.execute("DEALLOCATE p")
                     return "ok", count, sorted(map(repr, returned))
                 cur.execute(self.sql.format(t=table))
-                returned = cur.fetchall() if "RETURNING" in self.sql else []
+                returned = cur.fetchall() if "RETURNING" in self.sql or self.kind == "lock" else []
                 return "ok", cur.rowcount, sorted(map(repr, returned))
         except psycopg.Error as e:
             return "error", e.sqlstate

@@ -130,10 +130,10 @@ def test_delta_rows_are_counted(tiered):
 
 def test_locked_and_written_tables_keep_heap_semantics(tiered):
     db = tiered
-    assert explain(db, "SELECT * FROM events WHERE id = 1 FOR UPDATE") == [
-        "public.events: heap only (FOR UPDATE locks heap rows; lake rows are not locked)"]
-    assert explain(db, "SELECT * FROM events FOR KEY SHARE") == [
-        "public.events: heap only (FOR KEY SHARE locks heap rows; lake rows are not locked)"]
+    (line,) = explain(db, "SELECT * FROM events WHERE id = 1 FOR UPDATE")
+    assert line.startswith("public.events: SELECT ... FOR UPDATE locks rows in the heap and below the cut-line"), line
+    (line,) = explain(db, "SELECT * FROM events FOR KEY SHARE")
+    assert line.startswith("public.events: SELECT ... FOR KEY SHARE locks rows in the heap and below"), line
     assert explain(db, "UPDATE events SET v = 'x' WHERE id = 1 AND ts >= '2024-01-09'") == [
         f"public.events: heap only (its conditions keep the tier key at or above T {T})"]
     # plain DML that may reach the lake's rows routes them (transparent writes, cold_dml.h) ...
@@ -150,6 +150,11 @@ def test_locked_and_written_tables_keep_heap_semantics(tiered):
     assert line.startswith("public.events: heap only (target of DELETE"), line
     assert refusal.startswith('public.events: refused: DELETE of table "public.events" may reach rows below its'
                               " cut-line. Add \"AND ts >= '2024-01-08 00:00:00+00'\""), refusal
+    # a lock on cold rows needs the spill partition too
+    (line, refusal) = explain(db, "SELECT * FROM events FOR SHARE")
+    assert line.startswith("public.events: heap only (FOR SHARE locks the heap's rows"), line
+    assert refusal.startswith('public.events: refused: SELECT ... FOR SHARE of table "public.events" may reach rows'
+                              " below its cut-line. Enable transparent writes"), refusal
     assert explain(db, "INSERT INTO events VALUES (1, '2024-01-09', 'x', 1) ON CONFLICT DO NOTHING") == [
         "public.events: heap only (target of INSERT: rows go into the heap's partitions;"
         " tierdb_upsert routes rows below T to the delta)"]

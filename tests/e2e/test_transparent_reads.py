@@ -503,9 +503,9 @@ def test_conditions_prune_lake_files(tiered):
 
 def test_heap_semantics_where_rows_are_written_or_locked(tiered):
     db = tiered
-    # FOR UPDATE locks heap rows only: the cold rows are not returned.
+    # FOR UPDATE returns (and locks) the rows of both tiers (test_locking_reads.py).
     rows = db.query("BEGIN; SELECT count(*) FROM (SELECT id FROM events FOR UPDATE) x; COMMIT;")
-    assert rows == [("900",)]
+    assert rows == [("3000",)]
     # DML reaches both tiers (test_transparent_updates.py; without transparent writes it is refused,
     # test_dml_guard.py).
     db.psql("DELETE FROM events WHERE id < 3")
