@@ -72,6 +72,7 @@ typedef struct registration {
 	bool has_lake_retention;
 	int64_t lake_retention;
 	bool keep_heap;
+	const char *mode;           /* "tiered" or "direct" */
 	tl_ice_transform transform; /* the lake's partition transform on the tier key */
 	int64_t heap_width;         /* canonical width of the newest partition */
 } registration;
@@ -393,6 +394,7 @@ static int validate(PGconn *c, registration *r, const register_args *a, tl_error
 		r->has_lake_retention = true;
 	}
 	r->keep_heap = a->keep_heap;
+	r->mode = a->mode;
 	r->profile = tdb_catalog_profile(c, a->profile, err);
 	return r->profile ? 0 : -1;
 }
@@ -601,7 +603,8 @@ static int insert_catalog_rows(PGconn *c, const registration *r, const char *loc
 	                         location,
 	                         r->profile,
 	                         r->has_lake_retention ? retention : NULL,
-	                         r->keep_heap ? "true" : "false"};
+	                         r->keep_heap ? "true" : "false",
+	                         r->mode};
 	const char *cparams[] = {table_id, cut, lake_props};
 	const char *pparams[] = {table_id, parts};
 	int rc = tdb_pg_exec(c, "writing tierdb.tables",
@@ -609,8 +612,8 @@ static int insert_catalog_rows(PGconn *c, const registration *r, const char *loc
 	                     "tier_key_col, tier_key_type, partition_scheme, lake_format, lake_table_ref, "
 	                     "storage_profile, mode, lake_retention_lag, keep_heap) "
 	                     "VALUES ($1::bigint, $2, $3, ARRAY(SELECT jsonb_array_elements_text($4::jsonb)), $5, $6, "
-	                     "$7::jsonb, 'iceberg', $8, $9, 'tiered', $10::bigint, $11::boolean)",
-	                     11, tparams, err);
+	                     "$7::jsonb, 'iceberg', $8, $9, $12, $10::bigint, $11::boolean)",
+	                     12, tparams, err);
 	if (rc == 0)
 		rc = tdb_pg_exec(c, "writing tierdb.cutline",
 		                 "INSERT INTO tierdb.cutline (table_id, tier_key_hi, lake_snapshot_id, lake_props) "
@@ -624,9 +627,10 @@ static int insert_catalog_rows(PGconn *c, const registration *r, const char *loc
 		                 2, pparams, err);
 	/*
 	 * transparent writes: the spill partition for rows below the cut-line (SPEC §7); a keep-heap table
-	 * needs none, its heap keeps every row (tiering.c mirrors its tiered partitions)
+	 * needs none, its heap keeps every row (tiering.c mirrors its tiered partitions), and a direct
+	 * table has no delta to route rows into (docs/direct.md)
 	 */
-	if (rc == 0 && !r->keep_heap)
+	if (rc == 0 && !r->keep_heap && strcmp(r->mode, "direct") != 0)
 		rc = tdb_pg_exec(c, "creating the spill partition of transparent writes",
 		                 "SELECT tierdb_enable_transparent_writes($1::bigint::oid::regclass)", 1, tparams, err);
 	free(pk);
@@ -658,8 +662,8 @@ static int compare_registration(const tdb_catalog_table *old, const registration
 	free(new_pk);
 	if (strcmp(old->tier_key_col, r->cols[r->tier_key_index].name) != 0)
 		tl_buf_printf(&diff, "; --tier-key was %s, now %s", old->tier_key_col, a->tier_key);
-	if (strcmp(old->mode, "tiered") != 0)
-		tl_buf_printf(&diff, "; --mode was %s, now tiered", old->mode);
+	if (strcmp(old->mode, r->mode) != 0)
+		tl_buf_printf(&diff, "; --mode was %s, now %s", old->mode, r->mode);
 	if (old->keep_heap != r->keep_heap)
 		tl_buf_printf(&diff, "; --keep-heap was %s, now %s", old->keep_heap ? "given" : "not given",
 		              r->keep_heap ? "given" : "not given");
@@ -742,7 +746,8 @@ static void register_usage(FILE *out)
 	      "  --table S.T            the table (schema public when unqualified)\n"
 	      "  --pk C[,C]             the columns that identify a row\n"
 	      "  --tier-key C           the partition key column rows age along\n"
-	      "  --mode M               tiered (the default; direct and mirrored are not supported yet)\n"
+	      "  --mode M               tiered (the default) or direct (cold rows live in the lake alone, no\n"
+	      "                         delta; docs/direct.md); mirrored is not supported yet\n"
 	      "  --partition-width N    integer keys: the lake's truncate width (default: the oldest\n"
 	      "                         partition's width; 0 = unpartitioned)\n"
 	      "  --lake-partition P     temporal keys: hour, day (default), month, year or none\n"
@@ -867,8 +872,11 @@ static int split_pk(const char *arg, cli_column_list *list)
 /* Modes and options of later issues: refused before anything connects. */
 static int refuse_unsupported(const register_args *a)
 {
-	if (strcmp(a->mode, "tiered") != 0)
-		return cli_fail("mode %s is not supported yet; register the table with --mode tiered", a->mode);
+	if (strcmp(a->mode, "mirrored") == 0)
+		return cli_fail("mode mirrored is not supported yet; register the table with --mode tiered or direct");
+	if (strcmp(a->mode, "direct") == 0 && a->keep_heap)
+		return cli_fail("--keep-heap is not supported with --mode direct yet; register the table with --mode tiered "
+		                "--keep-heap, or --mode direct alone");
 	if (a->heap_retention)
 		return cli_fail("mode mirrored --heap-retention is not supported yet; it applies to mirrored tables");
 	if (a->keep_heap && a->lake_retention != NULL)
@@ -968,9 +976,9 @@ static int do_register(PGconn *c, registration *r, const register_args *a)
 	} else {
 		const tdb_heap_partition *first = &r->parts[r->first_range];
 		char *t = transform_text(&r->transform);
-		printf("registered %s.%s (tiered): lake table %s (partitioned by %s(%s)); cut-line T = %" PRId64
+		printf("registered %s.%s (%s): lake table %s (partitioned by %s(%s)); cut-line T = %" PRId64
 		       " (the lower bound of %s); hot partitions: %d\n",
-		       r->name.schema, r->name.table, lake->location, t, r->cols[r->tier_key_index].name, first->lo,
+		       r->name.schema, r->name.table, r->mode, lake->location, t, r->cols[r->tier_key_index].name, first->lo,
 		       first->partition_id, r->last_range - r->first_range + 1);
 		if (rest != NULL)
 			printf("the lake table is %s.%s in the REST catalog %s, which commits go through\n",

@@ -682,8 +682,8 @@ static int prepare(verify_run *v, tl_error *err)
 
 static int verify_table(verify_run *v, tl_error *err)
 {
-	if (strcmp(v->t.mode, "tiered") != 0)
-		return tl_error_set(err, TL_ERR_UNSUPPORTED, "%s is registered in %s mode; verify audits tiered tables",
+	if (strcmp(v->t.mode, "tiered") != 0 && strcmp(v->t.mode, "direct") != 0)
+		return tl_error_set(err, TL_ERR_UNSUPPORTED, "%s is registered in %s mode; verify audits tiered and direct tables",
 		                    v->label, v->t.mode);
 	if (prepare(v, err) < 0)
 		return -1;

@@ -479,7 +479,7 @@ int tdb_daemon_cycle(PGconn *c, const tdb_daemon_config *cfg)
 	int64_t *ids = tl_calloc((size_t)n + 1, sizeof(int64_t));
 	int nids = 0;
 	for (int i = 0; i < n; i++)
-		if (strcmp(tables[i].mode, "tiered") == 0)
+		if (strcmp(tables[i].mode, "tiered") == 0 || strcmp(tables[i].mode, "direct") == 0)
 			ids[nids++] = tables[i].table_id;
 	tdb_catalog_tables_free(tables, n);
 

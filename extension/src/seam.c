@@ -250,7 +250,7 @@ fresh_snapshot(void)
 	return RegisterSnapshot(GetCatalogSnapshot(InvalidOid));
 }
 
-/* Reads the registration from tierdb.tables; NULL when not tiered. Palloc'd in the current context. */
+/* Reads the registration from tierdb.tables; NULL when not tiered or direct. Palloc'd in the current context. */
 static SeamTable *
 read_registration(Oid relid)
 {
@@ -263,7 +263,7 @@ read_registration(Oid relid)
 	{
 		char	   *mode = text_column(rel, tuple, "mode");
 
-		if (mode != NULL && strcmp(mode, "tiered") == 0)
+		if (mode != NULL && (strcmp(mode, "tiered") == 0 || strcmp(mode, "direct") == 0))
 		{
 			bool		isnull;
 			Datum		pk = heap_getattr(tuple, attnameAttNum(rel, "primary_key_cols", false),
@@ -274,6 +274,7 @@ read_registration(Oid relid)
 			t = palloc0(sizeof(SeamTable));
 			t->relid = relid;
 			t->table_id = (int64) relid;
+			t->direct = strcmp(mode, "direct") == 0;
 			t->lake_location = text_column(rel, tuple, "lake_table_ref");
 			t->tier_key_attno = registered_column(relid, text_column(rel, tuple, "tier_key_col"));
 			t->key_kind = parse_key_kind(text_column(rel, tuple, "tier_key_type"));

@@ -54,7 +54,7 @@ typedef enum SeamKeyKind
 	SEAM_KEY_DATE				/* days since 1970-01-01 */
 } SeamKeyKind;
 
-/* A table registered in tiered mode. */
+/* A table registered in tiered or direct mode. */
 typedef struct SeamTable
 {
 	Oid			relid;
@@ -67,6 +67,7 @@ typedef struct SeamTable
 	int			npk;
 	AttrNumber *pk_attnos;		/* the merge key's columns (tables.primary_key_cols) */
 	bool		keep_heap;		/* --keep-heap: the heap keeps every row; plain DML is never routed */
+	bool		direct;			/* --mode direct: no delta; the lake at S is every row below T (docs/direct.md) */
 } SeamTable;
 
 /* The pinned cut-line. */

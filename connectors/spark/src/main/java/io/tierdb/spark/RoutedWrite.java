@@ -91,7 +91,7 @@ final class RoutedWrite {
 
     private void apply(Connection conn, Dataset<Row> batch) throws SQLException {
         Registration reg = Catalog.registration(conn, options, false);
-        reg.requireTiered(kind.verb);
+        reg.requireServed(kind.verb, true);
         Map<String, String> pgTypes = columnTypes(conn, reg);
         checkColumns(batch, reg, pgTypes);
         checkUniqueKeys(batch, reg);

@@ -1,9 +1,9 @@
 /*
  * TierDBSpark: the library's entry points.  read() opens a pinned seam
  * read (SeamRead, SeamPlan); write() and delete() route a batch of rows or
- * keys to the heap or the delta (RoutedWrite).  Only tiered tables are
- * served by this version; mirrored and direct tables and hybrid reads are
- * refused with an error that says so.
+ * keys to the heap or the delta (RoutedWrite).  Tiered tables are served,
+ * and reads of direct tables; writes to direct tables, mirrored tables and
+ * hybrid reads are refused with an error that says so.
  */
 package io.tierdb.spark;
 
@@ -31,7 +31,7 @@ public final class TierDBSpark {
         }
         try (Connection conn = Catalog.connect(options)) {
             Registration reg = Catalog.registration(conn, options, false);
-            reg.requireTiered("read");
+            reg.requireServed("read", false);
             Catalog.Pin pin = Catalog.beginRead(conn, reg, options.pinTtl());
             conn.commit();  // the pin must be visible to the daemon before anything is scanned
             try {

@@ -181,4 +181,19 @@ class RoutedWriteTest {
         assertSeamMatchesPostgres(db, "ev_tz");
         assertEquals(String.valueOf(batch.count()), db.transparentValue("SELECT count(*) FROM ev_tz WHERE note LIKE 'kept %'"));
     }
+
+    /**
+     * A direct table (--mode direct) tiers and reads as a tiered table does:
+     * the lake at S is every row below T and the delta stays empty; writes
+     * to it are refused until direct lake commits exist (ErrorMessagesTest).
+     */
+    @Test
+    void directTablesReadSplit() {
+        TestEnv.Db db = env.newDatabase();
+        Tables.createTiered(db, Tables.TIMESTAMPTZ, "--mode", "direct");
+        assertEquals("direct", db.value("SELECT mode FROM tierdb.tables"));
+        assertTrue(Long.parseLong(db.value("SET tierdb.transparent_reads = off; SELECT count(*) FROM ev_tz"))
+                < Long.parseLong(db.value("SELECT count(*) FROM ev_tz_src")), "some partitions moved to the lake");
+        assertSeamMatchesPostgres(db, "ev_tz");
+    }
 }
