@@ -19,7 +19,7 @@
 
 #include <stddef.h>
 
-#include "pgtypes.h"
+#include "pgmap.h"
 #include "tierlake/error.h"
 #include "tierlake/parquet.h"
 

@@ -29,6 +29,8 @@
 #include "tierlake/error.h"
 #include "tierlake/iceberg_schema.h"
 
+#include "pgmap.h"
+
 /*
  * libpq's "options" connection parameter for connections that stream rows to
  * the lake: "-c name=value" items separated by single spaces (the daemon
@@ -37,38 +39,6 @@
 #define TDB_PG_SESSION_OPTIONS                                                                                         \
 	"-c DateStyle=ISO -c IntervalStyle=postgres -c TimeZone=UTC -c extra_float_digits=3 -c bytea_output=hex"
 
-/* The built-in type oids the mapping names (pg_type.dat; stable across releases). */
-enum {
-	TDB_BOOLOID = 16,
-	TDB_BYTEAOID = 17,
-	TDB_NAMEOID = 19,
-	TDB_INT8OID = 20,
-	TDB_INT2OID = 21,
-	TDB_INT4OID = 23,
-	TDB_TEXTOID = 25,
-	TDB_JSONOID = 114,
-	TDB_FLOAT4OID = 700,
-	TDB_FLOAT8OID = 701,
-	TDB_BPCHAROID = 1042,
-	TDB_VARCHAROID = 1043,
-	TDB_DATEOID = 1082,
-	TDB_TIMEOID = 1083,
-	TDB_TIMESTAMPOID = 1114,
-	TDB_TIMESTAMPTZOID = 1184,
-	TDB_NUMERICOID = 1700,
-	TDB_UUIDOID = 2950,
-	TDB_JSONBOID = 3802
-};
-
-/* A table column and how it maps into the lake (SPEC §6 type mapping). */
-typedef struct tdb_pg_column {
-	char *name;
-	uint32_t type_oid;    /* the base type (domains resolved) */
-	int32_t typmod;       /* the column's, else the innermost domain's that has one; -1 if none */
-	bool not_null;        /* the column's NOT NULL or any of its domains' */
-	tl_ice_type ice_type; /* the lake column's type (always primitive) */
-	bool copy_as_text;    /* COPY reads "col"::text (types stored in the lake as their text form) */
-} tdb_pg_column;
 
 /*
  * The user columns of a table (by oid), in attnum order, mapped: every
@@ -79,13 +49,6 @@ typedef struct tdb_pg_column {
  */
 int tdb_pg_table_columns(PGconn *c, uint32_t table_oid, tdb_pg_column **out, int *n, tl_error *err);
 void tdb_pg_columns_free(tdb_pg_column *cols, int n);
-
-/*
- * The Iceberg type of a base type: the SPEC §6 mapping. `is_enum` says the
- * type is an enum (pg_type.typtype 'e'). Sets *copy_as_text for the types
- * the lake holds as their text form.
- */
-void tdb_pg_map_type(uint32_t type_oid, int32_t typmod, bool is_enum, tl_ice_type *ice_type, bool *copy_as_text);
 
 /* Appends the select list for COPY ( SELECT <list> FROM ... ) TO STDOUT (FORMAT binary). */
 void tdb_pg_copy_select_list(const tdb_pg_column *cols, int n, tl_buf *out);

@@ -25,6 +25,7 @@
  * code.
  */
 #include "../../cli/pgcopy.c"
+#include "../../cli/pgmap.c"
 #include "../../cli/pgtypes.c"
 
 #include <errno.h>

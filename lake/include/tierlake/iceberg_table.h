@@ -146,6 +146,19 @@ int tl_ice_commit_remove_file(tl_ice_commit *c, const char *file_path, tl_error 
 int tl_ice_commit_finish(tl_ice_commit *c, int64_t *snapshot_id, tl_error *err);
 void tl_ice_commit_free(tl_ice_commit *c);
 
+/*
+ * Makes snapshot_id, the current snapshot or one of its ancestors, current
+ * again (main points at it), a metadata-only commit like Java's
+ * ManageSnapshots.rollbackTo: v<N+1>.metadata.json written exclusively
+ * (losing the race is TL_ERR_CONFLICT), or the REST catalog's updateTable.
+ * The newer snapshots stay in the metadata, no longer current, and their
+ * files stay until snapshot expiry. TL_ICE_NO_SNAPSHOT empties a
+ * path-based table's current state (a table that had no snapshot before);
+ * a snapshot that is not an ancestor is TL_ERR_INVALID. Rolling back to
+ * the current snapshot writes nothing.
+ */
+int tl_ice_table_rollback(tl_ice_table *t, int64_t snapshot_id, tl_error *err);
+
 /* ------------------------------------------------------ schema evolution */
 
 /*

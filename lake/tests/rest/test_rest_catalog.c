@@ -221,6 +221,40 @@ TEST(rest_create_load_and_append)
 	tl_rest_catalog_free(c);
 }
 
+/* A rollback through the catalog: main moves back to an ancestor, and every client sees it. */
+TEST(rest_rollback)
+{
+	tl_error err;
+	tl_error_clear(&err);
+	tl_rest_catalog *c = connect(NULL, NULL, &err);
+	CHECK_OK(c ? 0 : -1, &err);
+	CHECK_OK(tl_rest_catalog_create_namespace(c, "tierdb_ns", &err), &err);
+	char name[64];
+	unique_name(name, sizeof(name), "rollback");
+	tl_ice_table *t = create_table(c, "tierdb_ns", name, &err);
+	CHECK_OK(t ? 0 : -1, &err);
+	int64_t s1 = 0, s2 = 0;
+	CHECK_OK(append(t, 1, 10, &s1, &err), &err);
+	CHECK_OK(append(t, 100, 5, &s2, &err), &err);
+	CHECK_OK(tl_ice_table_rollback(t, s1, &err), &err);
+	CHECK_INT(main_snapshot(t->metadata), s1);
+	tl_ice_table *loaded = tl_rest_catalog_load_table(c, "tierdb_ns", name, &err);
+	CHECK_OK(loaded ? 0 : -1, &err);
+	CHECK_INT(main_snapshot(loaded->metadata), s1);
+	CHECK(tl_ice_metadata_snapshot(loaded->metadata, s2) != NULL);
+	int64_t rows, sum;
+	CHECK_OK(fixture_read_ids(loaded->metadata, &rows, &sum, &err), &err);
+	CHECK_INT(rows, 10);
+	/* to no snapshot is not sent through a catalog */
+	CHECK(tl_ice_table_rollback(loaded, TL_ICE_NO_SNAPSHOT, &err) < 0);
+	CHECK_INT(err.code, TL_ERR_UNSUPPORTED);
+	tl_ice_table_free(loaded);
+	tl_ice_table_free(t);
+	tl_error_clear(&err);
+	CHECK_OK(tl_rest_catalog_drop_table(c, "tierdb_ns", name, &err), &err);
+	tl_rest_catalog_free(c);
+}
+
 TEST(rest_racing_commit_loses)
 {
 	tl_error err;
