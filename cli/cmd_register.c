@@ -627,10 +627,9 @@ static int insert_catalog_rows(PGconn *c, const registration *r, const char *loc
 		                 2, pparams, err);
 	/*
 	 * transparent writes: the spill partition for rows below the cut-line (SPEC §7); a keep-heap table
-	 * needs none, its heap keeps every row (tiering.c mirrors its tiered partitions), and a direct
-	 * table has no delta to route rows into (docs/direct.md)
+	 * needs none, its heap keeps every row (tiering.c mirrors its tiered partitions)
 	 */
-	if (rc == 0 && !r->keep_heap && strcmp(r->mode, "direct") != 0)
+	if (rc == 0 && !r->keep_heap)
 		rc = tdb_pg_exec(c, "creating the spill partition of transparent writes",
 		                 "SELECT tierdb_enable_transparent_writes($1::bigint::oid::regclass)", 1, tparams, err);
 	free(pk);
@@ -746,8 +745,9 @@ static void register_usage(FILE *out)
 	      "  --table S.T            the table (schema public when unqualified)\n"
 	      "  --pk C[,C]             the columns that identify a row\n"
 	      "  --tier-key C           the partition key column rows age along\n"
-	      "  --mode M               tiered (the default) or direct (cold rows live in the lake alone, no\n"
-	      "                         delta; docs/direct.md); mirrored is not supported yet\n"
+	      "  --mode M               tiered (the default) or direct (writes below the cut-line are\n"
+	      "                         committed to the lake with their transaction, no delta kept:\n"
+	      "                         docs/direct.md); mirrored is not supported yet\n"
 	      "  --partition-width N    integer keys: the lake's truncate width (default: the oldest\n"
 	      "                         partition's width; 0 = unpartitioned)\n"
 	      "  --lake-partition P     temporal keys: hour, day (default), month, year or none\n"

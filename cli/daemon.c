@@ -20,6 +20,7 @@
 #include "catalog.h"
 #include "profiles.h"
 #include "daemon.h"
+#include "direct.h"
 #include "fault.h"
 #include "fold.h"
 #include "pg.h"
@@ -332,6 +333,11 @@ static int step_recover(PGconn *c, const tdb_catalog_table *t, const tdb_daemon_
 	return tdb_recover_retention(c, t, err) < 0 ? -1 : 0;
 }
 
+static int step_direct(PGconn *c, const tdb_catalog_table *t, const tdb_daemon_config *cfg, tl_error *err)
+{
+	return tdb_settle_direct_commits(c, t, err);
+}
+
 static int step_columns(PGconn *c, const tdb_catalog_table *t, const tdb_daemon_config *cfg, tl_error *err)
 {
 	return tdb_follow_column_changes(c, t, err);
@@ -377,6 +383,8 @@ static const struct {
 	table_step run;
 } steps[] = {
 	{"premake", step_premake},
+	/* A direct table's lake commits whose transaction did not commit are undone before any step builds on the lake. */
+	{"direct commits", step_direct},
 	{"recovery", step_recover},
 	{"schema evolution", step_columns},
 	{"tiering", step_tier},

@@ -120,13 +120,6 @@ cut_line_text(const SeamTable *t, int64 tier_key_hi)
 	return seam_key_text(t, tier_key_hi);
 }
 
-/*
- * A direct table's rows below T live in the lake alone (no delta): only a
- * lake commit changes them, and SQL cannot make one yet (docs/direct.md).
- */
-#define DIRECT_DETAIL "\"%s\" is a direct table: its rows below the cut-line live in the lake alone and change " \
-	"only by a lake commit, which plain SQL cannot make yet (docs/direct.md)."
-
 /* Where dml_guard_refuse records refusals instead of raising them, or NULL (dml_guard_describe_refusals). */
 static List **described_refusals = NULL;
 
@@ -151,13 +144,9 @@ refuse_lock(const Query *q, const SeamTable *t, const char *cut)
 		if (rt_fetch(((RowMarkClause *) lfirst(lc))->rti, q->rtable)->relid == t->relid)
 			clause = psprintf("SELECT ... %s", lock_clause_name(((RowMarkClause *) lfirst(lc))->strength));
 	message = psprintf("%s of table \"%s\" may reach rows below its cut-line", clause, table);
-	if (t->direct)
-		hint = psprintf("Add \"AND %s >= %s\" to lock only the heap's rows. " DIRECT_DETAIL, key,
-						cut != NULL ? quote_literal_cstr(cut) : "<T>", table);
-	else
-		hint = psprintf("Enable transparent writes with SELECT tierdb_enable_transparent_writes('%s'), which also "
-						"locks rows below the cut-line, or add \"AND %s >= %s\" to lock only the heap's rows.",
-						table, key, cut != NULL ? quote_literal_cstr(cut) : "<T>");
+	hint = psprintf("Enable transparent writes with SELECT tierdb_enable_transparent_writes('%s'), which also "
+					"locks rows below the cut-line, or add \"AND %s >= %s\" to lock only the heap's rows.",
+					table, key, cut != NULL ? quote_literal_cstr(cut) : "<T>");
 	if (described_refusals != NULL)
 	{
 		*described_refusals = lappend(*described_refusals, psprintf("%s: refused: %s. %s", table, message, hint));
@@ -188,13 +177,9 @@ dml_guard_refuse(const Query *q, const SeamTable *t, int64 tier_key_hi)
 		return;
 	}
 	message = psprintf("%s of table \"%s\" may reach rows below its cut-line", command, table);
-	if (t->direct)
-		hint = psprintf("Add \"AND %s >= %s\" to change only the heap's rows. " DIRECT_DETAIL, key,
-						cut != NULL ? quote_literal_cstr(cut) : "<T>", table);
-	else
-		hint = psprintf("Add \"AND %s >= %s\" to change only the heap's rows; change older rows with "
-						"tierdb_upsert('%s', <row as jsonb>) or tierdb_delete('%s', <key>, <tier key>), "
-						"one row per call.", key, cut != NULL ? quote_literal_cstr(cut) : "<T>", table, table);
+	hint = psprintf("Add \"AND %s >= %s\" to change only the heap's rows; change older rows with "
+					"tierdb_upsert('%s', <row as jsonb>) or tierdb_delete('%s', <key>, <tier key>), "
+					"one row per call.", key, cut != NULL ? quote_literal_cstr(cut) : "<T>", table, table);
 	if (described_refusals != NULL)
 	{
 		*described_refusals = lappend(*described_refusals, psprintf("%s: refused: %s. %s", table, message, hint));
@@ -321,8 +306,7 @@ refuse_row(const KeyCheck *c, Datum value)
 			 cut != NULL ? errdetail("The row's %s %s is below the cut-line T %s: rows there live in the lake.",
 									 tier_key_name(c->table), OidOutputFunctionCall(out, value), cut)
 			 : errdetail("The row's %s is below the cut-line: rows there live in the lake.", tier_key_name(c->table)),
-			 c->table->direct ? errhint(DIRECT_DETAIL, table)
-			 : errhint("Write it with SELECT tierdb_upsert('%s', <row as jsonb>).", table)));
+			 errhint("Write it with SELECT tierdb_upsert('%s', <row as jsonb>).", table)));
 }
 
 PG_FUNCTION_INFO_V1(tierdb_tier_key_check);
@@ -388,9 +372,6 @@ copy_hint(Oid relid)
 	cut = cut_line_text(t, latest.tier_key_hi);
 	/* Rows below R are refused by every path; the hint says so rather than offer tierdb_upsert for them. */
 	line = latest.has_retention_line ? cut_line_text(t, latest.retention_line) : NULL;
-	if (t->direct)
-		return psprintf("Rows of \"%s\" with %s below its cut-line T%s%s live in the lake. " DIRECT_DETAIL, table,
-						tier_key_name(t), cut != NULL ? " " : "", cut != NULL ? cut : "", table);
 	return psprintf("Rows of \"%s\" with %s below its cut-line T%s%s live in the lake: write them with "
 					"tierdb_upsert('%s', <row as jsonb>)%s%s%s. "
 					"Rows past the newest partition need that partition first.",

@@ -189,6 +189,16 @@ session_heap_reason(void)
 	return NULL;
 }
 
+/* A route line of a direct table says where its delta rows go next (src/direct.c). */
+static char *
+direct_commit_note(Oid relid, char *line)
+{
+	if (!seam_lookup_table(relid)->direct)
+		return line;
+	return psprintf("%s; a direct table: the transaction's delta rows are committed to the lake as one snapshot "
+					"when it commits", line);
+}
+
 /* The query level's FOR UPDATE/SHARE clause on range table entry rti, or NULL. */
 static RowMarkClause *
 locking_clause(Query *q, Index rti)
@@ -251,7 +261,7 @@ explain_reference(Explainer *e, Query *q, Index rti, RangeTblEntry *rte)
 	e->registered_seen = true;
 	if (rti == (Index) q->resultRelation && spill_routes_insert(q, seam_lookup_table(rte->relid)))
 	{
-		add_line_once(e, spill_explain_insert(q, seam_lookup_table(rte->relid)));
+		add_line_once(e, direct_commit_note(rte->relid, spill_explain_insert(q, seam_lookup_table(rte->relid))));
 		return;
 	}
 	if (e->heap_reason == NULL && rti == (Index) q->resultRelation && q->commandType != CMD_SELECT &&
@@ -264,7 +274,7 @@ explain_reference(Explainer *e, Query *q, Index rti, RangeTblEntry *rte)
 	}
 	if (e->heap_reason == NULL && rti == (Index) q->resultRelation && cold_dml_routes(q, rte->relid))
 	{
-		add_line_once(e, cold_dml_explain(q, rte->relid));
+		add_line_once(e, direct_commit_note(rte->relid, cold_dml_explain(q, rte->relid)));
 		return;
 	}
 	if (e->heap_reason == NULL && (lock = locking_clause(q, rti)) != NULL &&

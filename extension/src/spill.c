@@ -635,8 +635,22 @@ refuse_changed_since_read(const SeamTable *t, Datum pk, int64 read)
 {
 	TransactionId now_by;
 	int64		now = delta_version(t, pk, GetLatestSnapshot(), &now_by);
+	bool		changed = now != read && !TransactionIdIsCurrentTransactionId(now_by);
 
-	if (now != read && !TransactionIdIsCurrentTransactionId(now_by))
+	/*
+	 * A direct table's writers leave no delta row behind (direct.h): any
+	 * lake commit since the statement read its rows may have changed this
+	 * one, so any at all refuses.
+	 */
+	if (t->direct)
+	{
+		SeamPin		read_at = seam_pin(t);
+		SeamPin		latest = seam_latest_cutline(t);
+
+		changed = changed || read_at.has_snapshot != latest.has_snapshot ||
+			read_at.snapshot_id != latest.snapshot_id;
+	}
+	if (changed)
 		ereport(ERROR,
 				(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
 				 errmsg("could not serialize access due to concurrent update of a row of %s below its cut-line",

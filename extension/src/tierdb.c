@@ -35,6 +35,7 @@
 #include "miscadmin.h"
 #include "utils/guc.h"
 
+#include "direct.h"
 #include "lake_env.h"
 #include "routing.h"
 #include "spill.h"
@@ -115,6 +116,7 @@ _PG_init(void)
 	transparent_reads_init(process_shared_preload_libraries_in_progress);
 	routing_init();
 	spill_init();
+	direct_init();
 	storage_profiles_init();
 	DefineCustomBoolVariable("tierdb.explain",
 							 "Makes tierdb_upsert() and tierdb_delete() report each route they take, and why, as a NOTICE.",

@@ -178,7 +178,8 @@ AS $$
 DECLARE
     result jsonb;
 BEGIN
-    IF lock THEN
+    -- (a direct table's writers publish S themselves when they commit: they must not wait on each other)
+    IF lock AND NOT EXISTS (SELECT FROM tierdb.tables WHERE table_id = tbl::oid::bigint AND mode = 'direct') THEN
         PERFORM FROM tierdb.cutline WHERE table_id = tbl::oid::bigint FOR SHARE;
     END IF;
     SELECT jsonb_build_object(
@@ -366,7 +367,11 @@ REVOKE EXECUTE ON FUNCTION tierdb.routing_state_impl(regclass, boolean),
 
 /* ------------------------------------------------------------ routing helpers */
 
-/* Raises the "not registered" error when st is NULL; refuses modes routing does not serve. */
+/*
+ * Raises the "not registered" error when st is NULL; refuses modes routing
+ * does not serve.  A direct table's routed writes are committed to the lake
+ * when their transaction commits (src/direct.c).
+ */
 CREATE FUNCTION tierdb.check_routable(tbl regclass, st jsonb)
 RETURNS void
 LANGUAGE plpgsql STABLE
@@ -377,12 +382,6 @@ BEGIN
         RAISE EXCEPTION 'table % is not registered with TierDB', tbl
             USING ERRCODE = 'object_not_in_prerequisite_state',
                   HINT = format('Register it first: tierdb register --table %s --pk <column>[,<column>] --tier-key <column>', tbl);
-    END IF;
-    IF st ->> 'mode' = 'direct' THEN
-        RAISE EXCEPTION 'routed writes do not serve direct tables, and % is one', tbl
-            USING ERRCODE = 'feature_not_supported',
-                  DETAIL = 'A direct table has no delta: its historical rows change only by a lake commit.',
-                  HINT = 'Write historical rows by a lake commit (an Iceberg writer such as Spark, holding the table''s lake lock), hot rows with plain INSERT, UPDATE and DELETE.';
     END IF;
     IF st ->> 'mode' = 'mirrored' THEN
         RAISE EXCEPTION 'routed writes do not serve mirrored tables yet, and % is one', tbl
@@ -703,9 +702,24 @@ $$;
  */
 CREATE FUNCTION tierdb.lock_pk(st jsonb, pk text)
 RETURNS void
-LANGUAGE sql
+LANGUAGE plpgsql SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
-AS $$ SELECT pg_advisory_xact_lock(hashtextextended(format('tierdb_pk_%s_%s', st ->> 'table_id', pk), 0)) $$;
+AS $$
+BEGIN
+    PERFORM pg_advisory_xact_lock(hashtextextended(format('tierdb_pk_%s_%s', st ->> 'table_id', pk), 0));
+    -- A direct table's S moves whenever one of its writers commits (src/direct.c), and the routed write
+    -- places the pk's lake copy by the S it read: one that another commit moved meanwhile is retried.
+    -- (SECURITY DEFINER for this read of the catalog; anyone may take an advisory lock anyway.)
+    IF st ->> 'mode' = 'direct' AND EXISTS (
+           SELECT FROM tierdb.cutline WHERE table_id = (st ->> 'table_id')::bigint
+              AND lake_snapshot_id IS DISTINCT FROM (st ->> 'S')::bigint) THEN
+        RAISE EXCEPTION 'could not serialize access due to a concurrent lake commit of direct table %',
+                        (st ->> 'table_id')::bigint::oid::regclass
+            USING ERRCODE = 'serialization_failure',
+                  HINT = 'Retry the statement.';
+    END IF;
+END;
+$$;
 
 /* Refuses a cold tier key below the retention line R. */
 CREATE FUNCTION tierdb.check_retention(tbl regclass, st jsonb, tier_key bigint)

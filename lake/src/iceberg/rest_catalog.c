@@ -287,7 +287,7 @@ int tl_rest_catalog_create_namespace(tl_rest_catalog *c, const char *ns, tl_erro
 {
 	if (check_name(c, "namespace", ns, true, err) < 0)
 		return -1;
-	json_t *body = json_object();
+	json_t *body = tl_json_object();
 	json_t *levels = tl_rest_namespace_json(ns);
 	char *url = tl_rest_url(c, "namespaces");
 	int rc = 0;
@@ -452,8 +452,8 @@ int tl_rest_table_reload(tl_rest_table_ref *ref, tl_ice_table *t, tl_error *err)
 static json_t *create_request(const char *name, const char *location, const tl_ice_schema *schema,
                               const tl_ice_partition_spec *spec, const tl_ice_kv *properties, int nproperties)
 {
-	json_t *body = json_object();
-	json_t *props = json_object();
+	json_t *body = tl_json_object();
+	json_t *props = tl_json_object();
 	bool ok = body != NULL && props != NULL;
 	ok = ok && json_object_set_new(body, "name", json_string(name)) == 0;
 	if (location != NULL)

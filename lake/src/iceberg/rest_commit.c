@@ -49,7 +49,7 @@ static bool has_schema(const tl_ice_table_metadata *md, int64_t id)
 static bool add_update(json_t *list, const char *action, const char *key, json_t *value, const char *key2,
                        json_t *value2)
 {
-	json_t *u = json_object();
+	json_t *u = tl_json_object();
 	bool ok = u != NULL && json_object_set_new(u, "action", json_string(action)) == 0;
 	ok = ok && (key == NULL || json_object_set(u, key, value) == 0);
 	ok = ok && (key2 == NULL || json_object_set(u, key2, value2) == 0);
@@ -65,7 +65,7 @@ static bool add_update(json_t *list, const char *action, const char *key, json_t
 static bool add_requirement(json_t *list, const char *type, const char *key, json_t *value, const char *key2,
                             json_t *value2)
 {
-	json_t *r = json_object();
+	json_t *r = tl_json_object();
 	bool ok = r != NULL && json_object_set_new(r, "type", json_string(type)) == 0;
 	ok = ok && (key == NULL || json_object_set(r, key, value) == 0);
 	ok = ok && (key2 == NULL || json_object_set(r, key2, value2) == 0);
@@ -116,7 +116,7 @@ static bool add_new_schemas(json_t *updates, const json_t *md_json, const tl_ice
 static json_t *commit_request(const tl_rest_table_ref *ref, const tl_ice_table_metadata *base,
                               const tl_ice_table_metadata *md, const json_t *md_json)
 {
-	json_t *body = json_object(), *ident = json_object();
+	json_t *body = tl_json_object(), *ident = tl_json_object();
 	json_t *reqs = json_array(), *updates = json_array();
 	bool ok = body != NULL && ident != NULL && reqs != NULL && updates != NULL;
 	ok = ok && json_object_set_new(ident, "namespace", tl_rest_namespace_json(ref->ns)) == 0;
@@ -140,7 +140,7 @@ static json_t *commit_request(const tl_rest_table_ref *ref, const tl_ice_table_m
 	}
 	ok = ok && add_new_snapshots(updates, md_json, base);
 	if (ok && new_main != NULL && (base_main == NULL || base_main->snapshot_id != new_main->snapshot_id)) {
-		json_t *u = json_object();
+		json_t *u = tl_json_object();
 		ok = u != NULL && json_object_set_new(u, "action", json_string("set-snapshot-ref")) == 0 &&
 		     json_object_set_new(u, "ref-name", json_string("main")) == 0 &&
 		     json_object_set_new(u, "type", json_string("branch")) == 0 &&

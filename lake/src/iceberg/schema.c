@@ -608,7 +608,7 @@ static json_t *type_to_json(const tl_ice_type *t)
 		tl_buf_free(&b);
 		return s;
 	}
-	json_t *o = json_object();
+	json_t *o = tl_json_object();
 	if (t->id == TL_ICE_STRUCT) {
 		json_object_set_new(o, "type", json_string("struct"));
 		json_t *arr = json_array();
@@ -633,7 +633,7 @@ static json_t *type_to_json(const tl_ice_type *t)
 
 static json_t *field_to_json(const tl_ice_field *f)
 {
-	json_t *o = json_object();
+	json_t *o = tl_json_object();
 	json_object_set_new(o, "id", json_integer(f->id));
 	json_object_set_new(o, "name", json_string(f->name));
 	json_object_set_new(o, "required", json_boolean(f->required));
@@ -650,7 +650,7 @@ json_t *tl_ice_schema_to_json(const tl_ice_schema *schema)
 {
 	/* jansson's setters cannot report a failed allocation: one count says whether any failed. */
 	unsigned long failures = tl_mem_failures();
-	json_t *o = json_object();
+	json_t *o = tl_json_object();
 	json_object_set_new(o, "type", json_string("struct"));
 	json_object_set_new(o, "schema-id", json_integer(schema->schema_id));
 	if (schema->nidentifier_ids > 0) {

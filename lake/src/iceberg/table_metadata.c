@@ -561,7 +561,7 @@ tl_ice_table_metadata *tl_ice_metadata_parse(const char *text, size_t len, tl_er
 
 static json_t *string_map_json(const tl_ice_kv *kv, int n)
 {
-	json_t *o = json_object();
+	json_t *o = tl_json_object();
 	for (int i = 0; i < n; i++)
 		json_object_set_new(o, kv[i].key, json_string(kv[i].value));
 	return o;
@@ -569,7 +569,7 @@ static json_t *string_map_json(const tl_ice_kv *kv, int n)
 
 static json_t *snapshot_json(const tl_ice_snapshot *s)
 {
-	json_t *o = json_object();
+	json_t *o = tl_json_object();
 	json_object_set_new(o, "snapshot-id", json_integer(s->snapshot_id));
 	if (s->parent_id != TL_ICE_NO_SNAPSHOT)
 		json_object_set_new(o, "parent-snapshot-id", json_integer(s->parent_id));
@@ -583,7 +583,7 @@ static json_t *snapshot_json(const tl_ice_snapshot *s)
 			json_array_append_new(m, json_string(s->manifests[i]));
 		json_object_set_new(o, "manifests", m);
 	}
-	json_t *summary = json_object();
+	json_t *summary = tl_json_object();
 	json_object_set_new(summary, "operation", json_string(s->operation ? s->operation : "append"));
 	for (int i = 0; i < s->nsummary; i++)
 		json_object_set_new(summary, s->summary[i].key, json_string(s->summary[i].value));
@@ -595,14 +595,14 @@ static json_t *snapshot_json(const tl_ice_snapshot *s)
 
 static json_t *sort_order_json(const tl_ice_sort_order *so)
 {
-	json_t *o = json_object();
+	json_t *o = tl_json_object();
 	json_object_set_new(o, "order-id", json_integer(so->order_id));
 	json_t *fields = json_array();
 	tl_buf b;
 	tl_buf_init(&b);
 	for (int i = 0; i < so->nfields; i++) {
 		const tl_ice_sort_field *f = &so->fields[i];
-		json_t *jf = json_object();
+		json_t *jf = tl_json_object();
 		tl_buf_reset(&b);
 		tl_ice_transform_text(&f->transform, &b);
 		tl_buf_append_byte(&b, 0);
@@ -619,10 +619,10 @@ static json_t *sort_order_json(const tl_ice_sort_order *so)
 
 static json_t *refs_json(const tl_ice_table_metadata *md)
 {
-	json_t *o = json_object();
+	json_t *o = tl_json_object();
 	for (int i = 0; i < md->nrefs; i++) {
 		const tl_ice_ref *r = &md->refs[i];
-		json_t *jr = json_object();
+		json_t *jr = tl_json_object();
 		json_object_set_new(jr, "snapshot-id", json_integer(r->snapshot_id));
 		json_object_set_new(jr, "type", json_string(r->is_branch ? "branch" : "tag"));
 		if (r->max_ref_age_ms >= 0)
@@ -648,7 +648,7 @@ int tl_ice_metadata_write(const tl_ice_table_metadata *md, tl_buf *out, tl_error
 	/* jansson's setters take NULL quietly, so one count of failed allocations
 	 * (env.h) around the whole build says whether a member went missing. */
 	unsigned long failures = tl_mem_failures();
-	json_t *o = json_object();
+	json_t *o = tl_json_object();
 	json_object_set_new(o, "format-version", json_integer(2));
 	json_object_set_new(o, "table-uuid", json_string(md->table_uuid));
 	json_object_set_new(o, "location", json_string(md->location));
@@ -680,7 +680,7 @@ int tl_ice_metadata_write(const tl_ice_table_metadata *md, tl_buf *out, tl_error
 	json_object_set_new(o, "snapshots", arr);
 	arr = json_array();
 	for (int i = 0; i < md->nsnapshot_log; i++) {
-		json_t *e = json_object();
+		json_t *e = tl_json_object();
 		json_object_set_new(e, "timestamp-ms", json_integer(md->snapshot_log[i].timestamp_ms));
 		json_object_set_new(e, "snapshot-id", json_integer(md->snapshot_log[i].snapshot_id));
 		json_array_append_new(arr, e);
@@ -688,7 +688,7 @@ int tl_ice_metadata_write(const tl_ice_table_metadata *md, tl_buf *out, tl_error
 	json_object_set_new(o, "snapshot-log", arr);
 	arr = json_array();
 	for (int i = 0; i < md->nmetadata_log; i++) {
-		json_t *e = json_object();
+		json_t *e = tl_json_object();
 		json_object_set_new(e, "timestamp-ms", json_integer(md->metadata_log[i].timestamp_ms));
 		json_object_set_new(e, "metadata-file", json_string(md->metadata_log[i].metadata_file));
 		json_array_append_new(arr, e);

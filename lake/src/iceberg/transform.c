@@ -11,6 +11,7 @@
 #include "tierlake/calendar.h"
 #include "tierlake/iceberg_transform.h"
 #include "iceberg/schema_json.h"
+#include "common/json_load.h"
 
 #define MICROS_PER_HOUR 3600000000LL
 #define MICROS_PER_DAY (24 * MICROS_PER_HOUR)
@@ -481,14 +482,14 @@ json_t *tl_ice_partition_spec_to_json(const tl_ice_partition_spec *spec)
 {
 	/* jansson's setters cannot report a failed allocation: one count says whether any failed. */
 	unsigned long failures = tl_mem_failures();
-	json_t *o = json_object();
+	json_t *o = tl_json_object();
 	json_object_set_new(o, "spec-id", json_integer(spec->spec_id));
 	json_t *arr = json_array();
 	tl_buf b;
 	tl_buf_init(&b);
 	for (int i = 0; i < spec->nfields; i++) {
 		const tl_ice_partition_field *f = &spec->fields[i];
-		json_t *jf = json_object();
+		json_t *jf = tl_json_object();
 		json_object_set_new(jf, "name", json_string(f->name));
 		tl_buf_reset(&b);
 		tl_ice_transform_text(&f->transform, &b);

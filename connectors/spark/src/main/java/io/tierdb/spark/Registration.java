@@ -48,21 +48,19 @@ final class Registration {
     }
 
     /**
-     * Refuses what this version does not serve: mirrored tables, and writes
-     * to direct tables (whose cold rows change only by a lake commit);
-     * those arrive with the issues that build them.  A direct table reads
-     * like a tiered one: the lake at S is every row below T, and its delta
-     * stays empty.
+     * Refuses what this version does not serve: mirrored tables, which
+     * arrive with the issue that builds them.  A direct table reads and
+     * writes like a tiered one: the lake at S is every row below T, and
+     * its cold writes, routed through the delta of the write's transaction,
+     * are committed to the lake by the server when it commits.
      */
-    void requireServed(String operation, boolean writes) {
-        if ("tiered".equals(mode) || ("direct".equals(mode) && !writes)) {
+    void requireServed(String operation) {
+        if ("tiered".equals(mode) || "direct".equals(mode)) {
             return;
         }
-        boolean direct = "direct".equals(mode);
         throw new UnsupportedOperationException(String.format(
-                "tierdb-spark cannot %s %s: it is a %s table, and %s not supported yet by this library. %s",
-                operation, qualifiedName, mode, direct ? "writes to direct tables are" : "mode '" + mode + "' is",
-                direct ? "Write rows at or above its cut-line through Postgres until then."
-                        : "Read or write it with plain Spark JDBC, or through Postgres, until then."));
+                "tierdb-spark cannot %s %s: it is a %s table, and mode '%s' is not supported yet by this library. "
+                        + "Read or write it with plain Spark JDBC, or through Postgres, until then.",
+                operation, qualifiedName, mode, mode));
     }
 }

@@ -91,7 +91,7 @@ final class RoutedWrite {
 
     private void apply(Connection conn, Dataset<Row> batch) throws SQLException {
         Registration reg = Catalog.registration(conn, options, false);
-        reg.requireServed(kind.verb, true);
+        reg.requireServed(kind.verb);
         Map<String, String> pgTypes = columnTypes(conn, reg);
         checkColumns(batch, reg, pgTypes);
         checkUniqueKeys(batch, reg);

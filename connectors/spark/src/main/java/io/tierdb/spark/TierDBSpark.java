@@ -1,9 +1,10 @@
 /*
  * TierDBSpark: the library's entry points.  read() opens a pinned seam
  * read (SeamRead, SeamPlan); write() and delete() route a batch of rows or
- * keys to the heap or the delta (RoutedWrite).  Tiered tables are served,
- * and reads of direct tables; writes to direct tables, mirrored tables and
- * hybrid reads are refused with an error that says so.
+ * keys to the heap or the delta (RoutedWrite).  Tiered and direct tables
+ * are served (a direct table's delta rows are committed to its lake when
+ * the write's transaction commits); mirrored tables and hybrid reads are
+ * refused with an error that says so.
  */
 package io.tierdb.spark;
 
@@ -31,7 +32,7 @@ public final class TierDBSpark {
         }
         try (Connection conn = Catalog.connect(options)) {
             Registration reg = Catalog.registration(conn, options, false);
-            reg.requireServed("read", false);
+            reg.requireServed("read");
             Catalog.Pin pin = Catalog.beginRead(conn, reg, options.pinTtl());
             conn.commit();  // the pin must be visible to the daemon before anything is scanned
             try {

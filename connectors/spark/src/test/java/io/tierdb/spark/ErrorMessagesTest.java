@@ -102,22 +102,6 @@ class ErrorMessagesTest {
         assertNoPins();
     }
 
-    /** A direct table reads (DirectModeTest); its cold rows change only by a lake commit, not built yet. */
-    @Test
-    void writesToDirectTablesAreNotSupportedYet() {
-        db.exec("CREATE TABLE dt (id bigint NOT NULL, ts timestamptz NOT NULL) PARTITION BY RANGE (ts);"
-                + " CREATE TABLE dt_1 PARTITION OF dt FOR VALUES FROM ('2024-01-01') TO ('2024-02-01')");
-        db.register("public.dt", "id", "ts", "--mode", "direct");
-        SeamOptions o = db.options("dt").build();
-        Dataset<Row> batch = rows("SELECT 1::bigint AS id, now() AS ts");
-        assertContains(message(UnsupportedOperationException.class, () -> TierDBSpark.write(batch, o)),
-                "cannot write to public.dt", "it is a direct table", "writes to direct tables are not supported yet");
-        assertContains(message(UnsupportedOperationException.class, () -> TierDBSpark.delete(batch, o)),
-                "cannot delete from public.dt", "writes to direct tables are not supported yet");
-        assertEquals("0", db.value("SELECT count(*) FROM dt"));
-        assertNoPins();
-    }
-
     @Test
     void hybridReadsAreNotSupportedYet() {
         SeamOptions o = db.options("ev_tz").hybrid(true).hybridLag(3600).build();
