@@ -56,12 +56,13 @@ def s3_server(work):
     return lambda: subprocess.run([str(script), "stop", str(directory)], check=False)
 
 
-def tier(args, work, dsn, table, warehouse):
-    """Registers TABLE with WAREHOUSE and times its `tierdb run --once`; returns (seconds, lake location)."""
+def tier(args, work, dsn, table, warehouse, register_args=()):
+    """Registers TABLE with WAREHOUSE (and REGISTER_ARGS) and times its `tierdb run --once`; returns (seconds,
+    lake location)."""
     s3 = {k: v for k, v in os.environ.items() if k.startswith("TIERDB_S3_")}  # clean_env drops TIERDB_*
     env = clean_env(TIERDB_PG_URL=dsn, TIERDB_WAREHOUSE=warehouse, TIERDB_TIERING_LAG="1h", **s3)
-    reg = subprocess.run([args.bin, "register", "--table", f"public.{table}", "--pk", "id,ts", "--tier-key", "ts"],
-                         env=env, capture_output=True, text=True)
+    reg = subprocess.run([args.bin, "register", "--table", f"public.{table}", "--pk", "id,ts", "--tier-key", "ts",
+                          *register_args], env=env, capture_output=True, text=True)
     if reg.returncode != 0:
         fail(f"tierdb register {table} failed ({reg.returncode}):\n{reg.stderr}")
     code, seconds, _ = tiering_peer.run_measured([args.bin, "run", "--once"], env, work / f"{table}.out",

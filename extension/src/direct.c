@@ -89,6 +89,9 @@ static const char *const text_settings[][2] = {
 /* The direct tables this transaction wrote delta rows of (Oids, in TopTransactionContext). */
 static List *pending = NIL;
 
+/* The other tables it wrote delta rows of, so each is looked up once a transaction. */
+static List *not_direct = NIL;
+
 /*
  * tierdb.test_fault: for tests of the crash windows, a point of the commit
  * ("direct-after-lake-commit") at which to fail: "<point>" raises an ERROR
@@ -124,7 +127,6 @@ tierdb_direct_note(PG_FUNCTION_ARGS)
 	TriggerData *td = (TriggerData *) fcinfo->context;
 	bool		isnull;
 	Oid			relid;
-	SeamTable  *t;
 
 	if (!CALLED_AS_TRIGGER(fcinfo) || !TRIGGER_FIRED_AFTER(td->tg_event) || !TRIGGER_FIRED_FOR_ROW(td->tg_event))
 		ereport(ERROR,
@@ -132,11 +134,14 @@ tierdb_direct_note(PG_FUNCTION_ARGS)
 				 errmsg("tierdb.direct_note() must run as an AFTER ... FOR EACH ROW trigger on tierdb.delta")));
 	relid = (Oid) DatumGetInt64(heap_getattr(TRIGGER_FIRED_BY_UPDATE(td->tg_event) ? td->tg_newtuple
 											 : td->tg_trigtuple, 1, RelationGetDescr(td->tg_relation), &isnull));
-	if (!isnull && !list_member_oid(pending, relid) && (t = seam_lookup_table(relid)) != NULL && t->direct)
+	if (!isnull && !list_member_oid(pending, relid) && !list_member_oid(not_direct, relid))
 	{
 		MemoryContext caller = MemoryContextSwitchTo(TopTransactionContext);
 
-		pending = lappend_oid(pending, relid);
+		if (seam_is_direct(relid))
+			pending = lappend_oid(pending, relid);
+		else
+			not_direct = lappend_oid(not_direct, relid);
 		MemoryContextSwitchTo(caller);
 	}
 	return PointerGetDatum(NULL);
@@ -544,7 +549,6 @@ capture_rows(const SeamTable *t, const char *qualified)
 {
 	const char *tier = get_attname(t->relid, t->tier_key_attno, false);
 	bool		tier_in_pk = false;
-	StringInfoData names;
 	StringInfoData sql;
 	Oid			types[] = {INT8OID, TEXTARRAYOID};
 	Datum		values[2];
@@ -570,7 +574,6 @@ capture_rows(const SeamTable *t, const char *qualified)
 		default:
 			key_type = "bigint";
 	}
-	initStringInfo(&names);
 	initStringInfo(&sql);
 	appendStringInfo(&sql,
 					 "SELECT d.pk, d.version, d.op = 0,"
@@ -594,7 +597,7 @@ key_columns(const DirectCommit *c, const tdb_pg_column *cols, int ncols, int32 *
 {
 	const tl_ice_schema *schema = tl_ice_metadata_current_schema(c->lake->metadata);
 	SeamTable  *t = c->table;
-	tdb_pg_column *keys = palloc(sizeof(tdb_pg_column) * (t->npk + 1));
+	tdb_pg_column *keys = palloc0(sizeof(tdb_pg_column) * (t->npk + 1));
 	int			n = 0;
 
 	*ids = palloc(sizeof(int32) * (t->npk + 1));
@@ -615,7 +618,7 @@ key_columns(const DirectCommit *c, const tdb_pg_column *cols, int ncols, int32 *
 		for (int k = 0; k < ncols; k++)
 			if (strcmp(cols[k].name, name) == 0)
 				keys[n] = cols[k];
-		if (field == NULL || field->type.id != keys[n].ice_type.id)
+		if (field == NULL || keys[n].name == NULL || field->type.id != keys[n].ice_type.id)
 			ereport(ERROR,
 					(errcode(ERRCODE_DATA_CORRUPTED),
 					 errmsg("column \"%s\" of direct table %s does not match a field of its lake table %s", name,
@@ -886,7 +889,7 @@ direct_xact_callback(XactEvent event, void *arg)
 		case XACT_EVENT_PARALLEL_PRE_COMMIT:
 			break;
 		default:
-			pending = NIL;		/* TopTransactionContext, where it lived, is gone */
+			pending = not_direct = NIL; /* TopTransactionContext, where they lived, is gone */
 			break;
 	}
 }

@@ -432,6 +432,20 @@ seam_lookup_table(Oid relid)
 }
 
 bool
+seam_is_direct(Oid relid)
+{
+	Relation	rel;
+	Snapshot	latest = fresh_snapshot();
+	HeapTuple	tuple = catalog_row("tables", relid, latest, &rel);
+	char	   *mode = tuple != NULL ? text_column(rel, tuple, "mode") : NULL;
+
+	if (rel != NULL)
+		table_close(rel, AccessShareLock);
+	UnregisterSnapshot(latest);
+	return mode != NULL && strcmp(mode, "direct") == 0;
+}
+
+bool
 seam_is_tiered(Oid relid)
 {
 	RegistrationEntry *e = registration(relid);

@@ -100,6 +100,12 @@ extern SeamTable *seam_lookup_table(Oid relid);
 /* The tierdb schema, or InvalidOid where the extension is not installed. */
 extern Oid	seam_namespace(void);
 
+/*
+ * Whether relid is registered in direct mode, from its tierdb.tables row
+ * alone (a registration whose columns no longer resolve is no error here).
+ */
+extern bool seam_is_direct(Oid relid);
+
 /* Whether relid is registered in tiered mode: seam_lookup_table without the copy. */
 extern bool seam_is_tiered(Oid relid);
 

@@ -379,7 +379,7 @@ spill_explain_insert(const Query *q, const SeamTable *t)
 typedef struct SpillCalls
 {
 	FmgrInfo	state;			/* tierdb.routing_state_impl(regclass, boolean) */
-	FmgrInfo	prepare;		/* tierdb.spill_prepare(regclass, jsonb, record) */
+	FmgrInfo	prepare;		/* tierdb.spill_prepare(regclass, jsonb, anyelement) */
 	FmgrInfo	put;			/* tierdb.spill_put_impl(regclass, jsonb, text, bigint, jsonb, jsonb) */
 	FmgrInfo	lock_pk;		/* tierdb.lock_pk(jsonb, text) */
 	FmgrInfo	change;			/* tierdb.spill_change_impl(regclass, jsonb, text, bigint, text, bigint, jsonb, jsonb) */
@@ -405,7 +405,7 @@ spill_calls_in(void **cache, MemoryContext cxt)
 	if (calls == NULL)
 	{
 		Oid			state_types[] = {REGCLASSOID, BOOLOID};
-		Oid			prepare_types[] = {REGCLASSOID, JSONBOID, RECORDOID};
+		Oid			prepare_types[] = {REGCLASSOID, JSONBOID, ANYELEMENTOID};
 		Oid			put_types[] = {REGCLASSOID, JSONBOID, TEXTOID, INT8OID, JSONBOID, JSONBOID};
 		Oid			lock_types[] = {JSONBOID, TEXTOID};
 		Oid			change_types[] = {REGCLASSOID, JSONBOID, TEXTOID, INT8OID, TEXTOID, INT8OID, JSONBOID, JSONBOID};
@@ -580,13 +580,41 @@ typedef struct PreparedRow
 	bool		hot;
 } PreparedRow;
 
+/*
+ * tierdb.spill_prepare takes the row as anyelement, so that PL/pgSQL
+ * compiles it once per row type: with a `record` argument its cached plans
+ * would keep the first table's row type and refuse the next table's rows
+ * ("type of parameter 3 does not match").  Called through fmgr, it learns
+ * the row's type from the call expression set here, once per SpillCalls
+ * (which serve one table).
+ */
+static void
+set_prepare_row_type(SpillCalls *calls, Relation parent)
+{
+	MemoryContext caller;
+	FuncExpr   *expr;
+
+	if (calls->prepare.fn_expr != NULL)
+		return;
+	caller = MemoryContextSwitchTo(calls->prepare.fn_mcxt);
+	expr = makeFuncExpr(calls->prepare.fn_oid, RECORDOID,
+						list_make3(makeNullConst(REGCLASSOID, -1, InvalidOid), makeNullConst(JSONBOID, -1, InvalidOid),
+								   makeNullConst(RelationGetDescr(parent)->tdtypeid, -1, InvalidOid)),
+						InvalidOid, InvalidOid, COERCE_EXPLICIT_CALL);
+	fmgr_info_set_expr((Node *) expr, &calls->prepare);
+	MemoryContextSwitchTo(caller);
+}
+
 static PreparedRow
 prepare_row(SpillCalls *calls, const SeamTable *t, Datum st, Relation spill, Relation parent, HeapTuple tuple)
 {
 	Datum		args[3] = {ObjectIdGetDatum(t->relid), st, parent_row(spill, parent, tuple)};
 	bool		isnull;
-	HeapTupleHeader prepared = DatumGetHeapTupleHeader(call(&calls->prepare, 3, args, &isnull));
+	HeapTupleHeader prepared;
 	PreparedRow row;
+
+	set_prepare_row_type(calls, parent);
+	prepared = DatumGetHeapTupleHeader(call(&calls->prepare, 3, args, &isnull));
 
 	row.payload = GetAttributeByNum(prepared, 1, &isnull);
 	row.pk = GetAttributeByNum(prepared, 2, &isnull);

@@ -451,15 +451,13 @@ def test_a_sealed_partition_asks_the_caller_to_retry(events):
     assert fingerprint(db, "events") == before
 
 
-def test_modes_routing_does_not_serve_and_keep_heap(db, tierdb):
+def test_keep_heap_routes_to_the_heap(db, tierdb):
+    """(Routed writes of direct tables: test_direct.py.)"""
     make_events(db, days=6)
     proc = tierdb(["register", "--table", "public.events", "--pk", "id", "--tier-key", "ts"])
     assert proc.returncode == 0, proc.stderr
     db.psql(f"UPDATE tierdb.cutline SET tier_key_hi = {usec(db, '2024-01-05 00:00:00+00')}")
     row = "'{\"id\": 7, \"ts\": \"2024-01-02T00:00:00Z\", \"v\": \"kept\"}'"
-    db.psql("UPDATE tierdb.tables SET mode = 'direct'")
-    err = db.error(f"SELECT tierdb_upsert('events', {row})")
-    assert "0A000: routed writes do not serve direct tables, and public.events is one" in err, err
     # --keep-heap: the heap holds every row, so every write is plain DML (its trigger feeds the delta)
     db.psql("UPDATE tierdb.tables SET mode = 'tiered', keep_heap = true")
     assert route(db, f"tierdb_upsert('events', {row})") == "heap"

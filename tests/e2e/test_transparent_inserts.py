@@ -346,3 +346,22 @@ def test_status_and_premake_ignore_the_spill_partition(tiered, tierdb):
     proc = tierdb(["unregister", "--table", "public.events"])
     assert proc.returncode == 0, proc.stderr
     assert rows(db, "SELECT count(*) FROM pg_class WHERE relname = 'events_tierdb_spill'") == [("0",)]
+
+
+def test_one_session_writes_cold_rows_of_two_tables(tiered, tierdb):
+    """The routing of one session serves every tiered table it writes: the rows of each are checked with
+    that table's row type (a function compiled for the first table's must not refuse the second's)."""
+    db = tiered
+    db.psql("CREATE TABLE other (LIKE events) PARTITION BY RANGE (ts);"
+            " CREATE TABLE other_1 PARTITION OF other FOR VALUES FROM ('2024-01-01') TO ('2024-01-05');"
+            " CREATE TABLE other_2 PARTITION OF other FOR VALUES FROM ('2024-01-05') TO ('2024-01-12');"
+            " INSERT INTO other SELECT * FROM plain")
+    proc = tierdb(["register", "--table", "public.other", "--pk", "id", "--tier-key", "ts"])
+    assert proc.returncode == 0, proc.stderr
+    run_once(tierdb, "5d")
+    out = rows(db, "INSERT INTO events VALUES (70001, '2024-01-02', 'a', 1) RETURNING id;"
+                   " INSERT INTO other VALUES (70002, '2024-01-02', 'b', 2) RETURNING id;"
+                   " UPDATE events SET v = 'c' WHERE id = 3 RETURNING id;"
+                   " UPDATE other SET v = 'd' WHERE id = 3 RETURNING id")
+    assert "\n".join(r[0] for r in out).split("\n") == ["70001", "70002", "3", "3"], out
+    assert rows(db, "SELECT v FROM other WHERE id IN (3, 70002) ORDER BY id") == [("d",), ("b",)]

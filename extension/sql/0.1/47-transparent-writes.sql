@@ -72,9 +72,11 @@ $$;
  * payload, its canonical pk and tier key, and its key columns, checked for
  * what the lake cannot hold and against the retention line.  `hot` says
  * the row belongs at or above T (it reached the spill partition because no
- * heap partition holds its range yet).
+ * heap partition holds its range yet).  The row is anyelement, not record:
+ * PL/pgSQL then compiles the function per table row type (src/spill.c,
+ * set_prepare_row_type).
  */
-CREATE FUNCTION tierdb.spill_prepare(tbl regclass, st jsonb, row_ record,
+CREATE FUNCTION tierdb.spill_prepare(tbl regclass, st jsonb, row_ anyelement,
                                      OUT payload jsonb, OUT pk text, OUT tier_key bigint, OUT key jsonb,
                                      OUT hot boolean)
 LANGUAGE plpgsql
@@ -251,7 +253,7 @@ BEGIN
 END;
 $$;
 
-REVOKE EXECUTE ON FUNCTION tierdb.spill_prepare(regclass, jsonb, record),
+REVOKE EXECUTE ON FUNCTION tierdb.spill_prepare(regclass, jsonb, anyelement),
                            tierdb.spill_put_impl(regclass, jsonb, text, bigint, jsonb, jsonb),
                            tierdb.spill_change_impl(regclass, jsonb, text, bigint, text, bigint, jsonb, jsonb)
        FROM PUBLIC;
