@@ -770,19 +770,18 @@ catalog_owner(void)
 static void
 direct_commit(Oid relid)
 {
-	DirectCommit c = {0};
+	/* in memory, not on the stack: the error path frees what the commit made */
+	DirectCommit *c = palloc0(sizeof(DirectCommit));
 	Relation	rel;
 	Oid			owner;
 	Oid			user;
 	int			security;
-	Datum		key;
-	int64		s;
 	mode_t		mask;
 
-	c.table = seam_lookup_table(relid);
-	if (c.table == NULL || !c.table->direct)
+	c->table = seam_lookup_table(relid);
+	if (c->table == NULL || !c->table->direct)
 		return;					/* unregistered meanwhile: nothing to commit to */
-	c.name = seam_table_name(relid);
+	c->name = seam_table_name(relid);
 	rel = table_open(relid, AccessShareLock);
 	/* the catalog is the extension owner's, as its SECURITY DEFINER functions read it */
 	owner = catalog_owner();
@@ -799,7 +798,9 @@ direct_commit(Oid relid)
 	mask = umask(S_IWGRP | S_IWOTH);
 	PG_TRY();
 	{
-		char	   *lock_name = psprintf("tierdb_lake_%lld", (long long) c.table->table_id);
+		char	   *lock_name = psprintf("tierdb_lake_%lld", (long long) c->table->table_id);
+		Datum		key;
+		int64		s;
 		Datum		pks;
 		Datum		versions;
 		int64		rows;
@@ -808,15 +809,15 @@ direct_commit(Oid relid)
 		key = DirectFunctionCall2Coll(hashtextextended, DEFAULT_COLLATION_OID, CStringGetTextDatum(lock_name),
 									  Int64GetDatum(0));
 		DirectFunctionCall1(pg_advisory_xact_lock_int8, key);
-		s = published_s(c.table, GetLatestSnapshot());
-		refuse_rest_catalog(&c);
-		if (IsolationUsesXactSnapshot() && published_s(c.table, GetTransactionSnapshot()) != s)
+		s = published_s(c->table, GetLatestSnapshot());
+		refuse_rest_catalog(c);
+		if (IsolationUsesXactSnapshot() && published_s(c->table, GetTransactionSnapshot()) != s)
 			ereport(ERROR,
 					(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
-					 errmsg("could not serialize access due to a concurrent lake commit of direct table %s", c.name),
+					 errmsg("could not serialize access due to a concurrent lake commit of direct table %s", c->name),
 					 errhint("Retry the transaction.")));
-		refuse_below_retention(&c);
-		capture_rows(c.table, quote_qualified_identifier(get_namespace_name(RelationGetNamespace(rel)),
+		refuse_below_retention(c);
+		capture_rows(c->table, quote_qualified_identifier(get_namespace_name(RelationGetNamespace(rel)),
 														 RelationGetRelationName(rel)));
 		rows = SPI_processed;
 		if (rows > 0)
@@ -836,23 +837,23 @@ direct_commit(Oid relid)
 			pks = PointerGetDatum(construct_array(pk_values, rows, TEXTOID, -1, false, TYPALIGN_INT));
 			versions = PointerGetDatum(construct_array(version_values, rows, INT8OID, 8, FLOAT8PASSBYVAL,
 													   TYPALIGN_DOUBLE));
-			new_op_id(c.op_id);
+			new_op_id(c->op_id);
 			storage_profiles_prepare();
 			tl_error_clear(&err);
-			c.lake = tl_ice_table_open(c.table->lake_location, &err);
-			if (c.lake == NULL)
-				raise_lake_error(&err, "opening the lake table", c.name);
-			reconcile_lake(&c, s);
-			write_rows(&c, rel, captured, rows);
-			snapshot_id = commit_files(&c);
+			c->lake = tl_ice_table_open(c->table->lake_location, &err);
+			if (c->lake == NULL)
+				raise_lake_error(&err, "opening the lake table", c->name);
+			reconcile_lake(c, s);
+			write_rows(c, rel, captured, rows);
+			snapshot_id = commit_files(c);
 			direct_fault("direct-after-lake-commit");
-			publish(&c, s, snapshot_id, pks, versions, rows);
+			publish(c, s, snapshot_id, pks, versions, rows);
 		}
 	}
 	PG_FINALLY();
 	{
 		umask(mask);
-		commit_free(&c);
+		commit_free(c);
 		SetUserIdAndSecContext(user, security);
 	}
 	PG_END_TRY();
