@@ -29,6 +29,8 @@ from __future__ import annotations
 
 import pytest
 
+import lake_files
+
 from test_tiering import SESSION, cutline, make_events, run_once
 
 LAG = "2d"
@@ -291,6 +293,7 @@ def duckdb_lake_rows(cut, columns):
         if not found:
             pytest.skip(f"{package} has no build for duckdb {duckdb.__version__}")
         con.execute(f"LOAD '{found[0]}'")
+    lake_files.duckdb_reach_s3(con)
     rows = con.execute(f"SELECT {columns} FROM iceberg_scan(?, snapshot_from_id => ?) ORDER BY 1",
                        [cut["ref"], cut["S"]]).fetchall()
     con.close()
