@@ -525,23 +525,44 @@ transparent_dml_keeps_to_heap(Query *q, const SeamTable *t)
 }
 
 /*
+ * The reference rti to table t must keep the tier key at or above T by its
+ * conditions: a constant bound at or above T at planning (read heap-only,
+ * with T checked again when the statement starts, heap_only.h), or a bound
+ * known when it starts, checked then (by planning the statement again with
+ * the parameters' values, which comes back here).  Anything else is
+ * refused (dml_guard_refuse).
+ */
+static void
+require_heap_bounds(Query *q, Index rti, bool result_relation, const SeamTable *t, Rewrite *rw)
+{
+	int64		lower;
+	int64		tier_key_hi = seam_planning_t(t);
+	List	   *at_start;
+
+	if (tier_key_bounds(q, rti, result_relation, t, rw->params, &lower, &at_start) && lower >= tier_key_hi)
+		heap_only_add(&rw->heap_only, t->relid, tier_key_hi);
+	else if (at_start != NIL && !rw->with_unions && rw->dml_checked == NULL)
+	{
+		rw->dml_checked = q;
+		rw->dml_checked_table = t;
+		rw->dml_checked_bounds = at_start;
+	}
+	else
+		dml_guard_refuse(q, t, tier_key_hi);
+}
+
+/*
  * The result relation of a query level that writes to a tiered table
  * (dml_guard.h): its new tier keys are checked per row, and an UPDATE,
- * DELETE or MERGE must keep the tier key at or above T by its conditions,
- * as a heap-only read does: a constant bound at or above T at planning,
- * with T checked again when the statement starts (heap_only.h), or a bound
- * known when it starts, checked then (by planning the statement again with
- * the parameters' values, which comes back here). Anything else is refused.
+ * DELETE or MERGE whose cold rows are not brought in (no spill partition)
+ * must keep the tier key at or above T by its conditions
+ * (require_heap_bounds).
  */
 static void
 guard_result_relation(Query *q, Rewrite *rw)
 {
 	RangeTblEntry *rte = rt_fetch(q->resultRelation, q->rtable);
 	SeamTable  *t;
-	int64		lower;
-	int64		tier_key_hi;
-	List	   *at_start;
-	bool		found;
 	bool		routed;
 
 	/* An INSERT's target has no inh (it has no ONLY); UPDATE ONLY, DELETE ONLY of a partitioned table reach nothing. */
@@ -562,18 +583,7 @@ guard_result_relation(Query *q, Rewrite *rw)
 	dml_guard_check_new_rows(q, t, routed);
 	if (!dml_guard_needs_bound(q) || routed)
 		return;					/* an UPDATE, DELETE or MERGE reaching cold rows brings them in (cold_dml.h) */
-	found = tier_key_bounds(q, q->resultRelation, true, t, rw->params, &lower, &at_start);
-	tier_key_hi = seam_planning_t(t);
-	if (found && lower >= tier_key_hi)
-		heap_only_add(&rw->heap_only, t->relid, tier_key_hi);
-	else if (at_start != NIL && !rw->with_unions && rw->dml_checked == NULL)
-	{
-		rw->dml_checked = q;
-		rw->dml_checked_table = t;
-		rw->dml_checked_bounds = at_start;
-	}
-	else
-		dml_guard_refuse(q, t, tier_key_hi);
+	require_heap_bounds(q, q->resultRelation, true, t, rw);
 }
 
 /*
@@ -582,30 +592,17 @@ guard_result_relation(Query *q, Rewrite *rw)
  * in and locks the cold rows the statement selects (cold_dml.h).  A table
  * without a spill partition that carries changes (transparent writes
  * disabled) cannot have its cold rows locked: the statement must keep the
- * tier key at or above T, checked as for DML (guard_result_relation).
+ * tier key at or above T (require_heap_bounds).
  */
 static void
 guard_locked_reference(Query *q, Index rti, RangeTblEntry *rte, Rewrite *rw)
 {
 	SeamTable  *t = seam_lookup_table(rte->relid);
-	int64		lower;
-	int64		tier_key_hi;
-	List	   *at_start;
 
 	/* A --keep-heap table's heap holds every row: locking it locks them all. */
 	if (t == NULL || t->keep_heap || routing_window_open(t->relid) || spill_routes_changes(t->relid))
 		return;
-	if (tier_key_bounds(q, rti, false, t, rw->params, &lower, &at_start) &&
-		lower >= (tier_key_hi = seam_planning_t(t)))
-		heap_only_add(&rw->heap_only, t->relid, tier_key_hi);
-	else if (at_start != NIL && !rw->with_unions && rw->dml_checked == NULL)
-	{
-		rw->dml_checked = q;
-		rw->dml_checked_table = t;
-		rw->dml_checked_bounds = at_start;
-	}
-	else
-		dml_guard_refuse(q, t, seam_planning_t(t));
+	require_heap_bounds(q, rti, false, t, rw);
 }
 
 /*
