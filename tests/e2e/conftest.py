@@ -109,7 +109,9 @@ def pg(e2e_root, s3_store):
         # The library is preloaded, as in production, and every other setting
         # is the default a user gets (transparent reads on, parallel query
         # on): a test that needs something else sets it for itself.
-        proc = _run_cluster_script("start", directory, port, "-c", "shared_preload_libraries=tierdb")
+        # prepared transactions: test_direct checks that one with a direct table's cold writes is refused
+        proc = _run_cluster_script("start", directory, port, "-c", "shared_preload_libraries=tierdb",
+                                   "-c", "max_prepared_transactions=4")
         if proc.returncode == 0:
             break
         failures.append(f"port {port}:\n{proc.stderr}")
