@@ -4,7 +4,8 @@
 DELETEs (plain and USING), MERGE (delete, update, tier-key move and insert
 actions), INSERT ... ON CONFLICT DO NOTHING / DO UPDATE on existing and new
 keys, INSERTs, prepared statements with generic plans and SELECT ... FOR
-UPDATE/SHARE, run on `events`, a tiered table with transparent writes, and on
+UPDATE/SHARE, run on `events`, a tiered table with transparent writes (and,
+in a second run, a direct table: docs/direct.md), and on
 `plain`, an untiered copy with the same primary key (id, ts), which is the
 merge key of `events`.  After every statement both must agree on the outcome
 (the SQLSTATE of an error), the row count and the RETURNING rows (as a
@@ -25,8 +26,10 @@ import os
 import random
 
 import psycopg
+import pytest
 
 from test_differential import connect
+from test_direct import as_server_user  # noqa: F401 (fixture)
 from test_differential_inserts import contents, tiered_with_copy
 from test_tiering import run_once
 
@@ -168,8 +171,12 @@ class Statement:
             return "error", e.sqlstate
 
 
-def test_random_dml_matches_an_untiered_copy(db, tierdb):
-    tiered_with_copy(db, tierdb)
+@pytest.mark.parametrize("mode", ["tiered", "direct"])
+def test_random_dml_matches_an_untiered_copy(db, as_server_user, mode):
+    """In both modes; a direct table's statements commit to the lake when each ends (autocommit), so no
+    delta row is left between them. (The daemon runs as the server's OS user, who writes a direct lake.)"""
+    tierdb = as_server_user
+    tiered_with_copy(db, tierdb, mode)
     rng = random.Random(SEED)
     counter = iter(range(5_000_000, 10_000_000))
     events = connect(db.dsn)
@@ -185,6 +192,8 @@ def test_random_dml_matches_an_untiered_copy(db, tierdb):
                 changed += got[1] if got[0] == "ok" else 0
             assert contents(events, "events") == contents(plain, "plain"), f"seed {SEED} round {round_}"
             assert events.execute("SELECT count(*) FROM ONLY events_tierdb_spill").fetchall() == [("0",)]
+            if mode == "direct":
+                assert events.execute("SELECT count(*) FROM tierdb.delta").fetchall() == [("0",)]
             run_once(tierdb, "2d")
             assert contents(events, "events") == contents(plain, "plain"), f"seed {SEED} after the run {round_}"
         assert changed > 200

@@ -105,12 +105,13 @@ def contents(conn, table):
     return conn.execute(f"SELECT md5(string_agg(t::text, ',' ORDER BY id, ts)), count(*) FROM {table} t").fetchall()
 
 
-def tiered_with_copy(db, tierdb):
-    """events with primary key and merge key (id, ts), tiered below 2024-01-08; plain, an untiered copy."""
+def tiered_with_copy(db, tierdb, mode="tiered"):
+    """events with primary key and merge key (id, ts), tiered below 2024-01-08 (registered in `mode`); plain,
+    an untiered copy."""
     make_events(db)
     db.psql("ALTER TABLE events ADD PRIMARY KEY (id, ts); CREATE TABLE plain AS SELECT * FROM events;"
             " ALTER TABLE plain ADD PRIMARY KEY (id, ts)")
-    proc = tierdb(["register", "--table", "public.events", "--pk", "id,ts", "--tier-key", "ts"])
+    proc = tierdb(["register", "--table", "public.events", "--pk", "id,ts", "--tier-key", "ts", "--mode", mode])
     assert proc.returncode == 0, proc.stderr
     run_once(tierdb, "2d")
 
