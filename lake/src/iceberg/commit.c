@@ -357,6 +357,24 @@ char *tl_ice_commit_base_location(const tl_ice_table *t)
 	return (char *)b.data;
 }
 
+tl_ice_table_metadata *tl_ice_commit_next_metadata(const tl_ice_table *t, tl_error *err)
+{
+	tl_ice_table_metadata *md = tl_ice_commit_copy_metadata(t->metadata, err);
+	if (md == NULL)
+		return NULL;
+	unsigned long failures = tl_mem_failures();
+	char *previous = tl_ice_commit_base_location(t);
+	if (previous != NULL)
+		tl_ice_commit_log_metadata(md, t->metadata->last_updated_ms, previous);
+	tl_free(previous);
+	if (previous == NULL || tl_mem_failures() != failures) {
+		tl_ice_metadata_free(md);
+		tl_error_nomem(err, "starting a new version of %s", t->location);
+		return NULL;
+	}
+	return md;
+}
+
 int tl_ice_commit_publish(tl_ice_table *t, const char *metadata_dir, tl_ice_table_metadata *md, tl_error *err)
 {
 	/* A table kept in a REST catalog: the catalog checks the base and writes the metadata file. */

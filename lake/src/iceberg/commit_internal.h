@@ -91,6 +91,13 @@ void tl_ice_commit_log_metadata(tl_ice_table_metadata *md, int64_t base_updated_
 char *tl_ice_commit_base_location(const tl_ice_table *t);
 
 /*
+ * The start of a metadata-only commit (schema evolution, rollback): a copy
+ * of t's metadata with t's current file appended to its metadata log, for
+ * the caller to change and hand to tl_ice_commit_publish. NULL with err set.
+ */
+tl_ice_table_metadata *tl_ice_commit_next_metadata(const tl_ice_table *t, tl_error *err);
+
+/*
  * Publishes md (taken over) as the version after t's current one, then
  * points the hint at it and makes it t's state.
  */

@@ -89,17 +89,11 @@ int tl_ice_table_rollback(tl_ice_table *t, int64_t snapshot_id, tl_error *err)
 		                    "main branch, which this client does not send)",
 		                    t->location);
 	const char *metadata_dir = tl_ice_table_commit_dir(t, err);
-	tl_ice_table_metadata *md = metadata_dir != NULL ? tl_ice_commit_copy_metadata(base, err) : NULL;
+	tl_ice_table_metadata *md = metadata_dir != NULL ? tl_ice_commit_next_metadata(t, err) : NULL;
 	if (md == NULL)
 		return -1;
-	unsigned long failures = tl_mem_failures();
-	char *previous = tl_ice_commit_base_location(t);
-	if (previous != NULL)
-		tl_ice_commit_log_metadata(md, base->last_updated_ms, previous);
-	tl_free(previous);
 	int64_t at = now_ms();
-	if (previous == NULL || tl_mem_failures() != failures || point_main(md, snapshot_id) < 0 ||
-	    log_snapshot(md, snapshot_id, at) < 0) {
+	if (point_main(md, snapshot_id) < 0 || log_snapshot(md, snapshot_id, at) < 0) {
 		tl_ice_metadata_free(md);
 		return tl_error_nomem(err, "rolling table %s back", t->location);
 	}

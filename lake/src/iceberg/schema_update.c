@@ -88,19 +88,14 @@ static int publish_schema(tl_ice_table *t, tl_ice_schema *schema, tl_error *err)
 {
 	const tl_ice_table_metadata *base = t->metadata;
 	const char *metadata_dir = tl_ice_table_commit_dir(t, err);
-	tl_ice_table_metadata *md = metadata_dir != NULL ? tl_ice_commit_copy_metadata(base, err) : NULL;
+	tl_ice_table_metadata *md = metadata_dir != NULL ? tl_ice_commit_next_metadata(t, err) : NULL;
 	if (md == NULL) {
 		tl_ice_schema_free(schema);
 		return -1;
 	}
-	unsigned long failures = tl_mem_failures();
-	char *previous = tl_ice_commit_base_location(t);
-	if (previous != NULL)
-		tl_ice_commit_log_metadata(md, base->last_updated_ms, previous);
-	tl_free(previous);
 	int32_t max_id = tl_ice_schema_max_id(schema);
 	schema->schema_id = next_schema_id(base);
-	if (tl_mem_failures() != failures || add_current_schema(md, schema) < 0) {
+	if (add_current_schema(md, schema) < 0) {
 		tl_ice_schema_free(schema);
 		tl_ice_metadata_free(md);
 		return tl_error_nomem(err, "publishing a new schema of %s", t->location);
