@@ -67,6 +67,9 @@
 #include "utils/snapmgr.h"
 #include "utils/syscache.h"
 #include "utils/typcache.h"
+#include "utils/rls.h"
+#include "utils/array.h"
+#include "storage/lock.h"
 
 #include "tierlake_pg.h"
 #include "tierlake/iceberg_writer.h"
@@ -766,6 +769,17 @@ catalog_owner(void)
 	return owner;
 }
 
+/* The table's lake lock, pg_advisory_xact_lock(hashtextextended('tierdb_lake_' || table_id, 0)). */
+static void
+take_lake_lock(const SeamTable *t)
+{
+	char	   *lock_name = psprintf("tierdb_lake_%lld", (long long) t->table_id);
+	Datum		key = DirectFunctionCall2Coll(hashtextextended, DEFAULT_COLLATION_OID, CStringGetTextDatum(lock_name),
+											  Int64GetDatum(0));
+
+	DirectFunctionCall1(pg_advisory_xact_lock_int8, key);
+}
+
 /* Folds table relid's delta rows into the lake (steps 1-4 of the file comment), in this transaction. */
 static void
 direct_commit(Oid relid)
@@ -798,17 +812,13 @@ direct_commit(Oid relid)
 	mask = umask(S_IWGRP | S_IWOTH);
 	PG_TRY();
 	{
-		char	   *lock_name = psprintf("tierdb_lake_%lld", (long long) c->table->table_id);
-		Datum		key;
 		int64		s;
 		Datum		pks;
 		Datum		versions;
 		int64		rows;
 		int64		snapshot_id;
 
-		key = DirectFunctionCall2Coll(hashtextextended, DEFAULT_COLLATION_OID, CStringGetTextDatum(lock_name),
-									  Int64GetDatum(0));
-		DirectFunctionCall1(pg_advisory_xact_lock_int8, key);
+		take_lake_lock(c->table);
 		s = published_s(c->table, GetLatestSnapshot());
 		refuse_rest_catalog(c);
 		if (IsolationUsesXactSnapshot() && published_s(c->table, GetTransactionSnapshot()) != s)
@@ -860,6 +870,209 @@ direct_commit(Oid relid)
 	PopActiveSnapshot();
 	SPI_finish();
 	table_close(rel, AccessShareLock);
+}
+
+/* ------------------------------------------------------------ commits made by tierdb-spark */
+
+/*
+ * tierdb-spark's parallel writes of a direct table (docs/direct.md, "From
+ * Spark"): its executors write the data and equality-delete files, and its
+ * driver commits them to the lake itself as one snapshot stamped with an op
+ * id, inside a Postgres transaction that brackets that commit:
+ *
+ *	 tierdb.direct_lake_begin(tbl, privileges) checks the caller's
+ *	 privileges, takes the lake lock (to the transaction's end, so T, S and R
+ *	 stay as returned), brings the lake back to S (reconcile_lake), and
+ *	 returns {S, T, R, metadata_location};
+ *
+ *	 tierdb.direct_lake_publish(tbl, privileges, op_id, base, snapshot, rows), under
+ *	 that lock, checks that the lake's current snapshot is `snapshot`, made
+ *	 from S = `base` and stamped `op_id`, then journals and publishes it as
+ *	 a backend's own commit is (publish()).
+ *
+ * A driver that dies between its lake commit and its Postgres commit leaves
+ * a snapshot no journal knows, which the next writer rolls back.
+ */
+
+/* The commit of direct table relid by a caller holding `privileges` (text[]) on it; row security must not apply. */
+static DirectCommit *
+external_commit(Oid relid, ArrayType *privileges)
+{
+	DirectCommit *c = palloc0(sizeof(DirectCommit));
+	Datum	   *names;
+	int			n;
+
+	c->table = seam_lookup_table(relid);
+	if (c->table == NULL || !c->table->direct)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("table %s is not registered in direct mode", seam_table_name(relid))));
+	c->name = seam_table_name(relid);
+	deconstruct_array(privileges, TEXTOID, -1, false, TYPALIGN_INT, &names, NULL, &n);
+	for (int i = 0; i < n; i++)
+		if (!DatumGetBool(DirectFunctionCall2(has_table_privilege_id, ObjectIdGetDatum(relid), names[i])))
+			ereport(ERROR,
+					(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+					 errmsg("permission denied for table %s", get_rel_name(relid)),
+					 errdetail("This write needs %s on the table; role %s lacks %s.",
+							   text_to_cstring(DatumGetTextPP(DirectFunctionCall2(array_to_text,
+																				  PointerGetDatum(privileges),
+																				  CStringGetTextDatum(", ")))),
+							   GetUserNameFromId(GetUserId(), false), TextDatumGetCString(names[i]))));
+	/* the files carry rows no policy has seen: only a writer that policies do not apply to may commit them */
+	if (check_enable_rls(relid, InvalidOid, true) == RLS_ENABLED)
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("row-level security applies to role %s on table %s, so its rows cannot be committed to "
+						"the lake as files", GetUserNameFromId(GetUserId(), false), c->name),
+				 errhint("Write them through Postgres (tierdb-spark does so by itself for such tables).")));
+	return c;
+}
+
+/* Runs fn(c, arg) with the catalog owner's rights and SPI, as direct_commit does; frees c's lake objects. */
+static void
+as_catalog_owner(DirectCommit *c, void (*fn) (DirectCommit *c, void *arg), void *arg)
+{
+	Oid			owner = catalog_owner();
+	Oid			user;
+	int			security;
+	mode_t		mask = umask(S_IWGRP | S_IWOTH);
+
+	GetUserIdAndSecContext(&user, &security);
+	SetUserIdAndSecContext(owner, security | SECURITY_LOCAL_USERID_CHANGE);
+	SPI_connect();
+	PG_TRY();
+	{
+		fn(c, arg);
+	}
+	PG_FINALLY();
+	{
+		umask(mask);
+		commit_free(c);
+		SetUserIdAndSecContext(user, security);
+	}
+	PG_END_TRY();
+	SPI_finish();
+}
+
+/* The lake table of c, opened (its current metadata). */
+static void
+open_lake(DirectCommit *c)
+{
+	tl_error	err;
+
+	storage_profiles_prepare();
+	tl_error_clear(&err);
+	c->lake = tl_ice_table_open(c->table->lake_location, &err);
+	if (c->lake == NULL)
+		raise_lake_error(&err, "opening the lake table", c->name);
+}
+
+/* direct_lake_begin's work; *(char **) arg receives the jsonb text, in the caller's memory context. */
+static void
+begin_external(DirectCommit *c, void *arg)
+{
+	char	  **result = arg;
+	MemoryContext caller = GetMemoryChunkContext(arg);
+	Oid			types[] = {INT8OID};
+	Datum		values[] = {Int64GetDatum(c->table->table_id)};
+	int64		s;
+
+	take_lake_lock(c->table);
+	s = published_s(c->table, GetLatestSnapshot());
+	refuse_rest_catalog(c);
+	open_lake(c);
+	reconcile_lake(c, s);
+	run_sql("SELECT jsonb_build_object('S', lake_snapshot_id, 'T', tier_key_hi, 'R', retention_line,"
+			" 'metadata_location', lake_props ->> 'metadata_location', 'location', t.lake_table_ref)::text"
+			" FROM tierdb.cutline JOIN tierdb.tables t USING (table_id) WHERE table_id = $1",
+			1, types, values, NULL, GetLatestSnapshot(), SPI_OK_SELECT);
+	*result = MemoryContextStrdup(caller, SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1));
+}
+
+PG_FUNCTION_INFO_V1(tierdb_direct_lake_begin);
+
+/* tierdb.direct_lake_begin(tbl regclass, privileges text[]) RETURNS jsonb: see above. */
+Datum
+tierdb_direct_lake_begin(PG_FUNCTION_ARGS)
+{
+	DirectCommit *c = external_commit(PG_GETARG_OID(0), PG_GETARG_ARRAYTYPE_P(1));
+	char	  **result = palloc0(sizeof(char *));
+
+	as_catalog_owner(c, begin_external, result);
+	PG_RETURN_DATUM(DirectFunctionCall1(jsonb_in, CStringGetDatum(*result)));
+}
+
+/* What direct_lake_publish was asked to publish. */
+typedef struct ExternalSnapshot
+{
+	bool		has_base;
+	int64		base;
+	int64		snapshot_id;
+	int64		rows;
+} ExternalSnapshot;
+
+/* Whether this transaction holds the table's lake lock (take_lake_lock's advisory lock). */
+static bool
+holds_lake_lock(const SeamTable *t)
+{
+	char	   *lock_name = psprintf("tierdb_lake_%lld", (long long) t->table_id);
+	uint64		key = (uint64) DatumGetInt64(DirectFunctionCall2Coll(hashtextextended, DEFAULT_COLLATION_OID,
+																	 CStringGetTextDatum(lock_name),
+																	 Int64GetDatum(0)));
+	LOCKTAG		tag;
+
+	SET_LOCKTAG_ADVISORY(tag, MyDatabaseId, (uint32) (key >> 32), (uint32) key, 1);
+	return LockHeldByMe(&tag, ExclusiveLock);
+}
+
+static void
+publish_external(DirectCommit *c, void *arg)
+{
+	ExternalSnapshot *e = arg;
+	int64		base = e->has_base ? e->base : TL_ICE_NO_SNAPSHOT;
+	const tl_ice_snapshot *snap;
+	const char *op;
+
+	if (!holds_lake_lock(c->table))
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("cannot publish a lake commit of direct table %s without its lake lock", c->name),
+				 errhint("Call tierdb.direct_lake_begin in the same transaction before committing to the lake.")));
+	if (published_s(c->table, GetLatestSnapshot()) != base)
+		ereport(ERROR,
+				(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
+				 errmsg("the cut-line of direct table %s moved while its cold writes were committed", c->name),
+				 errhint("Retry the write.")));
+	open_lake(c);
+	snap = tl_ice_metadata_snapshot(c->lake->metadata, e->snapshot_id);
+	op = snap != NULL ? tl_ice_snapshot_summary(snap, "tierdb.op-id") : NULL;
+	if (snap == NULL || c->lake->metadata->current_snapshot_id != e->snapshot_id || snap->parent_id != base || op == NULL
+		|| strcmp(op, c->op_id) != 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("snapshot %lld is not the lake commit of operation %s on direct table %s",
+						(long long) e->snapshot_id, c->op_id, c->name),
+				 errdetail("Publishing needs the lake's current snapshot, made from the published snapshot %lld "
+						   "and stamped tierdb.op-id = %s; the current snapshot is %lld.",
+						   (long long) base, c->op_id, (long long) c->lake->metadata->current_snapshot_id)));
+	publish(c, base, e->snapshot_id, PointerGetDatum(construct_empty_array(TEXTOID)),
+			PointerGetDatum(construct_empty_array(INT8OID)), e->rows);
+}
+
+PG_FUNCTION_INFO_V1(tierdb_direct_lake_publish);
+
+/* tierdb.direct_lake_publish(tbl regclass, privileges text[], op_id uuid, base bigint, snapshot bigint, rows bigint). */
+Datum
+tierdb_direct_lake_publish(PG_FUNCTION_ARGS)
+{
+	DirectCommit *c = external_commit(PG_GETARG_OID(0), PG_GETARG_ARRAYTYPE_P(1));
+	ExternalSnapshot e = {!PG_ARGISNULL(3), PG_ARGISNULL(3) ? 0 : PG_GETARG_INT64(3), PG_GETARG_INT64(4),
+	PG_GETARG_INT64(5)};
+
+	strlcpy(c->op_id, DatumGetCString(DirectFunctionCall1(uuid_out, PG_GETARG_DATUM(2))), sizeof(c->op_id));
+	as_catalog_owner(c, publish_external, &e);
+	PG_RETURN_VOID();
 }
 
 /* ------------------------------------------------------------ the transaction */

@@ -15,5 +15,7 @@
 extern void direct_init(void);
 
 extern Datum tierdb_direct_note(PG_FUNCTION_ARGS);
+extern Datum tierdb_direct_lake_begin(PG_FUNCTION_ARGS);
+extern Datum tierdb_direct_lake_publish(PG_FUNCTION_ARGS);
 
 #endif							/* TIERDB_DIRECT_H */

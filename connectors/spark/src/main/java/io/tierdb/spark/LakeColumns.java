@@ -177,7 +177,7 @@ final class LakeColumns {
     }
 
     /** tierdb.columns of the table: field id -> the column it is now (null: dropped). */
-    private static Map<Integer, String> listedFields(Connection conn, Registration reg) throws SQLException {
+    static Map<Integer, String> listedFields(Connection conn, Registration reg) throws SQLException {
         Map<Integer, String> listed = new HashMap<>();
         try (PreparedStatement ps = conn.prepareStatement(
                 "SELECT field_id, column_name FROM tierdb.columns WHERE table_id = ?")) {

@@ -61,6 +61,8 @@ final class RoutedWrite {
 
     private final SeamOptions options;
     private final Kind kind;
+    /** The table's writable columns and their types (format_type), in order. */
+    private Map<String, String> pgTypes;
 
     private RoutedWrite(SeamOptions options, Kind kind) {
         this.options = options;
@@ -92,10 +94,21 @@ final class RoutedWrite {
     private void apply(Connection conn, Dataset<Row> batch) throws SQLException {
         Registration reg = Catalog.registration(conn, options, false);
         reg.requireServed(kind.verb);
-        Map<String, String> pgTypes = columnTypes(conn, reg);
+        pgTypes = columnTypes(conn, reg);
         checkColumns(batch, reg, pgTypes);
         checkUniqueKeys(batch, reg);
-        List<Row> rows = batch.collectAsList();
+        if ("direct".equals(reg.mode)) {
+            DirectWrite direct = DirectWrite.plan(conn, options, reg, batch, pgTypes, kind == Kind.DELETE);
+            if (direct != null) {
+                direct.apply(conn, batch, this);
+                return;
+            }
+        }
+        routeRows(conn, batch.collectAsList(), batch.schema());
+    }
+
+    /** Writes (or deletes) checked rows where their tier keys say they live, in conn's transaction. */
+    void routeRows(Connection conn, List<Row> rows, StructType schema) throws SQLException {
         if (rows.isEmpty()) {
             return;
         }
@@ -104,8 +117,8 @@ final class RoutedWrite {
                 .map(Map.Entry::getKey).collect(Collectors.toSet());
 
         // from here on the cut-line is held: T and R are the ones we commit under
-        reg = Catalog.registration(conn, options, true);
-        load(conn, reg, rows, batch.schema(), zoneless);
+        Registration reg = Catalog.registration(conn, options, true);
+        load(conn, reg, rows, schema, zoneless);
         checkRetention(conn, reg);
         if (kind == Kind.WRITE) {
             insertHot(conn, reg, pgTypes);
