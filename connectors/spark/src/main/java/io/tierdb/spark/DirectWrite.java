@@ -407,14 +407,14 @@ final class DirectWrite {
         Set<String> present = Set.of(coldRows.schema().fieldNames());
         if (lake.retentionLine != null) {
             rules.add(new Rule(tierKey.lt(SeamPlan.tierKeyLiteral(lakeType(pgTypes.get(reg.tierKeyCol)),
-                    lake.retentionLine)), String.format("below the retention line %s: the lake expired rows below "
-                    + "it on purpose, so nothing was written. Only rows at or above the retention line can be "
-                    + "written or deleted", Catalog.tierKeyText(conn, reg, lake.retentionLine))));
+                    lake.retentionLine)), String.format("below the retention line %s, where the lake expired rows "
+                    + "on purpose; only rows at or above it can be written or deleted",
+                    Catalog.tierKeyText(conn, reg, lake.retentionLine))));
         }
         if (!deletes) {
             for (String c : notNullColumns(conn)) {
                 rules.add(new Rule(present.contains(c) ? col(c).isNull() : lit(true), String.format(
-                        "with a null value in column \"%s\", which violates its not-null constraint", c)));
+                        "null value in column \"%s\" violates its not-null constraint", c)));
             }
             for (Map.Entry<String, String> c : pgTypes.entrySet()) {
                 if (!present.contains(c.getKey())) {
@@ -427,15 +427,15 @@ final class DirectWrite {
                     int n = Integer.parseInt(varchar.group(1));
                     // Postgres drops spaces past the limit, and refuses anything else there
                     rules.add(new Rule(length(v).gt(n).and(rtrim(substring(v, n + 1, Integer.MAX_VALUE)).notEqual("")),
-                            String.format("too long for column \"%s\" of type %s", c.getKey(), pg)));
+                            String.format("value too long for column \"%s\" of type %s", c.getKey(), pg)));
                 }
                 if (pg.equals("text") || varchar.matches() || pg.equals("character varying")) {
                     rules.add(new Rule(instr(v, "\u0000").gt(0), String.format(
-                            "with a NUL character in column \"%s\", which Postgres text cannot hold", c.getKey())));
+                            "a NUL character in column \"%s\", which Postgres text cannot hold", c.getKey())));
                 }
                 if (pg.equals("uuid")) {
                     rules.add(new Rule(lower(v).rlike(UUID_INPUT).equalTo(false), String.format(
-                            "whose column \"%s\" is not a uuid Postgres accepts", c.getKey())));
+                            "column \"%s\" is not a uuid Postgres accepts", c.getKey())));
                 }
             }
         }
@@ -454,9 +454,9 @@ final class DirectWrite {
         for (int i = 0; i < rules.size(); i++) {
             long broken = result.getLong(2 * i);
             if (broken > 0) {
-                throw new IllegalArgumentException(String.format("%d %s of the batch for table %s %s %s (the first: "
+                throw new IllegalArgumentException(String.format("%d %s of the batch for table %s: %s (the first: "
                         + "%s). Nothing was written.", broken, broken == 1 ? "row" : "rows", reg.qualifiedName,
-                        broken == 1 ? "is" : "are", rules.get(i).error, result.getString(2 * i + 1)));
+                        rules.get(i).error, result.getString(2 * i + 1)));
             }
         }
     }

@@ -49,10 +49,9 @@ final class Registration {
 
     /**
      * Refuses what this version does not serve: mirrored tables, which
-     * arrive with the issue that builds them.  A direct table reads and
-     * writes like a tiered one: the lake at S is every row below T, and
-     * its cold writes, routed through the delta of the write's transaction,
-     * are committed to the lake by the server when it commits.
+     * arrive with the issue that builds them.  A direct table reads like a
+     * tiered one (the lake at S is every row below T, its delta is empty);
+     * its cold writes go to the lake (DirectWrite, RoutedWrite).
      */
     void requireServed(String operation) {
         if ("tiered".equals(mode) || "direct".equals(mode)) {

@@ -18,6 +18,11 @@
  * stragglers, not volume) as JSON row images in a temporary table, and
  * Postgres types them with jsonb_populate_record.  Any error rolls back
  * everything.
+ *
+ * A direct table's write goes through DirectWrite instead when it can
+ * (executors write the cold rows as lake files; this class still appends
+ * the hot rows); otherwise its delta rows are committed to the lake by the
+ * server when the transaction commits.
  */
 package io.tierdb.spark;
 

@@ -1,10 +1,10 @@
 /*
  * TierDBSpark: the library's entry points.  read() opens a pinned seam
  * read (SeamRead, SeamPlan); write() and delete() route a batch of rows or
- * keys to the heap or the delta (RoutedWrite).  Tiered and direct tables
- * are served (a direct table's delta rows are committed to its lake when
- * the write's transaction commits); mirrored tables and hybrid reads are
- * refused with an error that says so.
+ * keys to the heap or the delta (RoutedWrite), or on a direct table to the
+ * heap and, as lake files the executors write, straight to the lake
+ * (DirectWrite).  Mirrored tables and hybrid reads are refused with an
+ * error that says so.
  */
 package io.tierdb.spark;
 
@@ -54,8 +54,9 @@ public final class TierDBSpark {
 
     /**
      * Writes the batch's rows where their tier keys say they live: at or above
-     * the cut-line into the heap, below it as op = 0 delta upserts.  The batch
-     * is checked first and written in one Postgres transaction from the
+     * the cut-line into the heap, below it as op = 0 delta upserts (on a
+     * direct table: as one lake commit of files the executors write).  The
+     * batch is checked first and written in one Postgres transaction from the
      * driver, so nothing is written if anything is wrong.
      */
     public static void write(Dataset<Row> batch, SeamOptions options) {

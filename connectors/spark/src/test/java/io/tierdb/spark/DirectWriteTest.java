@@ -67,6 +67,12 @@ class DirectWriteTest {
                 + " UNION ALL (TABLE ev_tz_src EXCEPT ALL TABLE ev_tz)) d");
     }
 
+    /** `tierdb verify` of the table: heap, lake and catalog agree. */
+    private static void assertVerifies(TestEnv.Db db) {
+        TestEnv.ProcessResult r = db.tierdb(java.util.Map.of(), "verify", "--table", "public.ev_tz");
+        assertEquals(0, r.exitCode, "tierdb verify: " + r.stdout + r.stderr);
+    }
+
     private static void assertSeamMatchesPostgres(TestEnv.Db db) {
         try (SeamRead read = TierDBSpark.read(db.env.spark, db.options("ev_tz").build())) {
             Compare.assertMatchesTransparentRead(db, "ev_tz", read.dataframe());
@@ -133,6 +139,7 @@ class DirectWriteTest {
         db.runOnce("1d");
         assertEquals("0", differences(db));
         assertSeamMatchesPostgres(db);
+        assertVerifies(db);
     }
 
     @Test
@@ -163,6 +170,7 @@ class DirectWriteTest {
         }
         assertEquals(before, lakeFiles(db), "the written files were deleted");
         assertEquals("0", differences(db), "hot rows rolled back with the transaction");
+        assertVerifies(db);
     }
 
     @Test
@@ -189,6 +197,7 @@ class DirectWriteTest {
         assertNotEquals(s, db.value("SELECT lake_snapshot_id FROM tierdb.cutline"));
         assertEquals("0", differences(db));
         assertSeamMatchesPostgres(db);
+        assertVerifies(db);
     }
 
     @Test
