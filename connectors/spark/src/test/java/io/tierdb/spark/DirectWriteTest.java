@@ -32,7 +32,7 @@ class DirectWriteTest {
     private final TestEnv env = TestEnv.get();
 
     /** ev_tz with its merge key (id, ts) a real primary key, so the tier key is part of it. */
-    private static final Tables.Fixture KEYED = new Tables.Fixture("ev_tz", "ts", "id,ts",
+    static final Tables.Fixture KEYED = new Tables.Fixture("ev_tz", "ts", "id,ts",
             "jsonb_build_object('id', s.id, 'ts', s.ts)", "2d", Tables.TIMESTAMPTZ.ddl + "\nALTER TABLE ev_tz ADD PRIMARY KEY (id, ts);");
 
     private static final String COLUMNS = "id, ts, note, amount, reading, ok, uid, blob, day, seen";

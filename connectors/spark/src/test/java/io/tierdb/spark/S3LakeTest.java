@@ -97,4 +97,34 @@ class S3LakeTest {
         assertTrue(contents.stream().anyMatch(r -> r.getInt(0) == 2), "equality deletes in the lake: " + contents);
         assertSeamMatchesPostgres(db, f.name, "after the fold");
     }
+
+    /**
+     * A direct table on S3: the executors write the cold rows' files through
+     * S3A and the driver commits them (DirectWrite); Postgres reads them in the
+     * backend, and a direct commit of the server's own then builds on that
+     * commit.
+     */
+    @Test
+    void directWritesOnAnS3Lake() {
+        Tables.Fixture f = DirectWriteTest.KEYED;
+        TestEnv.Db db = env.newS3Database();
+        Tables.createTiered(db, f, "--mode", "direct");
+        String tLiteral = db.value("SELECT tierdb.tier_key_literal(tier_key_hi, 'timestamptz') FROM tierdb.cutline");
+        Dataset<Row> batch = rows(db, "SELECT id, ts, 'direct ' || id AS note, amount, reading, ok, uid, blob, day, seen"
+                + " FROM ev_tz_src WHERE id % 7 = 0 AND ts < " + tLiteral
+                + " UNION ALL SELECT id + 100000, ts, 'new', amount, reading, ok, uid, blob, day, seen"
+                + " FROM ev_tz_src WHERE id % 11 = 0");
+        TierDBSpark.write(batch, db.options(f.name).build());
+        assertEquals("1", db.value("SELECT count(*) FROM tierdb.op_log WHERE details ->> 'kind' = 'direct'"));
+        metadataLocation(db);
+        assertEquals(String.valueOf(batch.filter(col("note").startsWith("direct ")).count()),
+                db.transparentValue("SELECT count(*) FROM ev_tz WHERE note LIKE 'direct %'"));
+        assertSeamMatchesPostgres(db, f.name, "after a direct write from Spark");
+
+        // the server's own direct commit on top of the one Java made
+        db.exec("SET tierdb.transparent_reads = on; UPDATE ev_tz SET note = 'from postgres' WHERE id % 14 = 0 AND ts < "
+                + tLiteral);
+        assertEquals("2", db.value("SELECT count(*) FROM tierdb.op_log WHERE details ->> 'kind' = 'direct'"));
+        assertSeamMatchesPostgres(db, f.name, "after the server's direct commit");
+    }
 }

@@ -226,8 +226,11 @@ public final class DirectWriteBench {
                 rows.unpersist(true);
                 Write t = last(writes.get("tierdb"));
                 Write p = last(writes.get("peer"));
-                System.out.printf(Locale.ROOT, "DirectWriteBench: %s (%s first): tierdb %.3f s, peer %.3f s%n",
-                        label, tierdbFirst ? "tierdb" : "peer", t.seconds, p.seconds);
+                System.out.printf(Locale.ROOT, "DirectWriteBench: %s (%s first): tierdb %.3f s (%d jobs, %s data +"
+                        + " %s delete files), peer %.3f s (%d jobs, %s data files)%n", label,
+                        tierdbFirst ? "tierdb" : "peer", t.seconds, t.jobs, t.summary.get("added-data-files"),
+                        t.summary.getOrDefault("added-delete-files", "0"), p.seconds, p.jobs,
+                        p.summary.get("added-data-files"));
             }
         }
         if (problems.isEmpty()) {
@@ -288,7 +291,8 @@ public final class DirectWriteBench {
     static Write tierdbWrite(Dataset<Row> rows, SeamOptions options, Checker checker, long n, CpuClock clock,
                              Jobs jobs, List<String> problems, String label) throws SQLException {
         Checker.State before = checker.state();
-        Write w = timed(() -> TierDBSpark.write(rows, options), clock, jobs);
+        int jobs0 = jobs.started.get();
+        Write w = timed(() -> TierDBSpark.write(rows, options), clock);
         Checker.State after = checker.state();
         if (after.count - before.count != n) {
             problems.add(String.format(Locale.ROOT, "%s: %s grew by %d rows, not %d", label, checker.table,
@@ -303,30 +307,32 @@ public final class DirectWriteBench {
                     + " at %d; expected %d rows, published", label, after.publishedRows, after.published,
                     after.lakeSnapshot, n));
         }
-        return new Write(w.seconds, w.cpu, w.pgCpu, w.jobs, checker.lakeSummary());
+        // read after the checks: the listener bus delivers job events asynchronously
+        return new Write(w.seconds, w.cpu, w.pgCpu, jobs.started.get() - jobs0, checker.lakeSummary());
     }
 
     static Write peerWrite(Dataset<Row> rows, Checker checker, long n, CpuClock clock, Jobs jobs,
                            List<String> problems, String label) {
         Long before = checker.peerSnapshot();
+        int jobs0 = jobs.started.get();
         Write w = timed(() -> {
             try {
                 rows.writeTo(PEER).append();
             } catch (org.apache.spark.sql.catalyst.analysis.NoSuchTableException e) {
                 throw new IllegalStateException(e);
             }
-        }, clock, jobs);
+        }, clock);
         Map<String, String> summary = checker.peerSummary();
         if (java.util.Objects.equals(before, checker.peerSnapshot())
                 || !Long.toString(n).equals(summary.get("added-records"))) {
             problems.add(String.format(Locale.ROOT, "%s: the peer's append added %s records, not %d", label,
                     summary.get("added-records"), n));
         }
-        return new Write(w.seconds, w.cpu, w.pgCpu, w.jobs, summary);
+        // read after the checks: the listener bus delivers job events asynchronously
+        return new Write(w.seconds, w.cpu, w.pgCpu, jobs.started.get() - jobs0, summary);
     }
 
-    static Write timed(Runnable write, CpuClock clock, Jobs jobs) {
-        int jobs0 = jobs.started.get();
+    static Write timed(Runnable write, CpuClock clock) {
         double jvm0 = clock == null ? Double.NaN : clock.jvm();
         double pg0 = clock == null ? Double.NaN : clock.postgres();
         long start = System.nanoTime();
@@ -334,7 +340,7 @@ public final class DirectWriteBench {
         double seconds = (System.nanoTime() - start) / 1e9;
         double pg = clock == null ? Double.NaN : clock.postgres() - pg0;
         double cpu = clock == null ? Double.NaN : clock.jvm() - jvm0 + pg;
-        return new Write(seconds, cpu, pg, jobs.started.get() - jobs0, Map.of());
+        return new Write(seconds, cpu, pg, 0, Map.of());
     }
 
     /** What the checks read: the table through Postgres, both Iceberg tables' current snapshots. */
