@@ -338,7 +338,8 @@ void tdb_table_name_free(tdb_table_name *name)
 	"SELECT t.table_id, t.schema_name, t.table_name, array_to_json(t.primary_key_cols)::text, t.tier_key_col," \
 	" t.tier_key_type, t.partition_scheme::text, t.lake_format, t.lake_table_ref, t.storage_profile, t.mode,"  \
 	" t.lake_retention_lag, c.tier_key_hi, c.lake_snapshot_id, c.retention_line,"                             \
-	" c.lake_props->>'metadata_location', c.lake_props::text, t.keep_heap"                                     \
+	" c.lake_props->>'metadata_location', c.lake_props::text, t.keep_heap, t.publication_name, t.slot_name,"  \
+	" c.replicated_lsn::text, EXISTS (SELECT FROM tierdb.copy_progress p WHERE p.table_id = t.table_id)"       \
 	" FROM tierdb.tables t LEFT JOIN tierdb.cutline c ON c.table_id = t.table_id "
 
 static char *dup_or_null(const PGresult *res, int row, int col)
@@ -386,7 +387,12 @@ static int fill_table(const PGresult *res, int row, tdb_catalog_table *t, tl_err
 	t->storage_profile = dup_or_null(res, row, 9);
 	t->mode = dup_or_null(res, row, 10);
 	t->has_lake_retention = get_int64(res, row, 11, &t->lake_retention_lag);
-	if (!get_int64(res, row, 12, &t->cutline_t))
+	t->publication_name = dup_or_null(res, row, 18);
+	t->slot_name = dup_or_null(res, row, 19);
+	t->has_replicated_lsn = get_int64(res, row, 20, &t->replicated_lsn);
+	t->copying = PQgetvalue(res, row, 21)[0] == 't';
+	/* a mirrored table's heap is complete: it has no cut-line of its own (SPEC §3) */
+	if (!get_int64(res, row, 12, &t->cutline_t) && strcmp(t->mode ? t->mode : "", "mirrored") != 0)
 		return tl_error_set(err, TL_ERR_CORRUPT,
 		                    "%s.%s is registered but has no tierdb.cutline row; unregister and register it again",
 		                    t->schema_name, t->table_name);
@@ -476,6 +482,8 @@ void tdb_catalog_table_free(tdb_catalog_table *t)
 	free(t->mode);
 	free(t->metadata_location);
 	free(t->lake_props);
+	free(t->publication_name);
+	free(t->slot_name);
 	memset(t, 0, sizeof(*t));
 }
 

@@ -143,6 +143,12 @@ typedef struct tdb_catalog_table {
 	int64_t retention_line;
 	char *metadata_location;    /* lake_props->>'metadata_location', NULL when absent */
 	char *lake_props;           /* JSON text */
+	/* mirrored tables (cli/mirror.c) */
+	char *publication_name;
+	char *slot_name;
+	bool has_replicated_lsn;    /* F is NULL until the initial copy is done */
+	int64_t replicated_lsn;     /* F */
+	bool copying;               /* a tierdb.copy_progress row: the initial copy is not done */
 } tdb_catalog_table;
 
 /* 1 and *out filled when schema.table is registered, 0 when not, -1 on error. */

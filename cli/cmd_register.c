@@ -28,6 +28,7 @@
 #include "profiles.h"
 #include "cli.h"
 #include "lake_catalog.h"
+#include "mirror.h"
 #include "pg.h"
 #include "pgtypes.h"
 #include "tierlake/iceberg_metadata.h"
@@ -51,7 +52,9 @@ typedef struct register_args {
 	bool has_partition_width;
 	int64_t partition_width;
 	bool keep_heap;
-	bool heap_retention, chunk_rows; /* given: refused until their modes exist */
+	bool heap_retention;         /* given: refused until it exists */
+	bool has_chunk_rows;
+	int64_t chunk_rows;
 } register_args;
 
 /* Everything registration derives before it writes. */
@@ -72,9 +75,11 @@ typedef struct registration {
 	bool has_lake_retention;
 	int64_t lake_retention;
 	bool keep_heap;
-	const char *mode;           /* "tiered" or "direct" */
+	const char *mode;           /* "tiered", "direct" or "mirrored" */
 	tl_ice_transform transform; /* the lake's partition transform on the tier key */
 	int64_t heap_width;         /* canonical width of the newest partition */
+	tdb_mirror_plumbing mirror; /* mirrored: the publication and slot made for it */
+	int64_t chunk_rows;         /* mirrored: rows per chunk of the initial copy */
 } registration;
 
 /* =============================================================== helpers */
@@ -88,6 +93,28 @@ static void registration_free(registration *r)
 	free(r->pk_index);
 	tdb_heap_partitions_free(r->parts, r->nparts);
 	free(r->profile);
+	tdb_mirror_plumbing_free(&r->mirror);
+}
+
+/* "schema"."table", quoted for SQL. */
+static char *qualified_quoted(const tdb_table_name *name)
+{
+	tl_buf b;
+	tl_buf_init(&b);
+	tdb_pg_quote_qualified(name->schema, name->table, &b);
+	tl_buf_append_byte(&b, '\0');
+	return (char *)b.data;
+}
+
+/* Undoes tdb_mirror_plumbing_create after a failed registration (outside its transaction). */
+static void drop_plumbing(PGconn *c, const registration *r)
+{
+	tl_error err;
+	tl_error_clear(&err);
+	if (r->mirror.slot != NULL && tdb_mirror_plumbing_drop(c, &r->mirror, &err) < 0)
+		fprintf(stderr, "tierdb register: could not remove the publication %s and slot %s made for the "
+		        "registration: %s; drop them by hand (DROP PUBLICATION, pg_drop_replication_slot)\n",
+		        r->mirror.publication, r->mirror.slot, err.message);
 }
 
 static char *qualified_text(const tdb_table_name *name)
@@ -182,6 +209,12 @@ static int check_table(PGconn *c, registration *r, const register_args *a, tl_er
 	} else if (PQgetvalue(res, 0, 2)[0] == 't') {
 		rc = tl_error_set(err, TL_ERR_INVALID, "%s.%s is a partition of another table; register the partitioned "
 		                  "parent table instead", s, t);
+	} else if (strcmp(a->mode, "mirrored") == 0) {
+		/* a mirror copies any table, partitioned or not */
+		if (PQgetvalue(res, 0, 1)[0] != 'r' && PQgetvalue(res, 0, 1)[0] != 'p')
+			rc = tl_error_set(err, TL_ERR_INVALID, "%s.%s is not a table; only tables can be mirrored", s, t);
+		else
+			r->table_oid = (uint32_t)strtoul(PQgetvalue(res, 0, 0), NULL, 10);
 	} else if (PQgetvalue(res, 0, 1)[0] != 'p') {
 		rc = tl_error_set(err, TL_ERR_INVALID,
 		                  "%s.%s is not partitioned; TierDB tiers range-partitioned tables: create it with "
@@ -351,13 +384,15 @@ static int choose_transform(registration *r, const register_args *a, tl_error *e
 			                    "--lake-partition applies to timestamp and date tier keys; %s is an integer: "
 			                    "use --partition-width N (0 for none)",
 			                    a->tier_key);
-		const tdb_heap_partition *first = &r->parts[r->first_range];
-		int64_t width = a->has_partition_width ? a->partition_width : first->hi - first->lo;
+		/* a mirrored table need not be partitioned: its lake then is not either, unless asked */
+		int64_t width = a->has_partition_width ? a->partition_width
+		                : r->nparts > 0       ? r->parts[r->first_range].hi - r->parts[r->first_range].lo
+		                                      : 0;
 		if (width > INT32_MAX)
 			return tl_error_set(err, TL_ERR_INVALID,
-			                    "the lake partition width %" PRId64 " (from partition %s) is larger than Iceberg's "
-			                    "truncate allows (%d); pass --partition-width N",
-			                    width, first->partition_id, INT32_MAX);
+			                    "the lake partition width %" PRId64 " is larger than Iceberg's truncate allows (%d); "
+			                    "pass --partition-width N",
+			                    width, INT32_MAX);
 		r->transform.kind = width == 0 ? TL_ICE_VOID : TL_ICE_TRUNCATE;
 		r->transform.param = (int32_t)width;
 		return 0;
@@ -382,9 +417,11 @@ static int choose_transform(registration *r, const register_args *a, tl_error *e
 
 static int validate(PGconn *c, registration *r, const register_args *a, tl_error *err)
 {
-	if (check_columns(c, r, a, err) < 0 || check_partitions(c, r, err) < 0 || check_pk_nulls(c, r, err) < 0 ||
-	    choose_transform(r, a, err) < 0)
+	bool mirrored = strcmp(a->mode, "mirrored") == 0;
+	if (check_columns(c, r, a, err) < 0 || (!mirrored && check_partitions(c, r, err) < 0) ||
+	    check_pk_nulls(c, r, err) < 0 || choose_transform(r, a, err) < 0)
 		return -1;
+	r->chunk_rows = a->has_chunk_rows ? a->chunk_rows : TDB_MIRROR_DEFAULT_CHUNK_ROWS;
 	if (a->lake_retention != NULL) {
 		if (tdb_key_parse_lag(r->key_type, a->lake_retention, "--lake-retention", &r->lake_retention, err) < 0)
 			return -1;
@@ -569,10 +606,15 @@ static char *partitions_json(const registration *r)
 static int insert_catalog_rows(PGconn *c, const registration *r, const char *location, const char *md_location,
                                const tl_rest_catalog *rest, tl_error *err)
 {
-	char table_id[16], retention[24], cut[24];
+	char table_id[16], retention[24], cut[24], consistent[24], chunk[24];
+	bool mirrored = strcmp(r->mode, "mirrored") == 0;
 	snprintf(table_id, sizeof(table_id), "%u", r->table_oid);
 	snprintf(retention, sizeof(retention), "%" PRId64, r->lake_retention);
-	snprintf(cut, sizeof(cut), "%" PRId64, r->parts[r->first_range].lo);
+	/* a mirrored table's heap keeps every row: no cut-line (SPEC §3) */
+	if (!mirrored)
+		snprintf(cut, sizeof(cut), "%" PRId64, r->parts[r->first_range].lo);
+	snprintf(consistent, sizeof(consistent), "%" PRId64, r->mirror.consistent_point);
+	snprintf(chunk, sizeof(chunk), "%" PRId64, r->chunk_rows);
 	char *pk = json_text_array(r->pk.names, r->pk.count);
 	char *scheme = partition_scheme_json(r);
 	json_t *props = json_pack("{s:s, s:n}", "metadata_location", md_location, "snapshot_id");
@@ -604,16 +646,19 @@ static int insert_catalog_rows(PGconn *c, const registration *r, const char *loc
 	                         r->profile,
 	                         r->has_lake_retention ? retention : NULL,
 	                         r->keep_heap ? "true" : "false",
-	                         r->mode};
-	const char *cparams[] = {table_id, cut, lake_props};
+	                         r->mode,
+	                         r->mirror.publication,
+	                         r->mirror.slot};
+	const char *cparams[] = {table_id, mirrored ? NULL : cut, lake_props};
+	const char *mparams[] = {table_id, consistent, chunk};
 	const char *pparams[] = {table_id, parts};
 	int rc = tdb_pg_exec(c, "writing tierdb.tables",
 	                     "INSERT INTO tierdb.tables (table_id, schema_name, table_name, primary_key_cols, "
 	                     "tier_key_col, tier_key_type, partition_scheme, lake_format, lake_table_ref, "
-	                     "storage_profile, mode, lake_retention_lag, keep_heap) "
+	                     "storage_profile, mode, lake_retention_lag, keep_heap, publication_name, slot_name) "
 	                     "VALUES ($1::bigint, $2, $3, ARRAY(SELECT jsonb_array_elements_text($4::jsonb)), $5, $6, "
-	                     "$7::jsonb, 'iceberg', $8, $9, $12, $10::bigint, $11::boolean)",
-	                     12, tparams, err);
+	                     "$7::jsonb, 'iceberg', $8, $9, $12, $10::bigint, $11::boolean, $13, $14)",
+	                     14, tparams, err);
 	if (rc == 0)
 		rc = tdb_pg_exec(c, "writing tierdb.cutline",
 		                 "INSERT INTO tierdb.cutline (table_id, tier_key_hi, lake_snapshot_id, lake_props) "
@@ -629,7 +674,13 @@ static int insert_catalog_rows(PGconn *c, const registration *r, const char *loc
 	 * transparent writes: the spill partition for rows below the cut-line (SPEC §7); a keep-heap table
 	 * needs none, its heap keeps every row (tiering.c mirrors its tiered partitions)
 	 */
-	if (rc == 0 && !r->keep_heap)
+	/* the initial copy starts where the slot's stream does (cli/mirror.c) */
+	if (rc == 0 && mirrored)
+		rc = tdb_pg_exec(c, "writing tierdb.copy_progress",
+		                 "INSERT INTO tierdb.copy_progress (table_id, consistent_point, last_pk, chunks_done) "
+		                 "VALUES ($1::bigint, $2::bigint, jsonb_build_object('chunk_rows', $3::bigint), 0)",
+		                 3, mparams, err);
+	if (rc == 0 && !r->keep_heap && !mirrored)
 		rc = tdb_pg_exec(c, "creating the spill partition of transparent writes",
 		                 "SELECT tierdb_enable_transparent_writes($1::bigint::oid::regclass)", 1, tparams, err);
 	free(pk);
@@ -747,7 +798,11 @@ static void register_usage(FILE *out)
 	      "  --tier-key C           the partition key column rows age along\n"
 	      "  --mode M               tiered (the default) or direct (writes below the cut-line are\n"
 	      "                         committed to the lake with their transaction, no delta kept:\n"
-	      "                         docs/direct.md); mirrored is not supported yet\n"
+	      "                         docs/direct.md) or mirrored (the heap keeps every row, the lake a\n"
+	      "                         full copy the daemon keeps from the replication stream; any\n"
+	      "                         table, partitioned or not; needs wal_level = logical:\n"
+	      "                         docs/mirrored.md)\n"
+	      "  --chunk-rows N         mirrored: rows per chunk of the initial copy (default 100000)\n"
 	      "  --partition-width N    integer keys: the lake's truncate width (default: the oldest\n"
 	      "                         partition's width; 0 = unpartitioned)\n"
 	      "  --lake-partition P     temporal keys: hour, day (default), month, year or none\n"
@@ -834,7 +889,11 @@ static int parse_register_args(int argc, char **argv, register_args *a)
 		case OPT_HEAP_RETENTION: a->heap_retention = true; break;
 		case OPT_LAKE_RETENTION: a->lake_retention = p.value; break;
 		case OPT_KEEP_HEAP: a->keep_heap = true; break;
-		case OPT_CHUNK_ROWS: a->chunk_rows = true; break;
+		case OPT_CHUNK_ROWS:
+			if (cli_parse_int(&p, 1, INT64_MAX, &a->chunk_rows) < 0)
+				return CLI_EXIT_USAGE;
+			a->has_chunk_rows = true;
+			break;
 		case OPT_DSN: a->dsn = p.value; break;
 		}
 	}
@@ -872,18 +931,20 @@ static int split_pk(const char *arg, cli_column_list *list)
 /* Modes and options of later issues: refused before anything connects. */
 static int refuse_unsupported(const register_args *a)
 {
-	if (strcmp(a->mode, "mirrored") == 0)
-		return cli_fail("mode mirrored is not supported yet; register the table with --mode tiered or direct");
+	bool mirrored = strcmp(a->mode, "mirrored") == 0;
+	if (mirrored && (a->keep_heap || a->lake_retention != NULL))
+		return cli_fail("--%s applies to tiered and direct tables, not to --mode mirrored, whose heap keeps every "
+		                "row", a->keep_heap ? "keep-heap" : "lake-retention");
 	if (strcmp(a->mode, "direct") == 0 && a->keep_heap)
 		return cli_fail("--keep-heap is not supported with --mode direct yet; register the table with --mode tiered "
 		                "--keep-heap, or --mode direct alone");
 	if (a->heap_retention)
-		return cli_fail("mode mirrored --heap-retention is not supported yet; it applies to mirrored tables");
+		return cli_fail("--heap-retention is not supported yet; register the mirrored table without it");
 	if (a->keep_heap && a->lake_retention != NULL)
 		return cli_fail("--lake-retention cannot be combined with --keep-heap: a keep-heap table keeps every row "
 		                "in its heap, so the lake must keep them too; leave one of them out");
-	if (a->chunk_rows)
-		return cli_fail("mode mirrored is not supported yet; --chunk-rows sizes a mirrored table's initial copy");
+	if (a->has_chunk_rows && !mirrored)
+		return cli_fail("--chunk-rows sizes a mirrored table's initial copy; it needs --mode mirrored");
 	return 0;
 }
 
@@ -929,6 +990,23 @@ static int do_register(PGconn *c, registration *r, const register_args *a)
 	if (rc == 0)
 		rc = validate(c, r, a, &err);
 	int existing = rc == 0 ? check_existing(c, r, a, &err) : -1;
+	bool mirrored = strcmp(r->mode, "mirrored") == 0;
+	if (existing == 0 && mirrored) {
+		/* the stream's plumbing is made before the registration's transaction (mirror_setup.c) */
+		tdb_pg_exec(c, "ending the checks", "ROLLBACK", 0, NULL, NULL);
+		char *qualified = qualified_quoted(&r->name);
+		rc = tdb_mirror_plumbing_create(c, r->table_oid, qualified, &r->mirror, &err);
+		free(qualified);
+		if (rc == 0)
+			rc = tdb_pg_exec(c, "starting the registration", "BEGIN", 0, NULL, &err);
+		if (rc == 0)
+			rc = check_table(c, r, a, &err);
+		if (rc < 0) {
+			tdb_pg_exec(c, "ending the registration", "ROLLBACK", 0, NULL, NULL);
+			drop_plumbing(c, r);
+			return cli_fail("cannot register %s: %s", a->table, err.message);
+		}
+	}
 	if (existing != 0) {
 		tdb_pg_exec(c, "ending the registration", "ROLLBACK", 0, NULL, NULL);
 		if (existing < 0)
@@ -963,6 +1041,7 @@ static int do_register(PGconn *c, registration *r, const register_args *a)
 		 * created it. A conflict means a concurrent registration made it
 		 * first, and that one is not ours to remove.
 		 */
+		drop_plumbing(c, r);
 		if (free_location && !(lake == NULL && err.code == TL_ERR_CONFLICT)) {
 			if (rest != NULL && lake != NULL) {
 				tl_error ignored;
@@ -973,6 +1052,13 @@ static int do_register(PGconn *c, registration *r, const register_args *a)
 			remove_created_lake(location, existed);
 		}
 		cli_fail("cannot register %s: %s", a->table, err.message);
+	} else if (mirrored) {
+		char *t = transform_text(&r->transform);
+		printf("registered %s.%s (mirrored): lake table %s (partitioned by %s(%s)); publication %s, replication "
+		       "slot %s; the daemon copies the rows in chunks of %" PRId64 " and then follows the table's changes\n",
+		       r->name.schema, r->name.table, lake->location, t, r->cols[r->tier_key_index].name, r->mirror.publication,
+		       r->mirror.slot, r->chunk_rows);
+		free(t);
 	} else {
 		const tdb_heap_partition *first = &r->parts[r->first_range];
 		char *t = transform_text(&r->transform);
@@ -1157,6 +1243,19 @@ static int do_unregister(PGconn *c, const tdb_table_name *name, bool drop_lake)
 		tdb_catalog_table_free(&t);
 		return CLI_EXIT_FAILURE;
 	}
+	/*
+	 * A mirrored table's slot goes first: left behind, it would keep every
+	 * WAL segment from now on. One in use fails the command before anything
+	 * changed.
+	 */
+	if (t.slot_name != NULL) {
+		tdb_mirror_plumbing m = {t.publication_name, t.slot_name, 0};
+		if (tdb_mirror_plumbing_drop(c, &m, &err) < 0) {
+			cli_fail("cannot unregister %s.%s: %s", name->schema, name->table, err.message);
+			tdb_catalog_table_free(&t);
+			return CLI_EXIT_FAILURE;
+		}
+	}
 	char id[24];
 	snprintf(id, sizeof(id), "%" PRId64, t.table_id);
 	const char *params[] = {id};
@@ -1171,7 +1270,7 @@ static int do_unregister(PGconn *c, const tdb_table_name *name, bool drop_lake)
 		                 "SELECT pg_advisory_xact_lock(hashtextextended('tierdb_lake_' || $1::bigint::text, 0))", 1,
 		                 params, &err);
 	/* the spill partition's trigger routes only for registered tables: it goes with the registration */
-	if (rc == 0)
+	if (rc == 0 && strcmp(t.mode, "mirrored") != 0)
 		rc = tdb_pg_exec(c, "dropping the spill partition of transparent writes",
 		                 "SELECT tierdb_disable_transparent_writes($1::bigint::oid::regclass)", 1, params, &err);
 	if (rc == 0)

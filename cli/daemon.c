@@ -27,6 +27,7 @@
 #include "pgtypes.h"
 #include "recovery.h"
 #include "retention.h"
+#include "mirror.h"
 #include "schema_evolution.h"
 #include "tiering.h"
 #include "tierlake/env.h"
@@ -57,6 +58,8 @@ int tdb_daemon_config_from_env(tdb_daemon_config *cfg, tl_error *err)
 	    env_int("TIERDB_PREMAKE_PARTITIONS", 2, 0, 1000, &cfg->premake_partitions, err) < 0 ||
 	    env_int("TIERDB_COMPACTION_BATCH", 1000, 1, 100000000, &cfg->compaction_batch, err) < 0 ||
 	    env_int("TIERDB_LOCK_TIMEOUT_MS", 5000, 1, 3600000, &cfg->lock_timeout_ms, err) < 0 ||
+	    env_int("TIERDB_MIRROR_BATCH", 100000, 1, 100000000, &cfg->mirror_batch, err) < 0 ||
+	    env_int("TIERDB_MIRROR_FLUSH_MILLIS", 1000, 1, 3600000, &cfg->mirror_flush_millis, err) < 0 ||
 	    tdb_fault_check_env(err) < 0)
 		return -1;
 	const char *lag = getenv("TIERDB_TIERING_LAG");
@@ -378,20 +381,43 @@ static int step_retention(PGconn *c, const tdb_catalog_table *t, const tdb_daemo
 	return tdb_retention(c, t, err);
 }
 
+static int step_mirror_recover(PGconn *c, const tdb_catalog_table *t, const tdb_daemon_config *cfg, tl_error *err)
+{
+	return tdb_recover_mirror(c, t, err);
+}
+
+static int step_mirror_copy(PGconn *c, const tdb_catalog_table *t, const tdb_daemon_config *cfg, tl_error *err)
+{
+	return tdb_mirror_copy(c, t, err);
+}
+
+static int step_mirror_pump(PGconn *c, const tdb_catalog_table *t, const tdb_daemon_config *cfg, tl_error *err)
+{
+	tdb_mirror_config mc = {cfg->mirror_batch, cfg->mirror_flush_millis};
+	return tdb_mirror_pump(c, t, &mc, err);
+}
+
+/* Which tables a step is for. */
+enum { FOR_TIERED = 1, FOR_MIRRORED = 2 };
+
 static const struct {
 	const char *name;
 	table_step run;
+	int tables;
 } steps[] = {
-	{"premake", step_premake},
+	{"premake", step_premake, FOR_TIERED},
 	/* A direct table's lake commits whose transaction did not commit are undone before any step builds on the lake. */
-	{"direct commits", step_direct},
-	{"recovery", step_recover},
-	{"schema evolution", step_columns},
-	{"tiering", step_tier},
+	{"direct commits", step_direct, FOR_TIERED},
+	{"recovery", step_recover, FOR_TIERED},
+	{"mirror recovery", step_mirror_recover, FOR_MIRRORED},
+	{"schema evolution", step_columns, FOR_TIERED | FOR_MIRRORED},
+	{"tiering", step_tier, FOR_TIERED},
 	/* Before the fold: the delta rows below R leave with it instead of being folded for nothing. */
-	{"retention", step_retention},
-	{"fold", step_fold},
-	{"drop", step_drop},
+	{"retention", step_retention, FOR_TIERED},
+	{"fold", step_fold, FOR_TIERED},
+	{"drop", step_drop, FOR_TIERED},
+	{"mirror copy", step_mirror_copy, FOR_MIRRORED},
+	{"mirror pump", step_mirror_pump, FOR_MIRRORED},
 };
 
 /*
@@ -419,7 +445,8 @@ static int cycle_table(PGconn *c, int64_t table_id, const tdb_daemon_config *cfg
 				tdb_catalog_table_free(&t);
 				return 1;
 			}
-			if (rc > 0)
+			int kind = strcmp(t.mode, "mirrored") == 0 ? FOR_MIRRORED : FOR_TIERED;
+			if (rc > 0 && (steps[i].tables & kind) != 0)
 				rc = steps[i].run(c, &t, cfg, &err);
 		}
 		if (rc < 0) {
@@ -487,8 +514,7 @@ int tdb_daemon_cycle(PGconn *c, const tdb_daemon_config *cfg)
 	int64_t *ids = tl_calloc((size_t)n + 1, sizeof(int64_t));
 	int nids = 0;
 	for (int i = 0; i < n; i++)
-		if (strcmp(tables[i].mode, "tiered") == 0 || strcmp(tables[i].mode, "direct") == 0)
-			ids[nids++] = tables[i].table_id;
+		ids[nids++] = tables[i].table_id; /* tiered, direct and mirrored */
 	tdb_catalog_tables_free(tables, n);
 
 	int status = 0;

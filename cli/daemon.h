@@ -29,6 +29,8 @@ typedef struct tdb_daemon_config {
 	const char *tiering_lag;    /* TIERDB_TIERING_LAG as given ("0"): units depend on each table's key */
 	int64_t compaction_batch;   /* TIERDB_COMPACTION_BATCH (1000): the most delta rows one fold takes */
 	int64_t lock_timeout_ms;    /* TIERDB_LOCK_TIMEOUT_MS (5000): the longest one lock wait may last */
+	int64_t mirror_batch;       /* TIERDB_MIRROR_BATCH (100000): changes per lake commit of a mirror */
+	int64_t mirror_flush_millis; /* TIERDB_MIRROR_FLUSH_MILLIS (1000): the longest a mirror's batch gathers */
 } tdb_daemon_config;
 
 /* Reads the settings from the environment; a malformed one is an error naming it. */

@@ -34,6 +34,10 @@ static const char *const known_points[] = {
 	"retention-after-commit",
 	"retention-after-commit-recorded",
 	"retention-before-publish-commit",
+	"mirror-before-commit",
+	"mirror-after-commit",
+	"mirror-after-commit-recorded",
+	"mirror-after-publish",
 };
 
 #define NPOINTS (sizeof(known_points) / sizeof(known_points[0]))

@@ -71,6 +71,21 @@
  *                             below R, phase 'done') is sent but not
  *                             committed; the kill rolls it back. Adopted
  *                             (or rolled back when no file was removed).
+ *
+ * The points of a mirrored table's copy chunk or pump batch (mirror.c),
+ * settled by the mirror recovery step (tdb_recover_mirror):
+ *
+ *   mirror-before-commit      the operation is journaled with its files
+ *                             written; no lake commit. Rolled back; the
+ *                             chunk is copied again, the batch streamed again.
+ *   mirror-after-commit       its snapshot landed; neither S nor the copy's
+ *                             progress or F published. Adopted.
+ *   mirror-after-commit-recorded
+ *                             as above with the journal at 'committed'.
+ *                             Adopted.
+ *   mirror-after-publish      a batch's S and F are published, the slot not
+ *                             yet told: the stream starts at F again, the
+ *                             published changes are not sent twice.
  */
 #ifndef TIERDB_FAULT_H
 #define TIERDB_FAULT_H

@@ -145,51 +145,12 @@ static int check_lake_at_s(const fold_run *r, tl_error *err)
 
 /* ------------------------------------------------------------ key columns */
 
-static int column_index(const fold_run *r, const char *name)
-{
-	for (int i = 0; i < r->ncols; i++)
-		if (strcmp(r->cols[i].name, name) == 0)
-			return i;
-	return -1;
-}
-
-/*
- * The delete files' columns: the pk columns (the equality ids), then the
- * tier key unless it is part of the pk. Each must be a field of the lake
- * schema with the heap column's type.
- */
+/* The delete files' columns (tdb_lake_key_columns). */
 static int resolve_key_columns(fold_run *r, tl_error *err)
 {
-	const tl_ice_schema *schema = tl_ice_metadata_current_schema(r->lake->metadata);
 	r->npk = r->t->npk;
-	int tier = column_index(r, r->t->tier_key_col);
-	bool tier_in_pk = false;
-	r->key_cols = tl_calloc((size_t)r->npk + 1, sizeof(tdb_pg_column));
-	r->key_ids = tl_calloc((size_t)r->npk + 1, sizeof(int32_t));
-	for (int i = 0; i <= r->npk; i++) {
-		int col = i < r->npk ? column_index(r, r->t->pk_cols[i]) : tier;
-		const char *name = i < r->npk ? r->t->pk_cols[i] : r->t->tier_key_col;
-		if (i == r->npk && tier_in_pk)
-			break;
-		if (col < 0)
-			return tl_error_set(err, TL_ERR_INVALID, "%s has no column \"%s\" (a registered key column)", r->label,
-			                    name);
-		if (i < r->npk && col == tier)
-			tier_in_pk = true;
-		const tl_ice_field *f = NULL;
-		for (int k = 0; k < schema->nfields && f == NULL; k++)
-			if (strcmp(schema->fields[k].name, name) == 0)
-				f = &schema->fields[k];
-		if (f == NULL || f->type.id != r->cols[col].ice_type.id)
-			return tl_error_set(err, TL_ERR_UNSUPPORTED,
-			                    "column \"%s\" of %s does not match a field of its lake table %s; changing a "
-			                    "tiered table's columns is not supported yet",
-			                    name, r->label, r->lake->location);
-		r->key_cols[r->nkey] = r->cols[col];
-		r->key_ids[r->nkey] = f->id;
-		r->nkey++;
-	}
-	return 0;
+	return tdb_lake_key_columns(r->lake, r->t, r->cols, r->ncols, r->label, &r->key_cols, &r->key_ids, &r->nkey,
+	                            err);
 }
 
 /* ------------------------------------------------------------ capture */
@@ -552,43 +513,12 @@ static void remove_files(const fold_run *r)
 		tdb_lake_remove_files(r->data, r->label, "fold");
 }
 
-static int add_files(tl_ice_commit *commit, const tl_ice_writer *w, tl_error *err)
-{
-	for (int i = 0; i < tl_ice_writer_nfiles(w); i++)
-		if (tl_ice_commit_add_file(commit, tl_ice_writer_file(w, i), err) < 0)
-			return -1;
-	return 0;
-}
-
-/*
- * Commits every file as one row-delta snapshot stamped with the op id. A
- * failed commit that landed anyway is found by its op id after a reread;
- * r->committed says whether the lake holds the snapshot (or may: when the
- * reread fails too, the files are left for recovery).
- */
+/* Commits every file as one row-delta snapshot stamped with the op id (tdb_lake_commit_writers). */
 static int commit_files(fold_run *r, tl_error *err)
 {
-	if (tl_ice_table_refresh(r->lake, err) < 0 || check_lake_at_s(r, err) < 0)
-		return -1;
-	tl_ice_commit *commit = tl_ice_commit_begin(r->lake, TL_ICE_OP_ROW_DELTA, err);
-	if (commit == NULL)
-		return -1;
-	int rc = add_files(commit, r->deletes, err);
-	if (rc == 0)
-		rc = add_files(commit, r->data, err);
-	tl_ice_commit_set_summary(commit, "tierdb.op-id", r->op_id);
-	if (rc == 0)
-		rc = tl_ice_commit_finish(commit, &r->snapshot_id, err);
-	tl_ice_commit_free(commit);
-	if (rc == 0) {
-		r->committed = true;
-		return 0;
-	}
-	int landed = tdb_lake_commit_landed(r->lake, r->op_id, &r->snapshot_id);
-	if (landed == 0)
-		return -1;
-	r->committed = true; /* landed, or unknown: never delete files a landed commit may serve */
-	return landed > 0 ? 0 : -1;
+	const tl_ice_writer *writers[] = {r->deletes, r->data};
+	return tdb_lake_commit_writers(r->lake, r->has_base ? r->base_snapshot : TL_ICE_NO_SNAPSHOT, "the fold",
+	                               r->op_id, writers, 2, &r->snapshot_id, &r->committed, err);
 }
 
 /*

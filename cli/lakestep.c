@@ -458,3 +458,68 @@ int tdb_lake_op_finish(const tdb_lake_op *op, bool *blocked, tl_error *err)
 	tdb_lake_lock(op->c, op->table_id, false, &ignored);
 	return rc;
 }
+
+int tdb_lake_key_columns(const tl_ice_table *lake, const tdb_catalog_table *t, const tdb_pg_column *cols, int ncols,
+                         const char *label, tdb_pg_column **key_cols, int32_t **key_ids, int *nkey, tl_error *err)
+{
+	const tl_ice_schema *schema = tl_ice_metadata_current_schema(lake->metadata);
+	*key_cols = tl_calloc((size_t)t->npk + 1, sizeof(tdb_pg_column));
+	*key_ids = tl_calloc((size_t)t->npk + 1, sizeof(int32_t));
+	*nkey = 0;
+	bool tier_in_pk = false;
+	for (int i = 0; i <= t->npk; i++) {
+		const char *name = i < t->npk ? t->pk_cols[i] : t->tier_key_col;
+		if (i == t->npk && tier_in_pk)
+			break;
+		int col = -1;
+		for (int k = 0; k < ncols && col < 0; k++)
+			if (strcmp(cols[k].name, name) == 0)
+				col = k;
+		if (col < 0)
+			return tl_error_set(err, TL_ERR_INVALID, "%s has no column \"%s\" (a registered key column)", label,
+			                    name);
+		if (i < t->npk && strcmp(name, t->tier_key_col) == 0)
+			tier_in_pk = true;
+		const tl_ice_field *f = NULL;
+		for (int k = 0; k < schema->nfields && f == NULL; k++)
+			if (strcmp(schema->fields[k].name, name) == 0)
+				f = &schema->fields[k];
+		if (f == NULL || f->type.id != cols[col].ice_type.id)
+			return tl_error_set(err, TL_ERR_UNSUPPORTED,
+			                    "column \"%s\" of %s does not match a field of its lake table %s; changing a "
+			                    "registered table's key columns is not supported",
+			                    name, label, lake->location);
+		(*key_cols)[*nkey] = cols[col];
+		(*key_ids)[*nkey] = f->id;
+		(*nkey)++;
+	}
+	return 0;
+}
+
+int tdb_lake_commit_writers(tl_ice_table *lake, int64_t published, const char *step, const char *op_id,
+                            const tl_ice_writer *const *writers, int nwriters, int64_t *snapshot_id, bool *committed,
+                            tl_error *err)
+{
+	if (tl_ice_table_refresh(lake, err) < 0 || tdb_lake_check_published(lake, published, step, err) < 0)
+		return -1;
+	tl_ice_commit *commit = tl_ice_commit_begin(lake, TL_ICE_OP_ROW_DELTA, err);
+	if (commit == NULL)
+		return -1;
+	int rc = 0;
+	for (int w = 0; w < nwriters && rc == 0; w++)
+		for (int i = 0; i < tl_ice_writer_nfiles(writers[w]) && rc == 0; i++)
+			rc = tl_ice_commit_add_file(commit, tl_ice_writer_file(writers[w], i), err);
+	tl_ice_commit_set_summary(commit, "tierdb.op-id", op_id);
+	if (rc == 0)
+		rc = tl_ice_commit_finish(commit, snapshot_id, err);
+	tl_ice_commit_free(commit);
+	if (rc == 0) {
+		*committed = true;
+		return 0;
+	}
+	int landed = tdb_lake_commit_landed(lake, op_id, snapshot_id);
+	if (landed == 0)
+		return -1;
+	*committed = true; /* landed, or unknown: never delete files a landed commit may serve */
+	return landed > 0 ? 0 : -1;
+}

@@ -204,4 +204,26 @@ void tdb_lake_writer_options(const char *op_id, tl_ice_writer_options *opts);
 void tdb_lake_remove_op_files(const tl_ice_table *lake, const json_t *files, const char *label, const char *op_id,
                               int *deleted, int *missing);
 
+/*
+ * Commits the files of closed writers as one row-delta snapshot stamped
+ * with the op id, on a lake that must be at `published` (S; anything newer
+ * awaits recovery, see tdb_lake_check_published). A failed commit that
+ * landed anyway is found by its op id after a reread: *committed says
+ * whether the lake holds the snapshot, or may (when the reread fails too,
+ * the files are left for recovery).
+ */
+int tdb_lake_commit_writers(tl_ice_table *lake, int64_t published, const char *step, const char *op_id,
+                            const tl_ice_writer *const *writers, int nwriters, int64_t *snapshot_id, bool *committed,
+                            tl_error *err);
+
+/*
+ * The columns of a table's equality-delete files: the pk columns (their
+ * field ids are the equality ids), then the tier key unless it is part of
+ * the pk, which places each delete in the partition of the row it deletes.
+ * Each must be a field of the lake's current schema of its column's type.
+ * *key_cols are shallow copies of `cols` entries; free() both arrays.
+ */
+int tdb_lake_key_columns(const tl_ice_table *lake, const tdb_catalog_table *t, const tdb_pg_column *cols, int ncols,
+                         const char *label, tdb_pg_column **key_cols, int32_t **key_ids, int *nkey, tl_error *err);
+
 #endif
