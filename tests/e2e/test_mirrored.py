@@ -202,3 +202,28 @@ def test_register_refusals(db, tierdb):
     assert proc.returncode != 0 and "--keep-heap applies to tiered and direct tables" in proc.stderr
     proc = tierdb(["register", "--table", "public.m", "--pk", "id", "--tier-key", "ts", "--chunk-rows", "10"])
     assert proc.returncode != 0 and "--chunk-rows sizes a mirrored table's initial copy" in proc.stderr
+
+
+def test_verify_waits_for_the_mirror_and_finds_a_divergence(mirrored, tierdb, tierdb_bin, lake):
+    import subprocess
+    from conftest import clean_env
+    db = mirrored
+    run_once(tierdb, "0")
+    db.psql("UPDATE m SET note = 'pending' WHERE id % 3 = 0")
+
+    def verify_during_a_cycle():
+        env = {**clean_env(), **db.env, "TIERDB_WAREHOUSE": str(lake)}
+        verify = subprocess.Popen([str(tierdb_bin), "verify", "--table", "public.m"], env=env, text=True,
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        # the audit holds writes off until the pump (one daemon cycle) has caught up
+        run_once(tierdb, "0")
+        out, errors = verify.communicate(timeout=120)
+        return verify.returncode, out + errors
+
+    code, out = verify_during_a_cycle()
+    assert code == 0 and "mirror: the lake at S holds the heap's" in out, out
+    # changes the stream never carries: the heap and the lake diverge, and verify says so
+    pub = db.query("SELECT publication_name FROM tierdb.tables")[0][0]
+    db.psql(f'ALTER PUBLICATION "{pub}" DROP TABLE m; DELETE FROM m WHERE id = 7; ALTER PUBLICATION "{pub}" ADD TABLE m')
+    code, out = verify_during_a_cycle()
+    assert code == 1 and "FAIL  mirror: the heap holds 2999 rows, the lake at S 3000" in out, out
