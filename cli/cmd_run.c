@@ -29,6 +29,9 @@ static void usage(FILE *out)
 	      "\n"
 	      "Environment:\n"
 	      "  TIERDB_CYCLE_INTERVAL_SECONDS  seconds between cycles (10)\n"
+	      "  TIERDB_MIRROR_BATCH            mirrored tables: changes per lake commit (100000)\n"
+	      "  TIERDB_MIRROR_FLUSH_MILLIS     mirrored tables: how often the pump runs between cycles\n"
+	      "                                 and how long a batch gathers changes (1000)\n"
 	      "  TIERDB_TIERING_LAG             how far behind max(tier_key) tiering stays (0): a number\n"
 	      "                                 for integer keys, 90s/15m/12h/7d (or seconds) for\n"
 	      "                                 timestamps, days for dates\n"
@@ -103,7 +106,16 @@ static int run_loop(const char *dsn, bool once, const tdb_daemon_config *cfg)
 		if (once)
 			break;
 		status = CLI_EXIT_OK;
-		tdb_daemon_sleep(cfg->interval_seconds);
+		/* until the next cycle, mirrored tables' pumps run on their own, every TIERDB_MIRROR_FLUSH_MILLIS */
+		for (int64_t left = cfg->interval_seconds * 1000; left > 0 && !tdb_daemon_stopping();
+		     left -= cfg->mirror_flush_millis) {
+			tdb_daemon_sleep_ms(left < cfg->mirror_flush_millis ? left : cfg->mirror_flush_millis);
+			if (conn != NULL && leader && !tdb_daemon_stopping() && tdb_daemon_pump_mirrors(conn, cfg) < 0) {
+				PQfinish(conn);
+				conn = NULL;
+				leader = false;
+			}
+		}
 	}
 	if (tdb_daemon_stopping())
 		tdb_log(NULL, "stopping on request");

@@ -175,12 +175,12 @@ bool tdb_daemon_stopping(void)
 	return stop_requested != 0;
 }
 
-void tdb_daemon_sleep(int64_t seconds)
+void tdb_daemon_sleep_ms(int64_t millis)
 {
-	/* Whole seconds at a time, so a signal landing between checks costs at most one. */
-	for (int64_t i = 0; i < seconds && !stop_requested; i++) {
-		struct timespec one = {1, 0};
-		nanosleep(&one, NULL);
+	/* A tenth of a second at a time, so a signal landing between checks costs at most that. */
+	for (int64_t left = millis; left > 0 && !stop_requested; left -= 100) {
+		struct timespec step = {0, (left < 100 ? left : 100) * 1000 * 1000};
+		nanosleep(&step, NULL);
 	}
 }
 
@@ -469,6 +469,34 @@ static int cycle_table(PGconn *c, int64_t table_id, const tdb_daemon_config *cfg
 		if (PQstatus(c) != CONNECTION_OK)
 			return -1;
 	}
+	return status;
+}
+
+int tdb_daemon_pump_mirrors(PGconn *c, const tdb_daemon_config *cfg)
+{
+	tl_error err;
+	tl_error_clear(&err);
+	tdb_catalog_table *tables = NULL;
+	int n = 0;
+	if (tdb_catalog_list_tables(c, &tables, &n, &err) < 0) {
+		tdb_abort_transaction(c);
+		tdb_log(NULL, "%s", err.message);
+		return PQstatus(c) == CONNECTION_OK ? 1 : -1;
+	}
+	int status = 0;
+	for (int i = 0; i < n && !tdb_daemon_stopping(); i++) {
+		if (strcmp(tables[i].mode, "mirrored") != 0 || tables[i].copying)
+			continue;
+		tl_error_clear(&err);
+		if (step_mirror_pump(c, &tables[i], cfg, &err) < 0) {
+			tdb_abort_transaction(c);
+			tdb_log(tdb_table_label(&tables[i]), "mirror pump failed: %s", err.message);
+			status = PQstatus(c) == CONNECTION_OK ? 1 : -1;
+			if (status < 0)
+				break;
+		}
+	}
+	tdb_catalog_tables_free(tables, n);
 	return status;
 }
 

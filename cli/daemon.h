@@ -58,12 +58,21 @@ int tdb_daemon_try_lead(PGconn *c, tl_error *err);
  */
 int tdb_daemon_cycle(PGconn *c, const tdb_daemon_config *cfg);
 
+/*
+ * Between cycles: the pumps of the mirrored tables alone (cli/mirror.c),
+ * which cmd_run calls every TIERDB_MIRROR_FLUSH_MILLIS so that a mirror
+ * trails its table by about that, not by a whole cycle. Returns as
+ * tdb_daemon_cycle does.
+ */
+int tdb_daemon_pump_mirrors(PGconn *c, const tdb_daemon_config *cfg);
+
+/* Sleeps up to `millis`, waking early when a stop is requested. */
+void tdb_daemon_sleep_ms(int64_t millis);
+
 /* Makes SIGTERM and SIGINT request a stop instead of killing the process, and stop the lake library's long loops. */
 void tdb_daemon_install_signals(void);
 /* True once a stop was requested. */
 bool tdb_daemon_stopping(void);
-/* Sleeps up to `seconds`, waking early when a stop is requested. */
-void tdb_daemon_sleep(int64_t seconds);
 
 /* Writes "<UTC time> <table>: <message>" to stderr (table may be NULL). */
 void tdb_log(const char *table, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

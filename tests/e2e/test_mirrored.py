@@ -227,3 +227,31 @@ def test_verify_waits_for_the_mirror_and_finds_a_divergence(mirrored, tierdb, ti
     db.psql(f'ALTER PUBLICATION "{pub}" DROP TABLE m; DELETE FROM m WHERE id = 7; ALTER PUBLICATION "{pub}" ADD TABLE m')
     code, out = verify_during_a_cycle()
     assert code == 1 and "FAIL  mirror: the heap holds 2999 rows, the lake at S 3000" in out, out
+
+
+def test_a_running_daemon_pumps_between_cycles(mirrored, tierdb_bin, lake):
+    """With cycles a minute apart, changes still reach the lake within seconds (TIERDB_MIRROR_FLUSH_MILLIS)."""
+    import subprocess
+    import time
+    from conftest import clean_env
+    db = mirrored
+    env = {**clean_env(), **db.env, "TIERDB_WAREHOUSE": str(lake), "TIERDB_CYCLE_INTERVAL_SECONDS": "60",
+           "TIERDB_MIRROR_FLUSH_MILLIS": "200"}
+    daemon = subprocess.Popen([str(tierdb_bin), "run"], env=env, text=True, stdout=subprocess.DEVNULL,
+                              stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 60
+        while state(db)[2] != "0" and time.monotonic() < deadline:   # the first cycle copies the table
+            time.sleep(0.2)
+        db.psql("INSERT INTO m (id, ts, note) VALUES (424242, '2024-01-03 00:00+00', 'between cycles')")
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            s = state(db)[0]
+            if s and db.query(f"SELECT count(*) FROM tierdb.lake_scan(NULL::m, {s}) WHERE id = 424242")[0][0] == "1":
+                break
+            time.sleep(0.2)
+        assert_mirrored(db)
+    finally:
+        daemon.terminate()
+        _, errors = daemon.communicate(timeout=30)
+    assert "stopping on request" in errors, errors
