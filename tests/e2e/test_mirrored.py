@@ -255,3 +255,25 @@ def test_a_running_daemon_pumps_between_cycles(mirrored, tierdb_bin, lake):
         daemon.terminate()
         _, errors = daemon.communicate(timeout=30)
     assert "stopping on request" in errors, errors
+
+
+def test_add_column_is_carried_into_the_lake(mirrored, tierdb):
+    db = mirrored
+    run_once(tierdb, "0")
+    db.psql("UPDATE m SET note = 'before' WHERE id % 10 = 0;"
+            " ALTER TABLE m ADD COLUMN region text NOT NULL DEFAULT 'eu';"
+            " UPDATE m SET region = 'us' WHERE id % 20 = 0;"
+            " INSERT INTO m (id, ts, note, region) VALUES (880001, '2024-01-04 00:00+00', 'after', 'apac')")
+    run_once(tierdb, "0")
+    s = state(db)[0]
+    assert db.query(f"SELECT {COLUMNS}, region FROM tierdb.lake_scan(NULL::m, {s}) ORDER BY id") == \
+        db.query(f"SELECT {COLUMNS}, region FROM m ORDER BY id")
+    # dropped and renamed once the changes before them are in the lake
+    db.psql("ALTER TABLE m DROP COLUMN blob")
+    db.psql("ALTER TABLE m RENAME COLUMN note TO remark")
+    db.psql("UPDATE m SET remark = 'renamed' WHERE id % 15 = 0")
+    run_once(tierdb, "0")
+    s = state(db)[0]
+    columns = "id, ts, remark, amount, reading, ok, doc, region"
+    assert db.query(f"SELECT {columns} FROM tierdb.lake_scan(NULL::m, {s}) ORDER BY id") == \
+        db.query(f"SELECT {columns} FROM m ORDER BY id")
