@@ -17,6 +17,8 @@ import random
 import psycopg
 import pytest
 
+import seam  # noqa: F401  (puts tests/interop on the path for spark_support)
+from spark_support import spark  # noqa: F401  (the session-scoped Spark fixture)
 from test_tiering import run_once
 
 COLUMNS = "id, ts, note, amount, reading, ok, doc, blob"
@@ -277,3 +279,29 @@ def test_add_column_is_carried_into_the_lake(mirrored, tierdb):
     columns = "id, ts, remark, amount, reading, ok, doc, region"
     assert db.query(f"SELECT {columns} FROM tierdb.lake_scan(NULL::m, {s}) ORDER BY id") == \
         db.query(f"SELECT {columns} FROM m ORDER BY id")
+
+
+def test_duckdb_reads_the_mirror(mirrored, tierdb):
+    """DuckDB's iceberg extension reads the mirror at S, equality deletes applied."""
+    from test_alter_table import duckdb_lake_rows
+    db = mirrored
+    run_once(tierdb, "0")
+    db.psql("UPDATE m SET note = 'changed', ts = ts + interval '2 days' WHERE id % 6 = 0; DELETE FROM m WHERE id % 25 = 0")
+    run_once(tierdb, "0")
+    ref, s = db.query("SELECT t.lake_table_ref, c.lake_snapshot_id FROM tierdb.tables t JOIN tierdb.cutline c USING (table_id)")[0]
+    rows = duckdb_lake_rows({"ref": ref, "S": int(s)}, "id, note")
+    assert rows == [tuple(r) for r in db.query("SELECT id, note FROM m ORDER BY 1")]
+
+
+@pytest.mark.heap_and_lake_apart
+def test_spark_reads_the_mirror(mirrored, tierdb, spark):  # noqa: F811
+    """Spark's Iceberg runtime reads the mirror at S, equality deletes applied, as the heap holds it."""
+    db = mirrored
+    run_once(tierdb, "0")
+    db.psql("UPDATE m SET note = 'changed', ts = ts + interval '2 days' WHERE id % 6 = 0; DELETE FROM m WHERE id % 25 = 0;"
+            " UPDATE m SET id = id + 50000 WHERE id % 35 = 0")
+    run_once(tierdb, "0")
+    ref, s = db.query("SELECT t.lake_table_ref, c.lake_snapshot_id FROM tierdb.tables t JOIN tierdb.cutline c USING (table_id)")[0]
+    df = spark.read.format("iceberg").option("snapshot-id", s).load(ref)
+    got = sorted((r["id"], r["note"]) for r in df.select("id", "note").collect())
+    assert got == [(int(i), n) for i, n in db.query("SELECT id, note FROM m ORDER BY id")]
