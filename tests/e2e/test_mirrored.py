@@ -305,3 +305,57 @@ def test_spark_reads_the_mirror(mirrored, tierdb, spark):  # noqa: F811
     df = spark.read.format("iceberg").option("snapshot-id", s).load(ref)
     got = sorted((r["id"], r["note"]) for r in df.select("id", "note").collect())
     assert got == [(int(i), n) for i, n in db.query("SELECT id, note FROM m ORDER BY id")]
+
+
+def test_kill_at_random_instants_with_live_writers(db, tierdb, tierdb_bin, lake, tmp_path):
+    """A continuous daemon is SIGKILLed at seeded random moments while writers change the table; after the
+    writers stop and one cycle, the lake equals the heap. TIERDB_MIRROR_SOAK_KILLS sets the kills (5)."""
+    import os
+    import signal
+    import threading
+    import time
+    from test_tiering import RunningDaemon
+    seed = int(os.environ.get("TIERDB_SOAK_SEED", 1919))
+    kills = int(os.environ.get("TIERDB_MIRROR_SOAK_KILLS", 5))
+    rng = random.Random(seed)
+    make_table(db, rows=20000)
+    register(tierdb, "--chunk-rows", "3000")
+    stop = threading.Event()
+    errors = []
+
+    def writer(n):
+        wrng = random.Random(seed * 10 + n)
+        try:
+            with psycopg.connect(db.dsn, autocommit=True) as conn:
+                while not stop.is_set():
+                    k = wrng.randrange(1, 30000)
+                    with conn.transaction():
+                        conn.execute("UPDATE m SET note = %s, ts = ts + %s * interval '1 day' WHERE id = %s",
+                                     (f"w{n}", wrng.choice([0, 1]), k))
+                        conn.execute("INSERT INTO m (id, ts, note) VALUES (%s, '2024-01-05 00:00+00', 'new')"
+                                     " ON CONFLICT (id) DO UPDATE SET note = 'again'", (k + 100000,))
+                        if wrng.random() < 0.3:
+                            conn.execute("DELETE FROM m WHERE id = %s", (wrng.randrange(1, 30000),))
+        except Exception as e:  # noqa: BLE001 (reported below)
+            errors.append(e)
+
+    threads = [threading.Thread(target=writer, args=(n,)) for n in range(2)]
+    for t in threads:
+        t.start()
+    try:
+        for i in range(kills):
+            daemon = RunningDaemon(db, tierdb_bin, lake, tmp_path / f"daemon{i}.log",
+                                   TIERDB_CYCLE_INTERVAL_SECONDS="1", TIERDB_MIRROR_FLUSH_MILLIS="100",
+                                   TIERDB_MIRROR_BATCH=str(rng.choice([50, 500, 5000])))
+            time.sleep(rng.uniform(0.3, 2.5))
+            daemon.proc.send_signal(signal.SIGKILL)
+            daemon.proc.wait()
+    finally:
+        stop.set()
+        for t in threads:
+            t.join()
+    assert not errors, errors
+    run_once(tierdb, "0")
+    assert state(db)[2] == "0", f"the copy finished (seed {seed})"
+    assert_mirrored(db)
+    assert db.query("SELECT count(*) FROM tierdb.op_log WHERE phase NOT IN ('done', 'aborted')")[0][0] == "0"
