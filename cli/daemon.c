@@ -60,6 +60,7 @@ int tdb_daemon_config_from_env(tdb_daemon_config *cfg, tl_error *err)
 	    env_int("TIERDB_LOCK_TIMEOUT_MS", 5000, 1, 3600000, &cfg->lock_timeout_ms, err) < 0 ||
 	    env_int("TIERDB_MIRROR_BATCH", 100000, 1, 100000000, &cfg->mirror_batch, err) < 0 ||
 	    env_int("TIERDB_MIRROR_FLUSH_MILLIS", 1000, 1, 3600000, &cfg->mirror_flush_millis, err) < 0 ||
+	    env_int("TIERDB_SLOT_WARN_BYTES", INT64_C(1) << 30, 1, INT64_MAX, &cfg->slot_warn_bytes, err) < 0 ||
 	    tdb_fault_check_env(err) < 0)
 		return -1;
 	const char *lag = getenv("TIERDB_TIERING_LAG");
@@ -397,6 +398,12 @@ static int step_mirror_pump(PGconn *c, const tdb_catalog_table *t, const tdb_dae
 	return tdb_mirror_pump(c, t, &mc, err);
 }
 
+/* Once a cycle: a mirror's slot holding more WAL than TIERDB_SLOT_WARN_BYTES is logged (the disk fills). */
+static int step_mirror_slot(PGconn *c, const tdb_catalog_table *t, const tdb_daemon_config *cfg, tl_error *err)
+{
+	return tdb_mirror_check_slot(c, t, cfg->slot_warn_bytes, err);
+}
+
 /* Which tables a step is for. */
 enum { FOR_TIERED = 1, FOR_MIRRORED = 2 };
 
@@ -418,6 +425,7 @@ static const struct {
 	{"drop", step_drop, FOR_TIERED},
 	{"mirror copy", step_mirror_copy, FOR_MIRRORED},
 	{"mirror pump", step_mirror_pump, FOR_MIRRORED},
+	{"mirror slot", step_mirror_slot, FOR_MIRRORED},
 };
 
 /*

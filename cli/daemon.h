@@ -31,6 +31,7 @@ typedef struct tdb_daemon_config {
 	int64_t lock_timeout_ms;    /* TIERDB_LOCK_TIMEOUT_MS (5000): the longest one lock wait may last */
 	int64_t mirror_batch;       /* TIERDB_MIRROR_BATCH (100000): changes per lake commit of a mirror */
 	int64_t mirror_flush_millis; /* TIERDB_MIRROR_FLUSH_MILLIS (1000): the longest a mirror's batch gathers */
+	int64_t slot_warn_bytes;    /* TIERDB_SLOT_WARN_BYTES (1 GiB): WAL a mirror's slot may hold before a warning */
 } tdb_daemon_config;
 
 /* Reads the settings from the environment; a malformed one is an error naming it. */

@@ -1128,6 +1128,32 @@ int tdb_mirror_pump(PGconn *c, const tdb_catalog_table *t, const tdb_mirror_conf
 	return rc;
 }
 
+int tdb_mirror_check_slot(PGconn *c, const tdb_catalog_table *t, int64_t warn_bytes, tl_error *err)
+{
+	if (t->slot_name == NULL)
+		return 0;
+	const char *params[] = {t->slot_name};
+	PGresult *res = tdb_pg_query(c, "reading the WAL the mirror's slot holds",
+	                             "SELECT pg_wal_lsn_diff(pg_current_wal_insert_lsn(), restart_lsn)::bigint"
+	                             " FROM pg_catalog.pg_replication_slots WHERE slot_name = $1",
+	                             1, params, err);
+	if (res == NULL)
+		return -1;
+	int rc = 0;
+	if (PQntuples(res) == 0)
+		rc = tl_error_set(err, TL_ERR_NOT_FOUND,
+		                  "the replication slot %s of %s is gone: the mirror cannot follow the table any more; "
+		                  "unregister it (with --drop-lake) and register it again",
+		                  t->slot_name, tdb_table_label(t));
+	else if (!PQgetisnull(res, 0, 0) && strtoll(PQgetvalue(res, 0, 0), NULL, 10) > warn_bytes)
+		tdb_log(tdb_table_label(t),
+		        "mirror: WARNING: replication slot %s holds %s bytes of WAL (more than TIERDB_SLOT_WARN_BYTES = %" PRId64
+		        "): the server keeps every WAL segment since the mirror's frontier; check the pump's errors above",
+		        t->slot_name, PQgetvalue(res, 0, 0), warn_bytes);
+	PQclear(res);
+	return rc;
+}
+
 /* ------------------------------------------------------------ recovery */
 
 /* tdb_settle_interrupted's callback: adopts the operation's snapshot, or removes its files. */

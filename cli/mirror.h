@@ -83,6 +83,13 @@ int tdb_mirror_copy(PGconn *c, const tdb_catalog_table *t, tl_error *err);
 int tdb_mirror_pump(PGconn *c, const tdb_catalog_table *t, const tdb_mirror_config *cfg, tl_error *err);
 
 /*
+ * Logs a warning when the table's slot holds more than warn_bytes of WAL
+ * (its restart point lags the server's WAL position by that much): the
+ * pump is behind or failing, and the server keeps every segment since.
+ */
+int tdb_mirror_check_slot(PGconn *c, const tdb_catalog_table *t, int64_t warn_bytes, tl_error *err);
+
+/*
  * Settles a copy chunk or a batch a crash interrupted: a lake snapshot
  * stamped with its op id is published (with its chunk's key or its F);
  * none means its files are deleted.

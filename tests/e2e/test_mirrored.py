@@ -359,3 +359,13 @@ def test_kill_at_random_instants_with_live_writers(db, tierdb, tierdb_bin, lake,
     assert state(db)[2] == "0", f"the copy finished (seed {seed})"
     assert_mirrored(db)
     assert db.query("SELECT count(*) FROM tierdb.op_log WHERE phase NOT IN ('done', 'aborted')")[0][0] == "0"
+
+
+def test_a_slot_holding_too_much_wal_is_reported(mirrored, tierdb):
+    db = mirrored
+    run_once(tierdb, "0")
+    db.psql("UPDATE m SET note = 'x'")   # a few hundred kB of WAL the slot holds until the pump confirms it
+    proc = run_once(tierdb, "0", TIERDB_SLOT_WARN_BYTES="1")
+    assert "WARNING: replication slot" in proc.stderr, proc.stderr
+    proc = run_once(tierdb, "0")
+    assert "WARNING" not in proc.stderr, proc.stderr
