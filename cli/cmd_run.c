@@ -32,6 +32,7 @@ static void usage(FILE *out)
 	      "  TIERDB_MIRROR_BATCH            mirrored tables: changes per lake commit (100000)\n"
 	      "  TIERDB_MIRROR_FLUSH_MILLIS     mirrored tables: how often the pump runs between cycles\n"
 	      "                                 and how long a batch gathers changes (1000)\n"
+	      "  TIERDB_SLOT_WARN_BYTES         mirrored tables: WAL a slot may hold before a warning (1 GiB)\n"
 	      "  TIERDB_TIERING_LAG             how far behind max(tier_key) tiering stays (0): a number\n"
 	      "                                 for integer keys, 90s/15m/12h/7d (or seconds) for\n"
 	      "                                 timestamps, days for dates\n"
