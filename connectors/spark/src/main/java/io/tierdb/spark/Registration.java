@@ -48,18 +48,17 @@ final class Registration {
     }
 
     /**
-     * Refuses what this version does not serve: mirrored tables, which
-     * arrive with the issue that builds them.  A direct table reads like a
-     * tiered one (the lake at S is every row below T, its delta is empty);
-     * its cold writes go to the lake (DirectWrite, RoutedWrite).
+     * Every mode is served.  A direct table reads like a tiered one (the
+     * lake at S is every row below T, its delta is empty) and its cold
+     * writes go to the lake (DirectWrite, RoutedWrite); a mirrored table
+     * has no cut-line, so it reads as its heap, which holds every row, and
+     * every write is a heap append (SPEC §3).
      */
     void requireServed(String operation) {
-        if ("tiered".equals(mode) || "direct".equals(mode)) {
-            return;
+        if (!"tiered".equals(mode) && !"direct".equals(mode) && !"mirrored".equals(mode)) {
+            throw new UnsupportedOperationException(String.format(
+                    "tierdb-spark cannot %s %s: it is registered in mode '%s', which this library does not know",
+                    operation, qualifiedName, mode));
         }
-        throw new UnsupportedOperationException(String.format(
-                "tierdb-spark cannot %s %s: it is a %s table, and mode '%s' is not supported yet by this library. "
-                        + "Read or write it with plain Spark JDBC, or through Postgres, until then.",
-                operation, qualifiedName, mode, mode));
     }
 }

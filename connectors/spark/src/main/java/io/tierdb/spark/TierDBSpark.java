@@ -3,8 +3,9 @@
  * read (SeamRead, SeamPlan); write() and delete() route a batch of rows or
  * keys to the heap or the delta (RoutedWrite), or on a direct table to the
  * heap and, as lake files the executors write, straight to the lake
- * (DirectWrite).  Mirrored tables and hybrid reads are refused with an
- * error that says so.
+ * (DirectWrite).  A mirrored table has no cut-line: it reads as its heap,
+ * and writes append to it.  Hybrid reads are refused with an error that
+ * says so.
  */
 package io.tierdb.spark;
 
@@ -26,8 +27,8 @@ public final class TierDBSpark {
      */
     public static SeamRead read(SparkSession spark, SeamOptions options) {
         if (options.hybrid()) {
-            throw new UnsupportedOperationException("hybrid(true) is not supported yet by tierdb-spark: hybrid reads "
-                    + "serve mirrored tables, which this version does not read. Drop .hybrid(true) from the SeamOptions "
+            throw new UnsupportedOperationException("hybrid(true) is not supported yet by tierdb-spark: a mirrored "
+                    + "table is read from its heap, which holds every row. Drop .hybrid(true) from the SeamOptions "
                     + "of " + options.table() + ".");
         }
         try (Connection conn = Catalog.connect(options)) {

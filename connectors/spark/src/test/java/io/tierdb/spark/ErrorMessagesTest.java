@@ -1,7 +1,7 @@
 /*
  * ErrorMessagesTest: each problem the library refuses is named in its
  * error: an unknown table, an unregistered one, modes and options this
- * version does not serve (direct and mirrored tables, hybrid reads), a
+ * version does not serve (hybrid reads), a
  * Spark session without an Iceberg catalog (and lakeTable as the way around
  * a path), a reading role without SELECT on the catalog tables that map
  * the lake's fields to the columns, and batches whose columns do not match
@@ -76,29 +76,6 @@ class ErrorMessagesTest {
                 "tierdb register --table public.plain --pk <column>[,<column>] --tier-key <column>");
         assertContains(message(IllegalArgumentException.class,
                 () -> TierDBSpark.delete(rows("SELECT 1::bigint AS id"), o)), "is not registered with TierDB");
-        assertNoPins();
-    }
-
-    /**
-     * A mirrored table: the daemon of this version registers tiered and
-     * direct tables only, so the registration is made tiered and its mode
-     * changed in the catalog, as a later daemon would have written it.
-     */
-    @Test
-    void mirroredTablesAreNotSupportedYet() {
-        db.exec("CREATE TABLE mt (id bigint NOT NULL, ts timestamptz NOT NULL) PARTITION BY RANGE (ts);"
-                + " CREATE TABLE mt_1 PARTITION OF mt FOR VALUES FROM ('2024-01-01') TO ('2024-02-01')");
-        db.register("public.mt", "id", "ts");
-        db.exec("UPDATE tierdb.tables SET mode = 'mirrored' WHERE table_name = 'mt'");
-        SeamOptions o = db.options("mt").build();
-        assertContains(message(UnsupportedOperationException.class, () -> TierDBSpark.read(env.spark, o)),
-                "it is a mirrored table", "mode 'mirrored' is not supported yet by this library");
-        Dataset<Row> batch = rows("SELECT 1::bigint AS id, now() AS ts");
-        assertContains(message(UnsupportedOperationException.class, () -> TierDBSpark.write(batch, o)),
-                "cannot write to public.mt", "not supported yet");
-        assertContains(message(UnsupportedOperationException.class, () -> TierDBSpark.delete(batch, o)),
-                "cannot delete from public.mt", "not supported yet");
-        assertEquals("0", db.value("SELECT count(*) FROM mt"));
         assertNoPins();
     }
 
