@@ -54,6 +54,7 @@
 #include "schema_evolution.h"
 #include "tiering.h"
 #include "tierlake/iceberg_metadata.h"
+#include "tierlake/iceberg_scan.h"
 #include "tierlake/iceberg_table.h"
 #include "tierlake/iceberg_writer.h"
 
@@ -86,6 +87,7 @@ typedef struct mirror_op {
 	int64_t base_snapshot;
 	int64_t snapshot_id;
 	bool committed;
+	bool truncate;   /* the batch began with a TRUNCATE: its commit first removes every file of the lake */
 	json_t *details; /* journaled: base_snapshot_id, and "after"/"last" (copy) or "from_lsn"/"end_lsn" (pump) */
 	int64_t rows;
 } mirror_op;
@@ -210,9 +212,53 @@ static int publish(mirror_op *m, tl_error *err)
 	return tdb_oplog_set_phase(m->c, m->op_id, "done", NULL, err);
 }
 
+/*
+ * A batch that begins with a TRUNCATE: one overwrite snapshot that removes
+ * every data file of S (and the delete files that apply to them) and adds
+ * the batch's rows. Its equality deletes are left out: they could only
+ * touch rows of this very snapshot, which Iceberg never applies them to.
+ */
+static int commit_truncate(mirror_op *m, tl_error *err)
+{
+	int64_t base = m->has_base ? m->base_snapshot : TL_ICE_NO_SNAPSHOT;
+	if (tl_ice_table_refresh(m->lake, err) < 0 || tdb_lake_check_published(m->lake, base, "the mirror", err) < 0)
+		return -1;
+	tl_ice_commit *commit = tl_ice_commit_begin(m->lake, TL_ICE_OP_OVERWRITE, err);
+	if (commit == NULL)
+		return -1;
+	int rc = 0;
+	if (m->has_base) {
+		tl_ice_scan *scan = tl_ice_scan_plan(m->lake->metadata, base, NULL, err);
+		rc = scan != NULL ? 0 : -1;
+		for (int i = 0; rc == 0 && i < tl_ice_scan_ntasks(scan); i++) {
+			const tl_ice_scan_task *task = tl_ice_scan_task_at(scan, i);
+			rc = tl_ice_commit_remove_file(commit, task->file.file_path, err);
+			for (int d = 0; rc == 0 && d < task->ndeletes; d++)
+				rc = tl_ice_commit_remove_file(commit, task->deletes[d]->file.file_path, err); /* deduplicated */
+		}
+		tl_ice_scan_free(scan);
+	}
+	for (int i = 0; rc == 0 && i < tl_ice_writer_nfiles(m->data); i++)
+		rc = tl_ice_commit_add_file(commit, tl_ice_writer_file(m->data, i), err);
+	tl_ice_commit_set_summary(commit, "tierdb.op-id", m->op_id);
+	if (rc == 0)
+		rc = tl_ice_commit_finish(commit, &m->snapshot_id, err);
+	tl_ice_commit_free(commit);
+	if (rc == 0) {
+		m->committed = true;
+		return 0;
+	}
+	int landed = tdb_lake_commit_landed(m->lake, m->op_id, &m->snapshot_id);
+	if (landed != 0)
+		m->committed = true; /* landed, or unknown: never delete files a landed commit may serve */
+	return landed > 0 ? 0 : -1;
+}
+
 static int commit_step(void *arg, tl_error *err)
 {
 	mirror_op *m = arg;
+	if (m->truncate)
+		return commit_truncate(m, err);
 	const tl_ice_writer *writers[2];
 	int n = 0;
 	if (m->deletes != NULL)
@@ -232,7 +278,8 @@ static int commit_and_publish(mirror_op *m, tl_error *err)
 {
 	int nfiles = tl_ice_writer_nfiles(m->data) + (m->deletes ? tl_ice_writer_nfiles(m->deletes) : 0);
 	tdb_lake_op op = {.c = m->c, .table_id = m->t->table_id, .op_id = m->op_id, .step = "the mirror",
-	                  .fault_prefix = "mirror", .check_pins = false, .need_commit = nfiles > 0,
+	                  .fault_prefix = "mirror", .check_pins = false,
+	                  .need_commit = nfiles > 0 || (m->truncate && m->has_base),
 	                  .commit = commit_step, .publish = publish_step, .arg = m, .committed = &m->committed,
 	                  .snapshot_id = &m->snapshot_id};
 	bool blocked = false;
@@ -584,6 +631,7 @@ typedef struct pump {
 	value *new_row;
 	/* the batch */
 	bool stage_created;   /* the stage table exists in c's session */
+	bool truncated;       /* a TRUNCATE of the table came in the batch: what was staged before it is gone */
 	bool staging;         /* a COPY into it is open on c */
 	int64_t seq;          /* staged rows */
 	int64_t changes;
@@ -826,6 +874,36 @@ static int read_change(pump *p, char kind, reader *r, tl_error *err)
 	return stage_row(p, 'n', p->new_row, err);
 }
 
+/*
+ * A TRUNCATE naming the table: every row staged so far is gone, and the
+ * batch's commit empties the lake first (commit_truncate). A partition
+ * truncated alone is not published through the table (Postgres' rule with
+ * publish_via_partition_root): docs/mirrored.md.
+ */
+static int read_truncate(pump *p, reader *r, tl_error *err)
+{
+	int n = (int)getn(r, 4);
+	get8(r); /* CASCADE / RESTART IDENTITY */
+	bool ours = false;
+	for (int i = 0; i < n && !r->bad; i++)
+		ours |= (uint32_t)getn(r, 4) == (uint32_t)p->t->table_id;
+	if (r->bad)
+		return tl_error_set(err, TL_ERR_CORRUPT, "a truncated TRUNCATE message for %s", p->label);
+	if (!ours)
+		return 0;
+	/* the stage table must exist for the batch's statements, even if nothing follows */
+	if (!p->stage_created && p->names != NULL && stage_open(p, err) < 0)
+		return -1;
+	if (stage_close(p, err) < 0)
+		return -1;
+	if (p->stage_created &&
+	    tdb_pg_exec(p->c, "emptying the mirror's stage table", "TRUNCATE " STAGE_TABLE, 0, NULL, err) < 0)
+		return -1;
+	p->truncated = true;
+	p->changes++;
+	return 0;
+}
+
 /* ------------------------------------------------------------ one batch into the lake */
 
 /* Appends the merge key's columns, then the tier key unless it is one of them: the key of a lake row. */
@@ -866,7 +944,7 @@ static int flush_batch(pump *p, tl_error *err)
 {
 	if (stage_close(p, err) < 0)
 		return -1;
-	if (p->seq == 0)
+	if (p->seq == 0 && !p->truncated)
 		return p->end_lsn > p->from_lsn ? advance_frontier(p, p->end_lsn, err) : 0;
 	tdb_catalog_table fresh;
 	int found = tdb_catalog_load_table_by_id(p->c, p->t->table_id, &fresh, err);
@@ -879,7 +957,9 @@ static int flush_batch(pump *p, tl_error *err)
 	tl_buf_init(&rows);
 	tl_ice_writer_options opts;
 	int rc = op_open(&m, p->c, &fresh, "mirror", err);
+	m.truncate = p->truncated;
 	if (rc == 0) {
+		json_object_set_new(m.details, "truncate", json_boolean(p->truncated));
 		json_object_set_new(m.details, "from_lsn", json_integer(p->from_lsn));
 		json_object_set_new(m.details, "end_lsn", json_integer(p->end_lsn));
 		rc = op_begin(&m, err);
@@ -943,6 +1023,7 @@ static int flush_batch(pump *p, tl_error *err)
 		p->stage_created = false;
 		p->from_lsn = p->end_lsn;
 		p->seq = p->changes = 0;
+		p->truncated = false;
 	}
 	/* only now that F is published may the slot let go of the WAL behind it */
 	if (rc == 0)
@@ -984,11 +1065,7 @@ static int handle_message(pump *p, reader *r, bool *caught_up, tl_error *err)
 	case 'I':
 	case 'U':
 	case 'D': return read_change(p, kind, r, err);
-	case 'T':
-		return tl_error_set(err, TL_ERR_UNSUPPORTED,
-		                    "%s was truncated: the pump cannot empty the lake copy yet; unregister the table (with "
-		                    "--drop-lake) and register it again to copy it afresh",
-		                    p->label);
+	case 'T': return read_truncate(p, r, err);
 	default: return 0; /* origin, type, logical message: nothing of the table's rows */
 	}
 }

@@ -59,10 +59,12 @@
 #include "access/htup_details.h"
 #include "access/relation.h"
 #include "access/table.h"
+#include "catalog/pg_class.h"
 #include "catalog/pg_type.h"
 #include "catalog/namespace.h"
 #include "commands/event_trigger.h"
 #include "executor/executor.h"
+#include "executor/spi.h"
 #include "fmgr.h"
 #include "miscadmin.h"
 #include "nodes/makefuncs.h"
@@ -80,6 +82,7 @@
 #include "utils/typcache.h"
 
 #include "columns.h"
+#include "seam.h"
 #include "spill.h"
 
 /* A refused change: what the message says is refused, and why. */
@@ -147,6 +150,23 @@ static bool
 is_registered(Oid relid)
 {
 	return OidIsValid(relid) && list_member_oid(registered_tables(), relid);
+}
+
+/* Whether relation relid (a partition, or a partitioned table's tree) holds no row, as this snapshot sees it. */
+static bool
+relation_is_empty(Oid relid)
+{
+	bool		empty;
+	char	   *sql = psprintf("SELECT NOT EXISTS (SELECT FROM %s)",
+							   quote_qualified_identifier(get_namespace_name(get_rel_namespace(relid)),
+														  get_rel_name(relid)));
+
+	SPI_connect();
+	if (SPI_execute(sql, true, 1) != SPI_OK_SELECT)
+		elog(ERROR, "could not tell whether %s is empty", get_rel_name(relid));
+	empty = DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &(bool) {false}));
+	SPI_finish();
+	return empty;
 }
 
 /* The registered table a statement names, or InvalidOid. */
@@ -507,6 +527,31 @@ attaches_default_partition(const AlterTableCmd *cmd)
 	return pc->bound != NULL && pc->bound->is_default;
 }
 
+/*
+ * A partition of a mirrored table leaving it (DETACH PARTITION, DROP TABLE)
+ * takes its rows out of the heap without a change the replication stream
+ * would carry (Postgres publishes none for it), so the lake copy would keep
+ * them: refused.  `table` is the table detached from (the mirrored table or
+ * a partition of it), InvalidOid for a DROP.
+ */
+static void
+refuse_mirrored_partition_loss(Oid partition, Oid table, const char *what)
+{
+	Oid			mirrored = !OidIsValid(table) ? seam_mirrored_root(partition)
+		: seam_has_mode(table, "mirrored") ? table : seam_mirrored_root(table);
+
+	/* an empty partition loses nothing */
+	if (!OidIsValid(mirrored) || relation_is_empty(partition))
+		return;
+	ereport(ERROR,
+			(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+			 errmsg("cannot %s partition \"%s\" of mirrored table \"%s\"", what, get_rel_name(partition),
+					get_rel_name(mirrored)),
+			 errdetail("Its rows would leave the heap without a change the replication stream carries, and the "
+					   "table's lake copy would keep them."),
+			 errhint("DELETE the partition's rows first (the mirror follows), then %s it.", what)));
+}
+
 static void
 check_alter_table(AlterTableStmt *stmt)
 {
@@ -518,6 +563,19 @@ check_alter_table(AlterTableStmt *stmt)
 		check_alter_composite(stmt);
 	if (stmt->objtype != OBJECT_TABLE)
 		return;
+	foreach(lc, stmt->cmds)
+	{
+		AlterTableCmd *cmd = lfirst_node(AlterTableCmd, lc);
+		Oid			target;
+		Oid			partition;
+
+		if (cmd->subtype != AT_DetachPartition)
+			continue;
+		target = RangeVarGetRelid(stmt->relation, NoLock, true);
+		partition = RangeVarGetRelid(castNode(PartitionCmd, cmd->def)->name, NoLock, true);
+		if (OidIsValid(target) && OidIsValid(partition))
+			refuse_mirrored_partition_loss(partition, target, "detach");
+	}
 	relid = registered_relation(stmt->relation);
 	if (!OidIsValid(relid))
 		return;
@@ -710,6 +768,23 @@ follow_alter_table(AlterTableStmt *stmt)
 	relation_close(rel, AccessShareLock);
 }
 
+/* DROP TABLE of a non-empty partition of a mirrored table (refuse_mirrored_partition_loss). */
+static void
+check_drop(DropStmt *stmt)
+{
+	ListCell   *lc;
+
+	if (stmt->removeType != OBJECT_TABLE)
+		return;
+	foreach(lc, stmt->objects)
+	{
+		Oid			relid = RangeVarGetRelid(makeRangeVarFromNameList(lfirst(lc)), NoLock, true);
+
+		if (OidIsValid(relid))
+			refuse_mirrored_partition_loss(relid, InvalidOid, "drop");
+	}
+}
+
 PG_FUNCTION_INFO_V1(tierdb_ddl_follow);
 
 /* The statement an event trigger function fires for. */
@@ -723,6 +798,26 @@ event_parsetree(FunctionCallInfo fcinfo, const char *function)
 	return ((EventTriggerData *) fcinfo->context)->parsetree;
 }
 
+/*
+ * A partition that joins a mirrored table (CREATE TABLE ... PARTITION OF,
+ * ATTACH PARTITION) gets REPLICA IDENTITY FULL at once, so its first UPDATE
+ * or DELETE already carries the whole old row the pump needs
+ * (docs/mirrored.md).
+ */
+static void
+follow_new_partition(Oid partition)
+{
+	if (!OidIsValid(partition) || !OidIsValid(seam_mirrored_root(partition)) ||
+		get_rel_relkind(partition) != RELKIND_RELATION)
+		return;
+	SPI_connect();
+	if (SPI_execute(psprintf("ALTER TABLE %s REPLICA IDENTITY FULL",
+							 quote_qualified_identifier(get_namespace_name(get_rel_namespace(partition)),
+														get_rel_name(partition))), false, 0) != SPI_OK_UTILITY)
+		elog(ERROR, "could not set REPLICA IDENTITY FULL on %s", get_rel_name(partition));
+	SPI_finish();
+}
+
 /* The ddl_command_end event trigger function. */
 Datum
 tierdb_ddl_follow(PG_FUNCTION_ARGS)
@@ -730,7 +825,18 @@ tierdb_ddl_follow(PG_FUNCTION_ARGS)
 	Node	   *parsetree = event_parsetree(fcinfo, "tierdb.ddl_follow");
 
 	if (IsA(parsetree, AlterTableStmt))
-		follow_alter_table((AlterTableStmt *) parsetree);
+	{
+		AlterTableStmt *stmt = (AlterTableStmt *) parsetree;
+		ListCell   *lc;
+
+		follow_alter_table(stmt);
+		foreach(lc, stmt->cmds)
+			if (lfirst_node(AlterTableCmd, lc)->subtype == AT_AttachPartition)
+				follow_new_partition(RangeVarGetRelid(castNode(PartitionCmd, lfirst_node(AlterTableCmd, lc)->def)->name,
+													  NoLock, true));
+	}
+	else if (IsA(parsetree, CreateStmt) && ((CreateStmt *) parsetree)->partbound != NULL)
+		follow_new_partition(RangeVarGetRelid(((CreateStmt *) parsetree)->relation, NoLock, true));
 	PG_RETURN_VOID();
 }
 
@@ -758,6 +864,9 @@ tierdb_ddl_guard(PG_FUNCTION_ARGS)
 			break;
 		case T_AlterEnumStmt:
 			check_alter_enum((AlterEnumStmt *) parsetree);
+			break;
+		case T_DropStmt:
+			check_drop((DropStmt *) parsetree);
 			break;
 		default:
 			break;

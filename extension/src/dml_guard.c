@@ -386,10 +386,12 @@ copy_hint(Oid relid)
  * TRUNCATE of a registered tiered table would empty its heap alone and
  * report success while every row below T stays readable from the lake:
  * refused, as plain DELETE that may reach those rows is.  (A partition is
- * heap only: truncating one empties what it holds.)
+ * heap only: truncating one empties what it holds.)  A partition of a
+ * mirrored table is refused whatever the session's settings: its TRUNCATE
+ * would never reach the lake copy (seam_mirrored_root).
  */
 static void
-refuse_truncate(const TruncateStmt *stmt)
+refuse_truncate(const TruncateStmt *stmt, bool tiered_too)
 {
 	ListCell   *lc;
 
@@ -397,9 +399,18 @@ refuse_truncate(const TruncateStmt *stmt)
 	{
 		Oid			relid = RangeVarGetRelid(lfirst_node(RangeVar, lc), NoLock, true);
 		SeamTable  *t = OidIsValid(relid) ? seam_lookup_table(relid) : NULL;
+		Oid			mirrored = seam_mirrored_root(relid);
 		const char *table;
 
-		if (t == NULL)
+		if (OidIsValid(mirrored))
+			ereport(ERROR,
+					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+					 errmsg("TRUNCATE of partition \"%s\" of mirrored table \"%s\" would not reach its lake copy",
+							get_rel_name(relid), seam_table_name(mirrored)),
+					 errdetail("Postgres publishes a partition's TRUNCATE through the partition alone, not through "
+							   "the table the mirror follows."),
+					 errhint("DELETE FROM the partition instead, or TRUNCATE the whole table.")));
+		if (t == NULL || !tiered_too)
 			continue;
 		table = seam_table_name(relid);
 		ereport(ERROR,
@@ -431,8 +442,8 @@ tierdb_process_utility(PlannedStmt *pstmt, const char *query_string, bool read_o
 	if (IsA(stmt, CopyStmt) && ((CopyStmt *) stmt)->is_from && ((CopyStmt *) stmt)->relation != NULL &&
 		transparent_reads_on() && OidIsValid(seam_namespace()))
 		hint = copy_hint(RangeVarGetRelid(((CopyStmt *) stmt)->relation, NoLock, true));
-	if (IsA(stmt, TruncateStmt) && transparent_reads_on() && OidIsValid(seam_namespace()))
-		refuse_truncate((TruncateStmt *) stmt);
+	if (IsA(stmt, TruncateStmt) && OidIsValid(seam_namespace()))
+		refuse_truncate((TruncateStmt *) stmt, transparent_reads_on());
 	PG_TRY();
 	{
 		if (prev_process_utility)

@@ -23,6 +23,7 @@
 #include "access/xact.h"
 #include "commands/trigger.h"
 #include "catalog/namespace.h"
+#include "catalog/partition.h"
 #include "catalog/pg_class.h"
 #include "catalog/pg_collation.h"
 #include "catalog/pg_type.h"
@@ -432,7 +433,7 @@ seam_lookup_table(Oid relid)
 }
 
 bool
-seam_is_direct(Oid relid)
+seam_has_mode(Oid relid, const char *wanted)
 {
 	Relation	rel;
 	Snapshot	latest = fresh_snapshot();
@@ -442,7 +443,26 @@ seam_is_direct(Oid relid)
 	if (rel != NULL)
 		table_close(rel, AccessShareLock);
 	UnregisterSnapshot(latest);
-	return mode != NULL && strcmp(mode, "direct") == 0;
+	return mode != NULL && strcmp(mode, wanted) == 0;
+}
+
+bool
+seam_is_direct(Oid relid)
+{
+	return seam_has_mode(relid, "direct");
+}
+
+Oid
+seam_mirrored_root(Oid relid)
+{
+	List	   *ancestors;
+	Oid			root;
+
+	if (!OidIsValid(relid) || !OidIsValid(seam_namespace()) || !get_rel_relispartition(relid))
+		return InvalidOid;
+	ancestors = get_partition_ancestors(relid);
+	root = llast_oid(ancestors);
+	return seam_has_mode(root, "mirrored") ? root : InvalidOid;
 }
 
 bool

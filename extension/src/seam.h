@@ -106,6 +106,16 @@ extern Oid	seam_namespace(void);
  */
 extern bool seam_is_direct(Oid relid);
 
+/* Whether relid is registered in mode `mode` ("tiered", "direct", "mirrored"), from its tierdb.tables row. */
+extern bool seam_has_mode(Oid relid, const char *mode);
+
+/*
+ * The registered mirrored table that relid is a partition of (at any
+ * level), or InvalidOid: Postgres publishes a partition's TRUNCATE, DETACH
+ * and DROP through no table, so they would leave the lake behind.
+ */
+extern Oid	seam_mirrored_root(Oid relid);
+
 /* Whether relid is registered in tiered mode: seam_lookup_table without the copy. */
 extern bool seam_is_tiered(Oid relid);
 

@@ -622,6 +622,35 @@ TEST(iceberg_commit_replace_files)
 	remove_tree(dir);
 }
 
+/* An overwrite removes files and adds new data and delete files: the rows change (a mirror's TRUNCATE). */
+TEST(iceberg_commit_overwrite_files)
+{
+	char dir[PATH_MAX];
+	tl_error err;
+	tl_error_clear(&err);
+	make_temp_dir(dir);
+	tl_ice_table *t = create_table(dir, false);
+	tl_ice_data_file ab[2] = {data_file("/d/a.parquet", 10, 100), equality_deletes("/d/e.parquet", 2, 20)};
+	int64_t id1, id2;
+	CHECK_OK(commit(t, TL_ICE_OP_ROW_DELTA, ab, 2, NULL, 0, &id1, &err), &err);
+	tl_ice_data_file added[2] = {data_file("/d/c.parquet", 3, 30), equality_deletes("/d/f.parquet", 1, 10)};
+	const char *remove[] = {"/d/a.parquet", "/d/e.parquet"};
+	CHECK_OK(commit(t, TL_ICE_OP_OVERWRITE, added, 2, remove, 2, &id2, &err), &err);
+	CHECK_STR(tl_ice_metadata_snapshot(t->metadata, id2)->operation, "overwrite");
+	CHECK_STR(summary(t, id2, "added-data-files"), "1");
+	CHECK_STR(summary(t, id2, "deleted-data-files"), "1");
+	CHECK_STR(summary(t, id2, "total-records"), "3");
+	seen s;
+	CHECK_OK(load_snapshot(t, id2, &s, &err), &err);
+	CHECK_INT(count_live(&s), 2);
+	CHECK_INT(find_entry(&s, "/d/a.parquet")->status, TL_ICE_STATUS_DELETED);
+	CHECK_INT(find_entry(&s, "/d/e.parquet")->status, TL_ICE_STATUS_DELETED);
+	CHECK_INT(find_entry(&s, "/d/c.parquet")->status, TL_ICE_STATUS_ADDED);
+	CHECK_INT(find_entry(&s, "/d/f.parquet")->status, TL_ICE_STATUS_ADDED);
+	tl_ice_table_free(t);
+	remove_tree(dir);
+}
+
 /* ----------------------------------------------------------- conflicts */
 
 TEST(iceberg_commit_conflict_then_retry)

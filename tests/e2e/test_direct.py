@@ -264,8 +264,6 @@ def test_register_checks_the_mode(db, tierdb):
     proc = tierdb(["register", "--table", "public.events", "--pk", "id", "--tier-key", "ts", "--mode", "direct",
                    "--keep-heap"])
     assert proc.returncode != 0 and "--keep-heap is not supported with --mode direct" in proc.stderr, proc.stderr
-    proc = tierdb(["register", "--table", "public.events", "--pk", "id", "--tier-key", "ts", "--mode", "mirrored"])
-    assert proc.returncode != 0 and "mirrored is not supported yet" in proc.stderr, proc.stderr
     proc = tierdb(["register", "--table", "public.events", "--pk", "id", "--tier-key", "ts", "--mode", "direct"])
     assert proc.returncode == 0, proc.stderr
     # registered again the same way: nothing to do; with another mode: refused, naming the difference
@@ -273,3 +271,6 @@ def test_register_checks_the_mode(db, tierdb):
     assert proc.returncode == 0, proc.stderr
     proc = tierdb(["register", "--table", "public.events", "--pk", "id", "--tier-key", "ts"])
     assert proc.returncode != 0 and "--mode was direct, now tiered" in proc.stderr, proc.stderr
+    proc = tierdb(["register", "--table", "public.events", "--pk", "id", "--tier-key", "ts", "--mode", "mirrored"])
+    assert proc.returncode != 0 and "--mode was direct, now mirrored" in proc.stderr, proc.stderr
+    assert db.query("SELECT count(*) FROM pg_replication_slots")[0][0] == "0", "nothing made for a refused mode"

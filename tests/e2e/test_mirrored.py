@@ -369,3 +369,55 @@ def test_a_slot_holding_too_much_wal_is_reported(mirrored, tierdb):
     assert "WARNING: replication slot" in proc.stderr, proc.stderr
     proc = run_once(tierdb, "0")
     assert "WARNING" not in proc.stderr, proc.stderr
+
+
+def test_truncate_empties_the_lake_in_one_snapshot(mirrored, tierdb):
+    db = mirrored
+    run_once(tierdb, "0")
+    db.psql("UPDATE m SET note = 'before' WHERE id < 100")
+    db.psql("BEGIN; INSERT INTO m (id, ts, note) VALUES (999001, '2024-01-02 00:00+00', 'gone with the truncate');"
+            " TRUNCATE m; INSERT INTO m (id, ts, note) VALUES (1, '2024-01-03 00:00+00', 'after'); COMMIT;"
+            " INSERT INTO m (id, ts, note) VALUES (2, '2024-01-04 00:00+00', 'later')")
+    before = state(db)[0]
+    run_once(tierdb, "0")
+    assert_mirrored(db)
+    assert len(lake_rows(db)) == 2
+    ops = db.query("SELECT details->>'truncate' FROM tierdb.op_log WHERE details->>'kind' = 'mirror' ORDER BY updated_at")
+    assert ("true",) in ops and state(db)[0] != before
+    # a TRUNCATE alone, then the table filled again
+    db.psql("TRUNCATE m")
+    run_once(tierdb, "0")
+    assert lake_rows(db) == []
+    db.psql("INSERT INTO m (id, ts, note) SELECT g, '2024-01-05 00:00+00', 'refilled' FROM generate_series(1, 50) g")
+    run_once(tierdb, "0")
+    assert_mirrored(db)
+
+
+def test_a_partition_cannot_leave_a_mirrored_table_with_its_rows(db, tierdb):
+    """TRUNCATE, DETACH and DROP of a partition are published through no table: refused while it has rows."""
+    make_table(db, partitioned=True)
+    register(tierdb)
+    run_once(tierdb, "0")
+    for sql, message in [("TRUNCATE m_3", 'TRUNCATE of partition "m_3" of mirrored table'),
+                         ("ALTER TABLE m DETACH PARTITION m_3", 'cannot detach partition "m_3" of mirrored table "m"'),
+                         ("DROP TABLE m_3", 'cannot drop partition "m_3" of mirrored table "m"')]:
+        assert message in db.error(sql), sql
+    # emptied by DELETE (which the mirror follows), the partition may go
+    db.psql("DELETE FROM m_3; ALTER TABLE m DETACH PARTITION m_3; DROP TABLE m_3")
+    run_once(tierdb, "0")
+    assert_mirrored(db)
+
+
+def test_a_new_partition_gets_full_identity_at_once(db, tierdb):
+    make_table(db, partitioned=True)
+    register(tierdb)
+    run_once(tierdb, "0")
+    db.psql("CREATE TABLE m_feb PARTITION OF m FOR VALUES FROM ('2024-02-01') TO ('2024-03-01');"
+            " CREATE TABLE m_mar (LIKE m); ALTER TABLE m ATTACH PARTITION m_mar FOR VALUES FROM ('2024-03-01') TO ('2024-04-01')")
+    assert db.query("SELECT relname, relreplident FROM pg_class WHERE relname IN ('m_feb', 'm_mar') ORDER BY 1") == \
+        [("m_feb", "f"), ("m_mar", "f")]
+    # written before the pump ever ran again: the old rows are whole
+    db.psql("INSERT INTO m (id, ts, note) VALUES (900001, '2024-02-02 00:00+00', 'feb'), (900002, '2024-03-02 00:00+00', 'mar');"
+            " UPDATE m SET note = 'feb too', ts = '2024-03-05 00:00+00' WHERE id = 900001; DELETE FROM m WHERE id = 900002")
+    run_once(tierdb, "0")
+    assert_mirrored(db)

@@ -26,11 +26,11 @@ LANGUAGE c
 AS 'MODULE_PATHNAME', 'tierdb_ddl_follow';
 
 CREATE EVENT TRIGGER tierdb_ddl_guard ON ddl_command_start
-    WHEN TAG IN ('ALTER TABLE', 'CREATE TABLE', 'ALTER TYPE')
+    WHEN TAG IN ('ALTER TABLE', 'CREATE TABLE', 'ALTER TYPE', 'DROP TABLE')
     EXECUTE FUNCTION tierdb.ddl_guard();
 
 CREATE EVENT TRIGGER tierdb_ddl_follow ON ddl_command_end
-    WHEN TAG IN ('ALTER TABLE')
+    WHEN TAG IN ('ALTER TABLE', 'CREATE TABLE')
     EXECUTE FUNCTION tierdb.ddl_follow();
 
 -- in every replication role too: a session replaying DDL as a replica

@@ -101,7 +101,8 @@ typedef enum tl_ice_operation {
 	TL_ICE_OP_APPEND,    /* adds data files                        -> "append" */
 	TL_ICE_OP_ROW_DELTA, /* adds data and delete files             -> "overwrite" ("delete" with deletes only) */
 	TL_ICE_OP_DELETE,    /* removes data and delete files          -> "delete" */
-	TL_ICE_OP_REPLACE    /* removes files and adds their rewrite   -> "replace" */
+	TL_ICE_OP_REPLACE,   /* removes files and adds their rewrite   -> "replace" */
+	TL_ICE_OP_OVERWRITE  /* removes files, adds data/delete files  -> "overwrite" (the rows change) */
 } tl_ice_operation;
 
 typedef struct tl_ice_commit tl_ice_commit;
@@ -124,7 +125,7 @@ int tl_ice_commit_set_summary(tl_ice_commit *c, const char *key, const char *val
 int tl_ice_commit_add_file(tl_ice_commit *c, const tl_ice_data_file *file, tl_error *err);
 
 /*
- * Removes a live data or delete file by path (DELETE and REPLACE only).
+ * Removes a live data or delete file by path (DELETE, REPLACE and OVERWRITE).
  * A path that is not live in the base snapshot at finish time is
  * TL_ERR_CONFLICT (someone removed it first) or TL_ERR_NOT_FOUND.
  */

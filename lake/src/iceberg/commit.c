@@ -103,13 +103,15 @@ static const char *operation_name(tl_ice_operation op)
 	case TL_ICE_OP_ROW_DELTA: return "row delta";
 	case TL_ICE_OP_DELETE: return "delete";
 	case TL_ICE_OP_REPLACE: return "replace";
+	case TL_ICE_OP_OVERWRITE: return "overwrite";
 	}
 	return "?";
 }
 
 tl_ice_commit *tl_ice_commit_begin(tl_ice_table *t, tl_ice_operation op, tl_error *err)
 {
-	if (op != TL_ICE_OP_APPEND && op != TL_ICE_OP_ROW_DELTA && op != TL_ICE_OP_DELETE && op != TL_ICE_OP_REPLACE) {
+	if (op != TL_ICE_OP_APPEND && op != TL_ICE_OP_ROW_DELTA && op != TL_ICE_OP_DELETE && op != TL_ICE_OP_REPLACE &&
+	    op != TL_ICE_OP_OVERWRITE) {
 		tl_error_set(err, TL_ERR_INVALID, "commit to table %s: unknown operation %d", t->location, (int)op);
 		return NULL;
 	}
@@ -200,7 +202,7 @@ int tl_ice_commit_add_file(tl_ice_commit *c, const tl_ice_data_file *file, tl_er
 
 int tl_ice_commit_remove_file(tl_ice_commit *c, const char *file_path, tl_error *err)
 {
-	if (c->op != TL_ICE_OP_DELETE && c->op != TL_ICE_OP_REPLACE)
+	if (c->op != TL_ICE_OP_DELETE && c->op != TL_ICE_OP_REPLACE && c->op != TL_ICE_OP_OVERWRITE)
 		return tl_error_set(err, TL_ERR_INVALID, "commit to table %s: a %s cannot remove files (%s)",
 		                    c->table->location, operation_name(c->op), file_path ? file_path : "?");
 	if (file_path == NULL)

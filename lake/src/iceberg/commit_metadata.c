@@ -150,6 +150,7 @@ static const char *summary_operation(tl_ice_operation op, const change_counts *c
 	case TL_ICE_OP_ROW_DELTA: return c->added_delete_files > 0 && c->added_data_files == 0 ? "delete" : "overwrite";
 	case TL_ICE_OP_DELETE: return "delete";
 	case TL_ICE_OP_REPLACE: return "replace";
+	case TL_ICE_OP_OVERWRITE: return "overwrite";
 	}
 	return "overwrite";
 }
