@@ -17,6 +17,7 @@ import random
 import psycopg
 import pytest
 
+import lake_files
 import seam  # noqa: F401  (puts tests/interop on the path for spark_support)
 from spark_support import spark  # noqa: F401  (the session-scoped Spark fixture)
 from test_tiering import run_once
@@ -294,6 +295,7 @@ def test_duckdb_reads_the_mirror(mirrored, tierdb):
 
 
 @pytest.mark.heap_and_lake_apart
+@pytest.mark.skipif(lake_files.ON_S3, reason="this Spark session reads local lakes; test_readers_s3 has Spark on S3")
 def test_spark_reads_the_mirror(mirrored, tierdb, spark):  # noqa: F811
     """Spark's Iceberg runtime reads the mirror at S, equality deletes applied, as the heap holds it."""
     db = mirrored
