@@ -226,18 +226,6 @@ static int drop_capture(PGconn *c, tl_error *err)
 
 /* ------------------------------------------------------------ rows the lake cannot hold */
 
-/* Appends s as an SQL string literal (standard_conforming_strings, the default). */
-static void append_literal(const char *s, tl_buf *sql)
-{
-	tl_buf_append_byte(sql, '\'');
-	for (; *s != '\0'; s++) {
-		if (*s == '\'')
-			tl_buf_append_byte(sql, '\'');
-		tl_buf_append_byte(sql, (uint8_t)*s);
-	}
-	tl_buf_append_byte(sql, '\'');
-}
-
 /* Appends one WHEN arm: rec's column `name` meets `test` (with %s for the column) on `rows`. */
 static void append_problem(const char *rows, const char *rec, const char *name, const char *test, const char *why,
                            bool show_value, tl_buf *sql)
@@ -252,7 +240,7 @@ static void append_problem(const char *rows, const char *rec, const char *name, 
 	tl_buf append;
 	tl_buf_init(&append);
 	tl_buf_printf(&append, "column \"%s\" %s", name, why);
-	append_literal(tdb_buf_cstr(&append), sql);
+	tdb_pg_quote_literal(tdb_buf_cstr(&append), sql);
 	if (show_value)
 		tl_buf_printf(sql, " || ' (' || %s::text || ')'", tdb_buf_cstr(&col));
 	tl_buf_free(&append);
@@ -451,7 +439,6 @@ static int capture_rows(fold_run *r, tl_error *err)
 	PQclear(res);
 	return 0;
 }
-
 
 /* ------------------------------------------------------------ streaming */
 

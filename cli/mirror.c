@@ -89,7 +89,6 @@ typedef struct mirror_op {
 	bool committed;
 	bool truncate;   /* the batch began with a TRUNCATE: its commit first removes every file of the lake */
 	json_t *details; /* journaled: base_snapshot_id, and "after"/"last" (copy) or "from_lsn"/"end_lsn" (pump) */
-	int64_t rows;
 } mirror_op;
 
 static void op_free(mirror_op *m)
@@ -299,30 +298,16 @@ static int commit_and_publish(mirror_op *m, tl_error *err)
 
 /* ------------------------------------------------------------ the initial copy */
 
-/* Appends "(k1, k2, ...)": the merge key's columns, qualified with `alias` unless NULL. */
-static void append_key_tuple(const tdb_catalog_table *t, const char *alias, tl_buf *sql)
+/* Appends "(k1, k2, ...)": the merge key's columns. */
+static void append_key_tuple(const tdb_catalog_table *t, tl_buf *sql)
 {
 	tl_buf_append_byte(sql, '(');
 	for (int i = 0; i < t->npk; i++) {
 		if (i > 0)
 			tl_buf_append_str(sql, ", ");
-		if (alias != NULL)
-			tl_buf_printf(sql, "%s.", alias);
 		tdb_pg_quote_ident(t->pk_cols[i], sql);
 	}
 	tl_buf_append_byte(sql, ')');
-}
-
-/* Appends s as an SQL string literal (standard_conforming_strings, the default). */
-static void append_literal(const char *s, tl_buf *sql)
-{
-	tl_buf_append_byte(sql, '\'');
-	for (; *s != '\0'; s++) {
-		if (*s == '\'')
-			tl_buf_append_byte(sql, '\'');
-		tl_buf_append_byte(sql, (uint8_t)*s);
-	}
-	tl_buf_append_byte(sql, '\'');
 }
 
 /*
@@ -332,7 +317,7 @@ static void append_literal(const char *s, tl_buf *sql)
  */
 static void append_key_compare(const tdb_catalog_table *t, const char *op, const char *json, tl_buf *sql)
 {
-	append_key_tuple(t, NULL, sql);
+	append_key_tuple(t, sql);
 	tl_buf_printf(sql, " %s (SELECT ", op);
 	for (int i = 0; i < t->npk; i++) {
 		if (i > 0)
@@ -357,7 +342,7 @@ static int chunk_end(mirror_op *m, const char *after, int64_t chunk_rows, char *
 	for (int i = 0; i < m->t->npk; i++) {
 		if (i > 0)
 			tl_buf_append_str(&sql, ", ");
-		append_literal(m->t->pk_cols[i], &sql);
+		tdb_pg_quote_literal(m->t->pk_cols[i], &sql);
 		tl_buf_append_str(&sql, ", ");
 		tdb_pg_quote_ident(m->t->pk_cols[i], &sql);
 	}
@@ -366,7 +351,7 @@ static int chunk_end(mirror_op *m, const char *after, int64_t chunk_rows, char *
 	tl_buf_append_str(&sql, " WHERE $1::jsonb IS NULL OR ");
 	append_key_compare(m->t, ">", "$1::jsonb", &sql);
 	tl_buf_append_str(&sql, " ORDER BY ");
-	append_key_tuple(m->t, NULL, &sql);
+	append_key_tuple(m->t, &sql);
 	tl_buf_append_str(&sql, " OFFSET $2::bigint - 1 LIMIT 1");
 	char n[24];
 	tdb_int_text(chunk_rows, n);
@@ -397,7 +382,7 @@ static void chunk_copy_sql(const mirror_op *m, const char *after, const char *en
 			continue;
 		tl_buf lit;
 		tl_buf_init(&lit);
-		append_literal(bounds[i], &lit);
+		tdb_pg_quote_literal(bounds[i], &lit);
 		tl_buf_append_str(&lit, "::jsonb");
 		tl_buf_append_str(sql, " AND ");
 		append_key_compare(m->t, ops[i], tdb_buf_cstr(&lit), sql);
@@ -1101,7 +1086,7 @@ static int stream(pump *p, tl_error *err)
 	tl_buf quoted;
 	tl_buf_init(&quoted);
 	tdb_pg_quote_ident(p->t->publication_name, &quoted);
-	append_literal(tdb_buf_cstr(&quoted), &cmd);
+	tdb_pg_quote_literal(tdb_buf_cstr(&quoted), &cmd);
 	tl_buf_append_str(&cmd, ")");
 	tl_buf_free(&quoted);
 	PGresult *res = PQexec(p->repl, tdb_buf_cstr(&cmd));

@@ -245,6 +245,17 @@ void tdb_pg_quote_ident(const char *ident, tl_buf *out)
 	tl_buf_append_byte(out, '"');
 }
 
+void tdb_pg_quote_literal(const char *text, tl_buf *out)
+{
+	tl_buf_append_byte(out, '\'');
+	for (const char *p = text; *p != '\0'; p++) {
+		if (*p == '\'')
+			tl_buf_append_byte(out, '\'');
+		tl_buf_append_byte(out, (uint8_t)*p);
+	}
+	tl_buf_append_byte(out, '\'');
+}
+
 void tdb_pg_quote_qualified(const char *schema, const char *table, tl_buf *out)
 {
 	tdb_pg_quote_ident(schema, out);

@@ -57,6 +57,11 @@ const char *tdb_pg_last_sqlstate(void);
 
 /* Appends "ident" quoted as an SQL identifier (always quoted). */
 void tdb_pg_quote_ident(const char *ident, tl_buf *out);
+/*
+ * Appends 'text' quoted as an SQL string literal (standard_conforming_strings,
+ * the default), for the few statements that take no parameters (COPY).
+ */
+void tdb_pg_quote_literal(const char *text, tl_buf *out);
 /* Appends "schema"."table". */
 void tdb_pg_quote_qualified(const char *schema, const char *table, tl_buf *out);
 
