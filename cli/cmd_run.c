@@ -12,6 +12,7 @@
 
 #include "cli.h"
 #include "daemon.h"
+#include "mirror.h"
 #include "pg.h"
 
 static void usage(FILE *out)
@@ -94,7 +95,8 @@ static int run_loop(const char *dsn, bool once, const tdb_daemon_config *cfg)
 		if (ready > 0) {
 			int rc = tdb_daemon_cycle(conn, cfg);
 			if (rc < 0) {
-				/* Reconnect next cycle; the leader lock died with the session. */
+				/* Reconnect next cycle; the leader lock died with the session, and the mirrors' streams go. */
+				tdb_mirror_close_streams();
 				PQfinish(conn);
 				conn = NULL;
 				leader = false;
@@ -112,6 +114,7 @@ static int run_loop(const char *dsn, bool once, const tdb_daemon_config *cfg)
 		     left -= cfg->mirror_flush_millis) {
 			tdb_daemon_sleep_ms(left < cfg->mirror_flush_millis ? left : cfg->mirror_flush_millis);
 			if (conn != NULL && leader && !tdb_daemon_stopping() && tdb_daemon_pump_mirrors(conn, cfg) < 0) {
+				tdb_mirror_close_streams();
 				PQfinish(conn);
 				conn = NULL;
 				leader = false;
@@ -120,6 +123,7 @@ static int run_loop(const char *dsn, bool once, const tdb_daemon_config *cfg)
 	}
 	if (tdb_daemon_stopping())
 		tdb_log(NULL, "stopping on request");
+	tdb_mirror_close_streams();
 	if (conn != NULL)
 		PQfinish(conn);
 	return status;

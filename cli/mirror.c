@@ -1075,7 +1075,8 @@ static void abandon(pump *p)
 	}
 }
 
-static int stream(pump *p, tl_error *err)
+/* START_REPLICATION from F on the pump's new replication connection. */
+static int start_stream(pump *p, tl_error *err)
 {
 	char from[24];
 	tl_buf cmd;
@@ -1098,6 +1099,12 @@ static int stream(pump *p, tl_error *err)
 		return rc;
 	}
 	PQclear(res);
+	return 0;
+}
+
+/* Reads the stream up to the target, batch by batch. *caught_up_out says it got there. */
+static int follow(pump *p, bool *caught_up_out, tl_error *err)
+{
 	bool caught_up = false;
 	int rc = send_feedback(p, p->from_lsn, true, err);
 	int64_t last_ping = monotonic_ms();
@@ -1151,10 +1158,93 @@ static int stream(pump *p, tl_error *err)
 		}
 		PQfreemem(buf);
 	}
+	*caught_up_out = caught_up;
 	return rc;
 }
 
-int tdb_mirror_pump(PGconn *c, const tdb_catalog_table *t, const tdb_mirror_config *cfg, tl_error *err)
+/*
+ * The replication connections, one per mirrored table, kept open between
+ * the pump's runs: a stream opened every second would log its start on the
+ * server each time, and pgoutput describes a relation once per stream, so
+ * the description is kept with it.
+ */
+typedef struct open_stream {
+	int64_t table_id;
+	PGconn *repl;
+	uint32_t relid;
+	int ncols;
+	char **names;
+	value *old_row;
+	value *new_row;
+	int64_t received;
+} open_stream;
+
+static open_stream *streams;
+static int nstreams;
+
+/* Takes table_id's open stream into p (its connection and relation), if there is one. */
+static bool resume_stream(pump *p)
+{
+	for (int i = 0; i < nstreams; i++)
+		if (streams[i].table_id == p->t->table_id) {
+			p->repl = streams[i].repl;
+			p->relid = streams[i].relid;
+			p->ncols = streams[i].ncols;
+			p->names = streams[i].names;
+			p->old_row = streams[i].old_row;
+			p->new_row = streams[i].new_row;
+			p->received = streams[i].received;
+			streams[i] = streams[--nstreams];
+			return true;
+		}
+	return false;
+}
+
+/* Ends a stream cleanly (CopyDone both ways), so the server logs no broken connection. */
+static void close_stream(PGconn *repl)
+{
+	if (repl == NULL)
+		return;
+	if (PQputCopyEnd(repl, NULL) > 0 && PQflush(repl) == 0) {
+		char *buf;
+		while (PQgetCopyData(repl, &buf, 0) > 0)
+			PQfreemem(buf);
+		PGresult *res;
+		while ((res = PQgetResult(repl)) != NULL)
+			PQclear(res);
+	}
+	PQfinish(repl);
+}
+
+/* Keeps p's stream open for the next run. */
+static void keep_stream(pump *p)
+{
+	open_stream *grown = tl_realloc(streams, sizeof(open_stream) * (size_t)(nstreams + 1));
+	if (grown == NULL) { /* no room to keep it: closed, and the next run opens one */
+		close_stream(p->repl);
+		forget_relation(p);
+		return;
+	}
+	streams = grown;
+	streams[nstreams++] = (open_stream){p->t->table_id, p->repl, p->relid, p->ncols, p->names, p->old_row,
+	                                    p->new_row, p->received};
+}
+
+void tdb_mirror_close_streams(void)
+{
+	for (int i = 0; i < nstreams; i++) {
+		close_stream(streams[i].repl);
+		pump p = {.ncols = streams[i].ncols, .names = streams[i].names, .old_row = streams[i].old_row,
+		          .new_row = streams[i].new_row};
+		forget_relation(&p);
+	}
+	tl_free(streams);
+	streams = NULL;
+	nstreams = 0;
+}
+
+int tdb_mirror_pump(
+PGconn *c, const tdb_catalog_table *t, const tdb_mirror_config *cfg, tl_error *err)
 {
 	if (strcmp(t->mode, "mirrored") != 0 || t->copying || !t->has_replicated_lsn)
 		return 0;
@@ -1173,19 +1263,27 @@ int tdb_mirror_pump(PGconn *c, const tdb_catalog_table *t, const tdb_mirror_conf
 	p.label = tdb_table_label(t);
 	p.target = strtoll(PQgetvalue(res, 0, 0), NULL, 10);
 	PQclear(res);
-	p.from_lsn = p.end_lsn = p.received = t->replicated_lsn;
+	p.from_lsn = p.end_lsn = t->replicated_lsn;
 	if (p.target <= p.from_lsn)
 		return 0; /* nothing was written since F */
 	tl_buf_init(&p.line);
-	p.repl = connect_replication(c, err);
-	int rc = p.repl ? stream(&p, err) : -1;
-	if (rc < 0)
-		abandon(&p);
-	if (p.repl != NULL) {
-		PQputCopyEnd(p.repl, NULL);
-		PQfinish(p.repl);
+	int rc = 0;
+	if (!resume_stream(&p)) {
+		p.received = p.from_lsn;
+		p.repl = connect_replication(c, err);
+		rc = p.repl != NULL ? start_stream(&p, err) : -1;
 	}
-	forget_relation(&p);
+	bool caught_up = false;
+	if (rc == 0)
+		rc = follow(&p, &caught_up, err);
+	if (rc == 0 && caught_up) {
+		keep_stream(&p);
+	} else {
+		/* an error, or a stop mid-batch: what was staged is dropped, and the next run starts again from F */
+		abandon(&p);
+		close_stream(p.repl);
+		forget_relation(&p);
+	}
 	tl_buf_free(&p.line);
 	return rc;
 }

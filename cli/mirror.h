@@ -58,7 +58,7 @@ typedef struct tdb_mirror_plumbing {
 int tdb_mirror_plumbing_create(PGconn *c, uint32_t table_oid, const char *qualified, tdb_mirror_plumbing *m,
                                tl_error *err);
 
-/* Drops the slot (an active one is TL_ERR_CONFLICT) and the publication, where they exist. */
+/* Drops the slot (ending a walsender that streams from it) and the publication, where they exist. */
 int tdb_mirror_plumbing_drop(PGconn *c, const tdb_mirror_plumbing *m, tl_error *err);
 
 void tdb_mirror_plumbing_free(tdb_mirror_plumbing *m);
@@ -81,6 +81,9 @@ int tdb_mirror_copy(PGconn *c, const tdb_catalog_table *t, tl_error *err);
  * starts, one lake commit per batch. Does nothing until the copy is done.
  */
 int tdb_mirror_pump(PGconn *c, const tdb_catalog_table *t, const tdb_mirror_config *cfg, tl_error *err);
+
+/* Closes the replication streams the pumps keep open between runs (the daemon's session ended, or it stops). */
+void tdb_mirror_close_streams(void);
 
 /*
  * Logs a warning when the table's slot holds more than warn_bytes of WAL

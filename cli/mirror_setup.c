@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "mirror.h"
 #include "pg.h"
@@ -75,26 +76,34 @@ int tdb_mirror_full_identity(PGconn *c, uint32_t table_oid, tl_error *err)
 	return tdb_pg_exec(c, "setting REPLICA IDENTITY FULL", sql, 0, NULL, err);
 }
 
-/* Drops the slot if it exists and no one streams from it; an active one is an error naming its holder. */
+/*
+ * Drops the slot if it exists. A daemon's pump keeps its stream open between
+ * runs, so a slot in use is freed first: its walsender is ended (the pump
+ * opens a new stream at its next run, or finds the table unregistered).
+ */
 static int drop_slot(PGconn *c, const char *slot, tl_error *err)
 {
 	const char *params[] = {slot};
-	PGresult *res = tdb_pg_query(c, "looking up the replication slot",
-	                             "SELECT active_pid FROM pg_catalog.pg_replication_slots WHERE slot_name = $1", 1,
-	                             params, err);
-	if (res == NULL)
-		return -1;
-	int rc = 0;
-	if (PQntuples(res) > 0 && !PQgetisnull(res, 0, 0))
-		rc = tl_error_set(err, TL_ERR_CONFLICT,
-		                  "replication slot %s is in use by process %s (the daemon's pump): stop the daemon, or "
-		                  "retry once its cycle is done",
-		                  slot, PQgetvalue(res, 0, 0));
-	else if (PQntuples(res) > 0)
-		rc = tdb_pg_exec(c, "dropping the replication slot", "SELECT pg_catalog.pg_drop_replication_slot($1)", 1,
-		                 params, err);
-	PQclear(res);
-	return rc;
+	for (int attempt = 0; attempt < 100; attempt++) {
+		PGresult *res = tdb_pg_query(c, "looking up the replication slot",
+		                             "SELECT active_pid, pg_catalog.pg_terminate_backend(active_pid)"
+		                             " FROM pg_catalog.pg_replication_slots WHERE slot_name = $1",
+		                             1, params, err);
+		if (res == NULL)
+			return -1;
+		bool gone = PQntuples(res) == 0, active = !gone && !PQgetisnull(res, 0, 0);
+		PQclear(res);
+		if (gone)
+			return 0;
+		if (!active)
+			return tdb_pg_exec(c, "dropping the replication slot", "SELECT pg_catalog.pg_drop_replication_slot($1)",
+			                   1, params, err);
+		struct timespec pause = {0, 100 * 1000 * 1000};
+		nanosleep(&pause, NULL);
+	}
+	return tl_error_set(err, TL_ERR_CONFLICT, "replication slot %s stayed in use for 10 s after its walsender was "
+	                    "asked to end; retry",
+	                    slot);
 }
 
 int tdb_mirror_plumbing_create(PGconn *c, uint32_t table_oid, const char *qualified, tdb_mirror_plumbing *m,

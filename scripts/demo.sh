@@ -4,7 +4,9 @@
 # private Postgres cluster with the tierdb extension preloaded and the
 # daemon embedded, a partitioned events table registered for tiering, its
 # old partitions moving into an Iceberg table while plain SQL keeps seeing
-# every row, a correction to a cold row, and DuckDB reading the lake.
+# every row, a correction to a cold row, and DuckDB reading the lake; then a
+# mirrored table whose lake copy follows plain DML through the replication
+# stream.
 #
 # DEMO_LAKE=s3 (`make demo-s3`) keeps the lake in a bucket of a private
 # S3-compatible server (S3Proxy, scripts/s3-server.sh) instead of a local
@@ -107,6 +109,28 @@ export PGHOST=127.0.0.1 PGPORT=$port PGUSER=postgres PGDATABASE=postgres
 export TIERDB_WAREHOUSE=$lake
 psql() { command psql -X -q -v ON_ERROR_STOP=1 "$@"; }
 query() { command psql -X -q -v ON_ERROR_STOP=1 -P footer=off "$@"; }
+# duckdb_query LAKE SQL: DuckDB's iceberg extension runs SQL, its {lake} being the table at LAKE (a path or s3://)
+duckdb_query() {
+  "$py" - "$1" "$2" <<'PY'
+import glob, importlib, os, pathlib, sys
+import duckdb
+con = duckdb.connect()
+con.execute("SET autoinstall_known_extensions = false")
+con.execute("SET autoload_known_extensions = false")
+packages = ["duckdb_extension_avro", "duckdb_extension_iceberg"]
+if sys.argv[1].startswith("s3://"):
+    packages.append("duckdb_extension_httpfs")
+for package in packages:
+    where = pathlib.Path(importlib.import_module(package).__path__[0]) / "extensions"
+    found = glob.glob(str(where / f"v{duckdb.__version__}" / "*.duckdb_extension")) or glob.glob(str(where / "*.duckdb_extension"))
+    con.execute(f"LOAD '{found[0]}'")
+if sys.argv[1].startswith("s3://"):
+    con.execute("CREATE SECRET lake (TYPE s3, KEY_ID ?, SECRET ?, REGION ?, ENDPOINT ?, URL_STYLE 'path', USE_SSL false)",
+                [os.environ["TIERDB_S3_ACCESS_KEY"], os.environ["TIERDB_S3_SECRET_KEY"], os.environ["TIERDB_S3_REGION"],
+                 os.environ["TIERDB_S3_ENDPOINT"].split("://", 1)[1]])
+print(con.sql(sys.argv[2].replace("{lake}", sys.argv[1])))
+PY
+}
 echo "cluster in $cluster on port $port; lake in $lake"
 echo "shared_preload_libraries = 'tierdb', tierdb.embedded_worker = on: the server runs 'tierdb run' itself"
 psql -c "CREATE EXTENSION tierdb"
@@ -183,25 +207,40 @@ if [ "$catalog_on" = rest ]; then
   # The catalog names its metadata files <N>-<uuid>.metadata.json and keeps no version hint: DuckDB gets the pinned one.
   scan_target=$(command psql -X -At -c "SELECT lake_props->>'metadata_location' FROM tierdb.cutline")
 fi
-"$py" - "$scan_target" <<'PY'
-import glob, importlib, os, pathlib, sys
-import duckdb
-con = duckdb.connect()
-con.execute("SET autoinstall_known_extensions = false")
-con.execute("SET autoload_known_extensions = false")
-packages = ["duckdb_extension_avro", "duckdb_extension_iceberg"]
-if sys.argv[1].startswith("s3://"):
-    packages.append("duckdb_extension_httpfs")
-for package in packages:
-    where = pathlib.Path(importlib.import_module(package).__path__[0]) / "extensions"
-    found = glob.glob(str(where / f"v{duckdb.__version__}" / "*.duckdb_extension")) or glob.glob(str(where / "*.duckdb_extension"))
-    con.execute(f"LOAD '{found[0]}'")
-if sys.argv[1].startswith("s3://"):
-    con.execute("CREATE SECRET lake (TYPE s3, KEY_ID ?, SECRET ?, REGION ?, ENDPOINT ?, URL_STYLE 'path', USE_SSL false)",
-                [os.environ["TIERDB_S3_ACCESS_KEY"], os.environ["TIERDB_S3_SECRET_KEY"], os.environ["TIERDB_S3_REGION"],
-                 os.environ["TIERDB_S3_ENDPOINT"].split("://", 1)[1]])
-print(con.sql(f"SELECT event, count(*) AS rows, round(sum(value), 2) AS total FROM iceberg_scan('{sys.argv[1]}') GROUP BY event ORDER BY event"))
-PY
+duckdb_query "$scan_target" \
+  "SELECT event, count(*) AS rows, round(sum(value), 2) AS total FROM iceberg_scan('{lake}') GROUP BY event ORDER BY event"
+
+if [ "$catalog_on" != rest ]; then
+  say "A mirrored table: the heap keeps every row and takes any DML; the daemon keeps a full Iceberg copy from the replication stream"
+  psql <<'SQL'
+CREATE TABLE orders (id bigint PRIMARY KEY, created_at timestamptz NOT NULL, customer int, amount numeric(10,2), status text);
+INSERT INTO orders SELECT i, timestamptz '2026-11-01 00:00+00' + i * interval '1 minute', i % 500, (i % 997) / 10.0, 'new'
+FROM generate_series(1, 100000) i;
+SQL
+  build/tierdb register --table public.orders --pk id --tier-key created_at --mode mirrored
+  if [ "$lake_on" = local ] && [ "$(id -u)" -eq 0 ]; then chown -R postgres: "$lake"; fi
+  mirrored() {  # waits until the mirror has passed every change made so far
+    local target
+    target=$(command psql -X -At -c "SELECT (pg_current_wal_insert_lsn() - '0/0')::bigint")
+    for _ in $(seq 1 120); do
+      [ "$(command psql -X -At -c "SELECT coalesce(mirror_frontier >= $target, false) FROM tierdb.status WHERE table_name = 'orders'")" = t ] && return 0
+      sleep 0.5
+    done
+    echo "demo: the mirror did not catch up in time; the log: $cluster/postgres.log" >&2
+    exit 1
+  }
+  mirrored
+  echo "the daemon copied 100,000 rows; now plain DML on the heap:"
+  query -c "UPDATE orders SET status = 'shipped' WHERE id % 10 = 0"
+  query -c "DELETE FROM orders WHERE id % 97 = 0"
+  query -c "INSERT INTO orders SELECT i, now(), 7, 1.00, 'new' FROM generate_series(100001, 100100) i"
+  mirrored
+  echo "Postgres (the heap):"
+  query -c "SELECT status, count(*) AS rows, sum(amount) AS total FROM orders GROUP BY status ORDER BY status"
+  echo "DuckDB (the lake copy, about a second behind):"
+  duckdb_query "$lake/public/orders" \
+    "SELECT status, count(*) AS rows, sum(amount) AS total FROM iceberg_scan('{lake}') GROUP BY status ORDER BY status"
+fi
 
 say "Done"
 echo "Files are in $dir. Try: build/tierdb parquet cat $events --columns id,user --limit 3"

@@ -423,3 +423,28 @@ def test_a_new_partition_gets_full_identity_at_once(db, tierdb):
             " UPDATE m SET note = 'feb too', ts = '2024-03-05 00:00+00' WHERE id = 900001; DELETE FROM m WHERE id = 900002")
     run_once(tierdb, "0")
     assert_mirrored(db)
+
+
+def test_unregister_while_the_daemon_streams(mirrored, tierdb, tierdb_bin, lake, tmp_path):
+    """The running daemon keeps its stream open; unregister ends it, drops the slot, and the daemon goes on."""
+    import time
+    from test_tiering import RunningDaemon
+    db = mirrored
+    daemon = RunningDaemon(db, tierdb_bin, lake, tmp_path / "daemon.log", TIERDB_CYCLE_INTERVAL_SECONDS="60",
+                           TIERDB_MIRROR_FLUSH_MILLIS="200")
+    try:
+        slot = db.query("SELECT slot_name FROM tierdb.tables")[0][0]
+        deadline = time.monotonic() + 60
+        while db.query(f"SELECT active FROM pg_replication_slots WHERE slot_name = '{slot}'")[0][0] != "t":
+            assert time.monotonic() < deadline, daemon.log()
+            time.sleep(0.2)
+        db.psql("UPDATE m SET note = 'streamed' WHERE id < 10")
+        proc = tierdb(["unregister", "--table", "public.m"])
+        assert proc.returncode == 0, proc.stderr
+        assert db.query(f"SELECT count(*) FROM pg_replication_slots WHERE slot_name = '{slot}'")[0][0] == "0"
+        time.sleep(1)
+        assert daemon.proc.poll() is None, daemon.log()
+    finally:
+        assert daemon.stop() == 0, daemon.log()
+    # one stream per table, started once: not a walsender start per pump run
+    assert daemon.log().count("copied chunk") >= 1
