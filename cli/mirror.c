@@ -1002,8 +1002,9 @@ static int flush_batch(pump *p, tl_error *err)
 	if (rc == 0)
 		tdb_fault("mirror-after-publish"); /* F published, the slot not yet told: the stream replays from F */
 	if (rc == 0) {
-		tdb_log(p->label, "mirror: %" PRId64 " change%s up to %" PRId64 " committed to the lake (snapshot %" PRId64
-		        ")", p->changes, p->changes == 1 ? "" : "s", p->end_lsn, m.snapshot_id);
+		char lsn[24];
+		tdb_log(p->label, "mirror: %" PRId64 " change%s up to WAL %s committed to the lake (snapshot %" PRId64 ")",
+		        p->changes, p->changes == 1 ? "" : "s", lsn_text(p->end_lsn, lsn), m.snapshot_id);
 		rc = tdb_pg_exec(p->c, "dropping the mirror's stage table", "DROP TABLE " STAGE_TABLE, 0, NULL, err);
 		p->stage_created = false;
 		p->from_lsn = p->end_lsn;
