@@ -2,7 +2,8 @@
 """The Spark direct-write benchmark: TierDBSpark.write of a direct table against Spark's own Iceberg append.
 
     spark_direct.py [--rows N] [--batches B] [--days D] [--initial-rows M] [--warmup-rows W]
-                    [--parallelism P] [--dir DIR] [--keep-cluster] [--no-build] [--bin build/tierdb]
+                    [--parallelism P] [--peer-codec C] [--dir DIR] [--keep-cluster] [--no-build]
+                    [--bin build/tierdb]
 
 In one run, on one private PostgreSQL 15 cluster started like the read
 benchmark's (seam_reads.SETTINGS: shared_preload_libraries=tierdb, ...):
@@ -19,9 +20,9 @@ benchmark's (seam_reads.SETTINGS: shared_preload_libraries=tierdb, ...):
   connectors/spark-bench packaged (`mvn -q`; --no-build skips both);
 - DirectWriteBench runs in one JVM with a local Spark session of P cores
   (default 2) and a hadoop Iceberg catalog `bench` (warehouse DIR/peer): an
-  untimed warm-up of W rows to both sides, then B batches of N new rows,
-  all below T (ts over the D cold days), each cached before the clock
-  starts and written once by TierDBSpark.write (the executors write Iceberg
+  untimed warm-up of W rows (default 100,000) to both sides, then B batches
+  of N new rows, all below T (ts over the D cold days), each cached before
+  the clock starts and written once by TierDBSpark.write (the executors write Iceberg
   data and equality-delete files, the driver commits them as one snapshot
   under the lake lock and publishes it in Postgres) and once by
   `batch.writeTo("bench.db.events_peer").append()` into a plain Iceberg
@@ -29,7 +30,9 @@ benchmark's (seam_reads.SETTINGS: shared_preload_libraries=tierdb, ...):
   first alternating. After each TierDB write the table must have grown by N
   rows and op_log must hold one more direct commit; it prints the best and
   median wall seconds of each side, rows/s, CPU (the JVM's plus the
-  cluster's), the files each commit added and the ratio tierdb/peer.
+  cluster's), the files each commit added, the Spark jobs each write ran
+  and the ratio tierdb/peer. The peer's Parquet codec is the lake table's
+  unless --peer-codec names another.
 
 This is a measurement, not a test: nothing asserts a timing. It exits 1 if
 a check fails or a step fails.
@@ -180,11 +183,13 @@ def run_bench(args, cp, port, work, facts, ref):
     cmd = ["java"] + spark_seam.JAVA_OPTIONS + [
         "-cp", cp, MAIN,
         "--jdbc-url", f"jdbc:postgresql://127.0.0.1:{port}/postgres?user=postgres",
-        "--table", TABLE, "--lake", ref, "--warehouse", str(work / "peer"),
+        "--table", TABLE, "--lake", ref, "--lake-warehouse", str(work / "lake"), "--warehouse", str(work / "peer"),
         "--cold-from", str(micros(0)), "--cold-to", str(facts["cut"]),
         "--rows", str(args.rows), "--batches", str(args.batches), "--parallelism", str(args.parallelism),
         "--warmup-rows", str(args.warmup_rows),
         "--pg-pid", spark_seam.postmaster_pid(work / "pg"), "--clock-ticks", str(os.sysconf("SC_CLK_TCK"))]
+    if args.peer_codec:
+        cmd += ["--peer-codec", args.peer_codec]
     log_path = work / "spark.log"
     say(f"running DirectWriteBench (Spark's log: {log_path}):\n  "
         + " ".join(c if c != cp else "CLASSPATH" for c in cmd))
@@ -233,10 +238,13 @@ def main():
                    help="cold daily partitions, which the rows of every batch fill")
     p.add_argument("--initial-rows", type=positive_int, default=200_000,
                    help="rows loaded over the cold days and tiered before anything is written")
-    p.add_argument("--warmup-rows", type=int, default=10_000,
-                   help="rows of the untimed first write to each side (0: none)")
+    p.add_argument("--warmup-rows", type=int, default=100_000,
+                   help="rows of the untimed first write to each side, so the JIT has compiled both writers' "
+                        "per-row code before the clock starts (0: none)")
     p.add_argument("--parallelism", type=positive_int, default=2,
                    help="Spark cores (local[P]) and partitions of each batch")
+    p.add_argument("--peer-codec", help="the peer table's Parquet codec (default: the lake table's "
+                                        "write.parquet.compression-codec)")
     p.add_argument("--dir", default=os.environ.get("BENCH_DIR") or None,
                    help="keep the cluster, lakes and logs in DIR/spark-direct (default: a temporary directory)")
     p.add_argument("--keep-cluster", action="store_true", help="with --dir: leave the cluster running afterwards")

@@ -120,6 +120,7 @@ final class LakeFiles implements FlatMapFunction<Iterator<Row>, byte[]> {
                 .toArray();
         GenericAppenderFactory files = new GenericAppenderFactory(schema, t.spec(),
                 keyFieldIds.stream().mapToInt(Integer::intValue).toArray(), keySchema, null);
+        files.setAll(t.properties()); // the table's codec, row-group size, ... (else Iceberg's defaults, GZIP)
         TaskContext task = TaskContext.get();
         OutputFileFactory names = OutputFileFactory.builderFor(t, task.partitionId(), task.taskAttemptId())
                 .format(FileFormat.PARQUET).operationId(opId).build();

@@ -131,6 +131,14 @@ class DirectWriteTest {
         assertEquals(op.get(0).get(3), db.value("SELECT lake_snapshot_id FROM tierdb.cutline"), "S published");
             String opId = op.get(0).get(0);
         assertTrue(executorFiles(db, opId) >= 2, "data and delete files written by the executors");
+        // written with the lake table's own properties: its codec (zstd), not Iceberg's default
+        for (Path file : lakeFiles(db)) {
+            if (file.getFileName().toString().contains(opId)) {
+                org.apache.parquet.hadoop.metadata.ParquetMetadata footer = org.apache.parquet.hadoop.ParquetFileReader
+                        .readFooter(new org.apache.hadoop.conf.Configuration(), new org.apache.hadoop.fs.Path(file.toString()));
+                assertEquals("ZSTD", footer.getBlocks().get(0).getColumns().get(0).getCodec().name(), file.toString());
+            }
+        }
         assertEquals("0", db.value("SELECT count(*) FROM tierdb.delta"));
         assertEquals("0", differences(db));
         assertSeamMatchesPostgres(db);

@@ -10,10 +10,10 @@
  * times and the ratio. bench/spark_direct.py sets up the table and runs it;
  * see bench/README.md.
  *
- *   DirectWriteBench --jdbc-url URL --table T --lake PATH --warehouse DIR
+ *   DirectWriteBench --jdbc-url URL --table T --lake PATH --lake-warehouse DIR --warehouse DIR
  *                    --cold-from MICROS --cold-to MICROS
  *                    [--rows 1000000] [--batches 3] [--parallelism 2]
- *                    [--warmup-rows 10000] [--pg-pid PID --clock-ticks HZ]
+ *                    [--warmup-rows 100000] [--pg-pid PID --clock-ticks HZ] [--peer-codec C]
  *
  * Each batch is spark.range(offset, offset + rows, 1, P) with new ids
  * (offset 10^9 * (i + 1)) and ts rising with id over [cold-from, cold-to),
@@ -28,7 +28,9 @@
  * prints MISMATCH and exits 1; 2 on bad arguments. Nothing here asserts a
  * timing. With --pg-pid (the cluster's postmaster) and --clock-ticks
  * (USER_HZ) it also reports the CPU seconds of each write, this JVM's plus
- * the cluster's (CpuClock).
+ * the cluster's (CpuClock). The peer's Parquet codec is the lake table's
+ * write.parquet.compression-codec unless --peer-codec names another (to
+ * separate the codec's share of a difference).
  */
 package io.tierdb.spark.bench;
 
@@ -45,25 +47,32 @@ import java.sql.SQLException;
 import java.sql.Statement;
 import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.Properties;
-import java.util.concurrent.atomic.AtomicInteger;
+import org.apache.hadoop.conf.Configuration;
+import org.apache.iceberg.DataFile;
 import org.apache.iceberg.Snapshot;
 import org.apache.iceberg.Table;
 import org.apache.iceberg.hadoop.HadoopTables;
 import org.apache.logging.log4j.Level;
 import org.apache.logging.log4j.core.config.Configurator;
+import org.apache.parquet.hadoop.ParquetFileReader;
+import org.apache.parquet.hadoop.util.HadoopInputFile;
 import org.apache.spark.scheduler.SparkListener;
+import org.apache.spark.scheduler.SparkListenerJobEnd;
 import org.apache.spark.scheduler.SparkListenerJobStart;
+import org.apache.spark.scheduler.StageInfo;
 import org.apache.spark.sql.Dataset;
 import org.apache.spark.sql.Row;
 import org.apache.spark.sql.SparkSession;
 import org.apache.spark.sql.types.DataTypes;
 import org.apache.spark.sql.types.StructType;
 import org.apache.spark.storage.StorageLevel;
+import scala.collection.JavaConverters;
 
 public final class DirectWriteBench {
 
@@ -79,8 +88,9 @@ public final class DirectWriteBench {
     private DirectWriteBench() {}
 
     /** The command line. */
-    record Config(String jdbcUrl, String table, String lake, String warehouse, long coldFrom, long coldTo,
-                  long rows, int batches, int parallelism, long warmupRows, long pgPid, int clockTicks) {
+    record Config(String jdbcUrl, String table, String lake, String lakeWarehouse, String warehouse, long coldFrom,
+                  long coldTo, long rows, int batches, int parallelism, long warmupRows, long pgPid, int clockTicks,
+                  String peerCodec) {
 
         static Config parse(String[] args) {
             Map<String, String> given = new LinkedHashMap<>();
@@ -91,19 +101,21 @@ public final class DirectWriteBench {
                     throw new IllegalArgumentException("unexpected argument '" + args[i] + "'");
                 }
             }
-            List<String> known = List.of("jdbc-url", "table", "lake", "warehouse", "cold-from", "cold-to", "rows",
-                    "batches", "parallelism", "warmup-rows", "pg-pid", "clock-ticks");
+            List<String> known = List.of("jdbc-url", "table", "lake", "lake-warehouse", "warehouse", "cold-from",
+                    "cold-to", "rows", "batches", "parallelism", "warmup-rows", "pg-pid", "clock-ticks", "peer-codec");
             for (String name : given.keySet()) {
                 if (!known.contains(name)) {
                     throw new IllegalArgumentException("unknown option --" + name);
                 }
             }
             Config c = new Config(required(given, "jdbc-url"), required(given, "table"), required(given, "lake"),
-                    required(given, "warehouse"), Long.parseLong(required(given, "cold-from")),
-                    Long.parseLong(required(given, "cold-to")), positive(given, "rows", 1_000_000),
-                    (int) positive(given, "batches", 3), (int) positive(given, "parallelism", 2),
-                    Long.parseLong(given.getOrDefault("warmup-rows", "10000")),
-                    Long.parseLong(given.getOrDefault("pg-pid", "-1")), (int) positive(given, "clock-ticks", 100));
+                    required(given, "lake-warehouse"), required(given, "warehouse"),
+                    Long.parseLong(required(given, "cold-from")), Long.parseLong(required(given, "cold-to")),
+                    positive(given, "rows", 1_000_000), (int) positive(given, "batches", 3),
+                    (int) positive(given, "parallelism", 2),
+                    Long.parseLong(given.getOrDefault("warmup-rows", "100000")),
+                    Long.parseLong(given.getOrDefault("pg-pid", "-1")), (int) positive(given, "clock-ticks", 100),
+                    given.get("peer-codec"));
             if (c.coldTo - c.coldFrom <= 1000) {
                 throw new IllegalArgumentException("--cold-from must be well below --cold-to");
             }
@@ -132,15 +144,75 @@ public final class DirectWriteBench {
     }
 
     /** One timed write: wall seconds, CPU seconds (JVM + cluster; NaN unmeasured), the cluster's part, Spark jobs. */
-    record Write(double seconds, double cpu, double pgCpu, int jobs, Map<String, String> summary) {}
+    record Write(double seconds, double cpu, double pgCpu, int jobs, Map<String, String> summary, String profile) {}
 
-    /** Counts the Spark jobs started, so a report can say how many one write ran. */
+    /** The Spark jobs of the session in order, with where they were called and how long they ran. */
     static final class Jobs extends SparkListener {
-        final AtomicInteger started = new AtomicInteger();
+        record Job(String callSite, long start, long end) {}
+
+        private final List<Job> jobs = new ArrayList<>();
+        private final Map<Integer, Integer> index = new HashMap<>();
 
         @Override
-        public void onJobStart(SparkListenerJobStart jobStart) {
-            started.incrementAndGet();
+        public synchronized void onJobStart(SparkListenerJobStart e) {
+            // the result stage's name is the action and where it was called, e.g. "collect at DirectWrite.java:540"
+            String site = "?";
+            int last = -1;
+            for (StageInfo stage : JavaConverters.seqAsJavaList(e.stageInfos())) {
+                if (stage.stageId() > last) {
+                    last = stage.stageId();
+                    site = stage.name();
+                }
+            }
+            index.put(e.jobId(), jobs.size());
+            jobs.add(new Job(site, e.time(), -1));
+        }
+
+        @Override
+        public synchronized void onJobEnd(SparkListenerJobEnd e) {
+            Integer at = index.get(e.jobId());
+            if (at != null) {
+                Job j = jobs.get(at);
+                jobs.set(at, new Job(j.callSite, j.start, e.time()));
+            }
+        }
+
+        synchronized int started() {
+            return jobs.size();
+        }
+
+        /**
+         * The jobs started since `from`, once their end has arrived: the listener bus delivers events
+         * after the fact, so this waits for them (up to 5 s; never inside a timed write).
+         */
+        List<Job> since(int from) {
+            long deadline = System.nanoTime() + 5_000_000_000L;
+            while (true) {
+                synchronized (this) {
+                    List<Job> out = new ArrayList<>(jobs.subList(Math.min(from, jobs.size()), jobs.size()));
+                    if (out.stream().allMatch(j -> j.end >= 0) || System.nanoTime() > deadline) {
+                        return out;
+                    }
+                }
+                try {
+                    Thread.sleep(20);
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                    throw new IllegalStateException(e);
+                }
+            }
+        }
+
+        /** "where 0.12 s, ..." of jobs, and the part of `seconds` outside them (the driver's own work). */
+        static String describe(List<Job> jobs, double seconds) {
+            StringBuilder s = new StringBuilder();
+            double inJobs = 0;
+            for (Job j : jobs) {
+                double d = (j.end - j.start) / 1e3;
+                inJobs += d;
+                s.append(s.length() == 0 ? "" : ", ").append(String.format(Locale.ROOT, "%s %.2f s", j.callSite, d));
+            }
+            return String.format(Locale.ROOT, "%s; outside jobs %.2f s", s, seconds - inJobs);
         }
     }
 
@@ -150,9 +222,10 @@ public final class DirectWriteBench {
             config = Config.parse(args);
         } catch (IllegalArgumentException e) {
             System.err.println("DirectWriteBench: " + e.getMessage());
-            System.err.println("usage: DirectWriteBench --jdbc-url URL --table T --lake PATH --warehouse DIR"
+            System.err.println("usage: DirectWriteBench --jdbc-url URL --table T --lake PATH --lake-warehouse DIR"
+                    + " --warehouse DIR"
                     + " --cold-from MICROS --cold-to MICROS [--rows 1000000] [--batches 3] [--parallelism 2]"
-                    + " [--warmup-rows 10000] [--pg-pid PID --clock-ticks HZ]");
+                    + " [--warmup-rows 100000] [--pg-pid PID --clock-ticks HZ] [--peer-codec C]");
             System.exit(2);
             return;
         }
@@ -175,6 +248,11 @@ public final class DirectWriteBench {
                 // One shuffle partition per core, as SeamScanBench: both sides shuffle (TierDB's check of
                 // unique keys, the peer's clustering by partition), and 200 is not what anyone runs on 2 cores.
                 .config("spark.sql.shuffle.partitions", Integer.toString(c.parallelism))
+                // The peer's catalog; and default_iceberg, through which Iceberg's Spark runtime loads a table by
+                // path (DirectWrite loads the lake so): unset, Iceberg makes it a Hive catalog, which fails here.
+                .config("spark.sql.catalog.default_iceberg", "org.apache.iceberg.spark.SparkCatalog")
+                .config("spark.sql.catalog.default_iceberg.type", "hadoop")
+                .config("spark.sql.catalog.default_iceberg.warehouse", c.lakeWarehouse)
                 .config("spark.sql.catalog.bench", "org.apache.iceberg.spark.SparkCatalog")
                 .config("spark.sql.catalog.bench.type", "hadoop")
                 .config("spark.sql.catalog.bench.warehouse", c.warehouse)
@@ -231,6 +309,8 @@ public final class DirectWriteBench {
                         tierdbFirst ? "tierdb" : "peer", t.seconds, t.jobs, t.summary.get("added-data-files"),
                         t.summary.getOrDefault("added-delete-files", "0"), p.seconds, p.jobs,
                         p.summary.get("added-data-files"));
+                System.out.println("  tierdb's jobs: " + t.profile);
+                System.out.println("  peer's jobs:   " + p.profile);
             }
         }
         if (problems.isEmpty()) {
@@ -248,7 +328,8 @@ public final class DirectWriteBench {
 
     /** The peer: a plain Iceberg table of the same columns, partitioned by day as the lake, its codec the lake's. */
     static Table createPeer(SparkSession spark, HadoopTables tables, Config c, Table lake) {
-        String codec = lake.properties().getOrDefault("write.parquet.compression-codec", "zstd");
+        String codec = c.peerCodec != null ? c.peerCodec
+                : lake.properties().getOrDefault("write.parquet.compression-codec", "zstd");
         spark.sql("CREATE NAMESPACE IF NOT EXISTS bench.db");
         spark.sql("DROP TABLE IF EXISTS " + PEER);
         spark.sql("CREATE TABLE " + PEER + " (id bigint NOT NULL, ts timestamp NOT NULL, device_id int, value double,"
@@ -291,7 +372,7 @@ public final class DirectWriteBench {
     static Write tierdbWrite(Dataset<Row> rows, SeamOptions options, Checker checker, long n, CpuClock clock,
                              Jobs jobs, List<String> problems, String label) throws SQLException {
         Checker.State before = checker.state();
-        int jobs0 = jobs.started.get();
+        int jobs0 = jobs.started();
         Write w = timed(() -> TierDBSpark.write(rows, options), clock);
         Checker.State after = checker.state();
         if (after.count - before.count != n) {
@@ -307,14 +388,15 @@ public final class DirectWriteBench {
                     + " at %d; expected %d rows, published", label, after.publishedRows, after.published,
                     after.lakeSnapshot, n));
         }
-        // read after the checks: the listener bus delivers job events asynchronously
-        return new Write(w.seconds, w.cpu, w.pgCpu, jobs.started.get() - jobs0, checker.lakeSummary());
+        List<Jobs.Job> ran = jobs.since(jobs0);
+        return new Write(w.seconds, w.cpu, w.pgCpu, ran.size(), checker.lakeSummary(),
+                Jobs.describe(ran, w.seconds));
     }
 
     static Write peerWrite(Dataset<Row> rows, Checker checker, long n, CpuClock clock, Jobs jobs,
                            List<String> problems, String label) {
         Long before = checker.peerSnapshot();
-        int jobs0 = jobs.started.get();
+        int jobs0 = jobs.started();
         Write w = timed(() -> {
             try {
                 rows.writeTo(PEER).append();
@@ -328,8 +410,8 @@ public final class DirectWriteBench {
             problems.add(String.format(Locale.ROOT, "%s: the peer's append added %s records, not %d", label,
                     summary.get("added-records"), n));
         }
-        // read after the checks: the listener bus delivers job events asynchronously
-        return new Write(w.seconds, w.cpu, w.pgCpu, jobs.started.get() - jobs0, summary);
+        List<Jobs.Job> ran = jobs.since(jobs0);
+        return new Write(w.seconds, w.cpu, w.pgCpu, ran.size(), summary, Jobs.describe(ran, w.seconds));
     }
 
     static Write timed(Runnable write, CpuClock clock) {
@@ -340,7 +422,7 @@ public final class DirectWriteBench {
         double seconds = (System.nanoTime() - start) / 1e9;
         double pg = clock == null ? Double.NaN : clock.postgres() - pg0;
         double cpu = clock == null ? Double.NaN : clock.jvm() - jvm0 + pg;
-        return new Write(seconds, cpu, pg, 0, Map.of());
+        return new Write(seconds, cpu, pg, 0, Map.of(), "");
     }
 
     /** What the checks read: the table through Postgres, both Iceberg tables' current snapshots. */
@@ -428,14 +510,15 @@ public final class DirectWriteBench {
         System.out.printf(Locale.ROOT, "Spark direct-write benchmark: %d batches of %,d new rows below T; local[%d],"
                 + " spark.range with %d partitions, cached before timing; the sides alternate going first%n",
                 c.batches, c.rows, c.parallelism, c.parallelism);
-        System.out.printf(Locale.ROOT, "  tierdb: TierDBSpark.write(batch, options) of direct table %s (lake %s)%n",
-                c.table, lake.location());
+        System.out.printf(Locale.ROOT, "  tierdb: TierDBSpark.write(batch, options) of direct table %s (lake %s;"
+                + " codec %s, its files' %s)%n", c.table, lake.location(), codec(lake), writtenCodec(lake));
         System.out.printf(Locale.ROOT, "  peer:   batch.writeTo(\"%s\").append(), Iceberg %s, PARTITIONED BY"
-                + " (days(ts)), write.distribution-mode %s%n", PEER, peer.location(),
-                peer.properties().getOrDefault("write.distribution-mode", "default (hash)"));
+                + " (days(ts)), write.distribution-mode %s; codec %s, its files' %s%n", PEER, peer.location(),
+                peer.properties().getOrDefault("write.distribution-mode", "default (hash)"), codec(peer),
+                writtenCodec(peer));
         System.out.println();
-        System.out.printf(Locale.ROOT, "  %-8s%10s%10s%14s%12s%8s%8s%10s%12s%n", "side", "best s", "median s",
-                "rows/s (best)", "CPU best", "(pg)", "jobs", "data files", "delete files");
+        System.out.printf(Locale.ROOT, "  %-8s%9s%10s%15s%10s%8s%6s%12s%14s%n", "side", "best s", "median s",
+                "rows/s (best)", "CPU s", "(pg)", "jobs", "data files", "delete files");
         for (String side : writes.keySet()) {
             List<Write> w = writes.get(side);
             double[] s = wall.get(side);
@@ -443,26 +526,26 @@ public final class DirectWriteBench {
             for (int i = 1; i < s.length; i++) {
                 at = cpu.get(side)[i] < cpu.get(side)[at] ? i : at;
             }
-            Map<String, String> summary = w.get(0).summary;
-            System.out.printf(Locale.ROOT, "  %-8s%10.3f%10.3f%14s%12.2f%8.2f%8d%10s%12s%n", side, best(s), median(s),
+            System.out.printf(Locale.ROOT, "  %-8s%9.3f%10.3f%15s%10.2f%8.2f%6s%12s%14s%n", side, best(s), median(s),
                     String.format(Locale.ROOT, "%,.0f", c.rows / best(s)), cpu.get(side)[at], pgCpu.get(side)[at],
-                    w.get(0).jobs, summary.getOrDefault("added-data-files", "0"),
-                    summary.getOrDefault("added-delete-files", "0"));
+                    range(w, x -> Integer.toString(x.jobs)),
+                    range(w, x -> x.summary.getOrDefault("added-data-files", "0")),
+                    range(w, x -> x.summary.getOrDefault("added-delete-files", "0")));
         }
         double ratio = best(wall.get("tierdb")) / best(wall.get("peer"));
         double medianRatio = median(wall.get("tierdb")) / median(wall.get("peer"));
         double cpuRatio = best(cpu.get("tierdb")) / best(cpu.get("peer"));
-        System.out.println("  (files: added by one commit, from its snapshot summary; jobs: Spark jobs one write ran;"
-                + " CPU: this JVM + the Postgres cluster, its part as pg)");
+        System.out.println("  (CPU: the least of any write, this JVM + the Postgres cluster, the cluster's part as pg;"
+                + " jobs: Spark jobs one write ran; files: added by one commit, from its snapshot summary)");
         System.out.printf(Locale.ROOT, "  tierdb/peer: %.2fx wall (best), %.2fx wall (median)%s; above 1.00x the"
                 + " direct write takes longer%n", ratio, medianRatio,
                 Double.isNaN(cpuRatio) ? "" : String.format(Locale.ROOT, ", %.2fx CPU (best)", cpuRatio));
         for (String side : writes.keySet()) {
             Map<String, String> s = writes.get(side).get(0).summary;
-            System.out.printf(Locale.ROOT, "  %s's first timed commit: %s records, %s data files, %s delete files"
-                    + " (%s equality deletes), %s bytes%n", side, s.get("added-records"),
-                    s.getOrDefault("added-data-files", "0"), s.getOrDefault("added-delete-files", "0"),
-                    s.getOrDefault("added-equality-deletes", "0"), s.get("added-files-size"));
+            System.out.printf(Locale.ROOT, "  %s's first timed commit added %,d records in %s data files and %,d"
+                    + " equality deletes in %s delete files, %.1f MB%n", side, Long.parseLong(s.get("added-records")),
+                    s.getOrDefault("added-data-files", "0"), Long.parseLong(s.getOrDefault("added-equality-deletes",
+                    "0")), s.getOrDefault("added-delete-files", "0"), Long.parseLong(s.get("added-files-size")) / 1e6);
         }
         StringBuilder json = new StringBuilder(String.format(Locale.ROOT, "{\"benchmark\": \"spark_direct\","
                 + " \"rows\": %d, \"batches\": %d, \"parallelism\": %d, \"ratio_best\": %.4f", c.rows, c.batches,
@@ -486,6 +569,31 @@ public final class DirectWriteBench {
             json.append("]}");
         }
         System.out.println(json.append('}'));
+    }
+
+    private static String codec(Table t) {
+        return t.properties().getOrDefault("write.parquet.compression-codec", "(unset)");
+    }
+
+    /** The codec of the first column of a data file the table's current snapshot added, from its footer. */
+    static String writtenCodec(Table t) {
+        t.refresh();
+        for (DataFile f : t.currentSnapshot().addedDataFiles(t.io())) {
+            try (ParquetFileReader r = ParquetFileReader.open(HadoopInputFile.fromPath(
+                    new org.apache.hadoop.fs.Path(f.location()), new Configuration()))) {
+                return r.getFooter().getBlocks().get(0).getColumns().get(0).getCodec().name();
+            } catch (java.io.IOException | RuntimeException e) {
+                return "unknown (" + e.getMessage() + ")";
+            }
+        }
+        return "unknown (no data file)";
+    }
+
+    /** "n" when every write gave n, else "lo-hi" (numbers compared as such). */
+    private static String range(List<Write> writes, java.util.function.Function<Write, String> f) {
+        long lo = writes.stream().mapToLong(w -> Long.parseLong(f.apply(w))).min().orElseThrow();
+        long hi = writes.stream().mapToLong(w -> Long.parseLong(f.apply(w))).max().orElseThrow();
+        return lo == hi ? Long.toString(lo) : lo + "-" + hi;
     }
 
     private static String jsonArray(double[] v) {
