@@ -257,8 +257,10 @@ VALIDATION_CASES = [
      ["storage profile 'cold' does not exist"]),
     (EVENTS_DDL, "--table events --pk id --tier-key id --mode direct --keep-heap", 1,
      ["--keep-heap is not supported with --mode direct"]),
-    (EVENTS_DDL, "--table events --pk id --tier-key id --mode mirrored", 1,
-     ["mode mirrored is not supported yet"]),
+    (EVENTS_DDL, "--table events --pk id --tier-key id --mode mirrored --keep-heap", 1,
+     ["--keep-heap applies to tiered and direct tables"]),
+    (EVENTS_DDL, "--table events --pk id --tier-key id --chunk-rows 10", 1,
+     ["--chunk-rows sizes a mirrored table's initial copy"]),
     (EVENTS_DDL, "--table events --pk id --tier-key id --keep-heap --lake-retention 10", 1,
      ["--lake-retention cannot be combined with --keep-heap"]),
     (EVENTS_DDL, "--table events --pk id --tier-key id --heap-retention 10", 1, ["not supported yet"]),
@@ -292,6 +294,19 @@ def test_register_failing_catalog_transaction_removes_the_lake_table(db, lake, t
     """)
     fails(tierdb("register --table events --pk id --tier-key id"), "refused by the test", "tierdb.partitions")
     assert catalog_counts(db) == ("0", "0", "0")
+    assert not (lake / "public" / "events").exists()
+
+
+def test_a_failing_mirrored_registration_leaves_no_slot_publication_or_lake(db, lake, tierdb):
+    db.psql(EVENTS_DDL + """
+        CREATE FUNCTION public.refuse() RETURNS trigger LANGUAGE plpgsql AS
+            $$ BEGIN RAISE EXCEPTION 'refused by the test'; END $$;
+        CREATE TRIGGER refuse BEFORE INSERT ON tierdb.copy_progress FOR EACH ROW EXECUTE FUNCTION public.refuse();
+    """)
+    fails(tierdb("register --table events --pk id --tier-key id --mode mirrored"), "refused by the test")
+    assert catalog_counts(db) == ("0", "0", "0")
+    assert db.query("SELECT (SELECT count(*) FROM pg_replication_slots), (SELECT count(*) FROM pg_publication)")[0] \
+        == ("0", "0")
     assert not (lake / "public" / "events").exists()
 
 
