@@ -294,7 +294,6 @@ def test_duckdb_reads_the_mirror(mirrored, tierdb):
     assert rows == [tuple(r) for r in db.query("SELECT id, note FROM m ORDER BY 1")]
 
 
-@pytest.mark.heap_and_lake_apart
 @pytest.mark.skipif(lake_files.ON_S3, reason="this Spark session reads local lakes; test_readers_s3 has Spark on S3")
 def test_spark_reads_the_mirror(mirrored, tierdb, spark):  # noqa: F811
     """Spark's Iceberg runtime reads the mirror at S, equality deletes applied, as the heap holds it."""
