@@ -1273,6 +1273,9 @@ static int do_unregister(PGconn *c, const tdb_table_name *name, bool drop_lake)
 	if (rc == 0 && strcmp(t.mode, "mirrored") != 0)
 		rc = tdb_pg_exec(c, "dropping the spill partition of transparent writes",
 		                 "SELECT tierdb_disable_transparent_writes($1::bigint::oid::regclass)", 1, params, &err);
+	if (rc == 0 && strcmp(t.mode, "mirrored") == 0) /* unlogged, so no foreign key cascades to it */
+		rc = tdb_pg_exec(c, "deleting the mirror's batch keys",
+		                 "DELETE FROM tierdb.mirror_keys WHERE table_id = $1::bigint", 1, params, &err);
 	if (rc == 0)
 		rc = tdb_pg_exec(c, "deleting the catalog rows", "DELETE FROM tierdb.tables WHERE table_id = $1::bigint",
 		                 1, params, &err);

@@ -64,6 +64,14 @@
 /* The session temporary table holding a batch's staged changes. */
 #define STAGE_TABLE "pg_temp.tierdb_mirror"
 
+/*
+ * How long published batches stay in tierdb.mirror_batches and their keys
+ * in tierdb.mirror_keys for hybrid reads (extension/src/hybrid.c): a
+ * reader whose snapshot is older than a writing transaction that started
+ * before the oldest kept batch reads the heap instead.
+ */
+#define MIRROR_HISTORY_SECONDS "120"
+
 /* Microseconds between the Unix epoch and Postgres' (2000-01-01), for the replication protocol's clocks. */
 #define PG_EPOCH_OFFSET_US INT64_C(946684800000000)
 
@@ -152,6 +160,23 @@ static int copy_into(mirror_op *m, const char *what, const char *sql, const tdb_
 
 /* ------------------------------------------------------------ publishing */
 
+/*
+ * The copy's row in tierdb.mirror_batches: the lake at its end is no
+ * snapshot of the table at one instant (each chunk was read at its own),
+ * so it is not exact; it becomes so once the pump has passed the WAL
+ * position now, after every chunk's snapshot (docs/mirrored.md). Every
+ * transaction a chunk saw has an id below the xmax of a snapshot taken now.
+ */
+static int record_copy_batch(mirror_op *m, const char *id, tl_error *err)
+{
+	char snapshot[24];
+	tdb_int_text(m->snapshot_id, snapshot);
+	const char *params[] = {id, m->op_id, snapshot, m->t->schema_name, m->t->table_name, m->t->tier_key_col};
+	return tdb_pg_exec(m->c, "recording the end of the initial copy",
+	                   "SELECT tierdb.mirror_record_copy($1::bigint, $2::uuid, $3::bigint, $4, $5, $6)", 6, params,
+	                   err);
+}
+
 /* Step 4's statements for the copy: the chunk's last key, or the end of the copy. */
 static int publish_copy(mirror_op *m, const char *id, tl_error *err)
 {
@@ -165,7 +190,7 @@ static int publish_copy(mirror_op *m, const char *id, tl_error *err)
 		                 " RETURNING consistent_point)"
 		                 " UPDATE tierdb.cutline c SET replicated_lsn = d.consistent_point, updated_at = now()"
 		                 " FROM done d WHERE c.table_id = $1::bigint",
-		                 1, params, err);
+		                 1, params, err) < 0 ? -1 : record_copy_batch(m, id, err);
 	else
 		rc = tdb_pg_exec(m->c, "recording the copy's progress",
 		                 "UPDATE tierdb.copy_progress SET last_pk = jsonb_set(last_pk, '{after}', $2::jsonb),"
@@ -173,6 +198,40 @@ static int publish_copy(mirror_op *m, const char *id, tl_error *err)
 		                 2, params, err);
 	free(after_text);
 	return rc;
+}
+
+/* A journaled number as text, or NULL when the details lack it. */
+static char *details_number(const mirror_op *m, const char *name, char buf[24])
+{
+	json_t *v = json_object_get(m->details, name);
+	if (!json_is_integer(v))
+		return NULL;
+	tdb_int_text(json_integer_value(v), buf);
+	return buf;
+}
+
+/*
+ * The batch's row in tierdb.mirror_batches, for hybrid reads, and the
+ * pruning of rows and keys older than the history kept: in the
+ * transaction that publishes the batch, so readers see both or neither.
+ */
+static int record_batch(mirror_op *m, const char *id, const char *lsn, tl_error *err)
+{
+	char snapshot[24], lo[24], hi[24], tk[24];
+	tdb_int_text(m->snapshot_id, snapshot);
+	const char *params[] = {id,
+	                        m->op_id,
+	                        snapshot,
+	                        lsn,
+	                        details_number(m, "xid_lo", lo),
+	                        details_number(m, "xid_hi", hi),
+	                        details_number(m, "tier_key_max", tk),
+	                        json_is_true(json_object_get(m->details, "truncate")) ? "true" : "false",
+	                        MIRROR_HISTORY_SECONDS};
+	return tdb_pg_exec(m->c, "recording the mirror's batch",
+	                   "SELECT tierdb.mirror_record_batch($1::bigint, $2::uuid, $3::bigint, $4::bigint, $5::bigint,"
+	                   " $6::bigint, $7::bigint, $8::boolean, $9::integer)",
+	                   9, params, err);
 }
 
 /* Step 4's statement for the pump: F moves from the batch's start to its end (guarded). */
@@ -193,7 +252,7 @@ static int publish_frontier(mirror_op *m, const char *id, tl_error *err)
 	                                            "the mirror frontier of %s moved from %s while operation %s ran",
 	                                            m->label, from, m->op_id);
 	PQclear(res);
-	return rc;
+	return rc < 0 ? -1 : record_batch(m, id, to, err);
 }
 
 static int publish(mirror_op *m, tl_error *err)
@@ -623,6 +682,9 @@ typedef struct pump {
 	int64_t from_lsn;     /* F when the batch started */
 	int64_t end_lsn;      /* the last commit's end in the batch */
 	bool in_xact;
+	bool has_xids;        /* the batch's transactions' ids lie in [xid_lo, xid_hi] (32-bit, modulo 2^32) */
+	uint32_t xid_lo;
+	uint32_t xid_hi;
 	int64_t received;     /* the stream's position (for feedback) */
 	int64_t target;       /* the WAL position when the pump started: caught up there */
 	int64_t batch_started_ms;
@@ -924,6 +986,45 @@ static int advance_frontier(pump *p, int64_t to, tl_error *err)
 	return send_feedback(p, to, false, err);
 }
 
+/* The highest tier key of the batch's new rows, canonical, into the details (for hybrid reads' split). */
+static int note_tier_key_max(pump *p, const tdb_catalog_table *t, json_t *details, tl_error *err)
+{
+	tl_buf sql;
+	tl_buf_init(&sql);
+	tl_buf_append_str(&sql, "SELECT tierdb.canonical_tier_key(max(");
+	tdb_pg_quote_ident(t->tier_key_col, &sql);
+	tl_buf_append_str(&sql, "))::text FROM " STAGE_TABLE " WHERE tierdb_kind = 'n'");
+	PGresult *res = tdb_pg_query(p->c, "finding the batch's highest tier key", tdb_buf_cstr(&sql), 0, NULL, err);
+	tl_buf_free(&sql);
+	if (res == NULL)
+		return -1;
+	if (!PQgetisnull(res, 0, 0))
+		json_object_set_new(details, "tier_key_max", json_integer(strtoll(PQgetvalue(res, 0, 0), NULL, 10)));
+	PQclear(res);
+	return 0;
+}
+
+/*
+ * Every (key, tier key) the batch saw into tierdb.mirror_keys under its op
+ * id, before its lake commit: a batch published later by recovery has
+ * them too (hybrid.c reads them for batches its snapshot does not see).
+ */
+static int record_batch_keys(pump *p, const tdb_catalog_table *t, const char *op_id, tl_error *err)
+{
+	char id[24];
+	tdb_int_text(t->table_id, id);
+	const char *params[] = {id, op_id};
+	tl_buf sql;
+	tl_buf_init(&sql);
+	tl_buf_append_str(&sql, "INSERT INTO tierdb.mirror_keys (table_id, op_id, key) SELECT $1::bigint, $2::uuid,"
+	                        " to_jsonb(r) FROM (SELECT DISTINCT ");
+	append_key_columns(t, &sql);
+	tl_buf_append_str(&sql, " FROM " STAGE_TABLE ") AS r");
+	int rc = tdb_pg_exec(p->c, "recording the batch's keys", tdb_buf_cstr(&sql), 2, params, err);
+	tl_buf_free(&sql);
+	return rc;
+}
+
 /* The staged batch as one lake commit, F = its last commit's end, then the slot is told. */
 static int flush_batch(pump *p, tl_error *err)
 {
@@ -947,8 +1048,16 @@ static int flush_batch(pump *p, tl_error *err)
 		json_object_set_new(m.details, "truncate", json_boolean(p->truncated));
 		json_object_set_new(m.details, "from_lsn", json_integer(p->from_lsn));
 		json_object_set_new(m.details, "end_lsn", json_integer(p->end_lsn));
-		rc = op_begin(&m, err);
+		if (p->has_xids) {
+			json_object_set_new(m.details, "xid_lo", json_integer(p->xid_lo));
+			json_object_set_new(m.details, "xid_hi", json_integer(p->xid_hi));
+		}
+		rc = note_tier_key_max(p, &fresh, m.details, err);
 	}
+	if (rc == 0)
+		rc = op_begin(&m, err);
+	if (rc == 0)
+		rc = record_batch_keys(p, &fresh, m.op_id, err);
 	if (rc == 0) {
 		tdb_lake_writer_options(m.op_id, &opts);
 		m.deletes = tl_ice_writer_open_deletes(m.lake, m.key_ids, m.nkey, m.key_ids, fresh.npk, &opts, err);
@@ -994,10 +1103,16 @@ static int flush_batch(pump *p, tl_error *err)
 	if (rc == 0) {
 		rc = commit_and_publish(&m, err);
 	} else if (m.op_id[0] != '\0') {
+		/* nothing reached the lake: the operation and its keys go */
 		tl_error ignored;
 		tl_error_clear(&ignored);
 		tdb_abort_transaction(p->c);
 		tdb_oplog_set_phase(p->c, m.op_id, "aborted", NULL, &ignored);
+		char id[24];
+		tdb_int_text(fresh.table_id, id);
+		tdb_pg_exec(p->c, "forgetting the batch's keys",
+		            "DELETE FROM tierdb.mirror_keys WHERE table_id = $1::bigint AND op_id = $2::uuid", 2,
+		            (const char *[]){id, m.op_id}, &ignored);
 	}
 	if (rc == 0)
 		tdb_fault("mirror-after-publish"); /* F published, the slot not yet told: the stream replays from F */
@@ -1010,6 +1125,7 @@ static int flush_batch(pump *p, tl_error *err)
 		p->from_lsn = p->end_lsn;
 		p->seq = p->changes = 0;
 		p->truncated = false;
+		p->has_xids = false;
 	}
 	/* only now that F is published may the slot let go of the WAL behind it */
 	if (rc == 0)
@@ -1028,9 +1144,20 @@ static int handle_message(pump *p, reader *r, bool *caught_up, tl_error *err)
 {
 	char kind = (char)get8(r);
 	switch (kind) {
-	case 'B':
+	case 'B': {
+		getn(r, 8); /* the final LSN and the commit time */
+		getn(r, 8);
+		uint32_t xid = (uint32_t)getn(r, 4);
+		if (r->bad)
+			return tl_error_set(err, TL_ERR_CORRUPT, "a truncated begin message for %s", p->label);
 		p->in_xact = true;
+		if (!p->has_xids || (int32_t)(xid - p->xid_lo) < 0)
+			p->xid_lo = xid;
+		if (!p->has_xids || (int32_t)(xid - p->xid_hi) > 0)
+			p->xid_hi = xid;
+		p->has_xids = true;
 		return 0;
+	}
 	case 'C': {
 		get8(r);      /* flags */
 		getn(r, 8);   /* the commit record's LSN */

@@ -74,6 +74,7 @@
 
 #include "cold_scan.h"
 #include "delta_keys.h"
+#include "hybrid.h"
 #include "lake_scan.h"
 #include "seam.h"
 #include "storage_profiles.h"
@@ -95,6 +96,7 @@ typedef struct ColdReader
 	Bitmapset  *lake_checked;	/* the scan's quals (by index) the lake checks exactly on its rows */
 	tl_arena	filter_arena;	/* holds filter */
 	bool		skip;			/* the conditions keep the read at or above T */
+	bool		check_split;	/* a hybrid read whose lake rows at or above T the lake did not filter out */
 	bool		opened;
 
 	LakeScan   *lake;			/* NULL until opened, and when there is no snapshot */
@@ -113,7 +115,7 @@ typedef struct EvaluatedCondition
 	Oid			typid;
 	tl_ice_expr_op op;
 	Datum		value;
-	int			qual_index;		/* the scan's qual it came from */
+	int			qual_index;		/* the scan's qual it came from; -1: a hybrid read's split */
 } EvaluatedCondition;
 
 /*
@@ -224,6 +226,37 @@ replaced_by_delta(ColdReader *r, TupleTableSlot *slot)
 }
 
 /*
+ * The split of a hybrid read as a value of an integer tier key's own type,
+ * clamped to it: the split is a value of the column less the lag, so only
+ * a split below the type's range is clamped, and it keeps every row off
+ * the lake, as it should.
+ */
+static Datum
+split_as_column_type(Oid typid, int64 split)
+{
+	switch (typid)
+	{
+		case INT2OID:
+			return Int16GetDatum((int16) Max(Min(split, PG_INT16_MAX), PG_INT16_MIN));
+		case INT4OID:
+			return Int32GetDatum((int32) Max(Min(split, PG_INT32_MAX), PG_INT32_MIN));
+		default:
+			return Int64GetDatum(split);
+	}
+}
+
+/* Whether the lake row in the slot lies below a hybrid read's split (the lake filter could not say). */
+static bool
+below_split(ColdReader *r, TupleTableSlot *slot)
+{
+	AttrNumber	attno = r->table->tier_key_attno;
+
+	return !slot->tts_isnull[attno - 1] &&
+		seam_key_canonical(r->table->key_kind, TupleDescAttr(r->tupdesc, attno - 1)->atttypid,
+						   slot->tts_values[attno - 1]) < r->pin.tier_key_hi;
+}
+
+/*
  * Prepares a reader for the table at a pin; nothing is read until
  * cold_reader_next. The caller has checked SELECT on the table.
  */
@@ -257,7 +290,10 @@ build_filter(ColdReader *r)
 		if (value == NULL)
 			ereport(ERROR, (errcode(ERRCODE_OUT_OF_MEMORY), errmsg("out of memory building a lake filter")));
 		if (field == NULL || !lake_value_of(field, c->typid, c->value, &r->filter_arena, value))
+		{
+			r->check_split |= c->qual_index < 0;
 			continue;
+		}
 		pred = tl_ice_expr_predicate(&r->filter_arena, c->op, field->id, value, 1);
 		r->filter = r->filter == NULL ? pred : tl_ice_expr_and(&r->filter_arena, r->filter, pred);
 		if (r->filter == NULL)
@@ -272,7 +308,9 @@ build_filter(ColdReader *r)
 				.boolean = field->type.id == TL_ICE_BOOLEAN && value->v.b,	/* the union member written */
 			.bytes = value->ptr, .len = value->len};
 
-			if (lake_scan_add_row_condition(r->lake, &rc, !OidIsValid(coll) || get_collation_isdeterministic(coll)))
+			if (!lake_scan_add_row_condition(r->lake, &rc, !OidIsValid(coll) || get_collation_isdeterministic(coll)))
+				r->check_split |= c->qual_index < 0;
+			else if (c->qual_index >= 0)
 				r->lake_checked = bms_add_member(r->lake_checked, c->qual_index);
 		}
 	}
@@ -293,7 +331,10 @@ cold_reader_open(ColdReader *r)
 	r->lake_done = true;
 	if (r->skip)
 		return;
-	load_delta(r);
+	if (r->table->mirrored)
+		hybrid_corrections(r->table, &r->pin, r->tupdesc, &r->delta_keys, &r->upserts);
+	else
+		load_delta(r);
 	if (!r->pin.has_snapshot)
 		return;
 	/* The pk columns are needed to match delta rows even if the query reads none of them. */
@@ -302,6 +343,22 @@ cold_reader_open(ColdReader *r)
 		attrs = bms_copy(attrs);
 		for (int i = 0; i < r->table->npk; i++)
 			attrs = bms_add_member(attrs, r->table->pk_attnos[i]);
+	}
+	/* A hybrid read's lake rows at or above T are the heap arm's: the lake filters them, or the reader does. */
+	if (r->table->mirrored)
+	{
+		EvaluatedCondition *split = palloc(sizeof(EvaluatedCondition));
+
+		if (!r->all_attrs)
+			attrs = bms_add_member(bms_copy(attrs), r->table->tier_key_attno);
+		split->attno = r->table->tier_key_attno;
+		split->typid = TupleDescAttr(r->tupdesc, split->attno - 1)->atttypid;
+		split->op = TL_ICE_EXPR_LT;
+		split->value = r->table->key_kind == SEAM_KEY_BIGINT
+			? split_as_column_type(split->typid, r->pin.tier_key_hi)
+			: seam_key_datum(r->table->key_kind, r->pin.tier_key_hi);
+		split->qual_index = -1;
+		r->conditions = lappend(r->conditions, split);
 	}
 	r->lake = lake_scan_open(r->pin.metadata_location ? r->pin.metadata_location : r->table->lake_location,
 							 r->pin.snapshot_id, r->tupdesc, attrs, r->all_attrs);
@@ -321,6 +378,8 @@ cold_reader_next(ColdReader *r, TupleTableSlot *slot)
 			r->lake_done = true;
 			break;
 		}
+		if (r->check_split && !below_split(r, slot))
+			continue;
 		if (!replaced_by_delta(r, slot))
 			return true;
 		r->lake_rows_replaced++;
@@ -372,7 +431,7 @@ static SeamTable *
 table_of_rowtype(Oid rowtype)
 {
 	Oid			relid = OidIsValid(rowtype) ? get_typ_typrelid(rowtype) : InvalidOid;
-	SeamTable  *table = OidIsValid(relid) ? seam_lookup_table(relid) : NULL;
+	SeamTable  *table = OidIsValid(relid) ? seam_lookup_read_table(relid) : NULL;
 
 	if (table == NULL)
 		ereport(ERROR,
@@ -904,7 +963,7 @@ cold_set_rel_pathlist(PlannerInfo *root, RelOptInfo *rel, Index rti, RangeTblEnt
 	if (!OidIsValid(relid) || IS_DUMMY_REL(rel) || references_whole_row(rel))
 		return;
 	{
-		SeamTable  *table = seam_lookup_table(relid);
+		SeamTable  *table = seam_lookup_read_table(relid);
 		double		records = table != NULL ? lake_record_count(table) : -1;
 
 		if (records >= 0)
@@ -1119,7 +1178,7 @@ set_up_cold_scan(ColdScanState *s)
 
 	if (s->table != NULL)
 		return;
-	s->table = seam_lookup_table(relid);
+	s->table = seam_lookup_read_table(relid);
 	if (s->table == NULL)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
@@ -1210,6 +1269,8 @@ convert_only_what_is_read(ColdScanState *s)
 	if (r->delta_keys != NULL)
 		for (int i = 0; i < r->table->npk; i++)
 			read = bms_add_member(read, r->table->pk_attnos[i] - FirstLowInvalidHeapAttributeNumber);
+	if (r->check_split)
+		read = bms_add_member(read, r->table->tier_key_attno - FirstLowInvalidHeapAttributeNumber);
 	/* A whole-row reference (attribute 0) reads everything. */
 	if (bms_is_member(-FirstLowInvalidHeapAttributeNumber, read))
 		return;
@@ -1217,7 +1278,7 @@ convert_only_what_is_read(ColdScanState *s)
 	{
 		EvaluatedCondition *c = lfirst(lc);
 
-		if (bms_is_member(c->qual_index, r->lake_checked) &&
+		if (c->qual_index >= 0 && bms_is_member(c->qual_index, r->lake_checked) &&
 			!bms_is_member(c->attno - FirstLowInvalidHeapAttributeNumber, read))
 			lake_scan_skip_conversion(r->lake, c->attno);
 	}
@@ -1354,7 +1415,12 @@ explain_cold_scan(CustomScanState *node, List *ancestors, ExplainState *es)
 	explain_filter(s, ancestors, es);
 	set_up_cold_scan(s);
 	ExplainPropertyText("Table", seam_table_name(s->table->relid), es);
-	ExplainPropertyText("Cut-line T", seam_key_text(s->table, r->pin.tier_key_hi), es);
+	if (!s->table->mirrored)
+		ExplainPropertyText("Cut-line T", seam_key_text(s->table, r->pin.tier_key_hi), es);
+	else if (r->pin.has_snapshot)
+		ExplainPropertyText("Hybrid Split", seam_key_text(s->table, r->pin.tier_key_hi), es);
+	else
+		ExplainPropertyText("Hybrid Split", "none: the heap answers (the mirror is late or cannot serve)", es);
 	if (r->pin.has_snapshot)
 		ExplainPropertyInteger("Lake Snapshot", NULL, r->pin.snapshot_id, es);
 	else
@@ -1365,7 +1431,13 @@ explain_cold_scan(CustomScanState *node, List *ancestors, ExplainState *es)
 		ExplainPropertyText("Lake", "not read: the conditions keep the query at or above T", es);
 		return;
 	}
-	ExplainPropertyInteger("Delta Rows", NULL, r->delta_rows, es);
+	if (s->table->mirrored)
+	{
+		ExplainPropertyInteger("Batches Newer Than the Snapshot", NULL, r->pin.ncorrections, es);
+		ExplainPropertyInteger("Their Rows Read From the Heap", NULL, list_length(r->upserts), es);
+	}
+	else
+		ExplainPropertyInteger("Delta Rows", NULL, r->delta_rows, es);
 	ExplainPropertyInteger("Conditions Pushed to the Lake", NULL, r->pushed, es);
 	if (r->lake == NULL)
 		return;

@@ -12,6 +12,7 @@
 #include "fmgr.h"
 #include "lib/stringinfo.h"
 #include "utils/builtins.h"
+#include "utils/datum.h"
 #include "utils/guc.h"
 #include "utils/hsearch.h"
 #include "utils/lsyscache.h"
@@ -129,6 +130,19 @@ split_parts(const char *text, int npk, char **parts)
 	return n == npk;
 }
 
+/* Enters a key (npk Datums, kept) into the set. */
+static void
+add_key(DeltaKeys *keys, Datum *values)
+{
+	uint32		h = key_hash(keys, values);
+	bool		found;
+	KeyBucket  *bucket = hash_search(keys->buckets, &h, HASH_ENTER, &found);
+
+	if (!found)
+		bucket->keys = NIL;
+	bucket->keys = lappend(bucket->keys, values);
+}
+
 void
 delta_keys_add_texts(DeltaKeys *keys, List *texts)
 {
@@ -145,8 +159,6 @@ delta_keys_add_texts(DeltaKeys *keys, List *texts)
 	{
 		const char *text = lfirst(lc);
 		Datum	   *values = palloc(sizeof(Datum) * keys->npk);
-		KeyBucket  *bucket;
-		bool		found;
 
 		if (!split_parts(text, keys->npk, parts))
 			ereport(ERROR,
@@ -156,16 +168,28 @@ delta_keys_add_texts(DeltaKeys *keys, List *texts)
 		for (int i = 0; i < keys->npk; i++)
 			values[i] = InputFunctionCall(&keys->cols[i].input, parts[i], keys->cols[i].ioparam,
 										  keys->cols[i].typmod);
-		{
-			uint32		h = key_hash(keys, values);
-
-			bucket = hash_search(keys->buckets, &h, HASH_ENTER, &found);
-			if (!found)
-				bucket->keys = NIL;
-			bucket->keys = lappend(bucket->keys, values);
-		}
+		add_key(keys, values);
 	}
 	AtEOXact_GUC(true, nest);
+}
+
+void
+delta_keys_add_row(DeltaKeys *keys, const Datum *values, const bool *isnull)
+{
+	Datum	   *key = palloc(sizeof(Datum) * keys->npk);
+
+	for (int i = 0; i < keys->npk; i++)
+	{
+		const KeyColumn *c = &keys->cols[i];
+		int16		len;
+		bool		byval;
+
+		if (isnull[c->attno - 1])
+			elog(ERROR, "a key to match has a NULL part");
+		get_typlenbyval(c->typid, &len, &byval);
+		key[i] = datumCopy(values[c->attno - 1], byval, len);
+	}
+	add_key(keys, key);
 }
 
 bool

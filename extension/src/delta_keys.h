@@ -34,6 +34,9 @@ extern DeltaKeys *delta_keys_create(TupleDesc tupdesc, int npk, const AttrNumber
 /* Adds the canonical texts (a List of char *); ERROR naming a text that does not parse. */
 extern void delta_keys_add_texts(DeltaKeys *keys, List *texts);
 
+/* Adds the key of a row (values and isnull indexed by attno - 1; no part NULL), copying its values. */
+extern void delta_keys_add_row(DeltaKeys *keys, const Datum *values, const bool *isnull);
+
 /* Whether the row (values and isnull indexed by attno - 1) has one of the keys. */
 extern bool delta_keys_contains(DeltaKeys *keys, const Datum *values, const bool *isnull);
 

@@ -54,6 +54,7 @@
 
 #include "coordination.h"
 #include "cutline_changes.h"
+#include "hybrid.h"
 #include "seam.h"
 
 /* Days between 1970-01-01 and Postgres' epoch 2000-01-01. */
@@ -251,7 +252,7 @@ fresh_snapshot(void)
 	return RegisterSnapshot(GetCatalogSnapshot(InvalidOid));
 }
 
-/* Reads the registration from tierdb.tables; NULL when not tiered or direct. Palloc'd in the current context. */
+/* Reads the registration from tierdb.tables; NULL when not registered. Palloc'd in the current context. */
 static SeamTable *
 read_registration(Oid relid)
 {
@@ -264,7 +265,8 @@ read_registration(Oid relid)
 	{
 		char	   *mode = text_column(rel, tuple, "mode");
 
-		if (mode != NULL && (strcmp(mode, "tiered") == 0 || strcmp(mode, "direct") == 0))
+		if (mode != NULL &&
+			(strcmp(mode, "tiered") == 0 || strcmp(mode, "direct") == 0 || strcmp(mode, "mirrored") == 0))
 		{
 			bool		isnull;
 			Datum		pk = heap_getattr(tuple, attnameAttNum(rel, "primary_key_cols", false),
@@ -276,6 +278,7 @@ read_registration(Oid relid)
 			t->relid = relid;
 			t->table_id = (int64) relid;
 			t->direct = strcmp(mode, "direct") == 0;
+			t->mirrored = strcmp(mode, "mirrored") == 0;
 			t->lake_location = text_column(rel, tuple, "lake_table_ref");
 			t->tier_key_attno = registered_column(relid, text_column(rel, tuple, "tier_key_col"));
 			t->key_kind = parse_key_kind(text_column(rel, tuple, "tier_key_type"));
@@ -316,8 +319,9 @@ read_registration(Oid relid)
 typedef struct RegistrationEntry
 {
 	Oid			relid;			/* hash key */
-	bool		tiered;
-	SeamTable	table;			/* when tiered; strings and arrays in CacheMemoryContext */
+	bool		tiered;			/* tiered or direct */
+	bool		mirrored;
+	SeamTable	table;			/* when either; strings and arrays in CacheMemoryContext */
 	ItemPointerData cutline_tid;	/* where its tierdb.cutline row was last seen */
 	bool		planning_t_known;
 	int64		planning_t;		/* seam_planning_t's */
@@ -332,7 +336,7 @@ static Oid	registrations_catalog = InvalidOid;	/* the tierdb.tables they came fr
 static void
 free_registration(RegistrationEntry *e)
 {
-	if (e->tiered)
+	if (e->tiered || e->mirrored)
 	{
 		pfree(e->table.lake_location);
 		pfree(e->table.pk_attnos);
@@ -409,7 +413,8 @@ registration(Oid relid)
 	/* Read first, then enter: an error while reading leaves no half-made entry. */
 	read = read_registration(relid);
 	e = hash_search(registrations, &relid, HASH_ENTER, &found);
-	e->tiered = read != NULL;
+	e->tiered = read != NULL && !read->mirrored;
+	e->mirrored = read != NULL && read->mirrored;
 	ItemPointerSetInvalid(&e->cutline_tid);
 	e->planning_t_known = false;
 	e->statement_t_known = false;
@@ -430,6 +435,22 @@ seam_lookup_table(Oid relid)
 	RegistrationEntry *e = registration(relid);
 
 	return e != NULL && e->tiered ? copy_table(&e->table, CurrentMemoryContext) : NULL;
+}
+
+SeamTable *
+seam_lookup_mirrored(Oid relid)
+{
+	RegistrationEntry *e = registration(relid);
+
+	return e != NULL && e->mirrored ? copy_table(&e->table, CurrentMemoryContext) : NULL;
+}
+
+SeamTable *
+seam_lookup_read_table(Oid relid)
+{
+	RegistrationEntry *e = registration(relid);
+
+	return e != NULL && (e->tiered || e->mirrored) ? copy_table(&e->table, CurrentMemoryContext) : NULL;
 }
 
 bool
@@ -525,8 +546,12 @@ cutline_of(Oid relid, Relation rel, HeapTuple tuple)
 	SeamPin		pin = {0};
 	bool		isnull;
 	Datum		d = heap_getattr(tuple, attnameAttNum(rel, "tier_key_hi", false), desc, &isnull);
+	RegistrationEntry *e = registrations ? hash_search(registrations, &relid, HASH_FIND, NULL) : NULL;
 
-	if (isnull)
+	/* A mirrored table has no T: its heap holds every row (as if T were at the very bottom). */
+	if (isnull && e != NULL && e->mirrored)
+		d = Int64GetDatum(PG_INT64_MIN);
+	else if (isnull)
 		ereport(ERROR,
 				(errcode(ERRCODE_DATA_CORRUPTED),
 				 errmsg("the TierDB cut-line of table %s has no tier_key_hi", seam_table_name(relid))));
@@ -643,14 +668,16 @@ seam_pin(const SeamTable *table)
 	if (e != NULL)
 		return e->pin;
 	/* Shared until the transaction ends; no SQL session can take it (coordination.h). */
-	coordination_lock_readers(table->table_id, ShareLock);
+	if (!table->mirrored)
+		coordination_lock_readers(table->table_id, ShareLock);
 	old = MemoryContextSwitchTo(TopTransactionContext);
 	e = palloc(sizeof(PinEntry));
 	e->relid = table->relid;
 	e->xmin = snap->xmin;
 	e->xmax = snap->xmax;
 	e->xcnt = snap->xcnt;
-	e->pin = read_cutline(table);
+	/* A mirrored table's heap is complete and nothing drops it: no lock, the capture decides (hybrid.h). */
+	e->pin = table->mirrored ? hybrid_capture(table, snap) : read_cutline(table);
 	pins = lappend(pins, e);
 	MemoryContextSwitchTo(old);
 	return e->pin;
@@ -923,7 +950,7 @@ pinned_t(Oid relid, SeamKeyKind expected)
 		pg_class_aclcheck(relid, GetUserId(), ACL_SELECT) != ACLCHECK_OK &&
 		pg_attribute_aclcheck_all(relid, GetUserId(), ACL_SELECT, ACLMASK_ANY) != ACLCHECK_OK)
 		aclcheck_error(ACLCHECK_NO_PRIV, OBJECT_TABLE, get_rel_name(relid));
-	table = seam_lookup_table(relid);
+	table = seam_lookup_read_table(relid);
 	if (table == NULL)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),

@@ -44,6 +44,7 @@
 #include "access/attnum.h"
 #include "access/stratnum.h"
 #include "utils/snapshot.h"
+#include "utils/uuid.h"
 
 /* The tier key's canonical family (tables.tier_key_type, SPEC §2). */
 typedef enum SeamKeyKind
@@ -54,7 +55,7 @@ typedef enum SeamKeyKind
 	SEAM_KEY_DATE				/* days since 1970-01-01 */
 } SeamKeyKind;
 
-/* A table registered in tiered or direct mode. */
+/* A table registered in tiered or direct mode, or a mirrored one (for hybrid reads, hybrid.h). */
 typedef struct SeamTable
 {
 	Oid			relid;
@@ -68,6 +69,7 @@ typedef struct SeamTable
 	AttrNumber *pk_attnos;		/* the merge key's columns (tables.primary_key_cols) */
 	bool		keep_heap;		/* --keep-heap: the heap keeps every row; plain DML is never routed */
 	bool		direct;			/* --mode direct: no delta; the lake at S is every row below T (docs/direct.md) */
+	bool		mirrored;		/* --mode mirrored: the heap has every row; the lake trails it (hybrid.h) */
 } SeamTable;
 
 /* The pinned cut-line. */
@@ -86,6 +88,16 @@ typedef struct SeamPin
 	const char *metadata_location;
 	bool		has_retention_line;	/* R is NULL until lake retention first expires rows */
 	int64		retention_line; /* R: lake rows below it were expired on purpose */
+
+	/*
+	 * A mirrored table's hybrid read (hybrid.h): T is the split, S the
+	 * newest mirror snapshot holding only transactions the reader sees, and
+	 * the keys the batches after it changed (tierdb.mirror_keys, by their
+	 * op ids) are read from the heap below T instead of the lake.
+	 */
+	bool		hybrid;
+	int			ncorrections;
+	pg_uuid_t  *corrections;
 } SeamPin;
 
 /*
@@ -96,6 +108,12 @@ typedef struct SeamPin
  * tiered is not a secret, and its rows stay guarded by its own ACL.
  */
 extern SeamTable *seam_lookup_table(Oid relid);
+
+/* The mirrored registration of relid, as seam_lookup_table's, or NULL. */
+extern SeamTable *seam_lookup_mirrored(Oid relid);
+
+/* The registration of a table whose reads split at a seam: seam_lookup_table's, else seam_lookup_mirrored's. */
+extern SeamTable *seam_lookup_read_table(Oid relid);
 
 /* The tierdb schema, or InvalidOid where the extension is not installed. */
 extern Oid	seam_namespace(void);

@@ -17,19 +17,12 @@
  *	  narrate their routing (routing.c, sql/0.1/30-routing.sql).
  *	- tierdb.max_pin_ttl, the longest read pin tierdb_read_begin() grants
  *	  (routing.c).
- *
- * The other SPEC §7 settings (tierdb.transparent_writes,
- * tierdb.mirrored_reads, tierdb.mirror_wait_ms, tierdb.hybrid_lag) belong
- * to features still to come. They are defined already, with their SPEC
- * types and defaults, so that configurations and scripts written for them
- * work today; their descriptions say they take effect when the feature
- * lands, and nothing reads them yet.
+ *	- hybrid reads of mirrored tables (hybrid.c): tierdb.mirrored_reads,
+ *	  tierdb.mirror_wait_ms, tierdb.hybrid_lag.
  *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
-
-#include <limits.h>
 
 #include "fmgr.h"
 #include "miscadmin.h"
@@ -53,58 +46,6 @@ void		_PG_init(void);
  */
 static bool explain_routing = false;
 
-/* The reserved settings' storage (see the file comment): nothing reads it yet. */
-typedef enum MirroredReads
-{
-	MIRRORED_READS_HEAP,
-	MIRRORED_READS_HYBRID
-} MirroredReads;
-
-static const struct config_enum_entry mirrored_reads_options[] = {
-	{"heap", MIRRORED_READS_HEAP, false},
-	{"hybrid", MIRRORED_READS_HYBRID, false},
-	{NULL, 0, false}
-};
-
-static int	mirrored_reads = MIRRORED_READS_HEAP;
-static int	mirror_wait_ms = 5000;
-static int	hybrid_lag = 0;
-
-/* SPEC §7's settings of features still to come, with their types and defaults. */
-static void
-define_reserved_gucs(void)
-{
-	DefineCustomEnumVariable("tierdb.mirrored_reads",
-							 "How queries read mirrored tables: heap (the heap, which holds every row) or hybrid (the lake below a split point).",
-							 "Reserved: takes effect when mirrored tables land.",
-							 &mirrored_reads,
-							 MIRRORED_READS_HEAP,
-							 mirrored_reads_options,
-							 PGC_USERSET,
-							 0,
-							 NULL, NULL, NULL);
-	DefineCustomIntVariable("tierdb.mirror_wait_ms",
-							"How long a hybrid read of a mirrored table waits for the mirror to catch up before it reads the heap instead.",
-							"Reserved: takes effect when mirrored tables land.",
-							&mirror_wait_ms,
-							5000,
-							0,
-							INT_MAX,
-							PGC_USERSET,
-							GUC_UNIT_MS,
-							NULL, NULL, NULL);
-	DefineCustomIntVariable("tierdb.hybrid_lag",
-							"How far below the newest tier key a hybrid read of a mirrored table switches from the lake to the heap, in the tier key's units.",
-							"Reserved: takes effect when mirrored tables land.",
-							&hybrid_lag,
-							0,
-							0,
-							INT_MAX,
-							PGC_USERSET,
-							0,
-							NULL, NULL, NULL);
-}
-
 void
 _PG_init(void)
 {
@@ -126,7 +67,6 @@ _PG_init(void)
 							 PGC_USERSET,
 							 0,
 							 NULL, NULL, NULL);
-	define_reserved_gucs();
 
 	/*
 	 * Claim the prefix: a misspelt tierdb.* setting, or one this version

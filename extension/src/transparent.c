@@ -78,6 +78,7 @@
 #include "cold_scan.h"
 #include "dml_guard.h"
 #include "heap_only.h"
+#include "hybrid.h"
 #include "routing.h"
 #include "seam.h"
 #include "spill.h"
@@ -606,6 +607,26 @@ guard_locked_reference(Query *q, Index rti, RangeTblEntry *rte, Rewrite *rw)
 }
 
 /*
+ * A reference to a mirrored table under tierdb.mirrored_reads = 'hybrid'
+ * becomes the seam union too, with a hybrid pin (hybrid.h).  Not a table
+ * locked FOR UPDATE/SHARE, nor one whose system columns are read: those
+ * read the heap, which is always exact.
+ */
+static void
+read_hybrid(Query *q, Index rti, RangeTblEntry *rte, Rewrite *rw)
+{
+	SeamTable  *t;
+
+	if (!hybrid_reads_on() || locked_for_update(q, rti) || reads_system_column(rte))
+		return;
+	t = seam_lookup_mirrored(rte->relid);
+	if (t == NULL)
+		return;
+	replace_reference(rte, t);
+	rw->replaced = true;
+}
+
+/*
  * Replaces the query's references to tiered tables, after those of its
  * subqueries, CTEs and sublinks, so the unions it adds are not visited.
  */
@@ -637,9 +658,14 @@ rewrite_query(Query *q, Rewrite *rw)
 		List	   *at_start;
 
 		rti++;
-		if (rte->rtekind != RTE_RELATION || rte->relkind != RELKIND_PARTITIONED_TABLE || !rte->inh ||
-			rti == (Index) q->resultRelation)
+		if (rte->rtekind != RTE_RELATION || !rte->inh || rti == (Index) q->resultRelation)
 			continue;
+		if (rte->relkind != RELKIND_PARTITIONED_TABLE)
+		{
+			if (rte->relkind == RELKIND_RELATION)
+				read_hybrid(q, rti, rte, rw);
+			continue;
+		}
 		if (locked_for_update(q, rti))
 		{
 			guard_locked_reference(q, rti, rte, rw);
@@ -647,7 +673,10 @@ rewrite_query(Query *q, Rewrite *rw)
 		}
 		t = seam_lookup_table(rte->relid);
 		if (t == NULL)
+		{
+			read_hybrid(q, rti, rte, rw);
 			continue;
+		}
 		if (reads_system_column(rte))
 			ereport(ERROR,
 					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
@@ -780,6 +809,7 @@ transparent_reads_init(bool preloading)
 							 PGC_USERSET,
 							 0,
 							 NULL, replan_on_change, NULL);
+	hybrid_init();
 	if (!preloading)
 		return;
 	prev_planner_hook = planner_hook;

@@ -225,6 +225,45 @@ CREATE TABLE tierdb.copy_progress (
     updated_at          timestamptz NOT NULL DEFAULT now()
 );
 
+/*
+ * A mirrored table's published batches (cli/mirror.c), for hybrid reads
+ * (src/hybrid.c): the lake snapshot each made, the WAL position F it brought
+ * the mirror to, and which transactions it holds, so that a reader can find
+ * the newest snapshot holding only transactions its own snapshot sees.
+ * Kept for a while (TDB_MIRROR_HISTORY_SECONDS), then pruned by the pump.
+ * Full 64-bit transaction ids (xid8 as bigint); seq orders the rows.
+ */
+CREATE TABLE tierdb.mirror_batches (
+    table_id            bigint NOT NULL
+                        REFERENCES tierdb.tables (table_id) ON DELETE CASCADE,
+    seq                 bigint GENERATED ALWAYS AS IDENTITY,
+    op_id               uuid NOT NULL,      -- the batch's operation (tierdb.op_log), naming its keys
+    lake_snapshot_id    bigint NOT NULL,
+    replicated_lsn      bigint NOT NULL,    -- F after the batch (the copy's end for the copy's row)
+    xid_lo              bigint,             -- its transactions' ids lie in [xid_lo, xid_hi] (NULL: the copy)
+    xid_hi              bigint,
+    xid_hi_running      bigint NOT NULL,    -- the highest id in this batch and every earlier one
+    tier_key_max        bigint,             -- the highest tier key the mirror has written (canonical)
+    exact               boolean NOT NULL,   -- the lake at the snapshot is the table as of replicated_lsn
+    truncated           boolean NOT NULL DEFAULT false,
+    published_at        timestamptz NOT NULL DEFAULT now(),
+    PRIMARY KEY (table_id, seq)
+);
+
+/*
+ * The (merge key, tier key) pairs each batch changed, as a jsonb object of
+ * those columns: what a hybrid read takes from the heap instead of the lake
+ * when the batch holds transactions its snapshot does not see. Unlogged:
+ * after a crash no snapshot older than it survives, and the batches before
+ * it hold only transactions every later snapshot sees.
+ */
+CREATE UNLOGGED TABLE tierdb.mirror_keys (
+    table_id            bigint NOT NULL,
+    op_id               uuid NOT NULL,      -- the batch's (written before its lake commit)
+    key                 jsonb NOT NULL
+);
+CREATE INDEX mirror_keys_op ON tierdb.mirror_keys (table_id, op_id);
+
 /* What the daemon last learned about each lake table, and its advice. */
 CREATE TABLE tierdb.lake_stats (
     table_id        bigint PRIMARY KEY
