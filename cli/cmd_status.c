@@ -47,6 +47,20 @@ static void print_unfoldable(const PGresult *res)
 	}
 }
 
+/* Mirrored tables whose slot holds more WAL than TIERDB_SLOT_WARN_BYTES (the daemon's threshold, 1 GiB). */
+static void print_slot_warnings(const PGresult *res)
+{
+	const char *env = getenv("TIERDB_SLOT_WARN_BYTES");
+	long long warn = env != NULL && *env != '\0' ? strtoll(env, NULL, 10) : 1LL << 30;
+	int col = PQfnumber(res, "slot_wal_bytes");
+	for (int i = 0; col >= 0 && i < PQntuples(res); i++)
+		if (!PQgetisnull(res, i, col) && strtoll(PQgetvalue(res, i, col), NULL, 10) > warn)
+			printf("%s: WARNING: its replication slot holds %s bytes of WAL (more than TIERDB_SLOT_WARN_BYTES = %lld):"
+			       " the daemon's pump is failing or far behind, and the server keeps that WAL on disk; see the"
+			       " daemon's log\n",
+			       PQgetvalue(res, i, 0), PQgetvalue(res, i, col), warn);
+}
+
 static int show_status(PGconn *c, const tdb_table_name *name, bool json)
 {
 	tl_error err;
@@ -66,8 +80,9 @@ static int show_status(PGconn *c, const tdb_table_name *name, bool json)
 		json ? "SELECT coalesce(json_agg(s ORDER BY s.schema_name, s.table_name), '[]')::text"
 		       " FROM tierdb.status s WHERE ($1::text IS NULL OR (s.schema_name = $1 AND s.table_name = $2))"
 		     : "SELECT s.schema_name || '.' || s.table_name AS \"table\", s.mode, s.cutline_t, s.cutline_s,"
-		       " s.mirror_frontier, s.retention_line, s.delta_backlog, s.read_pins, s.staged_loads, s.copying,"
-		       " s.partition_states, s.cutline_updated_at, jsonb_array_length(s.unfoldable_rows) AS unfoldable,"
+		       " s.mirror_frontier, s.slot_wal_bytes, s.retention_line, s.delta_backlog, s.read_pins, s.staged_loads,"
+		       " s.copying, s.partition_states, s.cutline_updated_at,"
+		       " jsonb_array_length(s.unfoldable_rows) AS unfoldable,"
 		       " s.unfoldable_rows"
 		       " FROM tierdb.status s WHERE ($1::text IS NULL OR (s.schema_name = $1 AND s.table_name = $2))"
 		       " ORDER BY s.schema_name, s.table_name";
@@ -82,6 +97,7 @@ static int show_status(PGconn *c, const tdb_table_name *name, bool json)
 		/* All but the last column, unfoldable_rows: print_unfoldable says it in sentences. */
 		cli_print_aligned(res, PQnfields(res) - 1);
 		print_unfoldable(res);
+		print_slot_warnings(res);
 	}
 	PQclear(res);
 	return cli_finish_output();

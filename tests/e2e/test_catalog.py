@@ -74,6 +74,13 @@ EXPECTED_COLUMNS = {
     "columns": [("table_id", "bigint"), ("field_id", "integer"), ("column_name", "text")],
     "column_defaults": [("table_id", "bigint"), ("column_name", "text"), ("default_value", "text"),
                         ("lake_sequence_number", "bigint")],
+    # beyond SPEC §4: the mirror's published batches and their keys, for hybrid reads (docs/mirrored.md)
+    "mirror_batches": [
+        ("table_id", "bigint"), ("seq", "bigint"), ("op_id", "uuid"), ("lake_snapshot_id", "bigint"),
+        ("replicated_lsn", "bigint"), ("xid_lo", "bigint"), ("xid_hi", "bigint"), ("xid_hi_running", "bigint"),
+        ("tier_key_max", "bigint"), ("exact", "boolean"), ("truncated", "boolean"), ("published_at", TS),
+    ],
+    "mirror_keys": [("table_id", "bigint"), ("op_id", "uuid"), ("key", "jsonb")],
 }
 
 EXPECTED_PRIMARY_KEYS = {
@@ -90,12 +97,13 @@ EXPECTED_PRIMARY_KEYS = {
     "maintenance_requests": ["table_id"],
     "columns": ["table_id", "field_id"],
     "column_defaults": ["table_id", "column_name"],
+    "mirror_batches": ["table_id", "seq"],
 }
 
 STATUS_COLUMNS = [
     "table_id", "schema_name", "table_name", "mode", "cutline_t", "cutline_s",
     "mirror_frontier", "retention_line", "cutline_updated_at", "delta_backlog",
-    "read_pins", "staged_loads", "copying", "partition_states", "unfoldable_rows",
+    "read_pins", "staged_loads", "copying", "partition_states", "unfoldable_rows", "slot_wal_bytes",
 ]
 
 TABLE_ID = 16385

@@ -366,6 +366,8 @@ def test_a_slot_holding_too_much_wal_is_reported(mirrored, tierdb):
     db = mirrored
     run_once(tierdb, "0")
     db.psql("UPDATE m SET note = 'x'")   # a few hundred kB of WAL the slot holds until the pump confirms it
+    status = tierdb(["status"], env={"TIERDB_SLOT_WARN_BYTES": "1"})
+    assert "slot_wal_bytes" in status.stdout and "WARNING: its replication slot holds" in status.stdout, status.stdout
     proc = run_once(tierdb, "0", TIERDB_SLOT_WARN_BYTES="1")
     assert "WARNING: replication slot" in proc.stderr, proc.stderr
     proc = run_once(tierdb, "0")

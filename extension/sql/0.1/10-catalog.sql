@@ -322,7 +322,11 @@ SELECT t.table_id,
          WHERE ls.table_id = t.table_id AND w->>'kind' = 'unfoldable_delta_row'
            AND EXISTS (SELECT FROM tierdb.delta d
                         WHERE d.table_id = t.table_id AND d.pk = w->>'pk'
-                          AND d.version::text = w->>'version')) AS unfoldable_rows
+                          AND d.version::text = w->>'version')) AS unfoldable_rows,
+       -- WAL a mirrored table's slot keeps on the server's disk (not on a standby)
+       (SELECT pg_wal_lsn_diff(pg_current_wal_insert_lsn(), rs.restart_lsn)::bigint
+          FROM pg_catalog.pg_replication_slots rs
+         WHERE rs.slot_name = t.slot_name AND NOT pg_is_in_recovery()) AS slot_wal_bytes
   FROM tierdb.tables t
   LEFT JOIN tierdb.cutline c ON c.table_id = t.table_id;
 
