@@ -45,6 +45,7 @@
 
 #include "cold_scan.h"
 #include "hybrid.h"
+#include "lake_scan.h"
 
 typedef enum MirroredReads
 {
@@ -261,20 +262,23 @@ table_owner(Oid relid, bool *forces_row_security)
 	return owner;
 }
 
-/* tierdb.hybrid_lag in canonical tier-key units: seconds for timestamps, days for dates, the value for integers. */
+/*
+ * The split: `top` (the highest tier key the mirror wrote, canonical) less
+ * a lag in the key's units: seconds for timestamps, days for dates, the
+ * value for integers. Overflow puts it at the very bottom.
+ */
 static int64
-lag_canonical(SeamKeyKind kind)
+split_below(SeamKeyKind kind, int64 top, int64 lag)
 {
-	switch (kind)
-	{
-		case SEAM_KEY_TIMESTAMPTZ:
-		case SEAM_KEY_TIMESTAMP:
-			return (int64) hybrid_lag * USECS_PER_SEC;
-		case SEAM_KEY_DATE:
-		case SEAM_KEY_BIGINT:
-			return hybrid_lag;
-	}
-	return 0;
+	int64		canonical = lag;
+	int64		split;
+
+	if ((kind == SEAM_KEY_TIMESTAMPTZ || kind == SEAM_KEY_TIMESTAMP) &&
+		pg_mul_s64_overflow(lag, USECS_PER_SEC, &canonical))
+		return PG_INT64_MIN;
+	if (pg_sub_s64_overflow(top, canonical, &split))
+		return PG_INT64_MIN;
+	return split;
 }
 
 /*
@@ -282,7 +286,8 @@ lag_canonical(SeamKeyKind kind)
  * with it; false when the wait times out or F is not set (the copy runs).
  */
 static bool
-wait_for_frontier(const SeamTable *table, XLogRecPtr position, Frontier *f, MirrorBatch **batches, int *nbatches)
+wait_for_frontier(const SeamTable *table, XLogRecPtr position, int wait_ms, Frontier *f, MirrorBatch **batches,
+				  int *nbatches)
 {
 	TimestampTz start = GetCurrentTimestamp();
 
@@ -298,7 +303,7 @@ wait_for_frontier(const SeamTable *table, XLogRecPtr position, Frontier *f, Mirr
 			return false;
 		if (f->frontier >= position)
 			return true;
-		if (TimestampDifferenceExceeds(start, GetCurrentTimestamp(), mirror_wait_ms))
+		if (TimestampDifferenceExceeds(start, GetCurrentTimestamp(), wait_ms))
 			return false;
 		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH, 10, PG_WAIT_EXTENSION);
 		ResetLatch(MyLatch);
@@ -327,7 +332,7 @@ hybrid_capture(const SeamTable *table, Snapshot snapshot)
 		return heap_only;
 	/* After the snapshot: every transaction it sees committed before this position. */
 	position = GetXLogInsertRecPtr();
-	if (!wait_for_frontier(table, position, &f, &b, &n) || n == 0 || !f.has_snapshot ||
+	if (!wait_for_frontier(table, position, mirror_wait_ms, &f, &b, &n) || n == 0 || !f.has_snapshot ||
 		b[n - 1].snapshot_id != f.snapshot_id || !b[n - 1].has_tier_key_max)
 		return heap_only;
 
@@ -354,8 +359,7 @@ hybrid_capture(const SeamTable *table, Snapshot snapshot)
 	pin.has_snapshot = true;
 	pin.snapshot_id = b[k].snapshot_id;
 	pin.metadata_location = f.metadata_location;	/* the newest metadata holds every kept snapshot */
-	if (pg_sub_s64_overflow(b[n - 1].tier_key_max, lag_canonical(table->key_kind), &pin.tier_key_hi))
-		pin.tier_key_hi = PG_INT64_MIN;
+	pin.tier_key_hi = split_below(table->key_kind, b[n - 1].tier_key_max, hybrid_lag);
 	pin.ncorrections = n - 1 - k;
 	pin.corrections = palloc(sizeof(pg_uuid_t) * Max(pin.ncorrections, 1));
 	for (int i = k + 1; i < n; i++)
@@ -583,6 +587,60 @@ hybrid_corrections(const SeamTable *table, const SeamPin *pin, TupleDesc tupdesc
 		delta_keys_add_row(*keys, values, isnull);
 	}
 	*rows = heap_rows(table, pin, tupdesc, images);
+}
+
+/* ------------------------------------------------------------ SQL: Spark's capture */
+
+PG_FUNCTION_INFO_V1(tierdb_hybrid_read_begin);
+
+/*
+ * tierdb.hybrid_read_begin(table, lag, wait_ms) -> (split, lake_snapshot_id,
+ * metadata_location), all NULL when the read must take the heap alone:
+ * tierdb-spark's hybrid capture (SeamOptions.hybrid, the seed's "Mirrored"
+ * reads). It waits, at most wait_ms, until F passes the WAL position now,
+ * so the lake at the newest batch's snapshot holds everything committed so
+ * far, and splits at the highest tier key less `lag`. Spark reads that
+ * snapshot below the split and the heap, live, above it (as its reads of
+ * tiered tables do: the cold side is the capture's, the hot side is read
+ * when each task runs). For those who may read the whole table, without
+ * row-level security (the lake files would bypass it).
+ */
+Datum
+tierdb_hybrid_read_begin(PG_FUNCTION_ARGS)
+{
+	Oid			relid = PG_GETARG_OID(0);
+	int64		lag = PG_GETARG_INT64(1);
+	int32		wait_ms = PG_GETARG_INT32(2);
+	SeamTable  *table;
+	TupleDesc	desc;
+	Datum		values[3] = {0};
+	bool		nulls[3] = {true, true, true};
+	Frontier	f;
+	MirrorBatch *b = NULL;
+	int			n = 0;
+
+	if (get_call_result_type(fcinfo, NULL, &desc) != TYPEFUNC_COMPOSITE)
+		elog(ERROR, "tierdb.hybrid_read_begin must return a row");
+	if (lag < 0 || wait_ms < 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("a hybrid read's lag and wait must be 0 or more, not %lld and %d", (long long) lag, wait_ms)));
+	lake_check_direct_read(relid, "tierdb.hybrid_read_begin");
+	table = seam_lookup_mirrored(relid);
+	if (table == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("table %s is not registered with TierDB in mirrored mode", seam_table_name(relid))));
+	if (wait_for_frontier(table, GetXLogInsertRecPtr(), wait_ms, &f, &b, &n) && n > 0 && f.has_snapshot &&
+		b[n - 1].snapshot_id == f.snapshot_id && b[n - 1].exact && b[n - 1].has_tier_key_max &&
+		f.metadata_location != NULL)
+	{
+		values[0] = Int64GetDatum(split_below(table->key_kind, b[n - 1].tier_key_max, lag));
+		values[1] = Int64GetDatum(f.snapshot_id);
+		values[2] = CStringGetTextDatum(f.metadata_location);
+		nulls[0] = nulls[1] = nulls[2] = false;
+	}
+	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(BlessTupleDesc(desc), values, nulls)));
 }
 
 /* ------------------------------------------------------------ settings */

@@ -92,6 +92,12 @@ def test_a_hybrid_read_serves_the_lake_and_equals_the_heap(pumped):
         conn.execute("SET tierdb.mirrored_reads = 'hybrid'")
         plan = "\n".join(r[0] for r in conn.execute("EXPLAIN SELECT count(*) FROM m").fetchall())
         assert "TierDB Cold Scan" in plan, plan
+        # Spark's capture: the newest mirror snapshot once F has passed it, split at the newest key less the lag
+        split, snapshot = conn.execute("SELECT split, lake_snapshot_id FROM tierdb.hybrid_read_begin('m', 3600, 10000)"
+                                       ).fetchone()
+        assert snapshot == int(conn.execute("SELECT lake_snapshot_id FROM tierdb.cutline").fetchone()[0])
+        assert split == conn.execute("SELECT tierdb.canonical_tier_key(max(ts) - interval '1 hour') FROM m"
+                                     ).fetchone()[0]
         # the split: rows at or above max(ts) - lag stay on the heap side
         conn.execute("SET tierdb.hybrid_lag = 86400")
         hybrid, heap, served = both_ways(conn, QUERIES[0])
@@ -211,6 +217,9 @@ def test_parallel_and_generic_plans_row_security_and_views(pumped):
         with conn.transaction():
             conn.execute("SET LOCAL tierdb.mirrored_reads = 'hybrid'")
             assert cold_scan_property(conn, "Actual Rows") > 1000, "the reader's rows came from the lake"
+        # Spark's capture would hand it lake files its policy cannot filter
+        with pytest.raises(psycopg.errors.InsufficientPrivilege, match="row-level security"):
+            conn.execute("SELECT * FROM tierdb.hybrid_read_begin('m', 0, 0)")
         # a view reads as its owner, whom the policy does not bind
         hybrid, heap, _ = both_ways(conn, "SELECT * FROM recent_notes ORDER BY id", count_served=False)
         assert hybrid == heap and any(row[0] % 2 for row in heap)

@@ -78,3 +78,14 @@ REVOKE ALL ON FUNCTION tierdb.mirror_record_batch(bigint, uuid, bigint, bigint, 
                        tierdb.mirror_record_copy(bigint, uuid, bigint, text, text, text) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION tierdb.mirror_record_batch(bigint, uuid, bigint, bigint, bigint, bigint, bigint, boolean, integer),
                           tierdb.mirror_record_copy(bigint, uuid, bigint, text, text, text) TO tierdb_worker;
+
+/*
+ * tierdb-spark's hybrid capture (src/hybrid.c says what it waits for and
+ * returns): the split, and the lake snapshot below it; all NULL when the
+ * read takes the heap alone.
+ */
+CREATE FUNCTION tierdb.hybrid_read_begin(tbl regclass, lag bigint, wait_ms integer,
+                                         OUT split bigint, OUT lake_snapshot_id bigint,
+                                         OUT metadata_location text)
+LANGUAGE c STRICT VOLATILE
+AS 'MODULE_PATHNAME', 'tierdb_hybrid_read_begin';

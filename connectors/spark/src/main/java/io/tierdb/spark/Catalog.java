@@ -128,6 +128,29 @@ final class Catalog {
         }
     }
 
+    /**
+     * A hybrid read of a mirrored table (the seed's hybrid, hybridLag,
+     * mirrorWait): the pin with the capture's split as its cut-line and the
+     * mirror's snapshot below it, or the pin as it was (a heap read) when the
+     * mirror did not catch up within the wait.
+     */
+    static Pin beginHybrid(Connection conn, Registration reg, Pin pin, long lag, Duration wait) throws SQLException {
+        String sql = "SELECT split, lake_snapshot_id, metadata_location FROM tierdb.hybrid_read_begin(?::oid::regclass, ?, ?)";
+        try (PreparedStatement ps = conn.prepareStatement(sql)) {
+            ps.setLong(1, reg.tableId);
+            ps.setLong(2, lag);
+            ps.setInt(3, (int) Math.min(Integer.MAX_VALUE, wait.toMillis()));
+            try (ResultSet rs = ps.executeQuery()) {
+                rs.next();
+                Long split = nullableLong(rs, 1);
+                if (split == null) {
+                    return pin;
+                }
+                return new Pin(pin.pinId, split, rs.getLong(2), rs.getString(3), pin.expiresAt);
+            }
+        }
+    }
+
     /** SPEC §5 step 6; false when the pin was already gone (closed twice, or swept after expiry). */
     static boolean endRead(Connection conn, long pinId) throws SQLException {
         try (PreparedStatement ps = conn.prepareStatement("SELECT tierdb_read_end(?)")) {

@@ -14,6 +14,9 @@
  *          and kept in memory: every one removes the lake row of its pk
  *          (a broadcast anti-join), op = 0 rows add their image.
  *
+ * A mirrored table's hybrid read (TierDBSpark.read) has the same hot and
+ * cold branches at the capture's split, and no delta.
+ *
  * The delta rule is the extension's (extension/src/cold_scan.c, load_delta):
  * delta rows at or above the pinned T are ignored, and a tombstone's key
  * comes from the canonical pk text (SPEC §4), split and typed in Postgres.
@@ -73,7 +76,11 @@ final class SeamPlan {
     Dataset<Row> build(Connection conn) throws SQLException {
         Dataset<Row> hot = hotBranch(conn);
         if (pin.cutline == null) {
-            return hot;  // no cut-line yet: the heap holds every row
+            return hot;  // no cut-line yet, or a mirrored table read from its heap: the heap holds every row
+        }
+        if ("mirrored".equals(reg.mode)) {
+            // a hybrid read: the lake is the whole table below the split, with no delta
+            return hot.unionByName(coldBranch(conn, hot.schema()));
         }
         Dataset<Row> delta = capture(deltaBranch());
         Dataset<Row> cold = coldBranch(conn, hot.schema());

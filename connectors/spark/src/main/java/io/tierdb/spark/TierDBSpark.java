@@ -4,8 +4,9 @@
  * keys to the heap or the delta (RoutedWrite), or on a direct table to the
  * heap and, as lake files the executors write, straight to the lake
  * (DirectWrite).  A mirrored table has no cut-line: it reads as its heap,
- * and writes append to it.  Hybrid reads are refused with an error that
- * says so.
+ * and writes append to it; with hybrid(true) the read splits at a point the
+ * extension's capture chooses (tierdb.hybrid_read_begin): the mirror's
+ * lake snapshot below it, the heap above.
  */
 package io.tierdb.spark;
 
@@ -26,16 +27,16 @@ public final class TierDBSpark {
      * them.  Close it after the last action on its dataframe.
      */
     public static SeamRead read(SparkSession spark, SeamOptions options) {
-        if (options.hybrid()) {
-            throw new UnsupportedOperationException("hybrid(true) is not supported yet by tierdb-spark: a mirrored "
-                    + "table is read from its heap, which holds every row. Drop .hybrid(true) from the SeamOptions "
-                    + "of " + options.table() + ".");
-        }
         try (Connection conn = Catalog.connect(options)) {
             Registration reg = Catalog.registration(conn, options, false);
             reg.requireServed("read");
             Catalog.Pin pin = Catalog.beginRead(conn, reg, options.pinTtl());
             conn.commit();  // the pin must be visible to the daemon before anything is scanned
+            if (options.hybrid() && "mirrored".equals(reg.mode)) {
+                // the pin above keeps the snapshot from expiry: it is at or above the pinned one
+                pin = Catalog.beginHybrid(conn, reg, pin, options.hybridLag(), options.mirrorWait());
+                conn.commit();
+            }
             try {
                 SeamRead read = new SeamRead(options, pin, new SeamPlan(spark, options, reg, pin).build(conn));
                 conn.commit();

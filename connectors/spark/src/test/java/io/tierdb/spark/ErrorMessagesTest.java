@@ -1,7 +1,6 @@
 /*
  * ErrorMessagesTest: each problem the library refuses is named in its
- * error: an unknown table, an unregistered one, modes and options this
- * version does not serve (hybrid reads), a
+ * error: an unknown table, an unregistered one, a
  * Spark session without an Iceberg catalog (and lakeTable as the way around
  * a path), a reading role without SELECT on the catalog tables that map
  * the lake's fields to the columns, and batches whose columns do not match
@@ -80,10 +79,14 @@ class ErrorMessagesTest {
     }
 
     @Test
-    void hybridReadsAreNotSupportedYet() {
-        SeamOptions o = db.options("ev_tz").hybrid(true).hybridLag(3600).build();
-        assertContains(message(UnsupportedOperationException.class, () -> TierDBSpark.read(env.spark, o)),
-                "hybrid(true) is not supported yet");
+    void hybridIsIgnoredOnTieredTables() {
+        // the seed: tiered tables always read two-tier at the stored cut-line
+        SeamOptions hybrid = db.options("ev_tz").hybrid(true).hybridLag(3600).build();
+        try (SeamRead plain = TierDBSpark.read(env.spark, db.options("ev_tz").build());
+             SeamRead read = TierDBSpark.read(env.spark, hybrid)) {
+            assertEquals(plain.cutline(), read.cutline());
+            assertEquals(plain.dataframe().count(), read.dataframe().count());
+        }
         assertNoPins();
     }
 

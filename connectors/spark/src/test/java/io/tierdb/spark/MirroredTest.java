@@ -3,14 +3,20 @@
  * TierDBSpark.read serves its heap, which holds every row, and write and
  * delete are plain heap changes, whatever the tier key; the daemon's pump
  * then carries them into the lake, which Spark's Iceberg runtime reads as
- * the heap holds it.
+ * the heap holds it.  With hybrid(true) the read takes the rows below the
+ * capture's split from the mirror and the rest from the heap, or the heap
+ * alone when the mirror does not catch up within mirrorWait.
  */
 package io.tierdb.spark;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import java.time.Duration;
 import java.util.Properties;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.atomic.AtomicBoolean;
 
 import org.apache.spark.sql.Dataset;
 import org.apache.spark.sql.Row;
@@ -54,5 +60,43 @@ class MirroredTest {
         Dataset<Row> lake = env.spark.read().format("iceberg").option("snapshot-id", snapshot).load(location);
         Compare.assertSameRows(Compare.transparentRead(db, "mt"), lake.select("id", "ts", "note", "amount"),
                 "the mirror at S");
+    }
+
+    @Test
+    void hybridReadsSplitBetweenTheMirrorAndTheHeap() throws Exception {
+        TestEnv.Db db = env.newDatabase();
+        db.exec("CREATE TABLE hy (id bigint PRIMARY KEY, ts timestamptz NOT NULL, note text, amount numeric(10,2));"
+                + " INSERT INTO hy SELECT g, timestamptz '2024-01-01 00:00+00' + g * interval '1 hour', 'n' || g,"
+                + " g / 4.0 FROM generate_series(1, 500) g");
+        db.register("public.hy", "id", "ts", "--mode", "mirrored");
+        db.runOnce("0"); // the initial copy
+        db.exec("UPDATE hy SET note = 'changed' WHERE id % 7 = 0; DELETE FROM hy WHERE id % 11 = 0");
+        SeamOptions hybrid = db.options("hy").hybrid(true).hybridLag(24 * 3600).mirrorWait(Duration.ofSeconds(60))
+                .build();
+
+        // the capture waits for the mirror to pass the WAL position of its start: daemon cycles until it is done
+        AtomicBoolean captured = new AtomicBoolean();
+        CompletableFuture<Void> pump = CompletableFuture.runAsync(() -> {
+            while (!captured.get()) {
+                db.runOnce("0");
+            }
+        });
+        try (SeamRead read = TierDBSpark.read(env.spark, hybrid)) {
+            captured.set(true);
+            pump.get();
+            assertTrue(read.cutline().isPresent(), "the read split at the capture's point");
+            // the newest day (500 hours after the first row) stays on the heap side
+            String split = db.value("SELECT tierdb.canonical_tier_key(max(ts) - interval '1 day') FROM hy");
+            assertEquals(Long.parseLong(split), read.cutline().getAsLong());
+            Compare.assertMatchesTransparentRead(db, "hy", read.dataframe());
+        }
+
+        // changes the mirror has not caught up with, and no pump: the read takes the heap alone
+        db.exec("UPDATE hy SET note = 'late' WHERE id % 5 = 0");
+        SeamOptions impatient = db.options("hy").hybrid(true).mirrorWait(Duration.ofMillis(300)).build();
+        try (SeamRead read = TierDBSpark.read(env.spark, impatient)) {
+            assertFalse(read.cutline().isPresent(), "a late mirror: the heap alone");
+            Compare.assertMatchesTransparentRead(db, "hy", read.dataframe());
+        }
     }
 }
