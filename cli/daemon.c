@@ -502,6 +502,12 @@ int tdb_daemon_pump_mirrors(PGconn *c, const tdb_daemon_config *cfg)
 			status = PQstatus(c) == CONNECTION_OK ? 1 : -1;
 			if (status < 0)
 				break;
+			/* a batch whose publishing failed is settled now, not at the next full cycle (the next run reloads) */
+			tl_error_clear(&err);
+			if (tdb_recover_mirror(c, &tables[i], &err) < 0) {
+				tdb_abort_transaction(c);
+				tdb_log(tdb_table_label(&tables[i]), "mirror recovery failed: %s", err.message);
+			}
 		}
 	}
 	tdb_catalog_tables_free(tables, n);
