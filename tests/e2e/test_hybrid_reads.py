@@ -147,6 +147,12 @@ def test_concurrent_writers_never_make_a_hybrid_read_differ(pumped):
             rounds = 0
             while time.monotonic() < deadline or rounds < 10:
                 sql = QUERIES[rounds % len(QUERIES)]
+                # every other round in parallel plans: the heap's answers are then read in parallel mode
+                parallel = rounds % 2 == 1
+                conn.execute(f"SET max_parallel_workers_per_gather = {2 if parallel else 0}")
+                conn.execute(f"SET parallel_setup_cost = {0 if parallel else 1000}")
+                conn.execute(f"SET parallel_tuple_cost = {0 if parallel else 0.1}")
+                conn.execute(f"SET min_parallel_table_scan_size = {0 if parallel else 1024}")
                 hybrid, heap, served = both_ways(conn, sql, stats=newer)
                 assert hybrid == heap, f"round {rounds}: {sql}"
                 served_reads += served > 0

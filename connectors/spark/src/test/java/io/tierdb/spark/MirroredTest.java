@@ -29,14 +29,19 @@ class MirroredTest {
         return env.spark.read().jdbc(db.jdbcUrl, "(" + sql + ") AS q", new Properties());
     }
 
+    /** 500 rows an hour apart, registered mirrored and copied into the lake. */
+    private static void mirroredTable(TestEnv.Db db, String name) {
+        db.exec("CREATE TABLE " + name + " (id bigint PRIMARY KEY, ts timestamptz NOT NULL, note text,"
+                + " amount numeric(10,2)); INSERT INTO " + name + " SELECT g, timestamptz '2024-01-01 00:00+00'"
+                + " + g * interval '1 hour', 'n' || g, g / 4.0 FROM generate_series(1, 500) g");
+        db.register("public." + name, "id", "ts", "--mode", "mirrored");
+        db.runOnce("0"); // the initial copy
+    }
+
     @Test
     void readsServeTheHeapAndWritesChangeItThenTheMirrorFollows() {
         TestEnv.Db db = env.newDatabase();
-        db.exec("CREATE TABLE mt (id bigint PRIMARY KEY, ts timestamptz NOT NULL, note text, amount numeric(10,2));"
-                + " INSERT INTO mt SELECT g, timestamptz '2024-01-01 00:00+00' + g * interval '1 hour', 'n' || g,"
-                + " g / 4.0 FROM generate_series(1, 500) g");
-        db.register("public.mt", "id", "ts", "--mode", "mirrored");
-        db.runOnce("0"); // the initial copy
+        mirroredTable(db, "mt");
         SeamOptions options = db.options("mt").build();
         try (SeamRead read = TierDBSpark.read(env.spark, options)) {
             assertFalse(read.cutline().isPresent(), "a mirrored table has no cut-line");
@@ -65,11 +70,7 @@ class MirroredTest {
     @Test
     void hybridReadsSplitBetweenTheMirrorAndTheHeap() throws Exception {
         TestEnv.Db db = env.newDatabase();
-        db.exec("CREATE TABLE hy (id bigint PRIMARY KEY, ts timestamptz NOT NULL, note text, amount numeric(10,2));"
-                + " INSERT INTO hy SELECT g, timestamptz '2024-01-01 00:00+00' + g * interval '1 hour', 'n' || g,"
-                + " g / 4.0 FROM generate_series(1, 500) g");
-        db.register("public.hy", "id", "ts", "--mode", "mirrored");
-        db.runOnce("0"); // the initial copy
+        mirroredTable(db, "hy");
         db.exec("UPDATE hy SET note = 'changed' WHERE id % 7 = 0; DELETE FROM hy WHERE id % 11 = 0");
         SeamOptions hybrid = db.options("hy").hybrid(true).hybridLag(24 * 3600).mirrorWait(Duration.ofSeconds(60))
                 .build();
