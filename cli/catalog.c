@@ -339,7 +339,8 @@ void tdb_table_name_free(tdb_table_name *name)
 	" t.tier_key_type, t.partition_scheme::text, t.lake_format, t.lake_table_ref, t.storage_profile, t.mode,"  \
 	" t.lake_retention_lag, c.tier_key_hi, c.lake_snapshot_id, c.retention_line,"                             \
 	" c.lake_props->>'metadata_location', c.lake_props::text, t.keep_heap, t.publication_name, t.slot_name,"  \
-	" c.replicated_lsn::text, EXISTS (SELECT FROM tierdb.copy_progress p WHERE p.table_id = t.table_id)"       \
+	" c.replicated_lsn::text, EXISTS (SELECT FROM tierdb.copy_progress p WHERE p.table_id = t.table_id),"      \
+	" t.heap_retention_lag"                                                                                   \
 	" FROM tierdb.tables t LEFT JOIN tierdb.cutline c ON c.table_id = t.table_id "
 
 static char *dup_or_null(const PGresult *res, int row, int col)
@@ -391,8 +392,10 @@ static int fill_table(const PGresult *res, int row, tdb_catalog_table *t, tl_err
 	t->slot_name = dup_or_null(res, row, 19);
 	t->has_replicated_lsn = get_int64(res, row, 20, &t->replicated_lsn);
 	t->copying = PQgetvalue(res, row, 21)[0] == 't';
-	/* a mirrored table's heap is complete: it has no cut-line of its own (SPEC §3) */
-	if (!get_int64(res, row, 12, &t->cutline_t) && strcmp(t->mode ? t->mode : "", "mirrored") != 0)
+	t->has_heap_retention = get_int64(res, row, 22, &t->heap_retention_lag);
+	/* a mirrored table's heap is complete: it has no cut-line of its own (SPEC §3), unless it keeps a window */
+	if (!get_int64(res, row, 12, &t->cutline_t) &&
+	    (strcmp(t->mode ? t->mode : "", "mirrored") != 0 || t->has_heap_retention))
 		return tl_error_set(err, TL_ERR_CORRUPT,
 		                    "%s.%s is registered but has no tierdb.cutline row; unregister and register it again",
 		                    t->schema_name, t->table_name);

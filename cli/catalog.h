@@ -149,6 +149,9 @@ typedef struct tdb_catalog_table {
 	bool has_replicated_lsn;    /* F is NULL until the initial copy is done */
 	int64_t replicated_lsn;     /* F */
 	bool copying;               /* a tierdb.copy_progress row: the initial copy is not done */
+	/* --heap-retention: the mirrored table's heap keeps a window, T rises as partitions leave it (docs/mirrored.md) */
+	bool has_heap_retention;
+	int64_t heap_retention_lag;
 } tdb_catalog_table;
 
 /* 1 and *out filled when schema.table is registered, 0 when not, -1 on error. */

@@ -52,7 +52,7 @@ typedef struct register_args {
 	bool has_partition_width;
 	int64_t partition_width;
 	bool keep_heap;
-	bool heap_retention;         /* given: refused until it exists */
+	const char *heap_retention;  /* mirrored: the window the heap keeps */
 	bool has_chunk_rows;
 	int64_t chunk_rows;
 } register_args;
@@ -74,6 +74,8 @@ typedef struct registration {
 	char *profile;
 	bool has_lake_retention;
 	int64_t lake_retention;
+	bool has_heap_retention;
+	int64_t heap_retention;    /* canonical: the heap keeps partitions above max(tier_key) minus this */
 	bool keep_heap;
 	const char *mode;           /* "tiered", "direct" or "mirrored" */
 	tl_ice_transform transform; /* the lake's partition transform on the tier key */
@@ -418,7 +420,9 @@ static int choose_transform(registration *r, const register_args *a, tl_error *e
 static int validate(PGconn *c, registration *r, const register_args *a, tl_error *err)
 {
 	bool mirrored = strcmp(a->mode, "mirrored") == 0;
-	if (check_columns(c, r, a, err) < 0 || (!mirrored && check_partitions(c, r, err) < 0) ||
+	/* a heap that keeps a window drops whole range partitions, as tiering does */
+	bool partitioned = !mirrored || a->heap_retention != NULL;
+	if (check_columns(c, r, a, err) < 0 || (partitioned && check_partitions(c, r, err) < 0) ||
 	    check_pk_nulls(c, r, err) < 0 || choose_transform(r, a, err) < 0)
 		return -1;
 	r->chunk_rows = a->has_chunk_rows ? a->chunk_rows : TDB_MIRROR_DEFAULT_CHUNK_ROWS;
@@ -429,6 +433,14 @@ static int validate(PGconn *c, registration *r, const register_args *a, tl_error
 			return tl_error_set(err, TL_ERR_INVALID,
 			                    "--lake-retention must be positive; leave it out to keep history forever");
 		r->has_lake_retention = true;
+	}
+	if (a->heap_retention != NULL) {
+		if (tdb_key_parse_lag(r->key_type, a->heap_retention, "--heap-retention", &r->heap_retention, err) < 0)
+			return -1;
+		if (r->heap_retention == 0)
+			return tl_error_set(err, TL_ERR_INVALID,
+			                    "--heap-retention must be positive; leave it out to keep every row in the heap");
+		r->has_heap_retention = true;
 	}
 	r->keep_heap = a->keep_heap;
 	r->mode = a->mode;
@@ -606,12 +618,14 @@ static char *partitions_json(const registration *r)
 static int insert_catalog_rows(PGconn *c, const registration *r, const char *location, const char *md_location,
                                const tl_rest_catalog *rest, tl_error *err)
 {
-	char table_id[16], retention[24], cut[24], consistent[24], chunk[24];
+	char table_id[16], retention[24], heap_retention[24], cut[24], consistent[24], chunk[24];
 	bool mirrored = strcmp(r->mode, "mirrored") == 0;
+	/* a mirrored table's heap keeps every row: no cut-line (SPEC §3); with heap retention, T rises as it drops */
+	bool has_cut = !mirrored || r->has_heap_retention;
 	snprintf(table_id, sizeof(table_id), "%u", r->table_oid);
 	snprintf(retention, sizeof(retention), "%" PRId64, r->lake_retention);
-	/* a mirrored table's heap keeps every row: no cut-line (SPEC §3) */
-	if (!mirrored)
+	snprintf(heap_retention, sizeof(heap_retention), "%" PRId64, r->heap_retention);
+	if (has_cut)
 		snprintf(cut, sizeof(cut), "%" PRId64, r->parts[r->first_range].lo);
 	snprintf(consistent, sizeof(consistent), "%" PRId64, r->mirror.consistent_point);
 	snprintf(chunk, sizeof(chunk), "%" PRId64, r->chunk_rows);
@@ -648,17 +662,19 @@ static int insert_catalog_rows(PGconn *c, const registration *r, const char *loc
 	                         r->keep_heap ? "true" : "false",
 	                         r->mode,
 	                         r->mirror.publication,
-	                         r->mirror.slot};
-	const char *cparams[] = {table_id, mirrored ? NULL : cut, lake_props};
+	                         r->mirror.slot,
+	                         r->has_heap_retention ? heap_retention : NULL};
+	const char *cparams[] = {table_id, has_cut ? cut : NULL, lake_props};
 	const char *mparams[] = {table_id, consistent, chunk};
 	const char *pparams[] = {table_id, parts};
 	int rc = tdb_pg_exec(c, "writing tierdb.tables",
 	                     "INSERT INTO tierdb.tables (table_id, schema_name, table_name, primary_key_cols, "
 	                     "tier_key_col, tier_key_type, partition_scheme, lake_format, lake_table_ref, "
-	                     "storage_profile, mode, lake_retention_lag, keep_heap, publication_name, slot_name) "
+	                     "storage_profile, mode, lake_retention_lag, keep_heap, publication_name, slot_name, "
+	                     "heap_retention_lag) "
 	                     "VALUES ($1::bigint, $2, $3, ARRAY(SELECT jsonb_array_elements_text($4::jsonb)), $5, $6, "
-	                     "$7::jsonb, 'iceberg', $8, $9, $12, $10::bigint, $11::boolean, $13, $14)",
-	                     14, tparams, err);
+	                     "$7::jsonb, 'iceberg', $8, $9, $12, $10::bigint, $11::boolean, $13, $14, $15::bigint)",
+	                     15, tparams, err);
 	if (rc == 0)
 		rc = tdb_pg_exec(c, "writing tierdb.cutline",
 		                 "INSERT INTO tierdb.cutline (table_id, tier_key_hi, lake_snapshot_id, lake_props) "
@@ -680,7 +696,7 @@ static int insert_catalog_rows(PGconn *c, const registration *r, const char *loc
 		                 "INSERT INTO tierdb.copy_progress (table_id, consistent_point, last_pk, chunks_done) "
 		                 "VALUES ($1::bigint, $2::bigint, jsonb_build_object('chunk_rows', $3::bigint), 0)",
 		                 3, mparams, err);
-	if (rc == 0 && !r->keep_heap && !mirrored)
+	if (rc == 0 && !r->keep_heap && has_cut)
 		rc = tdb_pg_exec(c, "creating the spill partition of transparent writes",
 		                 "SELECT tierdb_enable_transparent_writes($1::bigint::oid::regclass)", 1, tparams, err);
 	free(pk);
@@ -714,6 +730,10 @@ static int compare_registration(const tdb_catalog_table *old, const registration
 		tl_buf_printf(&diff, "; --tier-key was %s, now %s", old->tier_key_col, a->tier_key);
 	if (strcmp(old->mode, r->mode) != 0)
 		tl_buf_printf(&diff, "; --mode was %s, now %s", old->mode, r->mode);
+	if (old->has_heap_retention != r->has_heap_retention ||
+	    (r->has_heap_retention && old->heap_retention_lag != r->heap_retention))
+		tl_buf_printf(&diff, "; --heap-retention was %s, now %s", old->has_heap_retention ? "given" : "not given",
+		              r->has_heap_retention ? "given" : "not given");
 	if (old->keep_heap != r->keep_heap)
 		tl_buf_printf(&diff, "; --keep-heap was %s, now %s", old->keep_heap ? "given" : "not given",
 		              r->keep_heap ? "given" : "not given");
@@ -803,6 +823,10 @@ static void register_usage(FILE *out)
 	      "                         table, partitioned or not; needs wal_level = logical:\n"
 	      "                         docs/mirrored.md)\n"
 	      "  --chunk-rows N         mirrored: rows per chunk of the initial copy (default 100000)\n"
+	      "  --heap-retention N     mirrored, range-partitioned by the tier key: the heap keeps only\n"
+	      "                         the partitions within N of max(tier key) (units as for\n"
+	      "                         --lake-retention); older ones are dropped once mirrored, and\n"
+	      "                         reads and writes below them work as for a tiered table\n"
 	      "  --partition-width N    integer keys: the lake's truncate width (default: the oldest\n"
 	      "                         partition's width; 0 = unpartitioned)\n"
 	      "  --lake-partition P     temporal keys: hour, day (default), month, year or none\n"
@@ -886,7 +910,7 @@ static int parse_register_args(int argc, char **argv, register_args *a)
 				                       p.value);
 			break;
 		case OPT_PROFILE: a->profile = p.value; break;
-		case OPT_HEAP_RETENTION: a->heap_retention = true; break;
+		case OPT_HEAP_RETENTION: a->heap_retention = p.value; break;
 		case OPT_LAKE_RETENTION: a->lake_retention = p.value; break;
 		case OPT_KEEP_HEAP: a->keep_heap = true; break;
 		case OPT_CHUNK_ROWS:
@@ -938,8 +962,9 @@ static int refuse_unsupported(const register_args *a)
 	if (strcmp(a->mode, "direct") == 0 && a->keep_heap)
 		return cli_fail("--keep-heap is not supported with --mode direct yet; register the table with --mode tiered "
 		                "--keep-heap, or --mode direct alone");
-	if (a->heap_retention)
-		return cli_fail("--heap-retention is not supported yet; register the mirrored table without it");
+	if (a->heap_retention != NULL && !mirrored)
+		return cli_fail("--heap-retention keeps a window of a mirrored table's heap; it needs --mode mirrored "
+		                "(a tiered table's heap keeps a window by tiering: TIERDB_TIERING_LAG)");
 	if (a->keep_heap && a->lake_retention != NULL)
 		return cli_fail("--lake-retention cannot be combined with --keep-heap: a keep-heap table keeps every row "
 		                "in its heap, so the lake must keep them too; leave one of them out");
@@ -1058,6 +1083,10 @@ static int do_register(PGconn *c, registration *r, const register_args *a)
 		       "slot %s; the daemon copies the rows in chunks of %" PRId64 " and then follows the table's changes\n",
 		       r->name.schema, r->name.table, lake->location, t, r->cols[r->tier_key_index].name, r->mirror.publication,
 		       r->mirror.slot, r->chunk_rows);
+		if (r->has_heap_retention)
+			printf("the heap keeps the partitions within %s of the newest tier key; older ones are dropped once the "
+			       "lake holds them (cut-line T = %" PRId64 " for now)\n",
+			       a->heap_retention, r->parts[r->first_range].lo);
 		free(t);
 	} else {
 		const tdb_heap_partition *first = &r->parts[r->first_range];
@@ -1270,7 +1299,7 @@ static int do_unregister(PGconn *c, const tdb_table_name *name, bool drop_lake)
 		                 "SELECT pg_advisory_xact_lock(hashtextextended('tierdb_lake_' || $1::bigint::text, 0))", 1,
 		                 params, &err);
 	/* the spill partition's trigger routes only for registered tables: it goes with the registration */
-	if (rc == 0 && strcmp(t.mode, "mirrored") != 0)
+	if (rc == 0 && (strcmp(t.mode, "mirrored") != 0 || t.has_heap_retention))
 		rc = tdb_pg_exec(c, "dropping the spill partition of transparent writes",
 		                 "SELECT tierdb_disable_transparent_writes($1::bigint::oid::regclass)", 1, params, &err);
 	if (rc == 0 && strcmp(t.mode, "mirrored") == 0) /* unlogged, so no foreign key cascades to it */

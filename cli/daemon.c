@@ -398,33 +398,45 @@ static int step_mirror_pump(PGconn *c, const tdb_catalog_table *t, const tdb_dae
 	return tdb_mirror_pump(c, t, &mc, err);
 }
 
+static int step_heap_window(PGconn *c, const tdb_catalog_table *t, const tdb_daemon_config *cfg, tl_error *err)
+{
+	tdb_mirror_config mc = {cfg->mirror_batch, cfg->mirror_flush_millis};
+	return tdb_retire_heap_window(c, t, &mc, err);
+}
+
 /* Once a cycle: a mirror's slot holding more WAL than TIERDB_SLOT_WARN_BYTES is logged (the disk fills). */
 static int step_mirror_slot(PGconn *c, const tdb_catalog_table *t, const tdb_daemon_config *cfg, tl_error *err)
 {
 	return tdb_mirror_check_slot(c, t, cfg->slot_warn_bytes, err);
 }
 
-/* Which tables a step is for. */
-enum { FOR_TIERED = 1, FOR_MIRRORED = 2 };
+/*
+ * Which tables a step is for: tiered and direct, mirrored, and mirrored
+ * with --heap-retention (FOR_MIRRORED | FOR_WINDOW), whose heap below T is
+ * gone as a tiered table's is: reads and writes there go through the lake
+ * and the delta, which the fold folds.
+ */
+enum { FOR_TIERED = 1, FOR_MIRRORED = 2, FOR_WINDOW = 4 };
 
 static const struct {
 	const char *name;
 	table_step run;
 	int tables;
 } steps[] = {
-	{"premake", step_premake, FOR_TIERED},
+	{"premake", step_premake, FOR_TIERED | FOR_WINDOW},
 	/* A direct table's lake commits whose transaction did not commit are undone before any step builds on the lake. */
 	{"direct commits", step_direct, FOR_TIERED},
-	{"recovery", step_recover, FOR_TIERED},
+	{"recovery", step_recover, FOR_TIERED | FOR_WINDOW},
 	{"mirror recovery", step_mirror_recover, FOR_MIRRORED},
 	{"schema evolution", step_columns, FOR_TIERED | FOR_MIRRORED},
-	{"tiering", step_tier, FOR_TIERED},
-	/* Before the fold: the delta rows below R leave with it instead of being folded for nothing. */
-	{"retention", step_retention, FOR_TIERED},
-	{"fold", step_fold, FOR_TIERED},
-	{"drop", step_drop, FOR_TIERED},
 	{"mirror copy", step_mirror_copy, FOR_MIRRORED},
 	{"mirror pump", step_mirror_pump, FOR_MIRRORED},
+	{"tiering", step_tier, FOR_TIERED},
+	{"heap retention", step_heap_window, FOR_WINDOW},
+	/* Before the fold: the delta rows below R leave with it instead of being folded for nothing. */
+	{"retention", step_retention, FOR_TIERED},
+	{"fold", step_fold, FOR_TIERED | FOR_WINDOW},
+	{"drop", step_drop, FOR_TIERED | FOR_WINDOW},
 	{"mirror slot", step_mirror_slot, FOR_MIRRORED},
 };
 
@@ -453,7 +465,9 @@ static int cycle_table(PGconn *c, int64_t table_id, const tdb_daemon_config *cfg
 				tdb_catalog_table_free(&t);
 				return 1;
 			}
-			int kind = strcmp(t.mode, "mirrored") == 0 ? FOR_MIRRORED : FOR_TIERED;
+			int kind = strcmp(t.mode, "mirrored") != 0 ? FOR_TIERED
+			           : t.has_heap_retention     ? FOR_MIRRORED | FOR_WINDOW
+			                                      : FOR_MIRRORED;
 			if (rc > 0 && (steps[i].tables & kind) != 0)
 				rc = steps[i].run(c, &t, cfg, &err);
 		}

@@ -38,6 +38,8 @@ static const char *const known_points[] = {
 	"mirror-after-commit",
 	"mirror-after-commit-recorded",
 	"mirror-after-publish",
+	"heap-retention-after-seal",
+	"heap-retention-after-publish",
 };
 
 #define NPOINTS (sizeof(known_points) / sizeof(known_points[0]))

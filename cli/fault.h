@@ -86,6 +86,16 @@
  *   mirror-after-publish      a batch's S and F are published, the slot not
  *                             yet told: the stream starts at F again, the
  *                             published changes are not sent twice.
+ *
+ * The points of retiring a mirrored table's old partitions under
+ * --heap-retention (tdb_retire_heap_window, tiering.c), settled by tiering
+ * recovery:
+ *
+ *   heap-retention-after-seal     the partitions are sealed, T not moved:
+ *                                 no lake commit, so the run is undone
+ *                                 (unsealed) and retried.
+ *   heap-retention-after-publish  T is past them and they are tiered: the
+ *                                 drop step drops them.
  */
 #ifndef TIERDB_FAULT_H
 #define TIERDB_FAULT_H

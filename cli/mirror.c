@@ -218,7 +218,10 @@ static char *details_number(const mirror_op *m, const char *name, char buf[24])
 static int record_batch(mirror_op *m, const char *id, const char *lsn, tl_error *err)
 {
 	char snapshot[24], lo[24], hi[24], tk[24];
-	tdb_int_text(m->snapshot_id, snapshot);
+	/* a batch with nothing for the lake (a heap window's passing rows only) leaves S where it was */
+	if (!m->committed && !m->has_base)
+		return 0;
+	tdb_int_text(m->committed ? m->snapshot_id : m->base_snapshot, snapshot);
 	const char *params[] = {id,
 	                        m->op_id,
 	                        snapshot,
@@ -969,6 +972,22 @@ static void append_key_columns(const tdb_catalog_table *t, tl_buf *sql)
 	}
 }
 
+/*
+ * A table keeping a heap window (--heap-retention) has no heap rows below
+ * T: what the stream shows there are the rows transparent writes pass
+ * through its spill partition on their way to the delta (inserted, then
+ * deleted in the same statement), which the fold brings to the lake.
+ * Appends the condition that leaves them out, after `keyword`.
+ */
+static void append_window_filter(const tdb_catalog_table *t, const char *keyword, tl_buf *sql)
+{
+	if (!t->has_heap_retention)
+		return;
+	tl_buf_printf(sql, " %s tierdb.canonical_tier_key(", keyword);
+	tdb_pg_quote_ident(t->tier_key_col, sql);
+	tl_buf_printf(sql, ") >= %" PRId64, t->cutline_t);
+}
+
 /* F moves to `to` without a lake commit: nothing of the table changed up to there. */
 static int advance_frontier(pump *p, int64_t to, tl_error *err)
 {
@@ -994,6 +1013,7 @@ static int note_tier_key_max(pump *p, const tdb_catalog_table *t, json_t *detail
 	tl_buf_append_str(&sql, "SELECT tierdb.canonical_tier_key(max(");
 	tdb_pg_quote_ident(t->tier_key_col, &sql);
 	tl_buf_append_str(&sql, "))::text FROM " STAGE_TABLE " WHERE tierdb_kind = 'n'");
+	append_window_filter(t, "AND", &sql);
 	PGresult *res = tdb_pg_query(p->c, "finding the batch's highest tier key", tdb_buf_cstr(&sql), 0, NULL, err);
 	tl_buf_free(&sql);
 	if (res == NULL)
@@ -1019,7 +1039,9 @@ static int record_batch_keys(pump *p, const tdb_catalog_table *t, const char *op
 	tl_buf_append_str(&sql, "INSERT INTO tierdb.mirror_keys (table_id, op_id, key) SELECT $1::bigint, $2::uuid,"
 	                        " to_jsonb(r) FROM (SELECT DISTINCT ");
 	append_key_columns(t, &sql);
-	tl_buf_append_str(&sql, " FROM " STAGE_TABLE ") AS r");
+	tl_buf_append_str(&sql, " FROM " STAGE_TABLE);
+	append_window_filter(t, "WHERE", &sql);
+	tl_buf_append_str(&sql, ") AS r");
 	int rc = tdb_pg_exec(p->c, "recording the batch's keys", tdb_buf_cstr(&sql), 2, params, err);
 	tl_buf_free(&sql);
 	return rc;
@@ -1070,7 +1092,9 @@ static int flush_batch(pump *p, tl_error *err)
 		tdb_pg_copy_select_list(m.key_cols, m.nkey, &keys);
 		tl_buf_append_str(&keys, " FROM (SELECT DISTINCT ");
 		append_key_columns(&fresh, &keys);
-		tl_buf_append_str(&keys, " FROM " STAGE_TABLE ") AS r ORDER BY ");
+		tl_buf_append_str(&keys, " FROM " STAGE_TABLE);
+		append_window_filter(&fresh, "WHERE", &keys);
+		tl_buf_append_str(&keys, ") AS r ORDER BY ");
 		tdb_pg_quote_ident(fresh.tier_key_col, &keys);
 		tl_buf_append_str(&keys, ") TO STDOUT (FORMAT binary)");
 		rc = copy_into(&m, "writing the mirror's equality deletes", tdb_buf_cstr(&keys), m.key_cols, m.nkey,
@@ -1086,7 +1110,9 @@ static int flush_batch(pump *p, tl_error *err)
 				tl_buf_append_str(&rows, ", ");
 			tdb_pg_quote_ident(fresh.pk_cols[i], &rows);
 		}
-		tl_buf_append_str(&rows, ") * FROM " STAGE_TABLE " ORDER BY ");
+		tl_buf_append_str(&rows, ") * FROM " STAGE_TABLE);
+		append_window_filter(&fresh, "WHERE", &rows);
+		tl_buf_append_str(&rows, " ORDER BY ");
 		for (int i = 0; i < fresh.npk; i++) {
 			tdb_pg_quote_ident(fresh.pk_cols[i], &rows);
 			tl_buf_append_str(&rows, ", ");

@@ -41,6 +41,7 @@
 #include "lake_catalog.h"
 #include "fault.h"
 #include "lakestep.h"
+#include "mirror.h"
 #include "pg.h"
 #include "pgcopy.h"
 #include "pgtypes.h"
@@ -505,6 +506,123 @@ int tdb_tier(PGconn *c, const tdb_catalog_table *t, const char *lag, tl_error *e
 	tl_ice_writer_free(r.writer);
 	tl_ice_table_free(r.lake);
 	tdb_pg_columns_free(r.cols, r.ncols);
+	tdb_heap_partitions_free(parts, n);
+	return rc;
+}
+
+/* ------------------------------------------------------------ a mirrored table's heap window */
+
+/*
+ * Retires the partitions of a mirrored table with --heap-retention that lie
+ * wholly behind max(tier_key) - N, contiguous from T: the mirror already
+ * holds their rows, so nothing is copied. Journaled as a tiering run:
+ *
+ *   1. seal them (phase 'writing'): no write reaches them any more;
+ *   2. run the pump until F passes the WAL position after the seal, so the
+ *      lake holds every change the sealed partitions ever had;
+ *   3. advance T over them with S as the pump left it, mark them tiered
+ *      (phase 'published'); the drop step drops them once no reader needs
+ *      them, as for a tiered table.
+ *
+ * A crash before 3 leaves a run without a lake commit, which recovery
+ * undoes (the seal goes, the next cycle retries); after 3, only the drop
+ * is left. Fault points heap-retention-after-seal, -after-publish.
+ */
+/* Step 2: runs the pump until F passes the WAL position now (after the seal); *fresh is the table as it left it. */
+static int mirror_past_seal(PGconn *c, const tdb_catalog_table *t, const tdb_mirror_config *mc,
+                            tdb_catalog_table *fresh, tl_error *err)
+{
+	PGresult *res = tdb_pg_query(c, "reading the WAL position after the seal",
+	                             "SELECT (pg_current_wal_insert_lsn() - '0/0')::bigint", 0, NULL, err);
+	if (res == NULL)
+		return -1;
+	int64_t sealed_at = strtoll(PQgetvalue(res, 0, 0), NULL, 10);
+	PQclear(res);
+	/* the pump streams to the WAL position at its start, which is past the seal */
+	if (tdb_mirror_pump(c, t, mc, err) < 0)
+		return -1;
+	int found = tdb_catalog_load_table_by_id(c, t->table_id, fresh, err);
+	if (found <= 0)
+		return found < 0 ? -1 : tl_error_set(err, TL_ERR_NOT_FOUND, "%s was unregistered", tdb_table_label(t));
+	if (!fresh->has_replicated_lsn || fresh->replicated_lsn < sealed_at)
+		return tl_error_set(err, TL_ERR_CONFLICT, "the mirror of %s did not reach the WAL position of the seal",
+		                    tdb_table_label(t));
+	return 0;
+}
+
+/* Step 3 under the lake lock: T over the run, S as the pump published it. */
+static int publish_retired(tier_run *r, const tdb_catalog_table *fresh, tl_error *err)
+{
+	r->t = fresh;
+	r->snapshot_id = fresh->snapshot_id;
+	r->lake = tdb_lake_open(fresh, err);
+	if (r->lake == NULL || tdb_lake_lock(r->c, fresh->table_id, true, err) < 0)
+		return -1;
+	int rc = publish_run(r, err);
+	if (rc < 0)
+		tdb_abort_transaction(r->c);
+	tl_error ignored;
+	tl_error_clear(&ignored);
+	tdb_lake_lock(r->c, fresh->table_id, false, &ignored);
+	return rc;
+}
+
+int tdb_retire_heap_window(PGconn *c, const tdb_catalog_table *t, const tdb_mirror_config *mc, tl_error *err)
+{
+	if (!t->has_heap_retention || t->copying || !t->has_replicated_lsn)
+		return 0;
+	const char *label = tdb_table_label(t);
+	int recovered = tdb_recover_tiering(c, t, err);
+	if (recovered != 0)
+		return recovered < 0 ? -1 : 0;
+	bool any;
+	int64_t max_key, cutoff;
+	if (tdb_heap_max_key(c, t, &any, &max_key, err) < 0)
+		return -1;
+	if (!any || __builtin_sub_overflow(max_key, t->heap_retention_lag, &cutoff))
+		return 0;
+	tdb_heap_partition *parts;
+	int n, first;
+	if (tdb_range_partitions(c, t, &parts, &n, err) < 0)
+		return -1;
+	int count = choose_run(t, parts, n, cutoff, &first);
+	if (count == 0) {
+		tdb_heap_partitions_free(parts, n);
+		return 0;
+	}
+	tier_run r;
+	memset(&r, 0, sizeof(r));
+	r.c = c;
+	r.t = t;
+	r.label = label;
+	r.parts = &parts[first];
+	r.nparts = count;
+	r.new_t = parts[first + count - 1].hi;
+	tdb_catalog_table fresh;
+	memset(&fresh, 0, sizeof(fresh));
+	char *details = run_details(&r);
+	int rc = tdb_oplog_begin(c, t->table_id, "tiering", "sealing", details, r.op_id, err);
+	free(details);
+	if (rc == 0)
+		rc = seal_run(&r, err);
+	if (rc == 0)
+		tdb_fault("heap-retention-after-seal");
+	if (rc == 0)
+		rc = mirror_past_seal(c, t, mc, &fresh, err);
+	if (rc == 0)
+		rc = publish_retired(&r, &fresh, err);
+	if (rc == 0) {
+		tdb_fault("heap-retention-after-publish");
+		tdb_log(label,
+		        "heap retention: operation %s retired %d partition%s [%" PRId64 ", %" PRId64 ") the mirror holds; "
+		        "T %" PRId64 " -> %" PRId64 "; they are dropped once no reader needs them",
+		        r.op_id, r.nparts, r.nparts == 1 ? "" : "s", r.parts[0].lo, r.new_t, t->cutline_t, r.new_t);
+	} else if (r.op_id[0] != '\0') {
+		abandon_run(&r); /* nothing reached the lake: unsealed, retried next cycle */
+		tl_error_prefix(err, "operation %s", r.op_id);
+	}
+	tl_ice_table_free(r.lake);
+	tdb_catalog_table_free(&fresh);
 	tdb_heap_partitions_free(parts, n);
 	return rc;
 }

@@ -71,6 +71,15 @@ void tdb_abort_transaction(PGconn *c);
 
 /* ------------------------------------------------------------ steps */
 
+struct tdb_mirror_config;
+
+/*
+ * --heap-retention of a mirrored table: seals the partitions wholly behind
+ * max(tier_key) - N, contiguous from T, brings the mirror past the seal,
+ * and advances T over them (tiering.c says how); the drop step drops them.
+ */
+int tdb_retire_heap_window(PGconn *c, const tdb_catalog_table *t, const struct tdb_mirror_config *mc, tl_error *err);
+
 /* Creates partitions until `keep` empty ones lie ahead of max(tier_key). */
 int tdb_premake(PGconn *c, const tdb_catalog_table *t, int64_t keep, tl_error *err);
 

@@ -344,8 +344,12 @@ cold_reader_open(ColdReader *r)
 		for (int i = 0; i < r->table->npk; i++)
 			attrs = bms_add_member(attrs, r->table->pk_attnos[i]);
 	}
-	/* A hybrid read's lake rows at or above T are the heap arm's: the lake filters them, or the reader does. */
-	if (r->table->mirrored)
+	/*
+	 * A mirror's lake rows at or above T (a hybrid read's split, or the T of
+	 * a table keeping a heap window) are the heap arm's: the lake filters
+	 * them, or the reader does.
+	 */
+	if (r->table->mirrored || r->table->lake_beyond_t)
 	{
 		EvaluatedCondition *split = palloc(sizeof(EvaluatedCondition));
 

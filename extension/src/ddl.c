@@ -62,6 +62,7 @@
 #include "catalog/pg_class.h"
 #include "catalog/pg_type.h"
 #include "catalog/namespace.h"
+#include "access/skey.h"
 #include "commands/event_trigger.h"
 #include "executor/executor.h"
 #include "executor/spi.h"
@@ -534,14 +535,52 @@ attaches_default_partition(const AlterTableCmd *cmd)
  * them: refused.  `table` is the table detached from (the mirrored table or
  * a partition of it), InvalidOid for a DROP.
  */
+/*
+ * Whether the daemon retired `partition` of mirrored table `root` under
+ * --heap-retention: tierdb.partitions has it as tiered, which it records
+ * only once T covers the partition and the lake holds its rows (the seal
+ * kept every later write out).  Read without the catalog's privileges:
+ * the daemon's role drops it.
+ */
+static bool
+partition_retired(Oid root, Oid partition)
+{
+	Oid			catalog = get_relname_relid("partitions", seam_namespace());
+	Oid			index = get_relname_relid("partitions_pkey", seam_namespace());
+	char	   *id = quote_qualified_identifier(get_namespace_name(get_rel_namespace(partition)),
+												get_rel_name(partition));
+	ScanKeyData keys[2];
+	Relation	rel;
+	SysScanDesc scan;
+	HeapTuple	tuple;
+	bool		retired = false;
+
+	if (!OidIsValid(catalog) || !OidIsValid(index))
+		return false;
+	rel = table_open(catalog, AccessShareLock);
+	ScanKeyInit(&keys[0], 1, BTEqualStrategyNumber, F_INT8EQ, Int64GetDatum((int64) root));
+	ScanKeyInit(&keys[1], 2, BTEqualStrategyNumber, F_TEXTEQ, CStringGetTextDatum(id));
+	scan = systable_beginscan(rel, index, true, NULL, 2, keys);
+	if ((tuple = systable_getnext(scan)) != NULL)
+	{
+		bool		isnull;
+		Datum		state = heap_getattr(tuple, attnameAttNum(rel, "state", false), RelationGetDescr(rel), &isnull);
+
+		retired = !isnull && strcmp(TextDatumGetCString(state), "tiered") == 0;
+	}
+	systable_endscan(scan);
+	table_close(rel, AccessShareLock);
+	return retired;
+}
+
 static void
 refuse_mirrored_partition_loss(Oid partition, Oid table, const char *what)
 {
 	Oid			mirrored = !OidIsValid(table) ? seam_mirrored_root(partition)
 		: seam_has_mode(table, "mirrored") ? table : seam_mirrored_root(table);
 
-	/* an empty partition loses nothing */
-	if (!OidIsValid(mirrored) || relation_is_empty(partition))
+	/* an empty partition loses nothing, nor one the lake holds below T */
+	if (!OidIsValid(mirrored) || relation_is_empty(partition) || partition_retired(mirrored, partition))
 		return;
 	ereport(ERROR,
 			(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),

@@ -278,7 +278,15 @@ read_registration(Oid relid)
 			t->relid = relid;
 			t->table_id = (int64) relid;
 			t->direct = strcmp(mode, "direct") == 0;
-			t->mirrored = strcmp(mode, "mirrored") == 0;
+			if (strcmp(mode, "mirrored") == 0)
+			{
+				bool		no_retention;
+
+				(void) heap_getattr(tuple, attnameAttNum(rel, "heap_retention_lag", false), RelationGetDescr(rel),
+									&no_retention);
+				t->mirrored = no_retention;
+				t->lake_beyond_t = !no_retention;
+			}
 			t->lake_location = text_column(rel, tuple, "lake_table_ref");
 			t->tier_key_attno = registered_column(relid, text_column(rel, tuple, "tier_key_col"));
 			t->key_kind = parse_key_kind(text_column(rel, tuple, "tier_key_type"));

@@ -70,6 +70,12 @@ typedef struct SeamTable
 	bool		keep_heap;		/* --keep-heap: the heap keeps every row; plain DML is never routed */
 	bool		direct;			/* --mode direct: no delta; the lake at S is every row below T (docs/direct.md) */
 	bool		mirrored;		/* --mode mirrored: the heap has every row; the lake trails it (hybrid.h) */
+	/*
+	 * --mode mirrored --heap-retention: read and written as a tiered table
+	 * (mirrored is false), but the mirror's lake also holds the rows at or
+	 * above T, which reads below T leave out.
+	 */
+	bool		lake_beyond_t;
 } SeamTable;
 
 /* The pinned cut-line. */

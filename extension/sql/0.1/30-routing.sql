@@ -383,8 +383,9 @@ BEGIN
             USING ERRCODE = 'object_not_in_prerequisite_state',
                   HINT = format('Register it first: tierdb register --table %s --pk <column>[,<column>] --tier-key <column>', tbl);
     END IF;
-    IF st ->> 'mode' = 'mirrored' THEN
-        RAISE EXCEPTION 'routed writes do not serve mirrored tables yet, and % is one', tbl
+    -- a mirrored table keeping a heap window routes below T as a tiered table does (docs/mirrored.md)
+    IF st ->> 'mode' = 'mirrored' AND st -> 'heap_retention_lag' = 'null'::jsonb THEN
+        RAISE EXCEPTION 'routed writes do not serve mirrored tables, and % is one', tbl
             USING ERRCODE = 'feature_not_supported',
                   HINT = 'The heap of a mirrored table holds every row: write it with plain INSERT, UPDATE and DELETE.';
     END IF;
