@@ -52,7 +52,8 @@ final class Catalog {
         String sql = "SELECT quote_ident(n.nspname) || '.' || quote_ident(c.relname), st ->> 'mode',"
                 + " ARRAY(SELECT jsonb_array_elements_text(st -> 'pk_cols')), st ->> 'tier_key_col',"
                 + " st ->> 'tier_key_type', coalesce((st ->> 'keep_heap')::boolean, false),"
-                + " (st ->> 'T')::bigint, (st ->> 'R')::bigint, st IS NULL"
+                + " (st ->> 'T')::bigint, (st ->> 'R')::bigint, st IS NULL,"
+                + " st -> 'heap_retention_lag' <> 'null'::jsonb"
                 + " FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace,"
                 + " LATERAL tierdb.routing_state(c.oid::regclass, ?) st WHERE c.oid = ?";
         try (PreparedStatement ps = conn.prepareStatement(sql)) {
@@ -69,7 +70,7 @@ final class Catalog {
                             name, name));
                 }
                 return new Registration(oid, name, textArray(rs.getArray(3)), rs.getString(4), rs.getString(5),
-                        rs.getString(2), rs.getBoolean(6), nullableLong(rs, 7), nullableLong(rs, 8));
+                        rs.getString(2), rs.getBoolean(6), rs.getBoolean(10), nullableLong(rs, 7), nullableLong(rs, 8));
             }
         } catch (SQLException e) {
             throw explain(e, options);

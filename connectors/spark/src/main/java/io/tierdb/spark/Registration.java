@@ -19,13 +19,19 @@ final class Registration {
     final String tierKeyType;
     final String mode;
     final boolean keepHeap;
+    /**
+     * A mirrored table with --heap-retention: its heap keeps a window and
+     * T rises as old partitions leave it, so it reads and writes as a
+     * tiered table (docs/mirrored.md).
+     */
+    final boolean heapWindow;
     /** The cut-line T, canonical; null when the table has none yet. */
     final Long cutline;
     /** The retention line R, canonical; null when nothing was expired. */
     final Long retentionLine;
 
     Registration(long tableId, String qualifiedName, List<String> pkCols, String tierKeyCol, String tierKeyType,
-                 String mode, boolean keepHeap, Long cutline, Long retentionLine) {
+                 String mode, boolean keepHeap, boolean heapWindow, Long cutline, Long retentionLine) {
         this.tableId = tableId;
         this.qualifiedName = qualifiedName;
         this.pkCols = List.copyOf(pkCols);
@@ -33,6 +39,7 @@ final class Registration {
         this.tierKeyType = tierKeyType;
         this.mode = mode;
         this.keepHeap = keepHeap;
+        this.heapWindow = heapWindow;
         this.cutline = cutline;
         this.retentionLine = retentionLine;
     }
@@ -52,8 +59,14 @@ final class Registration {
      * lake at S is every row below T, its delta is empty) and its cold
      * writes go to the lake (DirectWrite, RoutedWrite); a mirrored table
      * has no cut-line, so it reads as its heap, which holds every row, and
-     * every write is a heap append (SPEC §3).
+     * every write is a heap append (SPEC §3), unless it keeps a heap window
+     * (heapWindow): then it is served as a tiered table.
      */
+    /** A mirrored table whose heap holds every row: hybrid reads split it; otherwise it reads as its heap. */
+    boolean mirroredWholeHeap() {
+        return "mirrored".equals(mode) && !heapWindow;
+    }
+
     void requireServed(String operation) {
         if (!"tiered".equals(mode) && !"direct".equals(mode) && !"mirrored".equals(mode)) {
             throw new UnsupportedOperationException(String.format(

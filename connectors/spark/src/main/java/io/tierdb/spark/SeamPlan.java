@@ -78,7 +78,7 @@ final class SeamPlan {
         if (pin.cutline == null) {
             return hot;  // no cut-line yet, or a mirrored table read from its heap: the heap holds every row
         }
-        if ("mirrored".equals(reg.mode)) {
+        if (reg.mirroredWholeHeap()) {
             // a hybrid read: the lake is the whole table below the split, with no delta
             return hot.unionByName(coldBranch(conn, hot.schema()));
         }

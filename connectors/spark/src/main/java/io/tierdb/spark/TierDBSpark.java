@@ -32,7 +32,8 @@ public final class TierDBSpark {
             reg.requireServed("read");
             Catalog.Pin pin = Catalog.beginRead(conn, reg, options.pinTtl());
             conn.commit();  // the pin must be visible to the daemon before anything is scanned
-            if (options.hybrid() && "mirrored".equals(reg.mode)) {
+            // a table keeping a heap window reads two-tier at its stored cut-line: hybrid is ignored (the seed)
+            if (options.hybrid() && reg.mirroredWholeHeap()) {
                 // the pin above keeps the snapshot from expiry: it is at or above the pinned one
                 pin = Catalog.beginHybrid(conn, reg, pin, options.hybridLag(), options.mirrorWait());
                 conn.commit();

@@ -100,4 +100,40 @@ class MirroredTest {
             Compare.assertMatchesTransparentRead(db, "hy", read.dataframe());
         }
     }
+
+    @Test
+    void aHeapWindowReadsTwoTierAndWritesBelowTheCutLineGoToTheDelta() {
+        TestEnv.Db db = env.newDatabase();
+        db.exec("CREATE TABLE hw (id bigint, ts timestamptz NOT NULL, note text, amount numeric(10,2),"
+                + " PRIMARY KEY (id, ts)) PARTITION BY RANGE (ts);"
+                + " DO $$ BEGIN FOR d IN 0..9 LOOP EXECUTE format('CREATE TABLE %I PARTITION OF hw FOR VALUES"
+                + " FROM (%L) TO (%L)', 'hw_' || d, timestamptz '2024-01-01 00:00+00' + d * interval '1 day',"
+                + " timestamptz '2024-01-01 00:00+00' + (d + 1) * interval '1 day'); END LOOP; END $$;"
+                + " INSERT INTO hw SELECT g, timestamptz '2024-01-01 00:00+00' + g * interval '20 minutes', 'n' || g,"
+                + " g / 4.0 FROM generate_series(0, 719) g");
+        db.register("public.hw", "id", "ts", "--mode", "mirrored", "--heap-retention", "3d");
+        db.runOnce("0"); // the copy, then the days behind the window leave the heap
+        String t = db.value("SELECT tier_key_hi FROM tierdb.cutline");
+        assertTrue(Long.parseLong(t) > 1_704_067_200_000_000L, "T rose above the first day");
+
+        // hybrid(true) is ignored: a heap window reads two-tier at the stored cut-line
+        SeamOptions options = db.options("hw").hybrid(true).build();
+        try (SeamRead read = TierDBSpark.read(env.spark, options)) {
+            assertEquals(Long.parseLong(t), read.cutline().getAsLong());
+            Compare.assertMatchesTransparentRead(db, "hw", read.dataframe());
+        }
+        // rows below T go to the delta, the others to the heap; the reads see both
+        TierDBSpark.write(rows(db, "SELECT g + 5000 AS id, timestamptz '2024-01-02 00:00+00' + g * interval '1 minute'"
+                + " AS ts, 'spark ' || g AS note, g::numeric(10,2) AS amount FROM generate_series(1, 20) g"
+                + " UNION ALL SELECT 6000, timestamptz '2024-01-10 12:00+00', 'hot', 1"), options);
+        assertEquals("20", db.value("SELECT count(*) FROM tierdb.delta"));
+        try (SeamRead read = TierDBSpark.read(env.spark, options)) {
+            Compare.assertMatchesTransparentRead(db, "hw", read.dataframe());
+        }
+        db.runOnce("0"); // the fold
+        assertEquals("0", db.value("SELECT count(*) FROM tierdb.delta"));
+        try (SeamRead read = TierDBSpark.read(env.spark, options)) {
+            Compare.assertMatchesTransparentRead(db, "hw", read.dataframe());
+        }
+    }
 }
