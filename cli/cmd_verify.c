@@ -704,7 +704,7 @@ static int wait_for_frontier(verify_run *v, int64_t lsn, int64_t wait_ms, tl_err
 	const char *params[] = {id};
 	for (int64_t waited = 0;; waited += 200) {
 		PGresult *res = tdb_pg_query(v->c, "reading the mirror frontier",
-		                             "SELECT replicated_lsn, lake_snapshot_id FROM tierdb.cutline"
+		                             "SELECT replicated_lsn, lake_snapshot_id, tier_key_hi FROM tierdb.cutline"
 		                             " WHERE table_id = $1::bigint",
 		                             1, params, err);
 		if (res == NULL)
@@ -713,6 +713,8 @@ static int wait_for_frontier(verify_run *v, int64_t lsn, int64_t wait_ms, tl_err
 		if (reached) {
 			v->t.has_snapshot = !PQgetisnull(res, 0, 1);
 			v->t.snapshot_id = v->t.has_snapshot ? strtoll(PQgetvalue(res, 0, 1), NULL, 10) : 0;
+			if (!PQgetisnull(res, 0, 2))
+				v->t.cutline_t = strtoll(PQgetvalue(res, 0, 2), NULL, 10);
 		}
 		PQclear(res);
 		if (reached)
@@ -773,14 +775,17 @@ static int verify_mirrored(verify_run *v, tl_error *err)
 	tdb_pg_quote_qualified(v->t.schema_name, v->t.table_name, &from);
 	rc = rows_digest(v, tdb_buf_cstr(&from), "reading the heap", &heap, err);
 	tl_buf_free(&from);
+	/* a heap window holds the rows at or above T; below it the lake (and the delta) are the table's only copy */
 	if (rc == 0 && v->t.has_snapshot)
-		rc = scan_lake(v, v->t.snapshot_id, NULL, NULL, 0, add_lake_row, &lake, err);
+		rc = v->t.has_heap_retention ? lake_range_digest(v, v->t.snapshot_id, v->t.cutline_t, INT64_MAX, &lake, err)
+		                             : scan_lake(v, v->t.snapshot_id, NULL, NULL, 0, add_lake_row, &lake, err);
 	if (rc < 0)
 		return -1;
 	if (v->columns_changed)
 		report(v, CHECK_NOTE, "mirror: the lake has yet to follow an ALTER TABLE; rows not compared");
 	else if (heap.rows == lake.rows && heap.sum == lake.sum)
-		report(v, CHECK_OK, "mirror: the lake at S holds the heap's %" PRId64 " rows (checksums match)", heap.rows);
+		report(v, CHECK_OK, "mirror: the lake at S holds the heap's %" PRId64 " rows%s (checksums match)", heap.rows,
+		       v->t.has_heap_retention ? " at or above T" : "");
 	else
 		report(v, CHECK_FAIL, "mirror: the heap holds %" PRId64 " rows, the lake at S %" PRId64 "%s", heap.rows,
 		       lake.rows, heap.rows == lake.rows ? " with other values (checksums differ)" : "");

@@ -102,6 +102,23 @@ def test_old_partitions_leave_the_heap_and_reads_and_writes_stay_exact(window, t
     lake_equals_copy(db)
 
 
+def test_verify_compares_the_window_with_the_lake_above_t(window, tierdb, tierdb_bin, lake):
+    import subprocess
+    from conftest import clean_env
+    db = window
+    run_once(tierdb, "0")
+    db.psql("UPDATE w SET note = 'pending' WHERE id % 3 = 0 AND ts >= '2024-01-08'")
+    env = {**clean_env(), **db.env, "TIERDB_WAREHOUSE": str(lake)}
+    verify = subprocess.Popen([str(tierdb_bin), "verify", "--table", "public.w"], env=env, text=True,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    run_once(tierdb, "0")   # the pump brings F past the audit's position
+    out, errors = verify.communicate(timeout=120)
+    heap_rows = db.query("SELECT count(*) FROM w_copy"
+                         " WHERE tierdb.canonical_tier_key(ts) >= (SELECT tier_key_hi FROM tierdb.cutline)")[0][0]
+    assert verify.returncode == 0 and f"the lake at S holds the heap's {heap_rows} rows at or above T" in out, \
+        out + errors
+
+
 @pytest.mark.parametrize("point", ["heap-retention-after-seal", "heap-retention-after-publish", "tiering-mid-drop"])
 def test_a_kill_at_each_point_of_the_retirement_loses_nothing(window, tierdb, point):
     db = window
