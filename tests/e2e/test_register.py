@@ -263,7 +263,7 @@ VALIDATION_CASES = [
      ["--chunk-rows sizes a mirrored table's initial copy"]),
     (EVENTS_DDL, "--table events --pk id --tier-key id --keep-heap --lake-retention 10", 1,
      ["--lake-retention cannot be combined with --keep-heap"]),
-    (EVENTS_DDL, "--table events --pk id --tier-key id --heap-retention 10", 1, ["not supported yet"]),
+    (EVENTS_DDL, "--table events --pk id --tier-key id --heap-retention 10", 1, ["needs --mode mirrored"]),
     (EVENTS_DDL, "--table events --pk id --tier-key id --lake-partition day", 1,
      ["--lake-partition applies to timestamp and date"]),
     (READINGS_DDL, "--table iot.readings --pk sensor --tier-key at --partition-width 10", 1,
