@@ -512,22 +512,6 @@ int tdb_tier(PGconn *c, const tdb_catalog_table *t, const char *lag, tl_error *e
 
 /* ------------------------------------------------------------ a mirrored table's heap window */
 
-/*
- * Retires the partitions of a mirrored table with --heap-retention that lie
- * wholly behind max(tier_key) - N, contiguous from T: the mirror already
- * holds their rows, so nothing is copied. Journaled as a tiering run:
- *
- *   1. seal them (phase 'writing'): no write reaches them any more;
- *   2. run the pump until F passes the WAL position after the seal, so the
- *      lake holds every change the sealed partitions ever had;
- *   3. advance T over them with S as the pump left it, mark them tiered
- *      (phase 'published'); the drop step drops them once no reader needs
- *      them, as for a tiered table.
- *
- * A crash before 3 leaves a run without a lake commit, which recovery
- * undoes (the seal goes, the next cycle retries); after 3, only the drop
- * is left. Fault points heap-retention-after-seal, -after-publish.
- */
 /* Step 2: runs the pump until F passes the WAL position now (after the seal); *fresh is the table as it left it. */
 static int mirror_past_seal(PGconn *c, const tdb_catalog_table *t, const tdb_mirror_config *mc,
                             tdb_catalog_table *fresh, tl_error *err)
@@ -567,6 +551,22 @@ static int publish_retired(tier_run *r, const tdb_catalog_table *fresh, tl_error
 	return rc;
 }
 
+/*
+ * Retires the partitions of a mirrored table with --heap-retention that lie
+ * wholly behind max(tier_key) - N, contiguous from T: the mirror already
+ * holds their rows, so nothing is copied. Journaled as a tiering run:
+ *
+ *   1. seal them (phase 'writing'): no write reaches them any more;
+ *   2. run the pump until F passes the WAL position after the seal, so the
+ *      lake holds every change the sealed partitions ever had;
+ *   3. advance T over them with S as the pump left it, mark them tiered
+ *      (phase 'published'); the drop step drops them once no reader needs
+ *      them, as for a tiered table.
+ *
+ * A crash before 3 leaves a run without a lake commit, which recovery
+ * undoes (the seal goes, the next cycle retries); after 3, only the drop
+ * is left. Fault points heap-retention-after-seal, -after-publish.
+ */
 int tdb_retire_heap_window(PGconn *c, const tdb_catalog_table *t, const tdb_mirror_config *mc, tl_error *err)
 {
 	if (!t->has_heap_retention || t->copying || !t->has_replicated_lsn)

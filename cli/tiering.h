@@ -8,6 +8,9 @@
  *   tiering      seal whole partitions behind max(tier_key) - lag, stream them
  *                into one lake snapshot, advance (T, S, lake_props) in one
  *                transaction (tiering.c)
+ *   heap window  mirrored tables with --heap-retention: seal the partitions
+ *                behind max(tier_key) - N, bring the mirror past the seal and
+ *                advance T over them, copying nothing (tiering.c)
  *   fold         fold delta corrections into one row-delta snapshot (fold.c)
  *   drop         drop tiered heap partitions once no reader needs them (tiering.c)
  *
