@@ -53,12 +53,15 @@ def cold_scan_property(conn, name):
     return find(plan[0]["Plan"])
 
 
-def both_ways(conn, sql, params=None, stats=None, count_served=True):
+def both_ways(conn, sql, params=None, stats=None, count_served=True, wait_ms=60000):
     """(hybrid rows, heap rows, rows the lake served) in one snapshot; `stats` collects the
-    batches newer than the snapshot that the heap answered for."""
+    batches newer than the snapshot that the heap answered for. The wait for the mirror is long
+    by default: on a loaded machine the pump may take seconds, and a read that gave up would
+    read the heap (exact, but not what the test is after)."""
     with conn.transaction():
         conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
         conn.execute("SET LOCAL tierdb.mirrored_reads = 'hybrid'")
+        conn.execute(f"SET LOCAL tierdb.mirror_wait_ms = {wait_ms}")
         hybrid = comparable(conn.execute(sql, params).fetchall())
         served = conn.execute("SELECT count(*) FROM tierdb.cold_rows(NULL::m)").fetchone()[0] if count_served else None
         if stats is not None:
@@ -83,6 +86,7 @@ def pumped(request, db, tierdb, tierdb_bin, lake, tmp_path):
 def test_a_hybrid_read_serves_the_lake_and_equals_the_heap(pumped):
     db, daemon = pumped
     with psycopg.connect(db.dsn, autocommit=True) as conn:
+        conn.execute("SET tierdb.mirror_wait_ms = 60000")   # see both_ways
         conn.execute("UPDATE m SET note = 'changed' WHERE id % 7 = 0")
         conn.execute("DELETE FROM m WHERE id % 11 = 0")
         for sql in QUERIES:
@@ -93,7 +97,7 @@ def test_a_hybrid_read_serves_the_lake_and_equals_the_heap(pumped):
         plan = "\n".join(r[0] for r in conn.execute("EXPLAIN SELECT count(*) FROM m").fetchall())
         assert "TierDB Cold Scan" in plan, plan
         # Spark's capture: the newest mirror snapshot once F has passed it, split at the newest key less the lag
-        split, snapshot = conn.execute("SELECT split, lake_snapshot_id FROM tierdb.hybrid_read_begin('m', 3600, 10000)"
+        split, snapshot = conn.execute("SELECT split, lake_snapshot_id FROM tierdb.hybrid_read_begin('m', 3600, 60000)"
                                        ).fetchone()
         assert snapshot == int(conn.execute("SELECT lake_snapshot_id FROM tierdb.cutline").fetchone()[0])
         assert split == conn.execute("SELECT tierdb.canonical_tier_key(max(ts) - interval '1 hour') FROM m"
@@ -172,10 +176,9 @@ def test_a_late_mirror_or_an_own_write_reads_the_heap(db, tierdb):
     register(tierdb)
     run_once(tierdb, "0")
     with psycopg.connect(db.dsn, autocommit=True) as conn:
-        conn.execute("SET tierdb.mirror_wait_ms = 200")
         conn.execute("UPDATE m SET note = 'late' WHERE id < 100")   # no daemon: F never passes it
         started = time.monotonic()
-        hybrid, heap, served = both_ways(conn, QUERIES[0])
+        hybrid, heap, served = both_ways(conn, QUERIES[0], wait_ms=200)
         assert hybrid == heap and served == 0
         assert time.monotonic() - started < 5
         run_once(tierdb, "0")
@@ -201,6 +204,7 @@ def test_parallel_and_generic_plans_row_security_and_views(pumped):
         GRANT SELECT ON recent_notes, my_recent_notes TO hybrid_reader;
     """)
     with psycopg.connect(db.dsn, autocommit=True) as conn:
+        conn.execute("SET tierdb.mirror_wait_ms = 60000")   # see both_ways
         conn.execute("UPDATE m SET note = 'p' || id WHERE id % 9 = 0")
         conn.execute("SET max_parallel_workers_per_gather = 2; SET parallel_setup_cost = 0;"
                      " SET parallel_tuple_cost = 0; SET min_parallel_table_scan_size = 0")
