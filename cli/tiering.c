@@ -100,6 +100,27 @@ static int choose_run(const tdb_catalog_table *t, const tdb_heap_partition *part
 }
 
 /*
+ * The run over the table's partitions behind `cutoff` (choose_run) into r,
+ * with the partitions read into *parts (free them after the run): 0 and
+ * r->nparts = 0 when there is none.
+ */
+static int plan_run(PGconn *c, const tdb_catalog_table *t, int64_t cutoff, tier_run *r, tdb_heap_partition **parts,
+                    int *n, tl_error *err)
+{
+	int first;
+	memset(r, 0, sizeof(*r));
+	if (tdb_range_partitions(c, t, parts, n, err) < 0)
+		return -1;
+	r->c = c;
+	r->t = t;
+	r->label = tdb_table_label(t);
+	r->nparts = choose_run(t, *parts, *n, cutoff, &first);
+	r->parts = &(*parts)[first];
+	r->new_t = r->nparts > 0 ? (*parts)[first + r->nparts - 1].hi : t->cutline_t;
+	return 0;
+}
+
+/*
  * The lake must still be at the published snapshot S: a newer snapshot
  * means an operation committed without publishing, and building on it
  * would publish that operation's rows unseen.
@@ -480,24 +501,16 @@ int tdb_tier(PGconn *c, const tdb_catalog_table *t, const char *lag, tl_error *e
 		return 0;
 	}
 	tdb_heap_partition *parts;
-	int n, first;
-	if (tdb_range_partitions(c, t, &parts, &n, err) < 0)
+	int n;
+	tier_run r;
+	if (plan_run(c, t, cutoff, &r, &parts, &n, err) < 0)
 		return -1;
-	int count = choose_run(t, parts, n, cutoff, &first);
-	if (count == 0) {
+	if (r.nparts == 0) {
 		tdb_log(label, "tiering: no whole partition from T %" PRId64 " lies behind the cutoff %" PRId64,
 		        t->cutline_t, cutoff);
 		tdb_heap_partitions_free(parts, n);
 		return 0;
 	}
-	tier_run r;
-	memset(&r, 0, sizeof(r));
-	r.c = c;
-	r.t = t;
-	r.label = label;
-	r.parts = &parts[first];
-	r.nparts = count;
-	r.new_t = parts[first + count - 1].hi;
 	r.digests = json_object();
 	int rc = run_tiering(&r, err);
 	if (rc < 0 && r.op_id[0] != '\0')
@@ -582,22 +595,14 @@ int tdb_retire_heap_window(PGconn *c, const tdb_catalog_table *t, const tdb_mirr
 	if (!any || __builtin_sub_overflow(max_key, t->heap_retention_lag, &cutoff))
 		return 0;
 	tdb_heap_partition *parts;
-	int n, first;
-	if (tdb_range_partitions(c, t, &parts, &n, err) < 0)
+	int n;
+	tier_run r;
+	if (plan_run(c, t, cutoff, &r, &parts, &n, err) < 0)
 		return -1;
-	int count = choose_run(t, parts, n, cutoff, &first);
-	if (count == 0) {
+	if (r.nparts == 0) {
 		tdb_heap_partitions_free(parts, n);
 		return 0;
 	}
-	tier_run r;
-	memset(&r, 0, sizeof(r));
-	r.c = c;
-	r.t = t;
-	r.label = label;
-	r.parts = &parts[first];
-	r.nparts = count;
-	r.new_t = parts[first + count - 1].hi;
 	tdb_catalog_table fresh;
 	memset(&fresh, 0, sizeof(fresh));
 	char *details = run_details(&r);
