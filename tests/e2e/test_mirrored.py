@@ -218,8 +218,10 @@ def test_verify_waits_for_the_mirror_and_finds_a_divergence(mirrored, tierdb, ti
         env = {**clean_env(), **db.env, "TIERDB_WAREHOUSE": str(lake)}
         verify = subprocess.Popen([str(tierdb_bin), "verify", "--table", "public.m"], env=env, text=True,
                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-        # the audit holds writes off until the pump (one daemon cycle) has caught up
-        run_once(tierdb, "0")
+        # the audit holds writes off until the pump has caught up: daemon cycles until it ends (a cycle
+        # that ran before the audit read its WAL position would not do)
+        while verify.poll() is None:
+            run_once(tierdb, "0")
         out, errors = verify.communicate(timeout=120)
         return verify.returncode, out + errors
 
