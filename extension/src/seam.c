@@ -554,7 +554,8 @@ cutline_of(Oid relid, Relation rel, HeapTuple tuple)
 	SeamPin		pin = {0};
 	bool		isnull;
 	Datum		d = heap_getattr(tuple, attnameAttNum(rel, "tier_key_hi", false), desc, &isnull);
-	RegistrationEntry *e = registrations ? hash_search(registrations, &relid, HASH_FIND, NULL) : NULL;
+	/* read again if an invalidation (the pump publishing F) dropped it since the caller looked */
+	RegistrationEntry *e = registration(relid);
 
 	/* A mirrored table has no T: its heap holds every row (as if T were at the very bottom). */
 	if (isnull && e != NULL && e->mirrored)
