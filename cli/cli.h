@@ -58,6 +58,7 @@ extern const cli_command cli_unregister_command;
 extern const cli_command cli_status_command;
 extern const cli_command cli_run_command;
 extern const cli_command cli_verify_command;
+extern const cli_command cli_maintain_command;
 extern const cli_command cli_profile_command;
 extern const cli_command cli_policy_command;
 

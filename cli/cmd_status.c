@@ -47,6 +47,36 @@ static void print_unfoldable(const PGresult *res)
 	}
 }
 
+/* The lake debt the daemon found past the maintenance policy's thresholds (tierdb.lake_stats). */
+static void print_lake_warnings(const PGresult *res)
+{
+	int col = PQfnumber(res, "lake_warnings");
+	for (int i = 0; col >= 0 && i < PQntuples(res); i++) {
+		json_t *warnings = json_loads(PQgetvalue(res, i, col), 0, NULL);
+		size_t k;
+		json_t *w;
+		json_array_foreach(warnings, k, w)
+		{
+			const char *kind = json_string_value(json_object_get(w, "kind"));
+			json_t *count = json_object_get(w, "count");
+			char amount[64];
+			if (json_is_integer(count))
+				snprintf(amount, sizeof(amount), "%lld (threshold %lld)", (long long)json_integer_value(count),
+				         (long long)json_integer_value(json_object_get(w, "threshold")));
+			else
+				snprintf(amount, sizeof(amount), "%.3f of the rows (threshold %.3f)",
+				         json_number_value(json_object_get(w, "ratio")),
+				         json_number_value(json_object_get(w, "threshold")));
+			printf("%s: WARNING: lake %s %s: %s\n", PQgetvalue(res, i, 0),
+			       kind != NULL && strcmp(kind, "small_files") == 0 ? "small data files"
+			       : kind != NULL && strcmp(kind, "delete_debt") == 0 ? "delete debt"
+			                                                          : "snapshots",
+			       amount, json_string_value(json_object_get(w, "advice")));
+		}
+		json_decref(warnings);
+	}
+}
+
 /* Mirrored tables whose slot holds more WAL than TIERDB_SLOT_WARN_BYTES (the daemon's threshold, 1 GiB). */
 static void print_slot_warnings(const PGresult *res)
 {
@@ -83,7 +113,7 @@ static int show_status(PGconn *c, const tdb_table_name *name, bool json)
 		       " s.mirror_frontier, s.slot_wal_bytes, s.retention_line, s.delta_backlog, s.read_pins, s.staged_loads,"
 		       " s.copying, s.partition_states, s.cutline_updated_at,"
 		       " jsonb_array_length(s.unfoldable_rows) AS unfoldable,"
-		       " s.unfoldable_rows"
+		       " s.lake_warnings, s.unfoldable_rows"
 		       " FROM tierdb.status s WHERE ($1::text IS NULL OR (s.schema_name = $1 AND s.table_name = $2))"
 		       " ORDER BY s.schema_name, s.table_name";
 	PGresult *res = tdb_pg_query(c, "reading tierdb.status", sql, 2, params, &err);
@@ -94,8 +124,9 @@ static int show_status(PGconn *c, const tdb_table_name *name, bool json)
 	else if (PQntuples(res) == 0)
 		printf("no tables are registered; register one with 'tierdb register'\n");
 	else {
-		/* All but the last column, unfoldable_rows: print_unfoldable says it in sentences. */
-		cli_print_aligned(res, PQnfields(res) - 1);
+		/* All but the last two columns, which print_lake_warnings and print_unfoldable say in sentences. */
+		cli_print_aligned(res, PQnfields(res) - 2);
+		print_lake_warnings(res);
 		print_unfoldable(res);
 		print_slot_warnings(res);
 	}

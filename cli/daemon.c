@@ -22,6 +22,7 @@
 #include "daemon.h"
 #include "direct.h"
 #include "fault.h"
+#include "maintenance.h"
 #include "fold.h"
 #include "pg.h"
 #include "pgtypes.h"
@@ -382,6 +383,11 @@ static int step_retention(PGconn *c, const tdb_catalog_table *t, const tdb_daemo
 	return tdb_retention(c, t, err);
 }
 
+static int step_maintain(PGconn *c, const tdb_catalog_table *t, const tdb_daemon_config *cfg, tl_error *err)
+{
+	return tdb_maintain(c, t, err);
+}
+
 static int step_mirror_recover(PGconn *c, const tdb_catalog_table *t, const tdb_daemon_config *cfg, tl_error *err)
 {
 	return tdb_recover_mirror(c, t, err);
@@ -437,6 +443,8 @@ static const struct {
 	{"retention", step_retention, FOR_TIERED},
 	{"fold", step_fold, FOR_TIERED | FOR_WINDOW},
 	{"drop", step_drop, FOR_TIERED | FOR_WINDOW},
+	/* Last: it works on the S the steps above left, and its expiry removes what they replaced. */
+	{"maintenance", step_maintain, FOR_TIERED},
 	{"mirror slot", step_mirror_slot, FOR_MIRRORED},
 };
 

@@ -40,6 +40,19 @@ static const char *const known_points[] = {
 	"mirror-after-publish",
 	"heap-retention-after-seal",
 	"heap-retention-after-publish",
+	"compaction-after-write",
+	"compaction-before-lock",
+	"compaction-before-commit",
+	"compaction-after-commit",
+	"compaction-after-commit-recorded",
+	"compaction-before-publish-commit",
+	"manifests-before-commit",
+	"manifests-after-commit",
+	"manifests-after-commit-recorded",
+	"expiry-before-commit",
+	"expiry-after-commit",
+	"expiry-before-delete",
+	"expiry-during-delete",
 };
 
 #define NPOINTS (sizeof(known_points) / sizeof(known_points[0]))

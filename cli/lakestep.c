@@ -523,3 +523,19 @@ int tdb_lake_commit_writers(tl_ice_table *lake, int64_t published, const char *s
 	*committed = true; /* landed, or unknown: never delete files a landed commit may serve */
 	return landed > 0 ? 0 : -1;
 }
+
+int tdb_wait_out_readers(PGconn *c, int64_t table_id, tl_error *err)
+{
+	char id[24];
+	tdb_int_text(table_id, id);
+	const char *params[] = {id};
+	int rc = tdb_pg_exec(c, "waiting out readers", "BEGIN", 0, NULL, err);
+	if (rc == 0)
+		rc = tdb_pg_exec(c, "waiting out in-database readers", "SELECT tierdb.wait_for_readers($1::bigint)", 1,
+		                 params, err);
+	if (rc == 0)
+		rc = tdb_pg_exec(c, "waiting out readers", "COMMIT", 0, NULL, err);
+	if (rc < 0)
+		tdb_abort_transaction(c);
+	return rc;
+}

@@ -152,6 +152,16 @@ typedef struct tdb_lake_op {
 
 int tdb_lake_op_finish(const tdb_lake_op *op, bool *blocked, tl_error *err);
 
+/*
+ * Waits out in-database readers of the table: they hold its reader lock
+ * shared for their transaction while they read with a cut-line they
+ * pinned; taking it exclusively (briefly, then releasing it) waits until
+ * every such reader has finished. The session's lock_timeout bounds the
+ * wait. Run after publishing a change and before deleting what the old
+ * view needed.
+ */
+int tdb_wait_out_readers(PGconn *c, int64_t table_id, tl_error *err);
+
 /* Deletes the files of a closed writer whose commit never landed, logging any that would not go. */
 void tdb_lake_remove_files(const tl_ice_writer *w, const char *label, const char *step);
 

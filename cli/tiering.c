@@ -652,28 +652,6 @@ static int pins_below(PGconn *c, const tdb_catalog_table *t, int64_t hi, int64_t
 	return 0;
 }
 
-/*
- * Waits out in-database readers: they hold the table's reader lock shared
- * for their transaction while they read with the old cut-line; taking it
- * exclusively (briefly, then releasing it) waits until every such reader
- * has finished. The session's lock_timeout bounds the wait.
- */
-static int wait_out_readers(PGconn *c, const tdb_catalog_table *t, tl_error *err)
-{
-	char id[24];
-	tdb_int_text(t->table_id, id);
-	const char *params[] = {id};
-	int rc = tdb_pg_exec(c, "waiting out readers", "BEGIN", 0, NULL, err);
-	if (rc == 0)
-		rc = tdb_pg_exec(c, "waiting out in-database readers", "SELECT tierdb.wait_for_readers($1::bigint)", 1,
-		                 params, err);
-	if (rc == 0)
-		rc = tdb_pg_exec(c, "waiting out readers", "COMMIT", 0, NULL, err);
-	if (rc < 0)
-		tdb_abort_transaction(c);
-	return rc;
-}
-
 static int drop_partition(PGconn *c, const tdb_catalog_table *t, const tdb_heap_partition *p, tl_error *err)
 {
 	char id[24];
@@ -838,7 +816,7 @@ int tdb_drop_tiered(PGconn *c, const tdb_catalog_table *t, tl_error *err)
 			continue;
 		}
 		if (!waited) {
-			rc = wait_out_readers(c, t, err);
+			rc = tdb_wait_out_readers(c, t->table_id, err);
 			waited = true;
 		}
 		if (rc == 0)

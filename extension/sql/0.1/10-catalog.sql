@@ -323,6 +323,10 @@ SELECT t.table_id,
            AND EXISTS (SELECT FROM tierdb.delta d
                         WHERE d.table_id = t.table_id AND d.pk = w->>'pk'
                           AND d.version::text = w->>'version')) AS unfoldable_rows,
+       -- lake debt past the maintenance policy's thresholds (cli/maintenance.c)
+       (SELECT coalesce(jsonb_agg(w), '[]')
+          FROM tierdb.lake_stats ls, jsonb_array_elements(ls.warnings) w
+         WHERE ls.table_id = t.table_id AND w->>'kind' <> 'unfoldable_delta_row') AS lake_warnings,
        -- WAL a mirrored table's slot keeps on the server's disk (not on a standby)
        (SELECT pg_wal_lsn_diff(pg_current_wal_insert_lsn(), rs.restart_lsn)::bigint
           FROM pg_catalog.pg_replication_slots rs

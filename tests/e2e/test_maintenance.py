@@ -1,0 +1,337 @@
+"""Lake maintenance that honours pins (issue 20; cli/maintenance.c,
+cli/compaction.c, cli/expiry.c, docs/maintenance.md).
+
+A tiered table is put through many folds (corrections by plain UPDATE and
+DELETE, routed to the delta) and advances; every fold adds a snapshot, a
+data file and an equality-delete file. Then `tierdb maintain` runs
+compaction (bin-pack and delete debt), manifest rewrite, snapshot expiry
+and the orphan sweep. Throughout, what a client reads equals an untiered
+copy of the same rows (`plain`), with serial and parallel plans; a read
+pinned before maintenance still reads its snapshot; DuckDB and pyiceberg
+read the maintained lake; and a kill -9 at every fault point of every pass
+loses nothing and deletes no file a kept snapshot needs.
+"""
+
+from __future__ import annotations
+
+import glob
+import importlib
+import json
+import random
+import threading
+from pathlib import Path
+
+import pytest
+
+import lake_files
+from test_tiering import cutline, lake_rows, make_events, run_once
+
+LAG = "2d"
+PARALLEL = ("SET parallel_setup_cost = 0; SET parallel_tuple_cost = 0; SET min_parallel_table_scan_size = 0;"
+            " SET max_parallel_workers_per_gather = 2;\n")
+SELECT = "SET TimeZone = 'UTC';\nSELECT id, ts, v, amount FROM {t} ORDER BY id"
+BUILDUP_POLICY = ["--set", "compaction=off", "--set", "expiry=off", "--set", "manifest_rewrite=off"]
+MAINTAIN_POLICY = ["--reset", "--set", "snapshot_max_age=0s", "--set", "min_snapshots=1",
+                   "--set", "orphan_sweep=on", "--set", "orphan_min_age=0s"]
+
+
+def policy(tierdb, *args):
+    proc = tierdb(["policy", "--table", "public.events", *args])
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    return proc.stdout
+
+
+def assert_reads_exact(db, where=""):
+    """events reads as plain does, with a serial and with a parallel plan."""
+    want = db.query(SELECT.format(t="plain"))
+    assert db.query(SELECT.format(t="events")) == want, where
+    assert db.query(PARALLEL + SELECT.format(t="events")) == want, where + " (parallel plan)"
+    agg = "SELECT count(*), sum(amount), count(DISTINCT v) FROM {t}"
+    assert db.query(PARALLEL + agg.format(t="events")) == db.query(agg.format(t="plain")), where
+
+
+def correct(db, rng, cold_ids, n_updates=3, n_deletes=1):
+    """A few corrections of cold rows, applied alike to events (routed to the delta) and plain."""
+    sql = []
+    for _ in range(n_updates):
+        i = rng.choice(cold_ids)
+        sql.append(f"UPDATE {{t}} SET v = 'c{rng.randrange(10**6)}', amount = amount + 1 WHERE id = {i};")
+    for _ in range(n_deletes):
+        i = cold_ids.pop(rng.randrange(len(cold_ids)))
+        sql.append(f"DELETE FROM {{t}} WHERE id = {i};")
+    for t in ("events", "plain"):
+        db.psql("\n".join(s.format(t=t) for s in sql))
+
+
+def add_day(db, day):
+    """A new day of rows (partition premade by the daemon), so the next cycle's tiering advances."""
+    for t in ("events", "plain"):
+        db.psql(f"INSERT INTO {t} SELECT 100000 * {day} + g, timestamptz '2024-01-01 00:00:00+00'"
+                f" + {day - 1} * interval '1 day' + g * interval '1 minute', 'day{day}-' || g, g FROM"
+                " generate_series(1, 50) g")
+
+
+def stats(db):
+    (row,) = db.query("SELECT stats::text, warnings::text FROM tierdb.lake_stats")
+    return json.loads(row[0]), json.loads(row[1])
+
+
+def snapshot_ids(cut):
+    return {s["snapshot-id"] for s in lake_files.read_json(cut["props"]["metadata_location"])["snapshots"]}
+
+
+def unsettled_ops(db):
+    return db.query("SELECT op_kind, phase, details->>'kind' FROM tierdb.op_log"
+                    " WHERE phase NOT IN ('published', 'done', 'aborted')")
+
+
+def build_debt(db, tierdb, rounds, seed=20):
+    """events and plain with `rounds` folds of corrections and an advance every 10 rounds."""
+    make_events(db)
+    db.psql("CREATE TABLE plain AS SELECT * FROM events")
+    proc = tierdb(["register", "--table", "public.events", "--pk", "id", "--tier-key", "ts"])
+    assert proc.returncode == 0, proc.stderr
+    policy(tierdb, *BUILDUP_POLICY)
+    run_once(tierdb, LAG)
+    rng = random.Random(seed)
+    cold_ids = [int(i) for (i,) in db.query(
+        "SELECT id FROM plain WHERE ts < '2024-01-08 00:00:00+00' ORDER BY id")]
+    day = 11
+    for r in range(rounds):
+        correct(db, rng, cold_ids)
+        if r % 10 == 9:
+            add_day(db, day)
+            day += 1
+        run_once(tierdb, LAG)
+    assert db.query("SELECT count(*) FROM tierdb.delta") == [("0",)]
+    return cold_ids
+
+
+def load_duckdb_iceberg(duckdb):
+    con = duckdb.connect()
+    con.execute("SET autoinstall_known_extensions = false")
+    con.execute("SET autoload_known_extensions = false")
+    for package in ("duckdb_extension_avro", "duckdb_extension_iceberg"):
+        try:
+            module = importlib.import_module(package)
+        except ImportError:
+            pytest.skip(f"{package} is not installed")
+        found = glob.glob(str(Path(module.__path__[0]) / "extensions" / f"v{duckdb.__version__}" / "*.duckdb_extension"))
+        if not found:
+            pytest.skip(f"{package} has no build for duckdb {duckdb.__version__}")
+        con.execute(f"LOAD '{found[0]}'")
+    lake_files.duckdb_reach_s3(con)
+    return con
+
+
+def independent_readers_agree(tierdb, cut):
+    """DuckDB (iceberg_scan) and, once no delete file is left, pyiceberg read what `lake cat` reads at S."""
+    ours = sorted(r["id"] for r in lake_rows(tierdb, cut["ref"], cut["S"]))
+    duckdb = pytest.importorskip("duckdb")
+    con = load_duckdb_iceberg(duckdb)
+    got = sorted(r[0] for r in con.execute("SELECT id FROM iceberg_scan(?, snapshot_from_id => ?)",
+                                           [cut["ref"], cut["S"]]).fetchall())
+    con.close()
+    assert got == ours
+    if lake_files.ON_S3:
+        return
+    from pyiceberg.table import StaticTable
+
+    table = StaticTable.from_metadata(cut["props"]["metadata_location"])
+    if not table.inspect.delete_files().num_rows:
+        assert sorted(table.scan(snapshot_id=cut["S"]).to_arrow().column("id").to_pylist()) == ours
+
+
+def every_kept_snapshot_reads(tierdb, cut):
+    """No file a kept snapshot needs was deleted: `lake cat` reads each snapshot of the metadata whole."""
+    for sid in snapshot_ids(cut):
+        proc = tierdb(["lake", "cat", cut["props"]["metadata_location"], "--snapshot", str(sid)])
+        assert proc.returncode == 0, f"snapshot {sid}: {proc.stderr}"
+
+
+def referenced_by_metadata(cut):
+    """Every file the current metadata references: its log, manifest lists, manifests and their entries."""
+    from pyiceberg.table import StaticTable
+
+    table = StaticTable.from_metadata(cut["props"]["metadata_location"])
+    files = {str(lake_files.local(cut["props"]["metadata_location"]))}
+    files |= {str(lake_files.local(e.metadata_file)) for e in table.metadata.metadata_log}
+    for snap in table.metadata.snapshots:
+        files.add(str(lake_files.local(snap.manifest_list)))
+        for m in snap.manifests(table.io):
+            files.add(str(lake_files.local(m.manifest_path)))
+            for entry in m.fetch_manifest_entry(table.io, discard_deleted=True):
+                files.add(str(lake_files.local(entry.data_file.file_path)))
+    return files
+
+
+def run_maintain(tierdb, env=None):
+    """`tierdb maintain` waiting in a thread while one daemon cycle runs; returns (maintain, daemon)."""
+    out = {}
+    waiter = threading.Thread(target=lambda: out.setdefault("maintain", tierdb(["maintain", "--table", "public.events"])))
+    waiter.start()
+    # the request row exists before the cycle reads it
+    daemon = None
+    for _ in range(100):
+        daemon = tierdb(["run", "--once"], env={"TIERDB_TIERING_LAG": LAG, **(env or {})})
+        if "maintain" in out or daemon.returncode != 0:
+            break
+        waiter.join(0.2)
+        if not waiter.is_alive():
+            break
+    waiter.join(30)
+    return out.get("maintain"), daemon
+
+
+def test_maintenance_pays_off_the_debt_and_every_read_stays_exact(db, tierdb):
+    build_debt(db, tierdb, rounds=40)
+    assert_reads_exact(db, "before maintenance")
+    before = cutline(db, "events")
+    s, _ = stats(db)
+    assert s["equality_delete_files"] >= 40 and s["snapshots"] >= 45 and s["small_files"] > s["data_files"] // 2, s
+    files_before = set(lake_files.list_files(before["ref"], ".parquet"))
+
+    # A reader pinned now (as tierdb-spark pins) keeps its snapshot through maintenance.
+    (pin_id, pinned_s) = db.query("SELECT pin_id, lake_snapshot_id FROM tierdb_read_begin('events')")[0]
+    assert int(pinned_s) == before["S"]
+    pinned_rows = lake_rows(tierdb, before["ref"], before["S"])
+
+    policy(tierdb, *MAINTAIN_POLICY)
+    # A stray file such as an interrupted commit leaves: the orphan sweep removes it.
+    stray = lake_files.local(before["ref"]) / "data" / "stray-00000.parquet"
+    if not lake_files.ON_S3:
+        stray.write_bytes(b"PAR1 not really")
+    maintain, daemon = run_maintain(tierdb)
+    assert daemon.returncode == 0, daemon.stderr
+    assert maintain is not None and maintain.returncode == 0, (maintain and maintain.stderr, daemon.stderr)
+    assert "compaction: operation" in daemon.stderr and "expiry: operation" in daemon.stderr, daemon.stderr
+    assert db.query("SELECT count(*) FROM tierdb.maintenance_requests") == [("0",)]
+    assert unsettled_ops(db) == []
+    assert_reads_exact(db, "after maintenance, pin held")
+
+    after = cutline(db, "events")
+    assert after["S"] != before["S"] and after["T"] == before["T"]
+    s, warnings = stats(db)
+    assert s["equality_delete_files"] == 0 and s["position_delete_files"] == 0, s
+    assert s["data_files"] < len(files_before) // 4, s
+    # the pinned snapshot and every later one stay; everything older went
+    kept = snapshot_ids(after)
+    assert before["S"] in kept and after["S"] in kept
+    assert len(kept) < 10, kept
+    assert sorted(map(json.dumps, lake_rows(tierdb, before["ref"], before["S"]))) == \
+        sorted(map(json.dumps, pinned_rows))
+    every_kept_snapshot_reads(tierdb, after)
+    independent_readers_agree(tierdb, after)
+    if not lake_files.ON_S3:
+        assert not stray.exists()
+    assert "maintained public.events" in maintain.stdout, maintain.stdout
+
+    # The pin ends: the next run expires what it held, down to min_snapshots.
+    assert db.query(f"SELECT tierdb_read_end({pin_id})") == [("t",)]
+    maintain, daemon = run_maintain(tierdb)
+    assert maintain.returncode == 0, (maintain.stderr, daemon.stderr)
+    final = cutline(db, "events")
+    assert snapshot_ids(final) == {final["S"]}
+    assert_reads_exact(db, "after the pin ended")
+    every_kept_snapshot_reads(tierdb, final)
+    if not lake_files.ON_S3:
+        on_disk = {str(p) for p in lake_files.list_files(final["ref"], "")}
+        referenced = referenced_by_metadata(final)
+        hint = str(lake_files.local(final["ref"]) / "metadata" / "version-hint.text")
+        assert on_disk - referenced - {hint} == set(), "unreferenced files remain"
+        assert referenced - on_disk == set(), "referenced files are missing"
+
+    # More corrections fold on top of the maintained lake and read exactly.
+    rng = random.Random(7)
+    cold = [int(i) for (i,) in db.query("SELECT id FROM plain WHERE ts < '2024-01-08' ORDER BY id")]
+    correct(db, rng, cold)
+    run_once(tierdb, LAG)
+    assert_reads_exact(db, "a fold after maintenance")
+
+
+FAULTS = [
+    "compaction-after-write",
+    "compaction-before-lock",
+    "compaction-before-commit",
+    "compaction-after-commit",
+    "compaction-after-commit-recorded",
+    "compaction-before-publish-commit",
+    "manifests-before-commit",
+    "manifests-after-commit",
+    "manifests-after-commit-recorded",
+    "expiry-before-commit",
+    "expiry-after-commit",
+    "expiry-before-delete",
+    "expiry-during-delete",
+]
+
+
+@pytest.mark.parametrize("point", FAULTS)
+def test_maintenance_killed_at_each_fault_point_loses_nothing(db, tierdb, point):
+    build_debt(db, tierdb, rounds=6)
+    policy(tierdb, *MAINTAIN_POLICY, "--set", "orphan_sweep=off", "--set", "max_manifests=1")
+    proc = tierdb(["maintain", "--table", "public.events", "--no-wait"])
+    assert proc.returncode == 0, proc.stderr
+    proc = tierdb(["run", "--once"], env={"TIERDB_TIERING_LAG": LAG, "TIERDB_FAULT": point})
+    assert proc.returncode == -9, (point, proc.stderr)
+    # Readers are exact at every instant, whatever the lake's newest state is.
+    assert_reads_exact(db, f"killed at {point}")
+    every_kept_snapshot_reads(tierdb, cutline(db, "events"))
+
+    # The next cycles settle the interrupted operation and finish the request.
+    for _ in range(3):
+        run_once(tierdb, LAG)
+    assert unsettled_ops(db) == []
+    assert db.query("SELECT count(*) FROM tierdb.maintenance_requests") == [("0",)]
+    assert_reads_exact(db, f"recovered from {point}")
+    cut = cutline(db, "events")
+    every_kept_snapshot_reads(tierdb, cut)
+    s, _ = stats(db)
+    assert s["equality_delete_files"] == 0, (point, s)
+    if not lake_files.ON_S3:
+        # nothing the killed operation wrote, nor anything expiry made unreferenced, is left behind
+        on_disk = {str(p) for p in lake_files.list_files(cut["ref"], ".parquet")}
+        assert on_disk - referenced_by_metadata(cut) == set(), point
+
+
+def test_policy_is_checked_set_unset_and_reset(db, tierdb):
+    make_events(db)
+    proc = tierdb(["register", "--table", "public.events", "--pk", "id", "--tier-key", "ts"])
+    assert proc.returncode == 0, proc.stderr
+    out = policy(tierdb)
+    assert "snapshot_max_age       5d (default)" in out, out
+    out = policy(tierdb, "--set", "snapshot_max_age=12h", "--set", "target_file_bytes=256MB")
+    assert "snapshot_max_age       12h\n" in out and "target_file_bytes      256MB\n" in out, out
+    stored = db.query("SELECT maintenance_policy::text FROM tierdb.tables")[0][0]
+    assert json.loads(stored) == {"snapshot_max_age": "12h", "target_file_bytes": "256MB"}
+    for bad, message in [("snapshot_max_age=soon", "is not a duration"), ("nonsense=1", "unknown policy key 'nonsense'"),
+                         ("delete_ratio=2", "is not a fraction between 0 and 1"), ("orphan_sweep", "is not key=value")]:
+        proc = tierdb(["policy", "--table", "public.events", "--set", "compaction=off", "--set", bad])
+        assert proc.returncode == 2, proc.stdout
+        assert message in proc.stderr, proc.stderr
+    # a refused change changes nothing, not even its valid part
+    assert json.loads(db.query("SELECT maintenance_policy::text FROM tierdb.tables")[0][0]) == json.loads(stored)
+    out = policy(tierdb, "--unset", "snapshot_max_age")
+    assert "snapshot_max_age       5d (default)" in out and "target_file_bytes      256MB\n" in out, out
+    out = policy(tierdb, "--reset")
+    assert "target_file_bytes      512MB (default)" in out, out
+    assert db.query("SELECT maintenance_policy::text FROM tierdb.tables") == [("{}",)]
+
+
+def test_status_warns_about_lake_debt(db, tierdb):
+    build_debt(db, tierdb, rounds=3)
+    policy(tierdb, "--set", "warn_small_files=1", "--set", "warn_snapshots=2", "--set", "interval=0s")
+    run_once(tierdb, LAG)
+    _, warnings = stats(db)
+    assert {w["kind"] for w in warnings} >= {"small_files", "snapshots"}, warnings
+    proc = tierdb(["status"])
+    assert proc.returncode == 0, proc.stderr
+    assert "public.events: WARNING: lake small data files" in proc.stdout, proc.stdout
+    assert "public.events: WARNING: lake snapshots" in proc.stdout, proc.stdout
+
+
+def test_maintain_refuses_what_it_cannot_do(db, tierdb):
+    proc = tierdb(["maintain", "--table", "public.nothing"])
+    assert proc.returncode == 1 and "public.nothing is not registered" in proc.stderr, proc.stderr
+    proc = tierdb(["maintain"])
+    assert proc.returncode == 2 and "--table is required" in proc.stderr, proc.stderr
