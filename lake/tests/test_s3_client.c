@@ -228,6 +228,21 @@ static void error_for(tl_error *err, long status, const char *body, const char *
 	CHECK_INT(tl_s3_http_error(err, "GET", "lake", "t/data/a.parquet", &resp), -1);
 }
 
+TEST(s3_list_times_parse_as_utc_milliseconds)
+{
+	CHECK_INT(tl_s3_parse_time_ms("1970-01-01T00:00:00.000Z"), 0);
+	CHECK_INT(tl_s3_parse_time_ms("2024-05-01T12:30:05.123Z"), 1714566605123LL);
+	CHECK_INT(tl_s3_parse_time_ms("2024-05-01T12:30:05Z"), 1714566605000LL);
+	CHECK_INT(tl_s3_parse_time_ms("2024-05-01T12:30:05.1Z"), 1714566605100LL);
+	CHECK_INT(tl_s3_parse_time_ms("2024-05-01T12:30:05.123456Z"), 1714566605123LL);
+	/* anything else is unknown (0), which callers acting on age treat as too young */
+	CHECK_INT(tl_s3_parse_time_ms(NULL), 0);
+	CHECK_INT(tl_s3_parse_time_ms("2024-05-01 12:30:05Z"), 0);
+	CHECK_INT(tl_s3_parse_time_ms("2024-05-01T12:30:05+02:00"), 0);
+	CHECK_INT(tl_s3_parse_time_ms("2024-13-01T12:30:05Z"), 0);
+	CHECK_INT(tl_s3_parse_time_ms("2024-05-01T12:30:05.Z"), 0);
+}
+
 TEST(s3_http_errors_name_the_object_status_and_code)
 {
 	tl_error err;

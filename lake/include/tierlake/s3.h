@@ -103,6 +103,7 @@ int tl_s3_delete(tl_s3_client *client, const char *uri, tl_error *err);
 typedef struct tl_s3_object {
 	char *key;        /* the whole key, without "s3://bucket/" */
 	uint64_t size;
+	int64_t mtime_ms; /* LastModified, ms since the epoch; 0 when absent or unreadable */
 } tl_s3_object;
 
 typedef struct tl_s3_listing {

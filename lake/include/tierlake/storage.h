@@ -32,6 +32,7 @@ typedef struct tl_storage_entry {
 	char *name;     /* relative to the listed location, '/'-separated when recursive */
 	uint64_t size;  /* bytes; 0 for a directory */
 	bool is_dir;    /* a subdirectory (a common prefix on object stores); never when recursive */
+	int64_t mtime_ms;   /* last modified, ms since the epoch; 0 when the storage does not tell */
 } tl_storage_entry;
 
 typedef struct tl_storage_list {

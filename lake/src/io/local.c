@@ -431,7 +431,12 @@ static int local_replace(tl_storage *s, const char *location, const void *data, 
 	return publish_through_temp(location, data, len, false, err);
 }
 
-static int list_add(tl_storage_list *out, size_t *cap, const char *name, uint64_t size, bool is_dir, tl_error *err)
+static int64_t mtime_ms(const struct stat *st)
+{
+	return (int64_t)st->st_mtim.tv_sec * 1000 + st->st_mtim.tv_nsec / 1000000;
+}
+
+static int list_add(tl_storage_list *out, size_t *cap, const char *name, const struct stat *st, tl_error *err)
 {
 	if (out->count == *cap) {
 		size_t grown = *cap ? 2 * *cap : 16;
@@ -444,7 +449,8 @@ static int list_add(tl_storage_list *out, size_t *cap, const char *name, uint64_
 	char *copy = tl_strdup(name);
 	if (copy == NULL)
 		return tl_error_nomem(err, "listing a directory");
-	out->entries[out->count++] = (tl_storage_entry){copy, size, is_dir};
+	bool is_dir = S_ISDIR(st->st_mode);
+	out->entries[out->count++] = (tl_storage_entry){copy, is_dir ? 0 : (uint64_t)st->st_size, is_dir, mtime_ms(st)};
 	return 0;
 }
 
@@ -475,7 +481,7 @@ static int list_directory(const char *dir, const char *rel, bool recursive, tl_s
 			continue; /* removed while listing */
 		bool is_dir = S_ISDIR(st.st_mode);
 		if (!is_dir || !recursive) {
-			rc = list_add(out, cap, (const char *)name.data, is_dir ? 0 : (uint64_t)st.st_size, is_dir, err);
+			rc = list_add(out, cap, (const char *)name.data, &st, err);
 			continue;
 		}
 		name.data[name.len - 1] = '/';

@@ -44,6 +44,12 @@ char *tl_s3_xml_text(const char *xml, size_t len, const char *tag);
 bool tl_s3_xml_next(const char *xml, size_t len, const char *tag, size_t *pos, const char **inner,
                     size_t *inner_len);
 
+/*
+ * An ISO-8601 UTC time as S3 writes LastModified ("2024-05-01T12:30:05.123Z",
+ * fraction optional) in ms since the epoch; 0 for anything else.
+ */
+int64_t tl_s3_parse_time_ms(const char *text);
+
 /* What a failed response said, for tl_s3_http_error. */
 typedef struct tl_s3_response_error {
 	long status;

@@ -163,7 +163,10 @@ static int parse_list_page(const tl_buf *page, tl_buf *objects, const char *buck
 				return tl_error_nomem(err, "an entry of the listing of s3://%s", bucket);
 			return tl_error_set(err, TL_ERR_CORRUPT, "S3 list s3://%s: an entry without a key or a size", bucket);
 		}
-		tl_s3_object o = {key, n};
+		/* Unknown (0) when missing: callers that act on age treat that as too young. */
+		char *modified = tl_s3_xml_text(contents, len, "LastModified");
+		tl_s3_object o = {key, n, tl_s3_parse_time_ms(modified)};
+		tl_free(modified);
 		tl_buf_append(objects, &o, sizeof(o));
 		if (tl_buf_failed(objects)) {
 			tl_free(key);

@@ -165,7 +165,8 @@ static int s3_list(tl_storage *s, const char *location, int flags, tl_storage_li
 		size_t len = slash ? (size_t)(slash - rest) : strlen(rest);
 		if (slash && already_listed(&entries, rest, len))
 			continue;
-		tl_storage_entry e = {tl_strndup(rest, len), slash ? 0 : listing.objects[i].size, slash != NULL};
+		tl_storage_entry e = {tl_strndup(rest, len), slash ? 0 : listing.objects[i].size, slash != NULL,
+		                      slash ? 0 : listing.objects[i].mtime_ms};
 		if (e.name != NULL)
 			tl_buf_append(&entries, &e, sizeof(e));
 		if (e.name == NULL || tl_buf_failed(&entries)) {

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "tierlake/calendar.h"
 #include "io/s3_internal.h"
 
 static bool is_unreserved(unsigned char c)
@@ -269,4 +270,54 @@ int tl_s3_http_error(tl_error *err, const char *op, const char *bucket, const ch
 	tl_free(message);
 	tl_free(region);
 	return -1;
+}
+
+/* Reads exactly n digits at *p into *out; false when they are not all digits. */
+static bool read_digits(const char **p, int n, int *out)
+{
+	int v = 0;
+	for (int i = 0; i < n; i++) {
+		char c = (*p)[i];
+		if (c < '0' || c > '9')
+			return false;
+		v = v * 10 + (c - '0');
+	}
+	*p += n;
+	*out = v;
+	return true;
+}
+
+static bool expect(const char **p, char c)
+{
+	if (**p != c)
+		return false;
+	(*p)++;
+	return true;
+}
+
+int64_t tl_s3_parse_time_ms(const char *text)
+{
+	const char *p = text;
+	int year, month, day, hour, minute, second, ms = 0;
+	if (p == NULL || !read_digits(&p, 4, &year) || !expect(&p, '-') || !read_digits(&p, 2, &month) ||
+	    !expect(&p, '-') || !read_digits(&p, 2, &day) || !expect(&p, 'T') || !read_digits(&p, 2, &hour) ||
+	    !expect(&p, ':') || !read_digits(&p, 2, &minute) || !expect(&p, ':') || !read_digits(&p, 2, &second))
+		return 0;
+	if (*p == '.') {
+		/* Milliseconds from the first three digits of the fraction, whatever its length. */
+		p++;
+		int digits = 0;
+		for (; *p >= '0' && *p <= '9'; p++, digits++)
+			if (digits < 3)
+				ms = ms * 10 + (*p - '0');
+		if (digits == 0)
+			return 0;
+		for (; digits < 3; digits++)
+			ms *= 10;
+	}
+	if (strcmp(p, "Z") != 0 || month < 1 || month > 12 || day < 1 || day > 31 || hour > 23 || minute > 59 ||
+	    second > 60)
+		return 0;
+	int64_t days = tl_days_from_civil(year, month, day);
+	return ((days * 24 + hour) * 60 + minute) * 60000 + (int64_t)second * 1000 + ms;
 }
