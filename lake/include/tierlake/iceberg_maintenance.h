@@ -54,8 +54,11 @@ typedef int (*tl_ice_file_fn)(void *arg, const tl_ice_file_ref *ref, tl_error *e
 /*
  * Calls fn for snapshot_id's manifest list, each of its manifests, and each
  * live (ADDED or EXISTING) data and delete file in them, in manifest-list
- * order. A v1 snapshot without a list reports its manifests only. An
- * unknown snapshot is TL_ERR_NOT_FOUND.
+ * order: each manifest, then its files. A v1 snapshot without a list
+ * reports no list, then the manifests the metadata names and their files
+ * (a manifest's size is 0 there: no list records it). fn is called while
+ * the list and the manifest are open: it must not delete them. An unknown
+ * snapshot is TL_ERR_NOT_FOUND.
  */
 int tl_ice_snapshot_files(const tl_ice_table_metadata *md, int64_t snapshot_id, tl_ice_file_fn fn, void *arg,
                           tl_error *err);
@@ -76,7 +79,10 @@ typedef struct tl_ice_expire_options {
  * branch or tag, nor the current snapshot: a metadata-only commit
  * (v<N+1>.metadata.json written exclusively, losing the race is
  * TL_ERR_CONFLICT; through a REST catalog, a remove-snapshots update).
- * The snapshot log keeps only entries of snapshots that remain; the
+ * Branches' min-snapshots-to-keep ancestors stay too, as in Java. The
+ * snapshot log keeps only entries of snapshots that remain, and none
+ * before the last entry of a removed one (Java's rule: a gap would make
+ * an earlier snapshot look current for longer than it was); the
  * metadata log is trimmed to write.metadata.previous-versions-max as every
  * commit does. *nexpired (may be NULL) is how many snapshots went; none
  * writes nothing. No file is deleted: see tl_ice_unreferenced_files.
@@ -92,8 +98,9 @@ int tl_ice_table_expire_snapshots(tl_ice_table *t, const tl_ice_expire_options *
  * own file, `before_file`, may be NULL) that are neither after's current
  * file (`after_file`) nor in after's metadata log, and whose log timestamp
  * is below metadata_older_than_ms (kind TL_ICE_FILE_METADATA). Each goes
- * to fn once. Deleting them is safe once no reader of before's expired
- * snapshots remains.
+ * to fn once (entry NULL), after every manifest list and manifest has been
+ * read, so fn may delete it. Deleting them is safe once no reader of
+ * before's expired snapshots remains.
  */
 int tl_ice_unreferenced_files(const tl_ice_table_metadata *before, const char *before_file,
                               const tl_ice_table_metadata *after, const char *after_file,

@@ -126,6 +126,8 @@ tl_ice_table_metadata *tl_ice_metadata_create(const char *location, const tl_ice
                                               tl_error *err);
 
 void tl_ice_metadata_free(tl_ice_table_metadata *md);
+/* Frees what s holds (not s itself), for code that removes a snapshot from metadata it owns. */
+void tl_ice_snapshot_clear(tl_ice_snapshot *s);
 
 /* Lookups; NULL when absent. */
 const tl_ice_snapshot *tl_ice_metadata_snapshot(const tl_ice_table_metadata *md, int64_t snapshot_id);

@@ -6,8 +6,9 @@
  * path-based table; this file turns the difference between the table's
  * current metadata (the base) and the new one into the catalog's
  * TableUpdates (add-snapshot, set-snapshot-ref for "main", add-schema,
- * set-current-schema) with TableRequirements that make the catalog refuse
- * the commit when the base is no longer current: assert-table-uuid,
+ * set-current-schema, remove-snapshots for an expiry) with
+ * TableRequirements that make the catalog refuse the commit when the base
+ * is no longer current: assert-table-uuid,
  * assert-ref-snapshot-id on "main" (null: main must not exist yet) and, for
  * a schema change, assert-current-schema-id and
  * assert-last-assigned-field-id. The snapshots and schemas go as our own
@@ -93,6 +94,21 @@ static bool add_new_snapshots(json_t *updates, const json_t *md_json, const tl_i
 	return true;
 }
 
+/* remove-snapshots for the base's snapshots md no longer holds (expiry): the spec's RemoveSnapshotsUpdate. */
+static bool add_removed_snapshots(json_t *updates, const tl_ice_table_metadata *base, const tl_ice_table_metadata *md)
+{
+	json_t *ids = json_array();
+	bool ok = ids != NULL;
+	for (int i = 0; ok && i < base->nsnapshots; i++)
+		if (tl_ice_metadata_snapshot(md, base->snapshots[i].snapshot_id) == NULL)
+			ok = json_array_append_new(ids, json_integer(base->snapshots[i].snapshot_id)) == 0;
+	if (!ok || json_array_size(ids) == 0) {
+		json_decref(ids);
+		return ok;
+	}
+	return add_update(updates, "remove-snapshots", "snapshot-ids", ids, NULL, NULL);
+}
+
 /* add-schema for each schema the base lacks; *added says whether there was one. */
 static bool add_new_schemas(json_t *updates, const json_t *md_json, const tl_ice_table_metadata *base,
                             const tl_ice_table_metadata *md, bool *added)
@@ -139,6 +155,7 @@ static json_t *commit_request(const tl_rest_table_ref *ref, const tl_ice_table_m
 		                json_integer(schema_added ? -1 : md->current_schema_id), NULL, NULL);
 	}
 	ok = ok && add_new_snapshots(updates, md_json, base);
+	ok = ok && add_removed_snapshots(updates, base, md);
 	if (ok && new_main != NULL && (base_main == NULL || base_main->snapshot_id != new_main->snapshot_id)) {
 		json_t *u = tl_json_object();
 		ok = u != NULL && json_object_set_new(u, "action", json_string("set-snapshot-ref")) == 0 &&

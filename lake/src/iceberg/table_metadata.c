@@ -801,6 +801,17 @@ static void free_kvs(tl_ice_kv *kv, int n)
 	tl_free(kv);
 }
 
+void tl_ice_snapshot_clear(tl_ice_snapshot *s)
+{
+	tl_free(s->manifest_list);
+	for (int j = 0; j < s->nmanifests; j++)
+		tl_free(s->manifests[j]);
+	tl_free(s->manifests);
+	tl_free(s->operation);
+	free_kvs(s->summary, s->nsummary);
+	memset(s, 0, sizeof(*s));
+}
+
 void tl_ice_metadata_free(tl_ice_table_metadata *md)
 {
 	if (md == NULL)
@@ -817,15 +828,8 @@ void tl_ice_metadata_free(tl_ice_table_metadata *md)
 		tl_free(md->sort_orders[i].fields);
 	tl_free(md->sort_orders);
 	free_kvs(md->properties, md->nproperties);
-	for (int i = 0; i < md->nsnapshots; i++) {
-		tl_ice_snapshot *s = &md->snapshots[i];
-		tl_free(s->manifest_list);
-		for (int j = 0; j < s->nmanifests; j++)
-			tl_free(s->manifests[j]);
-		tl_free(s->manifests);
-		tl_free(s->operation);
-		free_kvs(s->summary, s->nsummary);
-	}
+	for (int i = 0; i < md->nsnapshots; i++)
+		tl_ice_snapshot_clear(&md->snapshots[i]);
 	tl_free(md->snapshots);
 	tl_free(md->snapshot_log);
 	for (int i = 0; i < md->nmetadata_log; i++)
