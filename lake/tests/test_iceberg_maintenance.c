@@ -691,3 +691,234 @@ TEST(unreferenced_files_include_metadata_dropped_from_the_log)
 	tl_ice_table_free(t);
 	remove_dir(dir);
 }
+
+/* ---------------------------------------------------- manifest rewrite */
+
+static int count_manifests(const tl_ice_table_metadata *md, int64_t snapshot_id, int *n, tl_error *err)
+{
+	paths p = {0};
+	int rc = tl_ice_snapshot_files(md, snapshot_id, collect, &p, err);
+	*n = p.kinds[TL_ICE_FILE_MANIFEST];
+	paths_free(&p);
+	return rc;
+}
+
+static int64_t summary_count(const tl_ice_snapshot *s, const char *key)
+{
+	const char *v = tl_ice_snapshot_summary(s, key);
+	return v != NULL ? strtoll(v, NULL, 10) : -1;
+}
+
+TEST(rewrite_manifests_keeps_rows_deletes_and_sequence_numbers)
+{
+	char dir[PATH_MAX];
+	tl_error err;
+	int64_t snaps[NSNAPS];
+	tl_ice_table *t = history_table(dir, NULL, 0, snaps, &err);
+	CHECK_OK(t ? 0 : -1, &err);
+	tl_ice_table_free(t);
+	/* id 15 again, after the equality delete of 15: it must stay visible through the rewrite */
+	CHECK_OK(fixture_append_rows(dir, 15, 1, &err), &err);
+	t = tl_ice_table_open(dir, &err);
+	const tl_ice_snapshot *parent = tl_ice_metadata_current_snapshot(t->metadata);
+	int64_t parent_id = parent->snapshot_id, last_sequence = t->metadata->last_sequence_number;
+	int64_t total_records = summary_count(parent, "total-records");
+	digest want = expected_rows(6);
+	want.rows++, want.sum += 15, want.squares += 225;
+	digest got;
+	CHECK_OK(read_snapshot(t->metadata, parent_id, &got, &err), &err);
+	CHECK(digest_equal(got, want));
+	int before_count;
+	CHECK_OK(count_manifests(t->metadata, parent_id, &before_count, &err), &err);
+	CHECK(before_count >= 5);
+
+	tl_ice_kv op = {"tierdb.op-id", "rewrite-1"};
+	int64_t id = 0;
+	CHECK_OK(tl_ice_table_rewrite_manifests(t, 8 << 20, &op, 1, &id, &err), &err);
+	CHECK(id != TL_ICE_NO_SNAPSHOT);
+	tl_ice_table_free(t);
+
+	t = tl_ice_table_open(dir, &err);
+	const tl_ice_snapshot *s = tl_ice_metadata_current_snapshot(t->metadata);
+	CHECK_INT(s->snapshot_id, id);
+	CHECK_INT(s->parent_id, parent_id);
+	CHECK_INT(s->sequence_number, last_sequence + 1);
+	CHECK_STR(s->operation, "replace");
+	CHECK_STR(tl_ice_snapshot_summary(s, "tierdb.op-id"), "rewrite-1");
+	CHECK_INT(summary_count(s, "manifests-created"), 2);   /* one data, one delete manifest */
+	CHECK_INT(summary_count(s, "manifests-replaced"), before_count);
+	CHECK_INT(summary_count(s, "manifests-kept"), 0);
+	CHECK_INT(summary_count(s, "entries-processed"), 8);  /* 6 data files, 2 delete files */
+	CHECK_INT(summary_count(s, "total-records"), total_records);
+	int after_count;
+	CHECK_OK(count_manifests(t->metadata, id, &after_count, &err), &err);
+	CHECK_INT(after_count, 2);
+	CHECK_OK(read_snapshot(t->metadata, id, &got, &err), &err);
+	CHECK(digest_equal(got, want));
+	CHECK(snapshots_read_as_written(t->metadata, snaps, &err));
+
+	/* nothing more to gain: no new snapshot, no new version */
+	int64_t version = t->version;
+	CHECK_OK(tl_ice_table_rewrite_manifests(t, 8 << 20, NULL, 0, &id, &err), &err);
+	CHECK_INT(id, TL_ICE_NO_SNAPSHOT);
+	CHECK_INT(t->version, version);
+
+	/* the next commit builds on the rewrite; expiring everything else leaves it whole */
+	tl_ice_table_free(t);
+	CHECK_OK(fixture_append_rows(dir, 300, 2, &err), &err);
+	t = tl_ice_table_open(dir, &err);
+	tl_ice_table *before = tl_ice_table_open(dir, &err);
+	tl_ice_expire_options o = expire_options(INT64_MAX, 1, NULL, 0);
+	CHECK_OK(tl_ice_table_expire_snapshots(t, &o, NULL, &err), &err);
+	paths gone = {0};
+	CHECK_OK(tl_ice_unreferenced_files(before->metadata, NULL, t->metadata, NULL, 0, delete_file, &gone, &err), &err);
+	CHECK(gone.kinds[TL_ICE_FILE_MANIFEST] >= before_count);
+	paths_free(&gone);
+	want.rows += 2, want.sum += 601, want.squares += 300 * 300 + 301 * 301;
+	CHECK_OK(read_snapshot(t->metadata, t->metadata->current_snapshot_id, &got, &err), &err);
+	CHECK(digest_equal(got, want));
+	tl_ice_table_free(before);
+	tl_ice_table_free(t);
+	remove_dir(dir);
+}
+
+/* The smallest and largest partition value (an identity of id) of each manifest, in list order. */
+typedef struct ranges {
+	int64_t lo[64], hi[64];
+	int n;
+	int64_t bytes;   /* of the manifests */
+} ranges;
+
+static int manifest_ranges(void *arg, const tl_ice_file_ref *ref, tl_error *err)
+{
+	ranges *r = arg;
+	if (ref->kind == TL_ICE_FILE_MANIFEST && r->n < 64) {
+		r->bytes += ref->size;
+		r->lo[r->n] = INT64_MAX;
+		r->hi[r->n++] = INT64_MIN;
+	} else if (ref->kind == TL_ICE_FILE_DATA && r->n > 0) {
+		int64_t v = ref->entry->data_file.partition[0].v.i64;
+		r->lo[r->n - 1] = v < r->lo[r->n - 1] ? v : r->lo[r->n - 1];
+		r->hi[r->n - 1] = v > r->hi[r->n - 1] ? v : r->hi[r->n - 1];
+	}
+	return 0;
+}
+
+/* A table partitioned by identity(id): every id its own partition and file. */
+static int create_partitioned(const char *dir, tl_error *err)
+{
+	tl_ice_schema schema;
+	tl_ice_partition_spec spec;
+	tl_ice_field fields[] = {{.id = 1, .name = "id", .required = true, .type = {.id = TL_ICE_LONG}}};
+	if (tl_ice_schema_init(&schema, 0, fields, 1, err) < 0)
+		return -1;
+	tl_ice_partition_spec_init(&spec, 0);
+	tl_ice_transform identity = {.kind = TL_ICE_IDENTITY};
+	tl_ice_partition_spec_add(&spec, 1, 1000, "id_part", identity);
+	tl_ice_table *t = tl_ice_table_create(dir, &schema, &spec, NULL, 0, err);
+	tl_ice_schema_free(&schema);
+	tl_ice_partition_spec_free(&spec);
+	tl_ice_table_free(t);
+	return t ? 0 : -1;
+}
+
+/* Appends ids first, first + step, ... (n of them) in one commit. */
+static int append_strided(const char *dir, int64_t first, int64_t step, int n, tl_error *err)
+{
+	tl_ice_table *t = tl_ice_table_open(dir, err);
+	tl_ice_writer *w = t ? tl_ice_writer_open_data(t, NULL, err) : NULL;
+	tl_pq_batch *b = w ? tl_pq_batch_new(tl_ice_writer_schema(w), n) : NULL;
+	int rc = b ? 0 : -1;
+	for (int i = 0; rc == 0 && i < n; i++)
+		b->columns[0].v.i64[i] = first + i * step;
+	if (b)
+		b->nrows = n;
+	tl_ice_commit *c = NULL;
+	if (rc == 0 && tl_ice_writer_write(w, b, err) == 0 && tl_ice_writer_close(w, err) == 0 &&
+	    (c = tl_ice_commit_begin(t, TL_ICE_OP_APPEND, err)) != NULL && add_files(c, w, err) == 0)
+		rc = tl_ice_commit_finish(c, NULL, err);
+	else
+		rc = -1;
+	tl_ice_commit_free(c);
+	tl_pq_batch_free(b);
+	tl_ice_writer_free(w);
+	tl_ice_table_free(t);
+	return rc;
+}
+
+TEST(rewrite_manifests_sorts_by_partition_and_splits_at_the_target)
+{
+	char dir[PATH_MAX];
+	fresh_dir(dir);
+	tl_error err;
+	tl_error_clear(&err);
+	CHECK_OK(create_partitioned(dir, &err), &err);
+	/* three commits whose partitions interleave: each manifest spans nearly every id */
+	for (int k = 0; k < 3; k++)
+		CHECK_OK(append_strided(dir, 1 + k, 3, 12, &err), &err);
+	tl_ice_table *t = tl_ice_table_open(dir, &err);
+	int64_t parent = t->metadata->current_snapshot_id;
+	digest want, got;
+	CHECK_OK(read_snapshot(t->metadata, parent, &want, &err), &err);
+	CHECK_INT(want.rows, 36);
+	ranges before = {.n = 0};
+	CHECK_OK(tl_ice_snapshot_files(t->metadata, parent, manifest_ranges, &before, &err), &err);
+	CHECK_INT(before.n, 3);
+
+	/* a third of what the three manifests hold, per manifest: a few manifests, ranges apart and in order */
+	int64_t id;
+	CHECK_OK(tl_ice_table_rewrite_manifests(t, before.bytes / 3, NULL, 0, &id, &err), &err);
+	CHECK(id != TL_ICE_NO_SNAPSHOT);
+	ranges mid = {.n = 0};
+	CHECK_OK(tl_ice_snapshot_files(t->metadata, id, manifest_ranges, &mid, &err), &err);
+	CHECK(mid.n >= 2 && mid.n <= 5);
+	CHECK_INT(mid.lo[0], 1);
+	CHECK_INT(mid.hi[mid.n - 1], 36);
+	for (int i = 0; i + 1 < mid.n; i++)
+		CHECK(mid.hi[i] < mid.lo[i + 1]);
+	CHECK_OK(read_snapshot(t->metadata, id, &got, &err), &err);
+	CHECK(digest_equal(got, want));
+
+	CHECK_OK(tl_ice_table_rewrite_manifests(t, 1, NULL, 0, &id, &err), &err);
+	CHECK(id != TL_ICE_NO_SNAPSHOT);
+	ranges after = {.n = 0};
+	CHECK_OK(tl_ice_snapshot_files(t->metadata, id, manifest_ranges, &after, &err), &err);
+	/* one entry a manifest at the smallest target, in partition order */
+	CHECK_INT(after.n, 36);
+	for (int i = 0; i < after.n; i++) {
+		CHECK_INT(after.lo[i], i + 1);
+		CHECK_INT(after.hi[i], i + 1);
+	}
+	CHECK_OK(read_snapshot(t->metadata, id, &got, &err), &err);
+	CHECK(digest_equal(got, want));
+	tl_ice_table_free(t);
+	remove_dir(dir);
+}
+
+static int count_dir(const char *dir)
+{
+	tl_storage_list l = {0};
+	if (tl_storage_list_dir(dir, TL_STORAGE_LIST_RECURSIVE, &l, NULL) < 0)
+		return -1;
+	int n = (int)l.count;
+	tl_storage_list_free(&l);
+	return n;
+}
+
+TEST(rewrite_manifests_that_loses_the_race_leaves_no_file)
+{
+	char dir[PATH_MAX];
+	tl_error err;
+	int64_t snaps[NSNAPS];
+	tl_ice_table *stale = history_table(dir, NULL, 0, snaps, &err);
+	CHECK_OK(stale ? 0 : -1, &err);
+	CHECK_OK(fixture_append_rows(dir, 400, 1, &err), &err);
+	int files = count_dir(dir);
+	int64_t id = 0;
+	CHECK(tl_ice_table_rewrite_manifests(stale, 8 << 20, NULL, 0, &id, &err) < 0);
+	CHECK_INT(err.code, TL_ERR_CONFLICT);
+	CHECK_INT(id, TL_ICE_NO_SNAPSHOT);
+	CHECK_INT(count_dir(dir), files);
+	tl_ice_table_free(stale);
+	remove_dir(dir);
+}

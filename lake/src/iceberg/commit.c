@@ -73,11 +73,7 @@ static void copy_bytes_map(tl_arena *a, tl_ice_bytes_map *dst, const tl_ice_byte
 		dst->values[i] = tl_arena_copy(a, src->values[i].ptr, src->values[i].len);
 }
 
-/*
- * A deep copy of f whose every pointer is into the arena. Out of memory,
- * some pointers are NULL: the caller compares tl_mem_failures() around it.
- */
-static void copy_data_file(tl_arena *a, tl_ice_data_file *dst, const tl_ice_data_file *src)
+void tl_ice_commit_copy_data_file(tl_arena *a, tl_ice_data_file *dst, const tl_ice_data_file *src)
 {
 	*dst = *src;
 	dst->file_path = arena_dup(a, src->file_path, strlen(src->file_path) + 1);
@@ -193,7 +189,7 @@ int tl_ice_commit_add_file(tl_ice_commit *c, const tl_ice_data_file *file, tl_er
 		c->added_cap = cap;
 	}
 	unsigned long failures = tl_mem_failures();
-	copy_data_file(&c->arena, &c->added[c->nadded], file);
+	tl_ice_commit_copy_data_file(&c->arena, &c->added[c->nadded], file);
 	if (tl_mem_failures() != failures)
 		return tl_error_nomem(err, "adding %s to a commit", file->file_path); /* the arena keeps the bytes */
 	c->nadded++;
@@ -270,8 +266,7 @@ static void sort_removed(tl_ice_commit *c)
 	c->nremoved = n;
 }
 
-/* A random positive 63-bit id no snapshot of md has, as Java picks them. */
-static int new_snapshot_id(const tl_ice_table_metadata *md, int64_t *id, tl_error *err)
+int tl_ice_commit_new_snapshot_id(const tl_ice_table_metadata *md, int64_t *id, tl_error *err)
 {
 	for (;;) {
 		uint64_t v;
@@ -290,30 +285,41 @@ static int64_t now_ms(void)
 	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-static void start_attempt(tl_ice_commit *c, attempt *a)
+void tl_ice_commit_start_attempt(attempt *a, const tl_ice_table *t, int64_t snapshot_id, int attempt_number)
 {
-	const tl_ice_table_metadata *base = c->table->metadata;
+	const tl_ice_table_metadata *base = t->metadata;
 	memset(a, 0, sizeof(*a));
-	a->table = c->table;
+	a->table = t;
 	a->base = base;
 	a->parent = tl_ice_metadata_snapshot(base, tl_ice_commit_base_snapshot_id(base));
 	a->schema = tl_ice_metadata_current_schema(base);
 	a->spec = tl_ice_metadata_default_spec(base);
-	a->added = c->added;
-	a->nadded = c->nadded;
-	a->removed = (const char *const *)c->removed;
-	a->nremoved = c->nremoved;
-	a->found = c->nremoved ? tl_calloc((size_t)c->nremoved, sizeof(bool)) : NULL;
 	a->sequence_number = base->last_sequence_number + 1;
-	a->snapshot_id = c->snapshot_id;
-	a->attempt = c->attempts;
+	a->snapshot_id = snapshot_id;
+	a->attempt = attempt_number;
 	int64_t now = now_ms();
 	a->timestamp_ms = now > base->last_updated_ms ? now : base->last_updated_ms;
 	tl_arena_init(&a->arena, 16 * 1024);
 }
 
-static void end_attempt(attempt *a, bool failed)
+static void start_attempt(tl_ice_commit *c, attempt *a)
 {
+	tl_ice_commit_start_attempt(a, c->table, c->snapshot_id, c->attempts);
+	a->added = c->added;
+	a->nadded = c->nadded;
+	a->removed = (const char *const *)c->removed;
+	a->nremoved = c->nremoved;
+	a->found = c->nremoved ? tl_calloc((size_t)c->nremoved, sizeof(bool)) : NULL;
+}
+
+void tl_ice_commit_end_attempt(attempt *a, int rc)
+{
+	/* A catalog commit whose answer was lost may have landed: its files must stay. */
+	tl_rest_table_ref *catalog = tl_ice_table_catalog(a->table);
+	bool landed_maybe = catalog != NULL && catalog->state_unknown;
+	if (catalog != NULL)
+		catalog->state_unknown = false;
+	bool failed = rc < 0 && !landed_maybe;
 	for (int i = 0; i < a->nwritten; i++) {
 		if (failed)
 			(void)tl_storage_remove(a->written[i], NULL);
@@ -440,7 +446,7 @@ int tl_ice_commit_finish(tl_ice_commit *c, int64_t *snapshot_id, tl_error *err)
 		return -1;
 	sort_removed(c);
 	if (c->snapshot_id == 0 || tl_ice_metadata_snapshot(t->metadata, c->snapshot_id) != NULL)
-		if (new_snapshot_id(t->metadata, &c->snapshot_id, err) < 0)
+		if (tl_ice_commit_new_snapshot_id(t->metadata, &c->snapshot_id, err) < 0)
 			return -1;
 	if (tl_check_interrupt(err) < 0)
 		return -1;
@@ -448,12 +454,7 @@ int tl_ice_commit_finish(tl_ice_commit *c, int64_t *snapshot_id, tl_error *err)
 	attempt a;
 	start_attempt(c, &a);
 	int rc = run_attempt(c, &a, metadata_dir, err);
-	/* A catalog commit whose answer was lost may have landed: its files must stay. */
-	tl_rest_table_ref *catalog = tl_ice_table_catalog(t);
-	bool landed_maybe = catalog != NULL && catalog->state_unknown;
-	if (catalog != NULL)
-		catalog->state_unknown = false;
-	end_attempt(&a, rc < 0 && !landed_maybe);
+	tl_ice_commit_end_attempt(&a, rc);
 	if (rc < 0) {
 		tl_error_prefix(err, "commit to table %s (base %s)", t->location, t->metadata_file);
 		return -1;

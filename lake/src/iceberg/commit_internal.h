@@ -51,6 +51,45 @@ typedef struct attempt {
 	change_counts change;
 } attempt;
 
+/*
+ * Starts an attempt at a new snapshot on t's base (the main branch's
+ * snapshot): its parent, sequence number and timestamp; nothing added or
+ * removed yet.
+ */
+void tl_ice_commit_start_attempt(attempt *a, const tl_ice_table *t, int64_t snapshot_id, int attempt_number);
+/*
+ * Frees the attempt; rc < 0 also removes every file it wrote, unless a
+ * REST catalog left the commit's fate unknown (it may have landed).
+ */
+void tl_ice_commit_end_attempt(attempt *a, int rc);
+/* A random positive 63-bit id no snapshot of md has, as Java picks them. */
+int tl_ice_commit_new_snapshot_id(const tl_ice_table_metadata *md, int64_t *id, tl_error *err);
+/*
+ * A deep copy of src whose every pointer is into the arena. Out of memory,
+ * some pointers are NULL: the caller compares tl_mem_failures() around it.
+ */
+void tl_ice_commit_copy_data_file(tl_arena *arena, tl_ice_data_file *dst, const tl_ice_data_file *src);
+
+/* A new zeroed entry at the end of the attempt's list; NULL when out of memory. */
+listed_manifest *tl_ice_commit_add_listed(attempt *a);
+/* Creates <uuid>-m<k>.avro for the attempt (removed if it fails); *uri is in the attempt's arena. */
+tl_output *tl_ice_commit_new_manifest(attempt *a, const char **uri, tl_error *err);
+/* Closes a manifest writer and its file and fills m, the list entry for it (written_here). */
+int tl_ice_commit_finish_manifest(attempt *a, tl_ice_manifest_writer *w, tl_output *out, const char *uri,
+                                  listed_manifest *m, tl_error *err);
+
+/* Reads one manifest's entries with the spec's inheritance applied. */
+typedef struct commit_cursor {
+	const tl_ice_manifest_file *mf;
+	tl_input *in;
+	tl_ice_manifest_reader *r;
+} commit_cursor;
+
+int tl_ice_commit_cursor_open(commit_cursor *cur, const tl_ice_manifest_file *mf, tl_error *err);
+/* 1 with *e a copy valid until the next call, 0 at the end, -1 on error. */
+int tl_ice_commit_cursor_next(commit_cursor *cur, tl_ice_manifest_entry *e, tl_error *err);
+void tl_ice_commit_cursor_close(commit_cursor *cur);
+
 /* The snapshot the "main" branch names (else the current one), or TL_ICE_NO_SNAPSHOT. */
 int64_t tl_ice_commit_base_snapshot_id(const tl_ice_table_metadata *md);
 

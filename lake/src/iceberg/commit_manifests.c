@@ -56,8 +56,7 @@ static int copy_manifest_file(tl_arena *a, tl_ice_manifest_file *dst, const tl_i
 	return 0;
 }
 
-/* A new zeroed entry at the end of the list; NULL when out of memory. */
-static listed_manifest *add_listed(attempt *a)
+listed_manifest *tl_ice_commit_add_listed(attempt *a)
 {
 	if (a->nmanifests == a->manifests_cap) {
 		int cap = a->manifests_cap ? 2 * a->manifests_cap : 16;
@@ -123,16 +122,15 @@ static tl_output *create_metadata_output(attempt *a, const char *name, const cha
 	return out;
 }
 
-static tl_output *new_manifest_output(attempt *a, const char **uri, tl_error *err)
+tl_output *tl_ice_commit_new_manifest(attempt *a, const char **uri, tl_error *err)
 {
 	char name[64];
 	snprintf(name, sizeof(name), "%s-m%d.avro", a->uuid, a->next_manifest++);
 	return create_metadata_output(a, name, uri, err);
 }
 
-/* Closes a manifest writer and its file and fills the list entry for it. */
-static int finish_manifest(attempt *a, tl_ice_manifest_writer *w, tl_output *out, const char *uri,
-                           listed_manifest *m, tl_error *err)
+int tl_ice_commit_finish_manifest(attempt *a, tl_ice_manifest_writer *w, tl_output *out, const char *uri,
+                                  listed_manifest *m, tl_error *err)
 {
 	tl_ice_manifest_file summary;
 	if (tl_ice_manifest_writer_close(w, &summary, err) < 0 || out->finish(out, err) < 0)
@@ -145,14 +143,7 @@ static int finish_manifest(attempt *a, tl_ice_manifest_writer *w, tl_output *out
 
 /* -------------------------------------------------- reading manifests */
 
-/* Reads one manifest's entries with the spec's inheritance applied. */
-typedef struct cursor {
-	const tl_ice_manifest_file *mf;
-	tl_input *in;
-	tl_ice_manifest_reader *r;
-} cursor;
-
-static int cursor_open(cursor *cur, const tl_ice_manifest_file *mf, tl_error *err)
+int tl_ice_commit_cursor_open(commit_cursor *cur, const tl_ice_manifest_file *mf, tl_error *err)
 {
 	cur->mf = mf;
 	cur->r = NULL;
@@ -162,8 +153,7 @@ static int cursor_open(cursor *cur, const tl_ice_manifest_file *mf, tl_error *er
 	return cur->r != NULL ? 0 : -1;
 }
 
-/* 1 with *e a copy valid until the next call, 0 at the end, -1 on error. */
-static int cursor_next(cursor *cur, tl_ice_manifest_entry *e, tl_error *err)
+int tl_ice_commit_cursor_next(commit_cursor *cur, tl_ice_manifest_entry *e, tl_error *err)
 {
 	const tl_ice_manifest_entry *entry;
 	int more = tl_ice_manifest_reader_next(cur->r, &entry, err);
@@ -175,7 +165,7 @@ static int cursor_next(cursor *cur, tl_ice_manifest_entry *e, tl_error *err)
 	return 1;
 }
 
-static void cursor_close(cursor *cur)
+void tl_ice_commit_cursor_close(commit_cursor *cur)
 {
 	tl_ice_manifest_reader_free(cur->r);
 	tl_input_close(cur->in);
@@ -212,10 +202,10 @@ static int recount(listed_manifest *m, tl_error *err)
 	tl_ice_manifest_file *mf = &m->mf;
 	mf->added_files_count = mf->existing_files_count = mf->deleted_files_count = 0;
 	mf->added_rows_count = mf->existing_rows_count = mf->deleted_rows_count = 0;
-	cursor cur;
-	int rc = cursor_open(&cur, mf, err);
+	commit_cursor cur;
+	int rc = tl_ice_commit_cursor_open(&cur, mf, err);
 	tl_ice_manifest_entry e;
-	while (rc == 0 && (rc = cursor_next(&cur, &e, err)) == 1) {
+	while (rc == 0 && (rc = tl_ice_commit_cursor_next(&cur, &e, err)) == 1) {
 		rc = 0;
 		int64_t rows = e.data_file.record_count;
 		if (e.status == TL_ICE_STATUS_ADDED) {
@@ -229,14 +219,14 @@ static int recount(listed_manifest *m, tl_error *err)
 			mf->deleted_rows_count += rows;
 		}
 	}
-	cursor_close(&cur);
+	tl_ice_commit_cursor_close(&cur);
 	return rc;
 }
 
 static int add_carried(void *ctx, const tl_ice_manifest_file *mf, int format_version, tl_error *err)
 {
 	attempt *a = ctx;
-	listed_manifest *m = add_listed(a);
+	listed_manifest *m = tl_ice_commit_add_listed(a);
 	if (m == NULL)
 		return tl_error_nomem(err, "listing manifest %s", mf->manifest_path);
 	if (copy_manifest_file(&a->arena, &m->mf, mf, mf->manifest_path, err) < 0) {
@@ -286,10 +276,10 @@ static void count_removed(attempt *a, const tl_ice_data_file *f)
 static int holds_removed(attempt *a, const tl_ice_manifest_file *mf, bool *holds, tl_error *err)
 {
 	*holds = false;
-	cursor cur;
-	int rc = cursor_open(&cur, mf, err);
+	commit_cursor cur;
+	int rc = tl_ice_commit_cursor_open(&cur, mf, err);
 	tl_ice_manifest_entry e;
-	while (rc == 0 && (rc = cursor_next(&cur, &e, err)) == 1) {
+	while (rc == 0 && (rc = tl_ice_commit_cursor_next(&cur, &e, err)) == 1) {
 		rc = 0;
 		if (e.status == TL_ICE_STATUS_DELETED)
 			continue;
@@ -299,16 +289,16 @@ static int holds_removed(attempt *a, const tl_ice_manifest_file *mf, bool *holds
 			*holds = true;
 		}
 	}
-	cursor_close(&cur);
+	tl_ice_commit_cursor_close(&cur);
 	return rc;
 }
 
 /* Copies the live entries of m's manifest into w, marking removed ones DELETED. */
-static int copy_filtered(attempt *a, cursor *cur, tl_ice_manifest_writer *w, tl_error *err)
+static int copy_filtered(attempt *a, commit_cursor *cur, tl_ice_manifest_writer *w, tl_error *err)
 {
 	tl_ice_manifest_entry e;
 	int rc;
-	while ((rc = cursor_next(cur, &e, err)) == 1) {
+	while ((rc = tl_ice_commit_cursor_next(cur, &e, err)) == 1) {
 		if (e.status == TL_ICE_STATUS_DELETED)
 			continue;  /* deleted by an earlier snapshot: history the new one need not carry */
 		if (removed_index(a, e.data_file.file_path) >= 0) {
@@ -327,23 +317,23 @@ static int copy_filtered(attempt *a, cursor *cur, tl_ice_manifest_writer *w, tl_
 
 static int rewrite_manifest(attempt *a, listed_manifest *m, tl_error *err)
 {
-	cursor cur;
+	commit_cursor cur;
 	tl_ice_manifest_writer *w = NULL;
 	tl_output *out = NULL;
 	const char *uri = NULL;
-	int rc = cursor_open(&cur, &m->mf, err);
+	int rc = tl_ice_commit_cursor_open(&cur, &m->mf, err);
 	if (rc == 0) {
-		out = new_manifest_output(a, &uri, err);
+		out = tl_ice_commit_new_manifest(a, &uri, err);
 		w = out ? tl_ice_manifest_writer_open(out, tl_ice_manifest_reader_schema(cur.r),
 		                                      tl_ice_manifest_reader_spec(cur.r), m->mf.content, a->snapshot_id, err)
 		        : NULL;
 		rc = w != NULL ? copy_filtered(a, &cur, w, err) : -1;
 	}
 	if (rc == 0)
-		rc = finish_manifest(a, w, out, uri, m, err);
+		rc = tl_ice_commit_finish_manifest(a, w, out, uri, m, err);
 	tl_ice_manifest_writer_free(w);
 	tl_output_close(out);
-	cursor_close(&cur);
+	tl_ice_commit_cursor_close(&cur);
 	return rc;
 }
 
@@ -418,7 +408,7 @@ static void move_last_to(attempt *a, int at)
 static int write_added_manifest(attempt *a, int content, int at, tl_error *err)
 {
 	const char *uri = NULL;
-	tl_output *out = new_manifest_output(a, &uri, err);
+	tl_output *out = tl_ice_commit_new_manifest(a, &uri, err);
 	tl_ice_manifest_writer *w =
 		out ? tl_ice_manifest_writer_open(out, a->schema, a->spec, content, a->snapshot_id, err) : NULL;
 	int rc = w != NULL ? 0 : -1;
@@ -431,8 +421,9 @@ static int write_added_manifest(attempt *a, int content, int at, tl_error *err)
 		count_added(a, &a->added[i]);
 	}
 	if (rc == 0) {
-		listed_manifest *m = add_listed(a);
-		rc = m == NULL ? tl_error_nomem(err, "listing a new manifest") : finish_manifest(a, w, out, uri, m, err);
+		listed_manifest *m = tl_ice_commit_add_listed(a);
+		rc = m == NULL ? tl_error_nomem(err, "listing a new manifest")
+		               : tl_ice_commit_finish_manifest(a, w, out, uri, m, err);
 		if (rc == 0)
 			move_last_to(a, at);
 		else if (m != NULL)
@@ -511,15 +502,15 @@ static void count_live(const tl_ice_data_file *f, int64_t totals[6])
 static int count_manifest(void *ctx, const tl_ice_manifest_file *mf, int format_version, tl_error *err)
 {
 	int64_t *totals = ctx;
-	cursor cur;
-	int rc = cursor_open(&cur, mf, err);
+	commit_cursor cur;
+	int rc = tl_ice_commit_cursor_open(&cur, mf, err);
 	tl_ice_manifest_entry e;
-	while (rc == 0 && (rc = cursor_next(&cur, &e, err)) == 1) {
+	while (rc == 0 && (rc = tl_ice_commit_cursor_next(&cur, &e, err)) == 1) {
 		rc = 0;
 		if (e.status != TL_ICE_STATUS_DELETED)
 			count_live(&e.data_file, totals);
 	}
-	cursor_close(&cur);
+	tl_ice_commit_cursor_close(&cur);
 	return rc;
 }
 
