@@ -10,6 +10,7 @@
  * after each operation, so a lost file, a lost delete or a delete applied
  * to the wrong rows (sequence numbers) shows as a different digest.
  */
+#include <fcntl.h>
 #include <ftw.h>
 #include <limits.h>
 #include <stdio.h>
@@ -25,6 +26,7 @@
 #include "tierlake/iceberg_scan.h"
 #include "tierlake/iceberg_writer.h"
 #include "tierlake/storage.h"
+#include "iceberg/maintenance_internal.h"
 
 enum { NSNAPS = 7 };
 
@@ -290,8 +292,11 @@ static int position_row_delta(const char *location, int64_t snapshot, tl_error *
 	added_file a = {snapshot, NULL};
 	int rc = t ? tl_ice_snapshot_files(t->metadata, snapshot, find_added, &a, err) : -1;
 	char *target = a.path;
+	/* Recorded under the other spelling of the location (file:// URI or path), as another engine may. */
 	char path[PATH_MAX + 64];
-	snprintf(path, sizeof(path), "%s/data/pos-deletes-%lld.parquet", location, (long long)snapshot);
+	bool is_uri = strncmp(location, "file://", 7) == 0;
+	snprintf(path, sizeof(path), "%s%s/data/pos-deletes-%lld.parquet", is_uri ? "" : "file://",
+	         is_uri ? location + 7 : location, (long long)snapshot);
 	if (rc == 0 && target != NULL)
 		rc = write_position_deletes(path, target, err);
 	tl_input *in = rc == 0 ? tl_storage_open_read(path, err) : NULL;
@@ -920,5 +925,142 @@ TEST(rewrite_manifests_that_loses_the_race_leaves_no_file)
 	CHECK_INT(id, TL_ICE_NO_SNAPSHOT);
 	CHECK_INT(count_dir(dir), files);
 	tl_ice_table_free(stale);
+	remove_dir(dir);
+}
+
+/* --------------------------------------------------------- orphan files */
+
+TEST(file_set_takes_every_spelling_of_a_location_as_one)
+{
+	tl_ice_file_set set;
+	tl_ice_file_set_init(&set);
+	CHECK_INT(tl_ice_file_set_add(&set, "file:///x/data//a.parquet"), 1);
+	CHECK_INT(tl_ice_file_set_add(&set, "/x/data/a.parquet"), 0);
+	CHECK(tl_ice_file_set_has(&set, "file:/x/data/a.parquet"));
+	CHECK(tl_ice_file_set_has(&set, "/x/./data/a.parquet"));
+	CHECK(!tl_ice_file_set_has(&set, "/x/data/b.parquet"));
+	CHECK(!tl_ice_file_set_has(&set, "/x/data/a.parquet.crc"));
+	CHECK_INT(tl_ice_file_set_add(&set, "s3a://bucket/t/m.avro"), 1);
+	CHECK(tl_ice_file_set_has(&set, "s3://bucket//t/m.avro"));
+	CHECK(!tl_ice_file_set_has(&set, "s3://other/t/m.avro"));
+	/* grows past its first table without losing a member */
+	char name[64];
+	for (int i = 0; i < 1000; i++) {
+		snprintf(name, sizeof(name), "/x/data/f-%d.parquet", i);
+		CHECK_INT(tl_ice_file_set_add(&set, name), 1);
+	}
+	for (int i = 0; i < 1000; i++) {
+		snprintf(name, sizeof(name), "file:///x/data/f-%d.parquet", i);
+		CHECK(tl_ice_file_set_has(&set, name));
+	}
+	CHECK(tl_ice_file_set_has(&set, "/x/data/a.parquet"));
+	tl_ice_file_set_free(&set);
+}
+
+/* Writes a stray file at dir/rel, last modified `age_s` seconds ago. */
+static int stray(const char *dir, const char *rel, int age_s, tl_error *err)
+{
+	char path[PATH_MAX + 64];
+	snprintf(path, sizeof(path), "%s/%s", dir, rel);
+	if (fixture_write_all(path, "stray bytes", TL_STORAGE_CREATE_EXCLUSIVE, err) < 0)
+		return -1;
+	struct timespec times[2];
+	clock_gettime(CLOCK_REALTIME, &times[0]);
+	times[0].tv_sec -= age_s;
+	times[1] = times[0];
+	return utimensat(AT_FDCWD, path, times, 0) == 0 ? 0 : tl_error_set(err, TL_ERR_IO, "utimensat %s", path);
+}
+
+static bool has_suffix(const paths *p, const char *suffix)
+{
+	for (int i = 0; i < p->n; i++) {
+		size_t n = strlen(p->items[i]), k = strlen(suffix);
+		if (n >= k && strcmp(p->items[i] + n - k, suffix) == 0)
+			return true;
+	}
+	return false;
+}
+
+static int64_t wall_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Orphans of the history table at `location` (a path or file:// URI of dir). */
+static void check_orphans(const char *location, const char *dir)
+{
+	tl_error err;
+	tl_error_clear(&err);
+	int64_t snaps[NSNAPS];
+	CHECK_OK(build_history(location, NULL, 0, snaps, &err), &err);
+	tl_ice_table *t = tl_ice_table_open(location, &err);
+	CHECK_OK(t ? 0 : -1, &err);
+
+	/* nothing is an orphan yet, however old everything is */
+	paths found = {0};
+	CHECK_OK(tl_ice_table_orphan_files(t, INT64_MAX, collect, &found, &err), &err);
+	for (int i = 0; i < found.n; i++)
+		fprintf(stderr, "false orphan: %s\n", found.items[i]);
+	CHECK_INT(found.n, 0);
+
+	/* a failed writer's file, an interrupted commit's manifest, and a file being written now */
+	CHECK_OK(stray(dir, "data/stray-00000.parquet", 7200, &err), &err);
+	CHECK_OK(stray(dir, "metadata/0c8e7f3a-1d2b-4c5d-8e9f-0a1b2c3d4e5f-m0.avro", 7200, &err), &err);
+	CHECK_OK(stray(dir, "data/young-00000.parquet", 0, &err), &err);
+	int64_t hour_ago = wall_ms() - 3600 * 1000;
+	CHECK_OK(tl_ice_table_orphan_files(t, hour_ago, collect, &found, &err), &err);
+	CHECK_INT(found.n, 2);
+	CHECK(has_suffix(&found, "/data/stray-00000.parquet"));
+	CHECK(has_suffix(&found, "/metadata/0c8e7f3a-1d2b-4c5d-8e9f-0a1b2c3d4e5f-m0.avro"));
+	paths_free(&found);
+
+	/* expired snapshots' files are orphans too: exactly the unreferenced ones */
+	tl_ice_table *before = tl_ice_table_open(location, &err);
+	tl_ice_expire_options o = expire_options(INT64_MAX, 1, NULL, 0);
+	CHECK_OK(tl_ice_table_expire_snapshots(t, &o, NULL, &err), &err);
+	paths gone = {0};
+	CHECK_OK(tl_ice_unreferenced_files(before->metadata, NULL, t->metadata, NULL, 0, collect, &gone, &err), &err);
+	CHECK(gone.n > 0);
+	CHECK_OK(tl_ice_table_orphan_files(t, wall_ms() + 1000, collect, &found, &err), &err);
+	CHECK_INT(found.n, gone.n + 3);
+	for (int i = 0; i < gone.n; i++) {
+		const char *p = gone.items[i];
+		const char *plain = strncmp(p, "file://", 7) == 0 ? p + 7 : p;
+		CHECK(has_suffix(&found, plain + strlen(dir)));
+	}
+	/* deleting every orphan leaves the table whole */
+	paths deleted = {0};
+	CHECK_OK(tl_ice_table_orphan_files(t, wall_ms() + 1000, delete_file, &deleted, &err), &err);
+	CHECK_INT(deleted.n, found.n);
+	tl_ice_table_free(t);
+	t = tl_ice_table_open(location, &err);
+	CHECK_OK(t ? 0 : -1, &err);
+	CHECK(snapshots_read_as_written(t->metadata, snaps, &err));
+	int missing = 0;
+	CHECK_OK(tl_ice_snapshot_files(t->metadata, snaps[6], count_missing, &missing, &err), &err);
+	CHECK_INT(missing, 0);
+	paths_free(&deleted);
+	paths_free(&found);
+	paths_free(&gone);
+	tl_ice_table_free(before);
+	tl_ice_table_free(t);
+}
+
+TEST(orphan_files_finds_strays_never_referenced_files_of_a_path_table)
+{
+	char dir[PATH_MAX];
+	fresh_dir(dir);
+	check_orphans(dir, dir);
+	remove_dir(dir);
+}
+
+TEST(orphan_files_finds_strays_never_referenced_files_of_a_file_uri_table)
+{
+	char dir[PATH_MAX], uri[PATH_MAX + 16];
+	fresh_dir(dir);
+	snprintf(uri, sizeof(uri), "file://%s", dir);
+	check_orphans(uri, dir);
 	remove_dir(dir);
 }
