@@ -73,6 +73,8 @@ typedef struct compaction_run {
 	int64_t base_snapshot;
 	tl_arena arena;               /* partition keys */
 	bool *chosen;                 /* per scan task: an input */
+	int *order;                   /* the inputs' task indexes, partition by partition */
+	bool *starts_partition;       /* per entry of order: the first input of its partition */
 	int ninputs;
 	int64_t input_bytes, input_rows;
 	json_t *inputs;               /* paths of the data files rewritten */
@@ -183,12 +185,15 @@ static void choose_group(compaction_run *r, const planned_file *files, int n)
 		inputs += (bin_pack && files[i].small) || (debt && files[i].has_deletes);
 	if (inputs < 2 && !debt)
 		return; /* one small file rewritten alone would be the same file */
+	bool first = true;
 	for (int i = 0; i < n; i++) {
 		if (!((bin_pack && files[i].small) || (debt && files[i].has_deletes)))
 			continue;
 		const tl_ice_scan_task *task = tl_ice_scan_task_at(r->scan, files[i].task);
 		r->chosen[files[i].task] = true;
-		r->ninputs++;
+		r->starts_partition[r->ninputs] = first;
+		r->order[r->ninputs++] = files[i].task;
+		first = false;
 		r->input_bytes += task->file.file_size_in_bytes;
 		r->input_rows += task->file.record_count;
 		json_array_append_new(r->inputs, json_string(task->file.file_path));
@@ -236,8 +241,10 @@ static int choose_inputs(compaction_run *r, tl_error *err)
 		return -1;
 	int n = tl_ice_scan_ntasks(r->scan);
 	r->chosen = tl_calloc((size_t)n + 1, sizeof(bool));
+	r->order = tl_calloc((size_t)n + 1, sizeof(int));
+	r->starts_partition = tl_calloc((size_t)n + 1, sizeof(bool));
 	planned_file *files = tl_calloc((size_t)n + 1, sizeof(planned_file));
-	if (r->chosen == NULL || files == NULL) {
+	if (r->chosen == NULL || r->order == NULL || r->starts_partition == NULL || files == NULL) {
 		tl_free(files);
 		return tl_error_nomem(err, "planning a compaction of %s", r->label);
 	}
@@ -287,10 +294,11 @@ static int rewrite(compaction_run *r, tl_error *err)
 	tdb_progress progress;
 	tdb_progress_start(&progress, r->label, "compaction: rewriting");
 	int rc = 0;
-	for (int i = 0; i < tl_ice_scan_ntasks(r->scan) && rc == 0; i++) {
-		if (!r->chosen[i])
-			continue;
-		tl_ice_reader *reader = tl_ice_reader_open_task(r->scan, i, ids, schema->nfields, err);
+	for (int k = 0; k < r->ninputs && rc == 0; k++) {
+		/* A partition's row group is finished before the next partition's inputs open another. */
+		if (k > 0 && r->starts_partition[k])
+			rc = tl_ice_writer_finish_open_files(r->writer, err);
+		tl_ice_reader *reader = rc == 0 ? tl_ice_reader_open_task(r->scan, r->order[k], ids, schema->nfields, err) : NULL;
 		tl_pq_batch *batch = reader != NULL ? tl_ice_reader_batch_new(reader, 4096) : NULL;
 		if (reader != NULL && batch == NULL)
 			rc = tl_error_nomem(err, "rewriting %s", r->label);
@@ -306,9 +314,7 @@ static int rewrite(compaction_run *r, tl_error *err)
 		}
 		tl_pq_batch_free(batch);
 		tl_ice_reader_free(reader);
-		/* One input's partition at a time: its row group is finished before the next opens. */
-		if (rc == 0)
-			rc = tl_ice_writer_finish_open_files(r->writer, err);
+		tdb_progress_add(&progress, 0, tl_ice_scan_task_at(r->scan, r->order[k])->file.file_size_in_bytes);
 	}
 	tl_free(ids);
 	if (rc == 0)
@@ -464,6 +470,8 @@ int tdb_compact(PGconn *c, const tdb_catalog_table *t, const tdb_maintenance_pol
 	json_decref(r.inputs);
 	json_decref(r.dead_deletes);
 	tl_free(r.chosen);
+	tl_free(r.order);
+	tl_free(r.starts_partition);
 	tl_ice_scan_free(r.scan);
 	tl_arena_free(&r.arena);
 	tl_ice_table_free(r.lake);

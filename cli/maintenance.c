@@ -378,7 +378,7 @@ static bool interval_passed(const json_t *last_stats, const tdb_maintenance_poli
 	return !json_is_integer(at) || now_ms() - json_integer_value(at) >= p->interval_ms;
 }
 
-static int settle_all(PGconn *c, const tdb_catalog_table *t, tl_error *err)
+int tdb_recover_maintenance(PGconn *c, const tdb_catalog_table *t, tl_error *err)
 {
 	int a = tdb_recover_compaction(c, t, err);
 	int b = a < 0 ? -1 : tdb_recover_expiry(c, t, err);
@@ -484,7 +484,7 @@ int tdb_maintain(PGconn *c, const tdb_catalog_table *t, tl_error *err)
 {
 	if (strcmp(t->mode, "tiered") != 0)
 		return 0;
-	int settled = settle_all(c, t, err);
+	int settled = tdb_recover_maintenance(c, t, err);
 	if (settled != 0)
 		return settled < 0 ? -1 : 0; /* the catalog row is stale now: next cycle */
 	json_t *stored = NULL, *last_stats = NULL;

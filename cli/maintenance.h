@@ -32,6 +32,14 @@ typedef struct tdb_maintenance_result {
 } tdb_maintenance_result;
 
 /*
+ * Settles table t's maintenance operations a crash interrupted
+ * (compaction, manifest rewrite, expiry, orphan sweep), each on the
+ * lake's word; how many, or -1. The recovery step runs it before the
+ * other lake steps, which an open operation would stop.
+ */
+int tdb_recover_maintenance(PGconn *c, const tdb_catalog_table *t, tl_error *err);
+
+/*
  * The daemon's maintenance step for table t: settles interrupted
  * maintenance operations, runs the passes that are due, records
  * tierdb.lake_stats and answers a maintenance request.

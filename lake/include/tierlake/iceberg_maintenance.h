@@ -100,7 +100,11 @@ int tl_ice_table_expire_snapshots(tl_ice_table *t, const tl_ice_expire_options *
  * is below metadata_older_than_ms (kind TL_ICE_FILE_METADATA). Each goes
  * to fn once (entry NULL), after every manifest list and manifest has been
  * read, so fn may delete it. Deleting them is safe once no reader of
- * before's expired snapshots remains.
+ * before's expired snapshots remains. They come data and delete files
+ * first, then manifests, manifest lists and metadata files, and a manifest
+ * list or manifest of `before` that is gone is passed over: a caller
+ * interrupted while deleting them calls again with the same versions and
+ * finishes the job.
  */
 int tl_ice_unreferenced_files(const tl_ice_table_metadata *before, const char *before_file,
                               const tl_ice_table_metadata *after, const char *after_file,

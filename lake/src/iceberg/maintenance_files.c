@@ -9,6 +9,7 @@
  * walked contributes nothing new (tl_ice_manifest_wanted_fn).
  */
 #include <inttypes.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "tierlake/storage.h"
@@ -21,6 +22,7 @@ typedef struct walker {
 	tl_ice_file_fn fn;
 	tl_ice_manifest_wanted_fn wanted;
 	void *arg;
+	bool skip_missing;   /* a manifest list or manifest that is gone is passed over */
 } walker;
 
 static tl_ice_file_kind entry_kind(int32_t content)
@@ -78,6 +80,10 @@ static int walk_manifest(walker *w, const tl_ice_manifest_file *mf, bool from_li
 	if (rc != 0 || !wanted)
 		return rc;
 	tl_input *in = tl_input_open_uri(mf->manifest_path, err);
+	if (in == NULL && w->skip_missing && err->code == TL_ERR_NOT_FOUND) {
+		tl_error_clear(err);
+		return 0;
+	}
 	tl_ice_manifest_reader *r = in ? tl_ice_manifest_reader_open(in, err) : NULL;
 	rc = r != NULL ? walk_entries(w, r, mf, from_list ? mf->partition_spec_id : tl_ice_manifest_reader_spec_id(r),
 	                              err)
@@ -91,6 +97,10 @@ static int walk_list(walker *w, tl_error *err)
 {
 	const char *path = w->snap->manifest_list;
 	tl_input *in = tl_input_open_uri(path, err);
+	if (in == NULL && w->skip_missing && err->code == TL_ERR_NOT_FOUND) {
+		tl_error_clear(err);
+		return 0;
+	}
 	if (in == NULL)
 		return fail_in(err, "manifest list", path);
 	tl_ice_file_ref ref = {.kind = TL_ICE_FILE_MANIFEST_LIST, .path = path, .size = (int64_t)in->size};
@@ -130,9 +140,9 @@ static int walk_v1_manifests(walker *w, tl_error *err)
 }
 
 int tl_ice_walk_snapshot(const tl_ice_snapshot *snap, tl_ice_file_fn fn, tl_ice_manifest_wanted_fn wanted,
-                         void *arg, tl_error *err)
+                         bool skip_missing, void *arg, tl_error *err)
 {
-	walker w = {.snap = snap, .fn = fn, .wanted = wanted, .arg = arg};
+	walker w = {.snap = snap, .fn = fn, .wanted = wanted, .arg = arg, .skip_missing = skip_missing};
 	return snap->manifest_list != NULL ? walk_list(&w, err) : walk_v1_manifests(&w, err);
 }
 
@@ -142,7 +152,7 @@ int tl_ice_snapshot_files(const tl_ice_table_metadata *md, int64_t snapshot_id, 
 	const tl_ice_snapshot *snap = tl_ice_metadata_snapshot(md, snapshot_id);
 	if (snap == NULL)
 		return tl_error_set(err, TL_ERR_NOT_FOUND, "table %s has no snapshot %" PRId64, md->location, snapshot_id);
-	return tl_ice_walk_snapshot(snap, fn, NULL, arg, err);
+	return tl_ice_walk_snapshot(snap, fn, NULL, false, arg, err);
 }
 
 /* ------------------------------------------------- every snapshot of md */
@@ -162,7 +172,7 @@ static int add_to_set(void *arg, const tl_ice_file_ref *ref, tl_error *err)
 int tl_ice_add_reachable(tl_ice_file_set *set, const tl_ice_table_metadata *md, tl_error *err)
 {
 	for (int i = 0; i < md->nsnapshots; i++)
-		if (tl_ice_walk_snapshot(&md->snapshots[i], add_to_set, not_in_set, set, err) < 0)
+		if (tl_ice_walk_snapshot(&md->snapshots[i], add_to_set, not_in_set, false, set, err) < 0)
 			return -1;
 	return 0;
 }
@@ -252,10 +262,29 @@ static int collect_metadata_files(unreferenced *u, const tl_ice_table_metadata *
 	return collect_metadata_file(u, before_file, before->last_updated_ms, older_than_ms, err);
 }
 
+/* Data and delete files, then manifests, then manifest lists, then metadata files. */
+static int deletion_rank(tl_ice_file_kind kind)
+{
+	switch (kind) {
+	case TL_ICE_FILE_MANIFEST: return 1;
+	case TL_ICE_FILE_MANIFEST_LIST: return 2;
+	case TL_ICE_FILE_METADATA: return 3;
+	default: return 0;
+	}
+}
+
+static int by_deletion_order(const void *a, const void *b)
+{
+	return deletion_rank(((const tl_ice_file_ref *)a)->kind) - deletion_rank(((const tl_ice_file_ref *)b)->kind);
+}
+
 /*
  * Every metadata file is read before fn sees the first file, so fn may
  * delete what it is given: a manifest list or manifest still to be read
- * could otherwise be gone.
+ * could otherwise be gone. The files come in an order that lets a caller
+ * interrupted while deleting them call again: every file a manifest or a
+ * manifest list references comes before it, so one that is already gone
+ * (skipped when walking `before`) had nothing left below it to find.
  */
 int tl_ice_unreferenced_files(const tl_ice_table_metadata *before, const char *before_file,
                               const tl_ice_table_metadata *after, const char *after_file,
@@ -273,10 +302,12 @@ int tl_ice_unreferenced_files(const tl_ice_table_metadata *before, const char *b
 		/* A snapshot both versions hold (its list kept) has nothing to give. */
 		if (snap->manifest_list != NULL && tl_ice_file_set_has(&u.after, snap->manifest_list))
 			continue;
-		rc = tl_ice_walk_snapshot(snap, collect_unreferenced, unseen_manifest, &u, err);
+		rc = tl_ice_walk_snapshot(snap, collect_unreferenced, unseen_manifest, true, &u, err);
 	}
 	if (rc == 0)
 		rc = collect_metadata_files(&u, before, before_file, metadata_older_than_ms, err);
+	if (rc == 0 && u.nfound > 1)
+		qsort(u.found, u.nfound, sizeof(tl_ice_file_ref), by_deletion_order);
 	for (size_t i = 0; rc == 0 && i < u.nfound; i++)
 		rc = fn(arg, &u.found[i], err);
 	tl_free(u.found);

@@ -44,10 +44,12 @@ typedef bool (*tl_ice_manifest_wanted_fn)(void *arg, const char *manifest_path);
 /*
  * tl_ice_snapshot_files for one snapshot, except that a manifest for which
  * wanted (may be NULL: all) answers false is reported without its files.
- * wanted is asked before the manifest is reported.
+ * wanted is asked before the manifest is reported. With skip_missing, a
+ * manifest list or manifest that does not exist (TL_ERR_NOT_FOUND) is
+ * passed over unreported instead of failing the walk.
  */
 int tl_ice_walk_snapshot(const tl_ice_snapshot *snap, tl_ice_file_fn fn, tl_ice_manifest_wanted_fn wanted,
-                         void *arg, tl_error *err);
+                         bool skip_missing, void *arg, tl_error *err);
 
 /* Adds every file some snapshot of md references to set, reading each manifest once. */
 int tl_ice_add_reachable(tl_ice_file_set *set, const tl_ice_table_metadata *md, tl_error *err);
