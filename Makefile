@@ -53,7 +53,7 @@ PYTHON     := $(VENV)/bin/python
 FUZZ_SECONDS ?= 100
 
 .PHONY: all install install-extension extension check deps test-c test-s3 test-rest test-fuzz test-interop test-e2e test-e2e-s3 \
-	test-spark test-regress check-differential-long bench demo demo-s3 demo-rest clean format
+	test-spark test-regress check-differential-long check-maintenance-long bench demo demo-s3 demo-rest clean format
 
 all: $(TIERDB) $(TOOLS) extension
 
@@ -177,7 +177,7 @@ test-e2e: $(TIERDB) $(TOOLS)
 # test_readers_s3 goes first: the JVM's one Spark session must start with S3A.
 E2E_ON_S3 := test_readers_s3 test_tiering test_fold test_recovery test_retention test_transparent_reads test_verify \
 	test_transparent_updates test_keep_heap test_direct test_mirrored test_hybrid_reads test_heap_retention \
-	test_rest_catalog
+	test_rest_catalog test_maintenance
 test-e2e-s3: $(TIERDB) $(TOOLS)
 	TIERDB_E2E_LAKE=s3 $(PYTHON) -m pytest -q $(E2E_ON_S3:%=tests/e2e/%.py)
 
@@ -187,6 +187,12 @@ test-e2e-s3: $(TIERDB) $(TOOLS)
 # the same test with 2400 queries.
 check-differential-long: $(TIERDB) $(TOOLS)
 	TIERDB_DIFF_QUERIES=$${TIERDB_DIFF_QUERIES:-30000} $(PYTHON) -m pytest -q tests/e2e/test_differential.py
+
+# The long maintenance run (tests/e2e/test_maintenance.py): a table put
+# through TIERDB_MAINTENANCE_ROUNDS folds (default 300; make check runs 40)
+# and advances before it is maintained.
+check-maintenance-long: $(TIERDB) $(TOOLS)
+	TIERDB_MAINTENANCE_ROUNDS=$${TIERDB_MAINTENANCE_ROUNDS:-300} $(PYTHON) -m pytest -q tests/e2e/test_maintenance.py -k pays_off
 
 # The Spark library (connectors/spark): JUnit tests with local Spark against
 # their own private cluster with the installed extension, tiered by build/tierdb.

@@ -17,16 +17,22 @@ from __future__ import annotations
 import glob
 import importlib
 import json
+import os
 import random
 import threading
 from pathlib import Path
 
+import psycopg
 import pytest
 
 import lake_files
+import seam  # noqa: F401  (puts tests/interop on the path for spark_support)
+import spark_support
 from test_tiering import cutline, lake_rows, make_events, run_once
 
 LAG = "2d"
+# Folds before maintenance in the main test: `make check-maintenance-long` runs 300.
+ROUNDS = int(os.environ.get("TIERDB_MAINTENANCE_ROUNDS", "40"))
 PARALLEL = ("SET parallel_setup_cost = 0; SET parallel_tuple_cost = 0; SET min_parallel_table_scan_size = 0;"
             " SET max_parallel_workers_per_gather = 2;\n")
 SELECT = "SET TimeZone = 'UTC';\nSELECT id, ts, v, amount FROM {t} ORDER BY id"
@@ -142,6 +148,18 @@ def independent_readers_agree(tierdb, cut):
         assert sorted(table.scan(snapshot_id=cut["S"]).to_arrow().column("id").to_pylist()) == ours
 
 
+@pytest.fixture(scope="module")
+def spark():
+    """The shared Spark session with the Iceberg runtime, able to reach the S3 store when the lake is there."""
+    return spark_support.spark_session(spark_support.s3a_settings_from_env() if lake_files.ON_S3 else None)
+
+
+def spark_ids(spark, cut, snapshot):
+    """The ids Spark (the Iceberg runtime) reads from the lake at `snapshot`."""
+    df = spark.read.format("iceberg").option("snapshot-id", snapshot).load(cut["ref"])
+    return sorted(r["id"] for r in df.select("id").collect())
+
+
 def every_kept_snapshot_reads(tierdb, cut):
     """No file a kept snapshot needs was deleted: `lake cat` reads each snapshot of the metadata whole."""
     for sid in snapshot_ids(cut):
@@ -179,12 +197,12 @@ def run_maintain(db, tierdb, env=None):
     return out.get("maintain"), daemon
 
 
-def test_maintenance_pays_off_the_debt_and_every_read_stays_exact(db, tierdb):
-    build_debt(db, tierdb, rounds=40)
+def test_maintenance_pays_off_the_debt_and_every_read_stays_exact(db, tierdb, spark):
+    build_debt(db, tierdb, rounds=ROUNDS)
     assert_reads_exact(db, "before maintenance")
     before = cutline(db, "events")
     s, _ = stats(db)
-    assert s["equality_delete_files"] >= 40 and s["snapshots"] >= 45 and s["small_files"] > s["data_files"] // 2, s
+    assert s["equality_delete_files"] >= ROUNDS and s["snapshots"] >= ROUNDS + ROUNDS // 10 and s["small_files"] > s["data_files"] // 2, s
     files_before = set(lake_files.list_files(before["ref"], ".parquet"))
 
     # A reader pinned now (as tierdb-spark pins) keeps its snapshot through maintenance.
@@ -209,7 +227,6 @@ def test_maintenance_pays_off_the_debt_and_every_read_stays_exact(db, tierdb):
     assert after["S"] != before["S"] and after["T"] == before["T"]
     s, warnings = stats(db)
     assert s["equality_delete_files"] == 0 and s["position_delete_files"] == 0, s
-    print(daemon.stderr, s)
     assert s["data_files"] < len(files_before) // 4, s
     # the pinned snapshot and every later one stay; everything older went
     kept = snapshot_ids(after)
@@ -219,6 +236,9 @@ def test_maintenance_pays_off_the_debt_and_every_read_stays_exact(db, tierdb):
         sorted(map(json.dumps, pinned_rows))
     every_kept_snapshot_reads(tierdb, after)
     independent_readers_agree(tierdb, after)
+    # Spark reads the maintained snapshot and the pinned one as `lake cat` does.
+    assert spark_ids(spark, after, after["S"]) == sorted(r["id"] for r in lake_rows(tierdb, after["ref"], after["S"]))
+    assert spark_ids(spark, after, before["S"]) == sorted(r["id"] for r in pinned_rows)
     if not lake_files.ON_S3:
         assert not stray.exists()
     assert "maintained public.events" in maintain.stdout, maintain.stdout
@@ -231,6 +251,8 @@ def test_maintenance_pays_off_the_debt_and_every_read_stays_exact(db, tierdb):
     assert snapshot_ids(final) == {final["S"]}
     assert_reads_exact(db, "after the pin ended")
     every_kept_snapshot_reads(tierdb, final)
+    independent_readers_agree(tierdb, final)
+    assert spark_ids(spark, final, final["S"]) == sorted(r["id"] for r in lake_rows(tierdb, final["ref"], final["S"]))
     if not lake_files.ON_S3:
         on_disk = {str(p) for p in lake_files.list_files(final["ref"], "")}
         referenced = referenced_by_metadata(final)
@@ -244,6 +266,43 @@ def test_maintenance_pays_off_the_debt_and_every_read_stays_exact(db, tierdb):
     correct(db, rng, cold)
     run_once(tierdb, LAG)
     assert_reads_exact(db, "a fold after maintenance")
+
+
+def test_an_in_backend_reader_keeps_its_view_until_it_ends(db, tierdb):
+    """A transaction that read the table before maintenance holds its snapshot in memory (no pin row):
+    the expiry commits, but deletes nothing until the reader has ended; the reader reads the same rows
+    throughout; after it ends, the next cycle finishes the deletion."""
+    build_debt(db, tierdb, rounds=6)
+    policy(tierdb, *MAINTAIN_POLICY, "--set", "orphan_sweep=off")
+    before = cutline(db, "events")
+    reader = psycopg.connect(db.dsn)
+    try:
+        reader.isolation_level = psycopg.IsolationLevel.REPEATABLE_READ
+        query = "SELECT id, ts::text, v, amount::text FROM events ORDER BY id"
+        first = reader.execute(query).fetchall()
+        proc = tierdb(["maintain", "--table", "public.events", "--no-wait"])
+        assert proc.returncode == 0, proc.stderr
+        daemon = tierdb(["run", "--once"], env={"TIERDB_TIERING_LAG": LAG, "TIERDB_LOCK_TIMEOUT_MS": "500"})
+        assert "maintenance: snapshot expiry failed" in daemon.stderr, daemon.stderr
+        assert cutline(db, "events")["S"] != before["S"]
+        # The reader's snapshot still reads whole, and the reader reads what it read before.
+        proc = tierdb(["lake", "cat", before["props"]["metadata_location"], "--snapshot", str(before["S"])])
+        assert proc.returncode == 0, proc.stderr
+        assert reader.execute(query).fetchall() == first
+        for setting in PARALLEL.strip().rstrip(";").split(";"):
+            reader.execute(setting)
+        assert reader.execute(query).fetchall() == first
+    finally:
+        reader.rollback()
+        reader.close()
+    run_once(tierdb, LAG)
+    assert unsettled_ops(db) == []
+    assert_reads_exact(db, "after the reader ended")
+    cut = cutline(db, "events")
+    assert before["S"] not in snapshot_ids(cut)
+    if not lake_files.ON_S3:
+        on_disk = {str(p) for p in lake_files.list_files(cut["ref"], ".parquet")}
+        assert on_disk - referenced_by_metadata(cut) == set()
 
 
 FAULTS = [
