@@ -53,6 +53,7 @@ static const char *const known_points[] = {
 	"expiry-after-commit",
 	"expiry-before-delete",
 	"expiry-during-delete",
+	"orphans-during-delete",
 };
 
 #define NPOINTS (sizeof(known_points) / sizeof(known_points[0]))

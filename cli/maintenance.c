@@ -286,6 +286,8 @@ static int delete_orphan(void *arg, const tl_ice_file_ref *ref, tl_error *err)
 		return tl_error_set(err, e.code, "deleting the orphan file %s: %s", ref->path, e.message);
 	s->files++;
 	s->bytes += ref->size;
+	if (s->files == 1)
+		tdb_fault("orphans-during-delete");
 	return 0;
 }
 
