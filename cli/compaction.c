@@ -36,6 +36,7 @@
  * marked aborted.
  */
 #include <inttypes.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -140,13 +141,60 @@ static bool same_partition(const planned_file *a, const planned_file *b)
 	return a->key.len == b->key.len && memcmp(a->key.ptr, b->key.ptr, a->key.len) == 0;
 }
 
-/* Whether delete file d is in `list` (pointer identity: the scan shares them). */
-static bool contains(const tl_ice_delete_file *const *list, int n, const tl_ice_delete_file *d)
+/*
+ * A set of the scan's delete files: the scan shares one tl_ice_delete_file
+ * among every task it applies to, so pointers identify them. Built by
+ * appending, then sorted and deduplicated (delete_set_seal).
+ */
+typedef struct delete_set {
+	const tl_ice_delete_file **items;
+	size_t n, cap;
+	bool failed;            /* out of memory: the set holds fewer than it should */
+} delete_set;
+
+static void delete_set_add_task(delete_set *s, const tl_ice_scan_task *task)
 {
-	for (int i = 0; i < n; i++)
-		if (list[i] == d)
-			return true;
-	return false;
+	for (int d = 0; d < task->ndeletes && !s->failed; d++) {
+		if (s->n == s->cap) {
+			size_t cap = s->cap ? 2 * s->cap : 64;
+			const tl_ice_delete_file **items = tl_realloc(s->items, sizeof(*items) * cap);
+			if (items == NULL) {
+				s->failed = true;
+				return;
+			}
+			s->items = items;
+			s->cap = cap;
+		}
+		s->items[s->n++] = task->deletes[d];
+	}
+}
+
+static int by_address(const void *a, const void *b)
+{
+	uintptr_t x = (uintptr_t) * (const tl_ice_delete_file *const *)a, y = (uintptr_t) * (const tl_ice_delete_file *const *)b;
+	return x < y ? -1 : x > y;
+}
+
+static void delete_set_seal(delete_set *s)
+{
+	if (s->n == 0)
+		return;
+	qsort(s->items, s->n, sizeof(*s->items), by_address);
+	size_t n = 1;
+	for (size_t i = 1; i < s->n; i++)
+		if (s->items[i] != s->items[n - 1])
+			s->items[n++] = s->items[i];
+	s->n = n;
+}
+
+static bool delete_set_has(const delete_set *s, const tl_ice_delete_file *d)
+{
+	return s->n > 0 && bsearch(&d, s->items, s->n, sizeof(*s->items), by_address) != NULL;
+}
+
+static void delete_set_free(delete_set *s)
+{
+	tl_free(s->items);
 }
 
 /*
@@ -157,24 +205,17 @@ static void choose_group(compaction_run *r, const planned_file *files, int n)
 {
 	int nsmall = 0;
 	int64_t rows = 0, deleted_rows = 0;
-	const tl_ice_delete_file **seen = tl_calloc((size_t)1, sizeof(*seen));
-	int nseen = 0;
+	delete_set deletes = {0};
 	for (int i = 0; i < n; i++) {
 		const tl_ice_scan_task *task = tl_ice_scan_task_at(r->scan, files[i].task);
 		nsmall += files[i].small;
 		rows += task->file.record_count;
-		for (int d = 0; d < task->ndeletes; d++) {
-			if (contains(seen, nseen, task->deletes[d]))
-				continue;
-			const tl_ice_delete_file **grown = tl_realloc(seen, sizeof(*seen) * (size_t)(nseen + 1));
-			if (grown == NULL)
-				break; /* out of memory: the estimate counts fewer deletes */
-			seen = grown;
-			seen[nseen++] = task->deletes[d];
-			deleted_rows += task->deletes[d]->file.record_count;
-		}
+		delete_set_add_task(&deletes, task);
 	}
-	tl_free(seen);
+	delete_set_seal(&deletes);
+	for (size_t i = 0; i < deletes.n; i++)
+		deleted_rows += deletes.items[i]->file.record_count;
+	delete_set_free(&deletes); /* out of memory, the estimate counts fewer deletes */
 	const tdb_maintenance_policy *p = r->policy;
 	bool bin_pack = nsmall >= (r->requested ? 2 : p->min_input_files);
 	bool debt = deleted_rows > 0 && (r->requested || (double)deleted_rows >= p->delete_ratio * (double)rows);
@@ -206,28 +247,24 @@ static void choose_group(compaction_run *r, const planned_file *files, int n)
  * file at all are left: they cost a read of their own, nothing per row,
  * and snapshot expiry keeps the history that needs them.)
  */
-static void choose_dead_deletes(compaction_run *r)
+static int choose_dead_deletes(compaction_run *r, tl_error *err)
 {
-	int n = tl_ice_scan_ntasks(r->scan);
-	for (int i = 0; i < n; i++) {
-		if (!r->chosen[i])
-			continue;
-		const tl_ice_scan_task *task = tl_ice_scan_task_at(r->scan, i);
-		for (int d = 0; d < task->ndeletes; d++) {
-			const tl_ice_delete_file *del = task->deletes[d];
-			bool needed = false;
-			for (int k = 0; k < n && !needed; k++)
-				if (!r->chosen[k]) {
-					const tl_ice_scan_task *other = tl_ice_scan_task_at(r->scan, k);
-					needed = contains(other->deletes, other->ndeletes, del);
-				}
-			bool listed = false;
-			for (size_t k = 0; k < json_array_size(r->dead_deletes) && !listed; k++)
-				listed = strcmp(json_string_value(json_array_get(r->dead_deletes, k)), del->file.file_path) == 0;
-			if (!needed && !listed)
-				json_array_append_new(r->dead_deletes, json_string(del->file.file_path));
-		}
+	delete_set kept = {0}, inputs = {0};
+	for (int i = 0; i < tl_ice_scan_ntasks(r->scan); i++)
+		delete_set_add_task(r->chosen[i] ? &inputs : &kept, tl_ice_scan_task_at(r->scan, i));
+	int rc = 0;
+	if (kept.failed || inputs.failed) {
+		rc = tl_error_nomem(err, "planning a compaction of %s", r->label);
+	} else {
+		delete_set_seal(&kept);
+		delete_set_seal(&inputs);
+		for (size_t i = 0; i < inputs.n; i++)
+			if (!delete_set_has(&kept, inputs.items[i]))
+				json_array_append_new(r->dead_deletes, json_string(inputs.items[i]->file.file_path));
 	}
+	delete_set_free(&kept);
+	delete_set_free(&inputs);
+	return rc;
 }
 
 static int choose_inputs(compaction_run *r, tl_error *err)
@@ -263,7 +300,7 @@ static int choose_inputs(compaction_run *r, tl_error *err)
 				;
 			choose_group(r, files + lo, hi - lo);
 		}
-		choose_dead_deletes(r);
+		rc = choose_dead_deletes(r, err);
 	}
 	tl_free(files);
 	return rc;
