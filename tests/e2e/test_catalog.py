@@ -103,7 +103,8 @@ EXPECTED_PRIMARY_KEYS = {
 STATUS_COLUMNS = [
     "table_id", "schema_name", "table_name", "mode", "cutline_t", "cutline_s",
     "mirror_frontier", "retention_line", "cutline_updated_at", "delta_backlog",
-    "read_pins", "staged_loads", "copying", "partition_states", "unfoldable_rows", "slot_wal_bytes",
+    "read_pins", "staged_loads", "copying", "partition_states", "unfoldable_rows", "lake_warnings",
+    "slot_wal_bytes",
 ]
 
 TABLE_ID = 16385
