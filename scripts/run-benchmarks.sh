@@ -17,7 +17,11 @@
 # transparent reads against a plain heap table and DuckDB, and pgbench point
 # lookups on its hot rows; then the Spark benchmark (bench/spark_seam.py,
 # needs Java 17 and Maven): TierDBSpark reads of a tiered table against plain
-# Spark JDBC on an untiered one. See bench/README.md for how to read them.
+# Spark JDBC on an untiered one; then the maintenance benchmark
+# (bench/maintenance.py): cold scans of a tiered table laden with fold debt,
+# after `tierdb maintain` and freshly written, and the compaction's MB/s
+# against Spark's rewrite_data_files on a copy of the same lake. See
+# bench/README.md for how to read them.
 #
 # Environment:
 #   BENCH_ROWS    rows to write (default 10000000; 1000000 makes a quick run)
@@ -108,10 +112,17 @@ run_spark() {
   "$python" "$top/bench/spark_seam.py" --bin "$1" --dir "$work" --rows "$rows" --repeat "$repeat"
 }
 
+run_maintenance() {
+  # A fourth cluster, in $work/maintenance; Spark with the Iceberg runtime from .venv/jars.
+  echo "run-benchmarks: maintenance: $rows rows, best of $repeat"
+  "$python" "$top/bench/maintenance.py" --bin "$1" --dir "$work" --rows "$rows" --repeat "$repeat"
+}
+
 run_tiered() {
   run_tiering "$1"
   run_reads "$1"
   run_spark "$1"
+  run_maintenance "$1"
 }
 
 for bench in "$@"; do
