@@ -26,7 +26,7 @@ static void maintain_usage(FILE *out)
 {
 	fputs("usage: tierdb maintain --table S.T [--no-wait] [--dsn DSN]\n"
 	      "\n"
-	      "Asks the daemon (tierdb run) to maintain a tiered table's lake now: compact small files and\n"
+	      "Asks the daemon (tierdb run) to maintain a table's lake now: compact small files and\n"
 	      "files with deletes, rewrite manifests, expire old snapshots (never one a reader has pinned)\n"
 	      "and, when the policy enables it, sweep orphan files. Waits for the run and prints what it\n"
 	      "did.\n"
@@ -163,9 +163,10 @@ static int run_maintain(int argc, char **argv)
 		cli_fail("%s.%s is not registered; 'tierdb status' lists the registered tables", name.schema, name.table);
 	else if (found < 0)
 		cli_fail("%s", err.message);
-	else if (strcmp(t.mode, "tiered") != 0)
-		cli_fail("%s is registered in %s mode; lake maintenance runs on tiered tables (docs/maintenance.md)",
-		         tdb_table_label(&t), t.mode);
+	else if (strcmp(t.mode, "direct") == 0)
+		cli_fail("%s is registered in direct mode; lake maintenance runs on tiered and mirrored tables "
+		         "(docs/maintenance.md)",
+		         tdb_table_label(&t));
 	else if ((at = request(c, t.table_id, &err)) == NULL)
 		cli_fail("%s", err.message);
 	else if (no_wait) {
@@ -189,5 +190,5 @@ static int run_maintain(int argc, char **argv)
 	return rc;
 }
 
-const cli_command cli_maintain_command = {"maintain", "ask the daemon to maintain a tiered table's lake now",
+const cli_command cli_maintain_command = {"maintain", "ask the daemon to maintain a table's lake now",
                                           run_maintain};

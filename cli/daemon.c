@@ -392,6 +392,8 @@ static int step_maintain(PGconn *c, const tdb_catalog_table *t, const tdb_daemon
 
 static int step_mirror_recover(PGconn *c, const tdb_catalog_table *t, const tdb_daemon_config *cfg, tl_error *err)
 {
+	if (tdb_recover_maintenance(c, t, err) < 0)
+		return -1;
 	return tdb_recover_mirror(c, t, err);
 }
 
@@ -446,7 +448,7 @@ static const struct {
 	{"fold", step_fold, FOR_TIERED | FOR_WINDOW},
 	{"drop", step_drop, FOR_TIERED | FOR_WINDOW},
 	/* Last: it works on the S the steps above left, and its expiry removes what they replaced. */
-	{"maintenance", step_maintain, FOR_TIERED},
+	{"maintenance", step_maintain, FOR_TIERED | FOR_MIRRORED},
 	{"mirror slot", step_mirror_slot, FOR_MIRRORED},
 };
 

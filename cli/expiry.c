@@ -65,10 +65,24 @@ typedef struct pinned {
 } pinned;
 
 /*
- * Every snapshot the pins keep: each pinned one and each with a sequence
- * number at or above the oldest pinned one's. A pin whose snapshot the
- * metadata lacks (another writer's table, or a pin on a snapshot this
- * table never had) keeps everything: expiry cannot tell what it needs.
+ * How far back a hybrid read of a mirrored table may reach from the moment
+ * it pinned: it reads the newest batch snapshot its transaction sees, and
+ * the batches kept for that are at most the mirror's history old (cli/
+ * mirror.c, 120 s), with room for a slow capture.
+ */
+#define HYBRID_REACH_MS INT64_C(300000)
+
+/*
+ * Every snapshot the readers keep:
+ *   - each snapshot a live read_pins row names, and each with a sequence
+ *     number at or above the oldest of them;
+ *   - a mirrored table's: each batch snapshot in tierdb.mirror_batches
+ *     (hybrid reads choose among them), and each snapshot committed less
+ *     than HYBRID_REACH_MS before the oldest live pin started (a Spark
+ *     hybrid read's pin names the newest S, its rows come from a batch
+ *     snapshot before it).
+ * A pin whose snapshot the metadata lacks (a pin on a snapshot this table
+ * never had) keeps everything: expiry cannot tell what it needs.
  */
 static int pinned_snapshots(PGconn *c, const tdb_catalog_table *t, const tl_ice_table_metadata *md, pinned *out,
                             tl_error *err)
@@ -78,32 +92,45 @@ static int pinned_snapshots(PGconn *c, const tdb_catalog_table *t, const tl_ice_
 	char id[24];
 	tdb_int_text(t->table_id, id);
 	const char *params[] = {id};
-	PGresult *res = tdb_pg_query(c, "reading the table's read pins",
-	                             "SELECT DISTINCT pinned_lake_snapshot_id FROM tierdb.read_pins"
-	                             " WHERE table_id = $1 AND expires_at > now() AND pinned_lake_snapshot_id IS NOT NULL",
-	                             1, params, err);
+	PGresult *res = tdb_pg_query(
+		c, "reading the table's read pins",
+		"SELECT p.pinned_lake_snapshot_id, 'pin', (extract(epoch FROM p.started_at) * 1000)::bigint"
+		" FROM tierdb.read_pins p WHERE p.table_id = $1 AND p.expires_at > now()"
+		"   AND p.pinned_lake_snapshot_id IS NOT NULL"
+		" UNION ALL SELECT b.lake_snapshot_id, 'batch', NULL FROM tierdb.mirror_batches b WHERE b.table_id = $1",
+		1, params, err);
 	if (res == NULL)
 		return -1;
-	int64_t min_seq = INT64_MAX;
+	bool mirrored = strcmp(t->mode, "mirrored") == 0;
+	int64_t min_seq = INT64_MAX, min_started_ms = INT64_MAX;
+	out->ids = calloc((size_t)md->nsnapshots + (size_t)PQntuples(res) + 1, sizeof(int64_t));
 	for (int i = 0; i < PQntuples(res); i++) {
-		const tl_ice_snapshot *s = tl_ice_metadata_snapshot(md, strtoll(PQgetvalue(res, i, 0), NULL, 10));
+		int64_t sid = strtoll(PQgetvalue(res, i, 0), NULL, 10);
+		const tl_ice_snapshot *s = tl_ice_metadata_snapshot(md, sid);
+		if (strcmp(PQgetvalue(res, i, 1), "batch") == 0) {
+			if (s != NULL)
+				out->ids[out->n++] = sid;
+			continue;
+		}
 		if (s == NULL) {
 			min_seq = INT64_MIN;
 			out->oldest_ms = INT64_MIN;
 			break;
 		}
-		if (s->sequence_number < min_seq)
-			min_seq = s->sequence_number;
-		if (s->timestamp_ms < out->oldest_ms)
-			out->oldest_ms = s->timestamp_ms;
+		int64_t started = strtoll(PQgetvalue(res, i, 2), NULL, 10);
+		min_seq = s->sequence_number < min_seq ? s->sequence_number : min_seq;
+		min_started_ms = started < min_started_ms ? started : min_started_ms;
+		out->oldest_ms = s->timestamp_ms < out->oldest_ms ? s->timestamp_ms : out->oldest_ms;
 	}
 	PQclear(res);
 	if (min_seq == INT64_MAX)
 		return 0;
-	out->ids = calloc((size_t)md->nsnapshots + 1, sizeof(int64_t));
+	int64_t reach_ms = mirrored && min_started_ms != INT64_MAX ? min_started_ms - HYBRID_REACH_MS : INT64_MAX;
 	for (int i = 0; i < md->nsnapshots; i++)
-		if (md->snapshots[i].sequence_number >= min_seq)
+		if (md->snapshots[i].sequence_number >= min_seq || md->snapshots[i].timestamp_ms >= reach_ms)
 			out->ids[out->n++] = md->snapshots[i].snapshot_id;
+	if (reach_ms < out->oldest_ms)
+		out->oldest_ms = reach_ms;
 	return 0;
 }
 

@@ -14,9 +14,12 @@
  *   (expiry.c, last of the lake-changing passes so it also drops what the
  *   others replaced), and the opt-in orphan sweep (here).
  *
- * Tiered tables only: a direct table's lake moves under its writers'
- * transactions, and a mirrored table's pump and hybrid reads pin recent
- * batch snapshots the policy cannot see yet (docs/maintenance.md).
+ * Tiered tables get every pass. Mirrored tables get snapshot expiry
+ * (every pump batch is a snapshot) and the orphan sweep, not yet the
+ * passes that move S: the pump's batches and the hybrid reads' batch
+ * snapshots assume the pump alone moves a mirror's S. Direct tables get
+ * none yet: their lake moves inside their writers' transactions
+ * (docs/maintenance.md).
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -347,15 +350,27 @@ static int settle_orphans(PGconn *c, const tdb_catalog_table *t, const char *op_
 
 /* ------------------------------------------------------------ the step */
 
-/* The table's stored policy (JSON) and, when a `tierdb maintain` request waits, its requested_at text. */
+/*
+ * How often the health is collected when no run happened: walking a
+ * snapshot's manifests costs a read of each (a mirror's pump adds some at
+ * every batch), too much for every cycle.
+ */
+#define STATS_EVERY_SECONDS "60"
+
+/*
+ * The table's stored policy (JSON), when a `tierdb maintain` request waits
+ * its requested_at text, the stats last recorded, and whether they are
+ * younger than STATS_EVERY_SECONDS.
+ */
 static int load_policy_and_request(PGconn *c, int64_t table_id, json_t **stored, char **requested_at,
-                                   json_t **last_stats, tl_error *err)
+                                   json_t **last_stats, bool *stats_fresh, tl_error *err)
 {
 	char id[24];
 	tdb_int_text(table_id, id);
 	const char *params[] = {id};
 	PGresult *res = tdb_pg_query(c, "reading the maintenance policy",
-	                             "SELECT t.maintenance_policy::text, r.requested_at::text, s.stats::text"
+	                             "SELECT t.maintenance_policy::text, r.requested_at::text, s.stats::text,"
+	                             " s.collected_at > now() - make_interval(secs => " STATS_EVERY_SECONDS ")"
 	                             " FROM tierdb.tables t"
 	                             " LEFT JOIN tierdb.maintenance_requests r USING (table_id)"
 	                             " LEFT JOIN tierdb.lake_stats s USING (table_id) WHERE t.table_id = $1",
@@ -369,8 +384,22 @@ static int load_policy_and_request(PGconn *c, int64_t table_id, json_t **stored,
 	*stored = json_loads(PQgetvalue(res, 0, 0), 0, NULL);
 	*requested_at = PQgetisnull(res, 0, 1) ? NULL : strdup(PQgetvalue(res, 0, 1));
 	*last_stats = PQgetisnull(res, 0, 2) ? NULL : json_loads(PQgetvalue(res, 0, 2), 0, NULL);
+	*stats_fresh = strcmp(PQgetvalue(res, 0, 3), "t") == 0;
 	PQclear(res);
 	return 0;
+}
+
+/*
+ * Whether the recorded stats are of an older S than the published one: a
+ * tiered table's S moves a few times a cycle at most, so its health follows
+ * each fold; a mirror's moves at every batch, so it waits for
+ * STATS_EVERY_SECONDS.
+ */
+static bool stats_stale(const json_t *last_stats, const tdb_catalog_table *t)
+{
+	json_t *s = json_object_get(last_stats, "snapshot_id");
+	return strcmp(t->mode, "tiered") == 0 && t->has_snapshot &&
+	       (!json_is_integer(s) || json_integer_value(s) != t->snapshot_id);
 }
 
 /* Whether the interval has passed since the last run (stats' last_maintenance.at, epoch milliseconds). */
@@ -396,13 +425,13 @@ typedef int (*pass_fn)(PGconn *c, const tdb_catalog_table *t, const tdb_maintena
 static int pass_compaction(PGconn *c, const tdb_catalog_table *t, const tdb_maintenance_policy *p, bool requested,
                            const lake_health *h, tdb_maintenance_result *result, tl_error *err)
 {
-	return p->compaction ? tdb_compact(c, t, p, requested, result, err) : 0;
+	return p->compaction && strcmp(t->mode, "tiered") == 0 ? tdb_compact(c, t, p, requested, result, err) : 0;
 }
 
 static int pass_manifests(PGconn *c, const tdb_catalog_table *t, const tdb_maintenance_policy *p, bool requested,
                           const lake_health *h, tdb_maintenance_result *result, tl_error *err)
 {
-	bool due = h->manifests > p->max_manifests || (requested && h->manifests > 2);
+	bool due = strcmp(t->mode, "tiered") == 0 && (h->manifests > p->max_manifests || (requested && h->manifests > 2));
 	return p->manifest_rewrite && due && t->has_snapshot ? rewrite_manifests(c, t, p, h->manifests, result, err) : 0;
 }
 
@@ -484,14 +513,15 @@ static void run_passes(PGconn *c, int64_t table_id, const tdb_maintenance_policy
 
 int tdb_maintain(PGconn *c, const tdb_catalog_table *t, tl_error *err)
 {
-	if (strcmp(t->mode, "tiered") != 0)
+	if (strcmp(t->mode, "direct") == 0 || (strcmp(t->mode, "mirrored") == 0 && t->copying))
 		return 0;
 	int settled = tdb_recover_maintenance(c, t, err);
 	if (settled != 0)
 		return settled < 0 ? -1 : 0; /* the catalog row is stale now: next cycle */
 	json_t *stored = NULL, *last_stats = NULL;
 	char *requested_at = NULL;
-	if (load_policy_and_request(c, t->table_id, &stored, &requested_at, &last_stats, err) < 0)
+	bool stats_fresh = false;
+	if (load_policy_and_request(c, t->table_id, &stored, &requested_at, &last_stats, &stats_fresh, err) < 0)
 		return -1;
 	tdb_maintenance_policy policy;
 	int rc = tdb_maintenance_policy_resolve(stored, true, &policy, err);
@@ -518,7 +548,9 @@ int tdb_maintain(PGconn *c, const tdb_catalog_table *t, tl_error *err)
 	/* The health after the passes, from the S they left. */
 	tdb_catalog_table fresh;
 	memset(&fresh, 0, sizeof(fresh));
-	int found = rc == 0 ? tdb_catalog_load_table_by_id(c, t->table_id, &fresh, err) : -1;
+	int found = rc < 0                                                  ? -1
+	            : last == NULL && stats_fresh && !stats_stale(last_stats, t) ? 0
+	                                                                   : tdb_catalog_load_table_by_id(c, t->table_id, &fresh, err);
 	if (found > 0) {
 		tl_ice_table *lake = tdb_lake_open(&fresh, err);
 		lake_health h;

@@ -426,3 +426,59 @@ def test_maintain_refuses_what_it_cannot_do(db, tierdb):
     assert proc.returncode == 1 and "public.nothing is not registered" in proc.stderr, proc.stderr
     proc = tierdb(["maintain"])
     assert proc.returncode == 2 and "--table is required" in proc.stderr, proc.stderr
+
+
+def test_a_mirror_expires_its_pump_snapshots_and_hybrid_reads_stay_exact(db, tierdb, tierdb_bin, lake, tmp_path):
+    """A mirrored table makes a snapshot at every pump batch: expiry takes them down to what the
+    batches of tierdb.mirror_batches (hybrid reads choose among them) and the pins keep, while a
+    daemon keeps pumping and hybrid reads compare with heap reads."""
+    from test_hybrid_reads import both_ways, QUERIES
+    from test_mirrored import make_table, register
+    from test_tiering import RunningDaemon
+
+    def mirror_cut():
+        (s, props, ref), = db.query("SELECT c.lake_snapshot_id, c.lake_props::text, t.lake_table_ref"
+                                    " FROM tierdb.cutline c JOIN tierdb.tables t USING (table_id)")
+        return {"S": int(s), "props": json.loads(props), "ref": ref}
+
+    make_table(db, rows=2000)
+    register(tierdb)
+    run_once(tierdb, "0")
+    for i in range(15):
+        db.psql(f"UPDATE m SET note = 'round {i}' WHERE id % 15 = {i}")
+        run_once(tierdb, "0")
+    cut = mirror_cut()
+    before = snapshot_ids(cut)
+    assert len(before) >= 15
+    # As if these batches were published an hour ago: the pump's next batch prunes them from the history
+    # hybrid reads choose from (cli/mirror.c keeps 120 s), and expiry may take their snapshots.
+    db.psql("UPDATE tierdb.mirror_batches SET published_at = published_at - interval '1 hour'")
+    proc = tierdb(["policy", "--table", "public.m", "--set", "snapshot_max_age=0s", "--set", "orphan_sweep=on",
+                   "--set", "orphan_min_age=0s"])
+    assert proc.returncode == 0, proc.stderr
+    daemon = RunningDaemon(db, tierdb_bin, lake, tmp_path / "daemon.log", TIERDB_CYCLE_INTERVAL_SECONDS="1",
+                           TIERDB_MIRROR_FLUSH_MILLIS="100")
+    try:
+        with psycopg.connect(db.dsn, autocommit=True) as conn:
+            for round_ in range(3):
+                conn.execute(f"UPDATE m SET amount = amount + 1 WHERE id % 5 = {round_}")
+                proc = tierdb(["maintain", "--table", "public.m"], timeout=120)
+                assert proc.returncode == 0, proc.stdout + proc.stderr + daemon.log()
+                for sql in QUERIES[:3]:
+                    hybrid, heap, _ = both_ways(conn, sql)
+                    assert hybrid == heap, (round_, sql)
+        proc = tierdb(["verify", "--table", "public.m"])  # it waits for the running daemon's frontier
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+    finally:
+        assert daemon.stop() == 0, daemon.log()
+    cut = mirror_cut()
+    kept = snapshot_ids(cut)
+    batches = {int(s) for (s,) in db.query("SELECT lake_snapshot_id FROM tierdb.mirror_batches")}
+    assert batches <= kept, (batches, kept)
+    assert len(kept) < len(before) // 2, (len(kept), len(before))
+    assert "expiry: operation" in daemon.log()
+    every_kept_snapshot_reads(tierdb, cut)
+    if not lake_files.ON_S3:
+        on_disk = {str(p) for p in lake_files.list_files(cut["ref"], "")}
+        hint = str(lake_files.local(cut["ref"]) / "metadata" / "version-hint.text")
+        assert on_disk - referenced_by_metadata(cut) - {hint} == set()
