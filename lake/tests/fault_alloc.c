@@ -17,14 +17,20 @@ static struct {
 	bool sticky;   /* fail every allocation from fail_at on */
 	long failed;   /* how many were failed */
 	long live;     /* allocated and not yet freed */
+	bool paused;   /* a workload's setup: nothing fails or counts (fault_pause) */
 } fault;
+
+void fault_pause(bool paused)
+{
+	fault.paused = paused;
+}
 
 /* The sanitizers' symbolized stack trace (the C tests run under ASan). */
 void __sanitizer_print_stack_trace(void) __attribute__((weak));
 
 static bool should_fail(void)
 {
-	if (tl_mem_json_loading())
+	if (tl_mem_json_loading() || fault.paused)
 		return false; /* jansson's lexer cannot take a failure (common/json_load.h) */
 	fault.calls++;
 	if (fault.fail_at > 0 && (fault.calls == fault.fail_at || (fault.sticky && fault.calls > fault.fail_at))) {
@@ -80,6 +86,8 @@ static struct {
 static bool fault_interrupt(void *arg)
 {
 	(void)arg;
+	if (fault.paused)
+		return false;
 	interrupt.calls++;
 	if (interrupt.fire_at > 0 && interrupt.calls >= interrupt.fire_at) {
 		interrupt.fired = true;

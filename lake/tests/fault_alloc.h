@@ -20,4 +20,11 @@ typedef int (*workload_fn)(tl_error *err);
 long run_with_faults(const char *name, workload_fn w, bool sticky);
 long run_with_interrupts(const char *name, workload_fn w);
 
+/*
+ * Pauses the faults (and the interrupt check) while a workload builds what
+ * it then works on, so the loops spend their runs on the part under test.
+ * Allocations made meanwhile are still counted as live.
+ */
+void fault_pause(bool paused);
+
 #endif

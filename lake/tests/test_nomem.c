@@ -24,6 +24,7 @@
 #include "test.h"
 #include "common/render_json.h"
 #include "tierlake/env.h"
+#include "tierlake/iceberg_maintenance.h"
 #include "tierlake/iceberg_scan.h"
 #include "tierlake/iceberg_table.h"
 #include "tierlake/io.h"
@@ -584,6 +585,90 @@ static int evolve_schema_workload(tl_error *err)
 	return rc;
 }
 
+/* A new table with two data manifests (an append and a fold), made without faults. */
+static const char *maintained_table(tl_error *err)
+{
+	char name[32];
+	snprintf(name, sizeof(name), "maintain-%d", table_serial++);
+	const char *location = scratch(name);
+	fault_pause(true);
+	int rc = create_and_append(location, err) == 0 && commit_row_delta(location, err) == 0 ? 0 : -1;
+	fault_pause(false);
+	return rc == 0 ? location : NULL;
+}
+
+/* The daemon's metadata maintenance: a manifest rewrite, then an expiry of all but the current snapshot. */
+static int rewrite_and_expire_workload(tl_error *err)
+{
+	const char *location = maintained_table(err);
+	tl_ice_table *t = location ? tl_ice_table_open(location, err) : NULL;
+	if (t == NULL)
+		return -1;
+	int64_t rewritten = TL_ICE_NO_SNAPSHOT;
+	int expired = 0;
+	tl_ice_expire_options o = {.older_than_ms = INT64_MAX, .retain_last = 1};
+	int rc = tl_ice_table_rewrite_manifests(t, 8 << 20, NULL, 0, &rewritten, err);
+	if (rc == 0)
+		rc = tl_ice_table_expire_snapshots(t, &o, &expired, err);
+	if (rc == 0 && (rewritten == TL_ICE_NO_SNAPSHOT || expired != 2))
+		rc = tl_error_set(err, TL_ERR_CORRUPT, "maintenance: rewrote %lld, expired %d", (long long)rewritten,
+		                  expired);
+	tl_ice_table_free(t);
+	return rc;
+}
+
+static int count_file(void *arg, const tl_ice_file_ref *ref, tl_error *err)
+{
+	(void)ref, (void)err;
+	(*(int *)arg)++;
+	return 0;
+}
+
+static char expired_table[160];
+static char expired_before[320];   /* the metadata file before its expiry */
+
+/* Once, without faults: a maintained table whose older snapshots expired. Read-only from then on. */
+static int make_expired_table(tl_error *err)
+{
+	if (expired_table[0] != '\0')
+		return 0;
+	const char *location = maintained_table(err);
+	fault_pause(true);
+	tl_ice_table *t = location ? tl_ice_table_open(location, err) : NULL;
+	tl_ice_expire_options o = {.older_than_ms = INT64_MAX, .retain_last = 1};
+	int rc = t ? 0 : -1;
+	if (rc == 0) {
+		snprintf(expired_before, sizeof(expired_before), "%s", t->metadata_file);
+		rc = tl_ice_table_expire_snapshots(t, &o, NULL, err);
+	}
+	tl_ice_table_free(t);
+	fault_pause(false);
+	if (rc == 0)
+		snprintf(expired_table, sizeof(expired_table), "%s", location);
+	return rc;
+}
+
+/* The daemon's file maintenance after an expiry: the files it left unreferenced, and orphans. */
+static int unreferenced_and_orphans_workload(tl_error *err)
+{
+	if (make_expired_table(err) < 0)
+		return -1;
+	tl_ice_table *before = tl_ice_table_open(expired_before, err);
+	tl_ice_table *t = before ? tl_ice_table_open(expired_table, err) : NULL;
+	int unreferenced = 0, orphans = 0;
+	int rc = t != NULL ? 0 : -1;
+	if (rc == 0)
+		rc = tl_ice_unreferenced_files(before->metadata, before->metadata_file, t->metadata, t->metadata_file,
+		                               INT64_MAX, count_file, &unreferenced, err);
+	if (rc == 0)
+		rc = tl_ice_table_orphan_files(t, INT64_MAX, count_file, &orphans, err);
+	if (rc == 0 && (unreferenced == 0 || orphans != unreferenced))
+		rc = tl_error_set(err, TL_ERR_CORRUPT, "maintenance: %d unreferenced, %d orphans", unreferenced, orphans);
+	tl_ice_table_free(t);
+	tl_ice_table_free(before);
+	return rc;
+}
+
 /* ------------------------------------------------------------ tests */
 
 static int setup(void)
@@ -683,6 +768,18 @@ TEST(nomem_evolve_the_schema)
 	CHECK_FAULTS(evolve_schema_workload);
 }
 
+TEST(nomem_rewrite_manifests_and_expire)
+{
+	CHECK(setup() == 0);
+	CHECK_FAULTS(rewrite_and_expire_workload);
+}
+
+TEST(nomem_unreferenced_and_orphan_files)
+{
+	CHECK(setup() == 0);
+	CHECK_FAULTS(unreferenced_and_orphans_workload);
+}
+
 TEST(interrupt_stops_long_loops)
 {
 	CHECK(setup() == 0);
@@ -694,4 +791,6 @@ TEST(interrupt_stops_long_loops)
 	CHECK(run_with_interrupts("plan_and_read", plan_and_read_workload) > 1);
 	CHECK(run_with_interrupts("row_delta", row_delta_workload) > 1);
 	CHECK(run_with_interrupts("read_with_deletes", read_with_deletes_workload) > 1);
+	CHECK(run_with_interrupts("rewrite_and_expire", rewrite_and_expire_workload) > 1);
+	CHECK(run_with_interrupts("unreferenced_and_orphans", unreferenced_and_orphans_workload) > 1);
 }
