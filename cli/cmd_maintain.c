@@ -163,10 +163,6 @@ static int run_maintain(int argc, char **argv)
 		cli_fail("%s.%s is not registered; 'tierdb status' lists the registered tables", name.schema, name.table);
 	else if (found < 0)
 		cli_fail("%s", err.message);
-	else if (strcmp(t.mode, "direct") == 0)
-		cli_fail("%s is registered in direct mode; lake maintenance runs on tiered and mirrored tables "
-		         "(docs/maintenance.md)",
-		         tdb_table_label(&t));
 	else if ((at = request(c, t.table_id, &err)) == NULL)
 		cli_fail("%s", err.message);
 	else if (no_wait) {

@@ -362,8 +362,10 @@ static int rewrite(compaction_run *r, tl_error *err)
 
 /* ------------------------------------------------------------ commit and publish */
 
-static int commit_rewrite(compaction_run *r, tl_error *err)
+/* tdb_lake_op's commit: one REPLACE snapshot stamped with the op id (a failed commit that landed is found by it). */
+static int commit_rewrite(void *arg, tl_error *err)
 {
+	compaction_run *r = arg;
 	if (tl_ice_table_refresh(r->lake, err) < 0 ||
 	    tdb_lake_check_published(r->lake, r->base_snapshot, "compaction", err) < 0)
 		return -1;
@@ -392,24 +394,16 @@ static int commit_rewrite(compaction_run *r, tl_error *err)
 	return landed > 0 ? 0 : -1;
 }
 
-static int publish(compaction_run *r, tl_error *err)
+/* tdb_lake_op's publish: S moves to the new snapshot (guarded on the old one), phase 'done'. */
+static int publish(void *arg, tl_error *err)
 {
+	compaction_run *r = arg;
 	if (tdb_publish_snapshot_begin(r->c, r->label, r->t->table_id, "compaction", r->op_id, r->committed,
 	                               r->base_snapshot, r->snapshot_id, r->lake, err) < 0 ||
 	    tdb_oplog_set_phase(r->c, r->op_id, "done", r->committed ? &r->snapshot_id : NULL, err) < 0)
 		return -1;
 	tdb_fault("compaction-before-publish-commit");
 	return tdb_pg_exec(r->c, "publishing the compaction", "COMMIT", 0, NULL, err);
-}
-
-static int commit_step(void *arg, tl_error *err)
-{
-	return commit_rewrite(arg, err);
-}
-
-static int publish_step(void *arg, tl_error *err)
-{
-	return publish(arg, err);
 }
 
 static char *run_details(const compaction_run *r)
@@ -461,7 +455,7 @@ static int run_compaction(compaction_run *r, tdb_maintenance_result *result, tl_
 	tdb_fault("compaction-before-lock");
 	tdb_lake_op op = {.c = r->c, .table_id = r->t->table_id, .op_id = r->op_id, .step = "compaction",
 	                  .fault_prefix = "compaction", .check_pins = false, .need_commit = true,
-	                  .commit = commit_step, .publish = publish_step, .arg = r, .committed = &r->committed,
+	                  .commit = commit_rewrite, .publish = publish, .arg = r, .committed = &r->committed,
 	                  .snapshot_id = &r->snapshot_id};
 	bool blocked;
 	if (tdb_lake_op_finish(&op, &blocked, err) < 0) {

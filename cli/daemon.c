@@ -337,7 +337,7 @@ static int step_recover(PGconn *c, const tdb_catalog_table *t, const tdb_daemon_
 	/* Retention and maintenance runs left open block every other lake step (tdb_oplog_unfinished): settle them here too. */
 	if (tdb_recover_retention(c, t, err) < 0)
 		return -1;
-	return strcmp(t->mode, "tiered") == 0 && tdb_recover_maintenance(c, t, err) < 0 ? -1 : 0;
+	return tdb_recover_maintenance(c, t, err) < 0 ? -1 : 0;
 }
 
 static int step_direct(PGconn *c, const tdb_catalog_table *t, const tdb_daemon_config *cfg, tl_error *err)

@@ -14,11 +14,11 @@
  *   (expiry.c, last of the lake-changing passes so it also drops what the
  *   others replaced), and the opt-in orphan sweep (here).
  *
- * Tiered tables get every pass. Mirrored tables get snapshot expiry
- * (every pump batch is a snapshot) and the orphan sweep, not yet the
- * passes that move S: the pump's batches and the hybrid reads' batch
- * snapshots assume the pump alone moves a mirror's S. Direct tables get
- * none yet: their lake moves inside their writers' transactions
+ * Tiered tables get every pass. Mirrored and direct tables get snapshot
+ * expiry (every pump batch, every direct write is a snapshot) and the
+ * orphan sweep, not yet the passes that move S: the pump's batches and
+ * the hybrid reads' batch snapshots assume the pump alone moves a mirror's
+ * S, and a direct table's S moves inside its writers' transactions
  * (docs/maintenance.md).
  */
 #include <inttypes.h>
@@ -513,7 +513,7 @@ static void run_passes(PGconn *c, int64_t table_id, const tdb_maintenance_policy
 
 int tdb_maintain(PGconn *c, const tdb_catalog_table *t, tl_error *err)
 {
-	if (strcmp(t->mode, "direct") == 0 || (strcmp(t->mode, "mirrored") == 0 && t->copying))
+	if (strcmp(t->mode, "mirrored") == 0 && t->copying)
 		return 0;
 	int settled = tdb_recover_maintenance(c, t, err);
 	if (settled != 0)

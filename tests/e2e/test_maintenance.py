@@ -482,3 +482,54 @@ def test_a_mirror_expires_its_pump_snapshots_and_hybrid_reads_stay_exact(db, tie
         on_disk = {str(p) for p in lake_files.list_files(cut["ref"], "")}
         hint = str(lake_files.local(cut["ref"]) / "metadata" / "version-hint.text")
         assert on_disk - referenced_by_metadata(cut) - {hint} == set()
+
+
+def test_a_direct_table_expires_its_write_snapshots(db, tierdb_bin, lake):
+    """Every direct write is a lake snapshot: expiry takes them down to the current one and deletes
+    their files; reads stay exact, and direct writes go on. The Postgres server writes a direct
+    table's lake, so the daemon runs as the server's OS user (test_direct.py's as_server_user)."""
+    import shutil
+    import subprocess
+
+    from conftest import clean_env
+
+    if not lake_files.ON_S3:
+        shutil.chown(lake, "postgres", "postgres")
+
+    def as_server_user(args):
+        env = {**clean_env(), **db.env, "TIERDB_WAREHOUSE": str(lake)}
+        return subprocess.run(["runuser", "-u", "postgres", "--", str(tierdb_bin), *map(str, args)],
+                              capture_output=True, text=True, timeout=120, env=env, stdin=subprocess.DEVNULL)
+
+    make_events(db)
+    db.psql(f'ALTER DATABASE "{db.name}" SET tierdb.transparent_reads = on')
+    db.psql("CREATE TABLE plain AS SELECT * FROM events")
+    proc = as_server_user(["register", "--table", "public.events", "--pk", "id", "--tier-key", "ts",
+                           "--mode", "direct"])
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert as_server_user(["run", "--once"]).returncode == 0
+    for i in range(8):  # each a lake commit published with its transaction
+        for t in ("events", "plain"):
+            db.psql(f"UPDATE {t} SET v = 'direct {i}' WHERE id % 50 = {i} AND ts < '2024-01-05';"
+                    f" DELETE FROM {t} WHERE id = {100 + i}")
+    (s,), = db.query("SELECT lake_snapshot_id FROM tierdb.cutline")
+    (props,), = db.query("SELECT lake_props::text FROM tierdb.cutline")
+    (ref,), = db.query("SELECT lake_table_ref FROM tierdb.tables")
+    cut = {"S": int(s), "props": json.loads(props), "ref": ref}
+    before = snapshot_ids(cut)
+    assert len(before) >= 9
+    proc = as_server_user(["policy", "--table", "public.events", "--set", "snapshot_max_age=0s"])
+    assert proc.returncode == 0, proc.stderr
+    proc = as_server_user(["maintain", "--table", "public.events", "--no-wait"])
+    assert proc.returncode == 0, proc.stderr
+    proc = as_server_user(["run", "--once"])
+    assert proc.returncode == 0 and "expiry: operation" in proc.stderr, proc.stderr
+    (props,), = db.query("SELECT lake_props::text FROM tierdb.cutline")
+    cut = {"S": int(s), "props": json.loads(props), "ref": ref}
+    assert snapshot_ids(cut) == {int(s)}
+    assert_reads_exact(db, "a direct table after expiry")
+    every_kept_snapshot_reads(as_server_user, cut)
+    # a direct write after expiry builds on the maintained lake
+    for t in ("events", "plain"):
+        db.psql(f"UPDATE {t} SET v = 'after' WHERE id = 7")
+    assert_reads_exact(db, "a direct write after expiry")
