@@ -585,14 +585,42 @@ static int evolve_schema_workload(tl_error *err)
 	return rc;
 }
 
-/* A new table with two data manifests (an append and a fold), made without faults. */
+/*
+ * A table with two data manifests (an append and a fold), made once without
+ * faults; each later call puts it back as it was made: a manifest rewrite
+ * and an expiry only add metadata versions (and new manifests, which no
+ * version then names), so dropping the versions after the first state and
+ * restoring the hint is a fresh table again, without building one (and
+ * fsyncing its files) for every failing allocation.
+ */
 static const char *maintained_table(tl_error *err)
 {
-	char name[32];
-	snprintf(name, sizeof(name), "maintain-%d", table_serial++);
-	const char *location = scratch(name);
+	static char location[160];
+	static int64_t version = -1;
 	fault_pause(true);
-	int rc = create_and_append(location, err) == 0 && commit_row_delta(location, err) == 0 ? 0 : -1;
+	int rc = 0;
+	if (version < 0) {
+		snprintf(location, sizeof(location), "%s", scratch("maintain"));
+		rc = create_and_append(location, err) == 0 && commit_row_delta(location, err) == 0 ? 0 : -1;
+		tl_ice_table *t = rc == 0 ? tl_ice_table_open(location, err) : NULL;
+		version = t != NULL ? t->version : -1;
+		tl_ice_table_free(t);
+		rc = version > 0 ? 0 : -1;
+	} else {
+		char path[256];
+		for (int64_t v = version + 1;; v++) {
+			snprintf(path, sizeof(path), "%s/metadata/v%lld.metadata.json", location, (long long)v);
+			if (remove(path) != 0)
+				break;
+		}
+		snprintf(path, sizeof(path), "%s/metadata/version-hint.text", location);
+		FILE *hint = fopen(path, "w");
+		rc = hint != NULL && fprintf(hint, "%lld", (long long)version) > 0 ? 0 : -1;
+		if (hint != NULL && fclose(hint) != 0)
+			rc = -1;
+		if (rc < 0)
+			tl_error_set(err, TL_ERR_IO, "cannot restore %s", path);
+	}
 	fault_pause(false);
 	return rc == 0 ? location : NULL;
 }
@@ -632,9 +660,10 @@ static int make_expired_table(tl_error *err)
 {
 	if (expired_table[0] != '\0')
 		return 0;
-	const char *location = maintained_table(err);
+	const char *location = scratch("expired");
 	fault_pause(true);
-	tl_ice_table *t = location ? tl_ice_table_open(location, err) : NULL;
+	int made = create_and_append(location, err) == 0 && commit_row_delta(location, err) == 0 ? 0 : -1;
+	tl_ice_table *t = made == 0 ? tl_ice_table_open(location, err) : NULL;
 	tl_ice_expire_options o = {.older_than_ms = INT64_MAX, .retain_last = 1};
 	int rc = t ? 0 : -1;
 	if (rc == 0) {
