@@ -29,8 +29,10 @@
  * which stay until snapshot expiry, which honours pins. The fold stays
  * the only writer of new equality deletes.
  *
- * A run a crash interrupted is settled on the lake's word by
- * tdb_recover_compaction: a snapshot stamped with its op id is adopted
+ * Its journal entry is op_log kind 'compaction' with details kind
+ * 'compaction' (the fold's are kind 'compaction' too, with details kind
+ * 'fold': each recovery settles only its own). A run a crash interrupted
+ * is settled on the lake's word by tdb_recover_compaction: a snapshot stamped with its op id is adopted
  * (published as in step 5); none means nothing reached readers: its files
  * are deleted (the journaled ones and any named for its op id) and it is
  * marked aborted.
@@ -566,5 +568,5 @@ static int settle_run(PGconn *c, const tdb_catalog_table *t, const char *op_id, 
 
 int tdb_recover_compaction(PGconn *c, const tdb_catalog_table *t, tl_error *err)
 {
-	return tdb_settle_interrupted(c, t, "compaction", NULL, settle_run, err);
+	return tdb_settle_interrupted(c, t, "compaction", "compaction", settle_run, err);
 }
