@@ -204,3 +204,32 @@ def test_registering_a_table_the_catalog_has_is_refused(db, tierdb, lake, rest_c
     assert db.query("SELECT count(*) FROM tierdb.tables")[0][0] == "0"
     # The lake directory the failed registration made is gone again.
     assert not lake_files.list_files(lake / "public" / "events")
+
+
+def test_maintenance_through_the_rest_catalog(registered, tierdb, rest_catalog):
+    """Compaction and the manifest rewrite commit through the catalog's updateTable, expiry sends
+    remove-snapshots; the catalog's table then has one snapshot, no delete file, and every row."""
+    db, env, ns = registered
+    policy = ["policy", "--table", "public.events"]
+    assert tierdb([*policy, "--set", "compaction=off", "--set", "expiry=off"], env=env).returncode == 0
+    run_once(tierdb, LAG, **env)
+    for i in range(4):
+        db.psql(SESSION + f"UPDATE events SET v = 'fix {i}' WHERE id % 40 = {i} AND ts < '2024-01-08'")
+        run_once(tierdb, LAG, **env)
+    before = db.query(ROWS)
+    assert len(pyiceberg_table(rest_catalog, ns, "events").metadata.snapshots) >= 5
+    proc = tierdb([*policy, "--reset", "--set", "snapshot_max_age=0s"], env=env)
+    assert proc.returncode == 0, proc.stderr
+    assert tierdb(["maintain", "--table", "public.events", "--no-wait"], env=env).returncode == 0
+    proc = run_once(tierdb, LAG, **env)
+    assert "compaction: operation" in proc.stderr and "expiry: operation" in proc.stderr, proc.stderr
+    c = cutline(db, "events")
+    table = pyiceberg_table(rest_catalog, ns, "events")
+    assert [s.snapshot_id for s in table.metadata.snapshots] == [c["S"]]
+    assert table.metadata_location == c["props"]["metadata_location"]
+    assert table.inspect.delete_files().num_rows == 0
+    assert db.query(ROWS) == before
+    # with no delete file left, pyiceberg reads the compacted lake whole
+    (count,) = db.query(SESSION + "SELECT count(*) FROM events WHERE ts < timestamptz '2024-01-08 00:00:00+00'")[0]
+    assert table.scan().to_arrow().num_rows == int(count)
+    verify_ok(tierdb, env)
