@@ -68,6 +68,12 @@ typedef struct compaction_run {
 	const tdb_catalog_table *t;
 	const tdb_maintenance_policy *policy;
 	bool requested;
+	/*
+	 * An unpartitioned lake under lake retention: files are never merged,
+	 * since retention removes whole files below R and a merged file would
+	 * straddle R for as long as its newest row lives (retention.c).
+	 */
+	bool keep_ranges;
 	const char *label;
 	char op_id[37];
 	tl_ice_table *lake;
@@ -219,7 +225,7 @@ static void choose_group(compaction_run *r, const planned_file *files, int n)
 		deleted_rows += deletes.items[i]->file.record_count;
 	delete_set_free(&deletes); /* out of memory, the estimate counts fewer deletes */
 	const tdb_maintenance_policy *p = r->policy;
-	bool bin_pack = nsmall >= (r->requested ? 2 : p->min_input_files);
+	bool bin_pack = nsmall >= (r->requested ? 2 : p->min_input_files) && !r->keep_ranges;
 	bool debt = deleted_rows > 0 && (r->requested || (double)deleted_rows >= p->delete_ratio * (double)rows);
 	if (!bin_pack && !debt)
 		return;
@@ -234,7 +240,7 @@ static void choose_group(compaction_run *r, const planned_file *files, int n)
 			continue;
 		const tl_ice_scan_task *task = tl_ice_scan_task_at(r->scan, files[i].task);
 		r->chosen[files[i].task] = true;
-		r->starts_partition[r->ninputs] = first;
+		r->starts_partition[r->ninputs] = first || r->keep_ranges; /* keep_ranges: one output file per input */
 		r->order[r->ninputs++] = files[i].task;
 		first = false;
 		r->input_bytes += task->file.file_size_in_bytes;
@@ -279,6 +285,7 @@ static int choose_inputs(compaction_run *r, tl_error *err)
 	if (r->scan == NULL)
 		return -1;
 	int n = tl_ice_scan_ntasks(r->scan);
+	r->keep_ranges = r->t->has_lake_retention && tl_ice_metadata_default_spec(r->lake->metadata)->nfields == 0;
 	r->chosen = tl_calloc((size_t)n + 1, sizeof(bool));
 	r->order = tl_calloc((size_t)n + 1, sizeof(int));
 	r->starts_partition = tl_calloc((size_t)n + 1, sizeof(bool));

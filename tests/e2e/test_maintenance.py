@@ -537,3 +537,40 @@ def test_a_direct_table_expires_its_write_snapshots(db, tierdb_bin, lake):
     for t in ("events", "plain"):
         db.psql(f"UPDATE {t} SET v = 'after' WHERE id = 7")
     assert_reads_exact(db, "a direct write after expiry")
+
+
+def test_an_unpartitioned_lake_under_retention_keeps_its_file_ranges(db, tierdb):
+    """With --lake-partition none and a lake retention, compaction never merges files (retention
+    removes whole files below R, and a merged file would straddle R): files with deletes are
+    rewritten one by one, and retention still drops the old ones afterwards."""
+    make_events(db)
+    db.psql("CREATE TABLE plain AS SELECT * FROM events")
+    proc = tierdb(["register", "--table", "public.events", "--pk", "id", "--tier-key", "ts",
+                   "--lake-partition", "none", "--lake-retention", "30d"])
+    assert proc.returncode == 0, proc.stderr
+    policy(tierdb, *BUILDUP_POLICY)
+    run_once(tierdb, "6d")  # one file for 01-01 .. 01-04
+    run_once(tierdb, LAG)   # one for 01-05 .. 01-07
+    for day in ("2024-01-02", "2024-01-06"):
+        for t in ("events", "plain"):
+            db.psql(f"UPDATE {t} SET v = 'fixed' WHERE ts >= '{day}' AND ts < date '{day}' + 1 AND id % 3 = 0")
+        run_once(tierdb, LAG)
+    s, _ = stats(db)
+    files_before = s["data_files"]
+    policy(tierdb, "--reset", "--set", "snapshot_max_age=0s")
+    proc = tierdb(["maintain", "--table", "public.events", "--no-wait"])
+    assert proc.returncode == 0, proc.stderr
+    run_once(tierdb, LAG)
+    s, _ = stats(db)
+    assert s["equality_delete_files"] == 0 and s["data_files"] == files_before, s
+    assert_reads_exact(db, "an unpartitioned lake after maintenance")
+    # Retention at max - 5d (on 01-05) still drops the file of 01-01 .. 01-04 whole.
+    proc = tierdb(["policy", "--table", "public.events", "--lake-retention", "5d"])
+    assert proc.returncode == 0, proc.stderr
+    run_once(tierdb, LAG)
+    (line,) = db.query("SELECT retention_line FROM tierdb.cutline")[0]
+    (first,) = db.query("SET TimeZone = 'UTC';\nSELECT (extract(epoch FROM min(ts)) * 1000000)::bigint FROM plain"
+                        " WHERE ts >= '2024-01-05'")[0]
+    assert int(line) <= int(first) and int(line) > 0
+    (count,) = db.query("SELECT count(*) FROM events WHERE ts < '2024-01-05'")[0]
+    assert count == "0"
