@@ -14,13 +14,10 @@ loses nothing and deletes no file a kept snapshot needs.
 
 from __future__ import annotations
 
-import glob
-import importlib
 import json
 import os
 import random
 import threading
-from pathlib import Path
 
 import psycopg
 import pytest
@@ -28,6 +25,7 @@ import pytest
 import lake_files
 import seam  # noqa: F401  (puts tests/interop on the path for spark_support)
 import spark_support
+from test_alter_table import duckdb_lake_rows
 from test_tiering import cutline, lake_rows, make_events, run_once
 
 LAG = "2d"
@@ -113,32 +111,10 @@ def build_debt(db, tierdb, rounds, seed=20):
     return cold_ids
 
 
-def load_duckdb_iceberg(duckdb):
-    con = duckdb.connect()
-    con.execute("SET autoinstall_known_extensions = false")
-    con.execute("SET autoload_known_extensions = false")
-    for package in ("duckdb_extension_avro", "duckdb_extension_iceberg"):
-        try:
-            module = importlib.import_module(package)
-        except ImportError:
-            pytest.skip(f"{package} is not installed")
-        found = glob.glob(str(Path(module.__path__[0]) / "extensions" / f"v{duckdb.__version__}" / "*.duckdb_extension"))
-        if not found:
-            pytest.skip(f"{package} has no build for duckdb {duckdb.__version__}")
-        con.execute(f"LOAD '{found[0]}'")
-    lake_files.duckdb_reach_s3(con)
-    return con
-
-
 def independent_readers_agree(tierdb, cut):
     """DuckDB (iceberg_scan) and, once no delete file is left, pyiceberg read what `lake cat` reads at S."""
     ours = sorted(r["id"] for r in lake_rows(tierdb, cut["ref"], cut["S"]))
-    duckdb = pytest.importorskip("duckdb")
-    con = load_duckdb_iceberg(duckdb)
-    got = sorted(r[0] for r in con.execute("SELECT id FROM iceberg_scan(?, snapshot_from_id => ?)",
-                                           [cut["ref"], cut["S"]]).fetchall())
-    con.close()
-    assert got == ours
+    assert sorted(int(i) for (i,) in duckdb_lake_rows(cut, "id")) == ours
     if lake_files.ON_S3:
         return
     from pyiceberg.table import StaticTable
