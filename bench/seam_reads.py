@@ -1,36 +1,48 @@
 #!/usr/bin/env python3
 """The read benchmark: transparent reads of a tiered table against plain Postgres and DuckDB.
 
-    seam_reads.py [--rows N] [--days D] [--repeat R] [--pgbench-seconds S] [--dir DIR] [--bin build/tierdb]
+    seam_reads.py [--rows N] [--days D] [--repeat R] [--pgbench-seconds S] [--cold-lookups K]
+                  [--dir DIR] [--keep-cluster] [--bin build/tierdb]
 
 In one run, on one private PostgreSQL 15 cluster started with
 shared_preload_libraries=tierdb:
 
 - the same event rows as the tiering benchmark (tiering_peer.create_and_fill:
   N rows over D daily partitions plus tiering_peer.HOT_ROWS rows on the day
-  after) are loaded twice, into `events_heap`, a plain table partitioned by
-  day with primary key (id, ts), and into `events_tiered`, the same, which is
-  then registered and tiered with `tierdb run --once` (TIERDB_TIERING_LAG=1h):
-  every day but the newest moves into the lake, the newest day stays in the
-  heap;
-- scan-heavy queries (full count, a grouped aggregate over a few days, a
-  selective filter, a one-hour window) run on both tables and on DuckDB's
-  iceberg_scan of the lake table (threads=1; the lake holds the cold rows
-  only). Every result is compared: the tiered table must return exactly the
-  heap's rows, DuckDB exactly the heap's rows below the cut-line T. Timed by
-  the client (psycopg, wall clock, planning included): one warm-up run, then
-  the best of R;
+  after), with one more column, `reading double precision`, about id / 100,
+  so it rises with ts (create_and_fill's reading=True), are loaded twice,
+  into `events_heap`, a plain table partitioned by day with primary key
+  (id, ts), and into `events_tiered`, the same, which is then registered and
+  tiered with `tierdb run --once` (TIERDB_TIERING_LAG=1h): every day but the
+  newest moves into the lake, the newest day stays in the heap;
+- the queries of issue 21 run on both tables and on DuckDB's iceberg_scan of
+  the lake table (the lake holds the cold rows only): count(*), a grouped
+  aggregate over 3 of the 10 days, `reading > X` (about 1% of the rows, a
+  filter on a non-key column that statistics can prune), `device_id = 42`
+  (one that they cannot), one hour of ts, and a cold point lookup by the
+  whole primary key; in two modes, set per session: single-process
+  (max_parallel_workers_per_gather=0, DuckDB threads=1) and parallel (2
+  workers, DuckDB threads=2). Every result is compared: the tiered table
+  must return exactly the heap's rows, DuckDB exactly the heap's rows below
+  the cut-line T. Timed by the client (psycopg, wall clock, planning
+  included): one warm-up run, then the best of R; CPU time, the backend's
+  (single-process) or the whole cluster's, parallel workers included
+  (parallel). One more run under EXPLAIN ANALYZE per mode gives the cold
+  scan's figures and the plans' Gather nodes. The cold point lookup is also
+  timed as a prepared statement executed for K distinct cold keys (default
+  200, fewer if a side takes over 20 s), the mean per execution, per mode;
 - point lookups by primary key on hot rows: pgbench, one client, a custom
   script, -M prepared (with the default plan_cache_mode, and with the
   generic plan forced) and -M simple, on events_tiered (transparent reads on
-  and, for reference, off) and on events_heap; the best TPS of R runs. The
+  and, for reference, off) and on events_heap; mean latencies of R runs. The
   same lookups timed by the backend's CPU, the sides taking turns in short
   rounds (the median of the rounds' ratios), and, once the cluster is stopped,
   counted in instructions by callgrind on a single-user backend, which
   gives the same count every run where times on a shared machine do not.
 
-The server runs with max_parallel_workers_per_gather=0 (one process per
-query on either side, as DuckDB's threads=1), jit=off, shared_buffers 2GB
+The server runs with max_parallel_workers_per_gather=0 by default (the scans
+set it per session; max_worker_processes=16, max_parallel_workers=8, the
+parallel cost settings at Postgres' defaults), jit=off, shared_buffers 2GB
 (both heaps are loaded into it with pg_prewarm before anything is timed),
 autovacuum off; scripts/pg-cluster.sh adds fsync, synchronous_commit and
 full_page_writes off. This is a measurement, not a test: nothing asserts a
@@ -62,9 +74,15 @@ DEFAULT_ROWS = 10_000_000
 DEFAULT_DAYS = 10
 DAY_US = 86_400_000_000
 SETTINGS = ["shared_preload_libraries=tierdb", "shared_buffers=2GB", "max_parallel_workers_per_gather=0",
-            "jit=off", "work_mem=64MB", "max_wal_size=32GB", "checkpoint_timeout=1h",
+            "max_worker_processes=16", "max_parallel_workers=8", "jit=off", "work_mem=64MB", "max_wal_size=32GB", "checkpoint_timeout=1h",
             "maintenance_work_mem=512MB", "autovacuum=off"]
 EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
+# The scans run in two modes, set per session: (name, max_parallel_workers_per_gather, DuckDB threads).
+# The server's default stays 0 (the point lookups below run with it).
+SCAN_MODES = [("single-process", 0, 1), ("parallel", 2, 2)]
+COLD_LOOKUPS = 200          # executions of the prepared cold point lookup per side and mode (distinct keys)
+COLD_LOOKUP_SECONDS = 20.0  # ... or fewer, once a side has spent this long
+COLD_LOOKUP_TARGET_MS = 5.0
 # pgbench runs of the point lookups: (label, protocol, server options). With the default
 # plan_cache_mode a prepared statement may still be planned for each execution (a custom plan
 # when it is estimated cheaper than the generic one); the second row forces the generic plan.
@@ -104,7 +122,14 @@ class Query:
         return f"SELECT {self.select} FROM {table}{where}{self.tail}"
 
 
-def queries(days):
+def reading_threshold(rows):
+    """X in `reading > X`: reading is about id / 100 (tiering_peer.create_and_fill(reading=True)), so
+    this keeps the last 1% of the cold rows, all in the newest cold day, and the hot rows."""
+    return rows * 99 // 10000
+
+
+def queries(rows, days, point):
+    """The scans; point is (id, ts) of the cold row the point lookup finds."""
     first = max(0, days * 2 // 10)
     span = max(1, days * 3 // 10)
     hour = f"{day(first)} + interval '13 hours'"
@@ -112,10 +137,18 @@ def queries(days):
         Query("count(*)", "count(*)", []),
         Query(f"aggregate, {span} of {days} days", "event, count(*), sum(value)",
               [f"ts >= {day(first)}", f"ts < {day(first + span)}"], " GROUP BY event ORDER BY event"),
+        Query("reading > X (prunable)", "count(*), sum(value), max(ts)",
+              [f"reading > CAST({reading_threshold(rows)} AS double precision)"]),
         Query("device_id = 42", "*", ["device_id = 42"], " ORDER BY id"),
         Query("one hour of ts", "count(*), sum(value), count(DISTINCT device_id)",
               [f"ts >= {hour}", f"ts < {hour} + interval '1 hour'"]),
+        Query("cold point lookup", "*", [f"id = {point[0]}", f"ts = {ts_literal(point[1])}"]),
     ]
+
+
+def ts_literal(ts):
+    """A timestamptz literal both Postgres and DuckDB read, to the microsecond."""
+    return f"CAST('{ts.astimezone(dt.timezone.utc).strftime('%Y-%m-%d %H:%M:%S.%f')}+00' AS timestamptz)"
 
 
 # ------------------------------------------------------------------ comparing results
@@ -169,9 +202,9 @@ def rename_table(cur, old, new):
 def load(conn, rows, days):
     """events_heap and events_tiered with the same rows (create_and_fill makes `events`)."""
     with conn.cursor() as cur:
-        create_and_fill(conn, rows, days)
+        create_and_fill(conn, rows, days, reading=True)
         rename_table(cur, "events", "events_heap")
-        create_and_fill(conn, rows, days)
+        create_and_fill(conn, rows, days, reading=True)
         rename_table(cur, "events", "events_tiered")
 
 
@@ -239,7 +272,8 @@ def prewarm(conn):
 
 
 def duckdb_connection():
-    """DuckDB with one thread and its iceberg extension loaded from the PyPI packages (as scripts/demo.sh)."""
+    """DuckDB with one thread (run_scans sets it per mode) and its iceberg extension loaded from the
+    PyPI packages (as scripts/demo.sh)."""
     import duckdb
 
     con = duckdb.connect()
@@ -259,8 +293,8 @@ def duckdb_runner(con):
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    def run(sql):
-        table = con.execute(sql).arrow()
+    def run(sql, params=None):
+        table = con.execute(sql, params).arrow()
         if isinstance(table, pa.RecordBatchReader):
             table = table.read_all()
         columns = [pc.cast(c, pa.int64()) if pa.types.is_timestamp(c.type) else c for c in table.columns]
@@ -274,11 +308,36 @@ def backend_cpu(conn):
     return lambda: int(path.read_text().split()[0]) / 1e9
 
 
+def cluster_cpu(conn):
+    """A clock of the CPU time of the whole cluster, in seconds: every process the postmaster runs
+    (/proc/PID/schedstat, nanoseconds, the connection's backend included), plus the CPU time of
+    the children the postmaster has reaped (its cutime and cstime, in clock ticks), where a parallel
+    query's workers end up: the leader waits for them to exit before the query returns, so a
+    reading after the query counts them. Background processes count too (autovacuum is off)."""
+    stat = Path(f"/proc/{conn.info.backend_pid}/stat").read_text()
+    postmaster = int(stat.rsplit(")", 1)[1].split()[1])
+    children = Path(f"/proc/{postmaster}/task/{postmaster}/children")
+    tick = os.sysconf("SC_CLK_TCK")
+
+    def clock():
+        total = 0
+        for pid in [postmaster] + children.read_text().split():
+            try:
+                total += int(Path(f"/proc/{pid}/schedstat").read_text().split()[0])
+            except (FileNotFoundError, ProcessLookupError):
+                pass  # exited meanwhile: its time is in the postmaster's cutime below
+        fields = Path(f"/proc/{postmaster}/stat").read_text().rsplit(")", 1)[1].split()
+        return total / 1e9 + (int(fields[13]) + int(fields[14])) / tick  # fields 16, 17: cutime, cstime
+    return clock
+
+
 def timed(run, sql, cpu):
     """(wall seconds, CPU seconds) of one run."""
-    start, start_cpu = time.perf_counter(), cpu()
+    start_cpu = cpu()
+    start = time.perf_counter()
     run(sql)
-    return time.perf_counter() - start, cpu() - start_cpu
+    wall = time.perf_counter() - start
+    return wall, cpu() - start_cpu
 
 
 def pg_runner(conn):
@@ -290,40 +349,65 @@ def pg_runner(conn):
 
 
 def cold_scan_explain(conn, sql):
-    """The EXPLAIN ANALYZE of the tiered query: the cold scan's figures and the execution time."""
+    """The EXPLAIN ANALYZE of a query: the cold scan's figures (if it has one), the execution time,
+    and the plan's parallelism: its Gather nodes (workers planned and launched) and whether the
+    cold scan is parallel-aware."""
     with conn.cursor() as cur:
         cur.execute("EXPLAIN (ANALYZE, FORMAT JSON) " + sql)
         plan = cur.fetchone()[0][0]
-    found = {}
+    found, gathers = {}, []
 
     def walk(node):
+        if node.get("Node Type") in ("Gather", "Gather Merge"):
+            gathers.append({"node": node["Node Type"], "planned": node.get("Workers Planned"),
+                            "launched": node.get("Workers Launched")})
         if node.get("Custom Plan Provider") == "TierDB Cold Scan":
             found.update({k: node.get(k) for k in (
-                "Actual Total Time", "Actual Rows", "Lake Files", "Lake Files Pruned", "Row Groups Read",
-                "Row Groups Pruned", "Conditions Pushed to the Lake", "Delta Rows", "Lake") if k in node})
+                "Actual Total Time", "Actual Rows", "Actual Loops", "Lake Files", "Lake Files Pruned",
+                "Row Groups Read", "Row Groups Pruned", "Conditions Pushed to the Lake", "Delta Rows", "Lake",
+                "Parallel Aware") if k in node})
         for child in node.get("Plans", []):
             walk(child)
 
     walk(plan["Plan"])
-    return {"execution_ms": plan["Execution Time"], "planning_ms": plan["Planning Time"], "cold_scan": found}
+    return {"execution_ms": plan["Execution Time"], "planning_ms": plan["Planning Time"], "cold_scan": found,
+            "gathers": gathers}
 
 
-def run_scans(conn, duck, lake_ref, qs, cut, repeat):
-    """Each query on the three sides: results compared, one warm-up, then the best of repeat."""
-    run_pg, pg_cpu = pg_runner(conn), backend_cpu(conn)
+def parallelism(explain):
+    """The plan's parallelism in words."""
+    if not explain["gathers"]:
+        text = "no Gather (one process)"
+    else:
+        text = ", ".join(f"{g['node']} ({g['planned']} workers planned, {g['launched']} launched)"
+                         for g in explain["gathers"])
+    if "Parallel Aware" in explain["cold_scan"]:
+        text += "; cold scan " + ("parallel-aware" if explain["cold_scan"]["Parallel Aware"] else "not parallel-aware")
+    return text
+
+
+def run_scans(conn, duck, lake_ref, qs, cut, repeat, mode):
+    """Each query on the three sides in one mode (name, max_parallel_workers_per_gather, DuckDB
+    threads): results compared, one warm-up, then the best of repeat. CPU: the backend's with no
+    workers, the whole cluster's (the workers' included) in parallel mode; DuckDB's process."""
+    name_, workers, threads = mode
+    conn.execute(f"SET max_parallel_workers_per_gather = {workers}")
+    duck.execute(f"SET threads = {threads}")
+    run_pg, run_duck = pg_runner(conn), duckdb_runner(duck)
+    pg_cpu = cluster_cpu(conn) if workers else backend_cpu(conn)
     iceberg = f"iceberg_scan('{lake_ref}')"
     cold = f"ts < timestamptz '{cut.isoformat()}'"
     results, problems = [], []
     for q in qs:
         sides = {"tiered": (run_pg, q.sql("events_tiered"), pg_cpu), "heap": (run_pg, q.sql("events_heap"), pg_cpu),
-                 "duckdb": (duckdb_runner(duck), q.sql(iceberg), time.process_time)}
+                 "duckdb": (run_duck, q.sql(iceberg), time.process_time)}
         answers = {name: run(sql) for name, (run, sql, _) in sides.items()}  # also the warm-up
         ok, why = same_rows(answers["tiered"], answers["heap"])
         if not ok:
-            problems.append(f"{q.name}: events_tiered and events_heap differ: {why}")
+            problems.append(f"{q.name} ({name_}): events_tiered and events_heap differ: {why}")
         ok, why = same_rows(answers["duckdb"], run_pg(q.sql("events_heap", [cold])))
         if not ok:
-            problems.append(f"{q.name}: DuckDB's lake rows and events_heap below T differ: {why}")
+            problems.append(f"{q.name} ({name_}): DuckDB's lake rows and events_heap below T differ: {why}")
         wall = {name: math.inf for name in sides}
         cpu = {name: math.inf for name in sides}
         for _ in range(repeat):
@@ -331,10 +415,64 @@ def run_scans(conn, duck, lake_ref, qs, cut, repeat):
                 w, c = timed(*side)
                 wall[name], cpu[name] = min(wall[name], w), min(cpu[name], c)
         explain = cold_scan_explain(conn, q.sql("events_tiered"))
+        heap_explain = cold_scan_explain(conn, q.sql("events_heap"))
         results.append({"query": q.name, "sql": q.sql("t"), "rows": len(answers["heap"]), "seconds": wall,
-                        "cpu_seconds": cpu, "explain": explain})
-        say(f"{q.name}: tiered {wall['tiered']:.4f} s, heap {wall['heap']:.4f} s, duckdb {wall['duckdb']:.4f} s")
+                        "cpu_seconds": cpu, "explain": explain, "heap_explain": heap_explain})
+        say(f"{name_}, {q.name}: tiered {wall['tiered']:.4f} s, heap {wall['heap']:.4f} s, "
+            f"duckdb {wall['duckdb']:.4f} s; tiered plan: {parallelism(explain)}")
     return results, problems
+
+
+def cold_keys(conn, rows, n):
+    """n distinct cold rows' full keys (id, ts), drawn over the whole cold range, and each one's row
+    in events_heap."""
+    ids = random.Random(21).sample(range(1, rows + 1), min(n, rows))
+    with conn.cursor() as cur:
+        cur.execute("SELECT * FROM events_heap WHERE id = ANY(%s)", (ids,))
+        by_id = {r[0]: r for r in cur.fetchall()}
+    return [(i, by_id[i][1], [by_id[i]]) for i in ids]
+
+
+def cold_lookups(conn, duck, lake_ref, keys, mode):
+    """Mean milliseconds per cold point lookup by the full key (id, ts), a prepared statement executed
+    once per key (at most COLD_LOOKUPS, or as many as fit in COLD_LOOKUP_SECONDS), per side, in one
+    mode; client wall clock, the transfer included. Returns (ms per side, executions, problems)."""
+    name_, workers, threads = mode
+    conn.execute(f"SET max_parallel_workers_per_gather = {workers}")
+    duck.execute(f"SET threads = {threads}")
+    run_duck = duckdb_runner(duck)
+    tag = f"/* cold lookup, {name_} */"  # a statement of its own per mode: a plan cached in the other mode is not reused
+
+    def pg_lookup(table):
+        sql = f"SELECT * FROM {table} WHERE id = %(id)s::bigint AND ts = %(ts)s::timestamptz {tag}"
+        return lambda i, ts: conn.execute(sql, {"id": i, "ts": ts}, prepare=True).fetchall()
+
+    def duck_lookup(i, ts):
+        return run_duck(f"SELECT * FROM iceberg_scan('{lake_ref}') WHERE id = $1 AND ts = CAST($2 AS timestamptz)",
+                        [i, ts.astimezone(dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%S.%f+00")])
+
+    sides = {"tiered": pg_lookup("events_tiered"), "heap": pg_lookup("events_heap"), "duckdb": duck_lookup}
+    for lookup in sides.values():  # warm-up: the prepared statements, the plan choice
+        for i, ts, _ in keys[:6]:
+            lookup(i, ts)
+    ms, done, problems = {}, {}, []
+    for side, lookup in sides.items():
+        got = []
+        start = time.perf_counter()
+        for i, ts, _ in keys:
+            got.append(lookup(i, ts))
+            if time.perf_counter() - start > COLD_LOOKUP_SECONDS:
+                break
+        ms[side] = (time.perf_counter() - start) / len(got) * 1e3
+        done[side] = len(got)
+        for (i, _, want), rows in zip(keys, got):
+            ok, why = same_rows(rows, want)
+            if not ok:
+                problems.append(f"cold point lookup of id {i} ({name_}): {side} and events_heap differ: {why}")
+                break
+    say(f"{name_}, cold point lookups: tiered {ms['tiered']:.2f} ms, heap {ms['heap']:.2f} ms, "
+        f"duckdb {ms['duckdb']:.2f} ms ({', '.join(f'{n} {s}' for s, n in done.items())} executions)")
+    return ms, done, problems
 
 
 # ------------------------------------------------------------------ point lookups
@@ -583,13 +721,41 @@ def lookup_instructions(data_dir, rows, days):
 # ------------------------------------------------------------------ the report
 
 
-def report(facts, results, problems, pgbench_us, cpu, instructions, args, scripts, load_seconds, tier_seconds,
-           cached_bytes):
+def scan_table(results, clock):
+    print(f"  {'query':<24}{'rows':>7}{'tiered s':>10}{'heap s':>10}{'duckdb s':>10}"
+          f"{'tiered/heap':>13}{'tiered/duckdb':>15}")
+    for r in results:
+        s = r[clock]
+        rows = r["rows"] if clock == "seconds" else ""
+        print(f"  {r['query']:<24}{rows:>7}{s['tiered']:>10.4f}{s['heap']:>10.4f}{s['duckdb']:>10.4f}"
+              f"{s['tiered'] / s['heap']:>12.2f}x{s['tiered'] / s['duckdb']:>14.2f}x")
+
+
+def cold_scan_line(explain):
+    c = explain["cold_scan"]
+    if not c:
+        return "no cold scan in the plan"
+    if "Lake" in c:
+        return f"lake not read ({c['Lake']})"
+    rows = (c.get("Actual Rows") or 0) * (c.get("Actual Loops") or 1)
+    return (f"{c.get('Actual Total Time', 0):9.1f} ms, {rows:>10,.0f} rows; files {c.get('Lake Files')} read, "
+            f"{c.get('Lake Files Pruned')} pruned; row groups {c.get('Row Groups Read')} read, "
+            f"{c.get('Row Groups Pruned')} pruned; {c.get('Conditions Pushed to the Lake')} conditions pushed")
+
+
+def worst(results, pair, clock="seconds"):
+    """(query, ratio) of the highest tiered/<pair> ratio."""
+    r = max(results, key=lambda r: r[clock]["tiered"] / r[clock][pair])
+    return r["query"], r[clock]["tiered"] / r[clock][pair]
+
+
+def report(facts, scans, cold_lookups, problems, pgbench_us, cpu, instructions, args, scripts, load_seconds,
+           tier_seconds, cached_bytes):
     cut = facts["cut"]
     print()
     print(f"read benchmark: {facts['heap_below_cut'] + facts['hot_rows']:,} event rows; best of {args.repeat}, "
-          f"client wall clock (psycopg, planning included); one backend per query "
-          f"(max_parallel_workers_per_gather=0), DuckDB threads=1")
+          f"client wall clock (psycopg, planning included); two modes, set per session: single-process "
+          f"(max_parallel_workers_per_gather=0, DuckDB threads=1) and parallel (2 workers, DuckDB threads=2)")
     print(f"  events_tiered: {facts['lake_rows']:,} rows in the lake ({facts['lake_files']} files, snapshot "
           f"{facts['snapshot']}) below T = {cut.isoformat()}, {facts['hot_rows']:,} rows in the heap "
           f"({facts['tiered_partitions']} partitions, {facts['tiered_nonempty']} of them not empty: the rest are "
@@ -597,31 +763,38 @@ def report(facts, results, problems, pgbench_us, cpu, instructions, args, script
     print(f"  events_heap: the same rows in {facts['heap_partitions']} daily partitions, primary key (id, ts); "
           f"both heaps prewarmed ({cached_bytes / 1e6:,.0f} MB in shared_buffers); loaded in {load_seconds:.1f} s")
     print("  DuckDB reads the lake only: its results are checked against events_heap below T")
-    print()
-    print("  wall seconds (client):")
-    print(f"  {'query':<24}{'rows':>7}{'tiered s':>10}{'heap s':>10}{'duckdb s':>10}"
-          f"{'tiered/heap':>13}{'tiered/duckdb':>15}")
-    for r in results:
-        s = r["seconds"]
-        print(f"  {r['query']:<24}{r['rows']:>7}{s['tiered']:>10.4f}{s['heap']:>10.4f}{s['duckdb']:>10.4f}"
-              f"{s['tiered'] / s['heap']:>12.2f}x{s['tiered'] / s['duckdb']:>14.2f}x")
-    print("  CPU seconds (the backend's, /proc/PID/schedstat; DuckDB's process):")
-    for r in results:
-        s = r["cpu_seconds"]
-        print(f"  {r['query']:<24}{'':>7}{s['tiered']:>10.4f}{s['heap']:>10.4f}{s['duckdb']:>10.4f}"
-              f"{s['tiered'] / s['heap']:>12.2f}x{s['tiered'] / s['duckdb']:>14.2f}x")
+    first = next(iter(scans.values()))
+    print(f"  reading > X: X = {reading_threshold(args.rows)} (about the last 1% of the cold rows, and the hot "
+          f"rows); cold point lookup: {next(r['sql'] for r in first if r['query'] == 'cold point lookup')}")
+    for (mode, workers, threads), results in zip(SCAN_MODES, scans.values()):
+        print()
+        print(f"  {mode}: max_parallel_workers_per_gather={workers}, DuckDB threads={threads}")
+        print("  wall seconds (client):")
+        scan_table(results, "seconds")
+        if workers:
+            print("  CPU seconds (the whole cluster's, parallel workers included, to about 10 ms; DuckDB's process, "
+                  "every thread):")
+        else:
+            print("  CPU seconds (the backend's, /proc/PID/schedstat; DuckDB's process):")
+        scan_table(results, "cpu_seconds")
+        lk = cold_lookups[mode]
+        ms, n = lk["ms"], lk["executions"]
+        count = (str(n["tiered"]) if len(set(n.values())) == 1
+                 else f"{n['tiered']}/{n['heap']}/{n['duckdb']} (tiered/heap/duckdb)")
+        print(f"  cold point lookup by (id, ts), prepared, mean of {count} executions on distinct cold keys "
+              f"(client wall clock):")
+        print(f"  tiered {ms['tiered']:.3f} ms, heap {ms['heap']:.3f} ms, duckdb {ms['duckdb']:.3f} ms; "
+              f"tiered/heap {ms['tiered'] / ms['heap']:.2f}x, tiered/duckdb {ms['tiered'] / ms['duckdb']:.2f}x")
     print("  (ratios are times: below 1.00x the tiered table is faster)")
     print()
-    print("  the cold scan in EXPLAIN ANALYZE (one run):")
-    for r in results:
-        c = r["explain"]["cold_scan"]
-        if "Lake" in c:
-            print(f"    {r['query']:<24} lake not read ({c['Lake']})")
-            continue
-        print(f"    {r['query']:<24} {c.get('Actual Total Time', 0):9.1f} ms, {c.get('Actual Rows', 0):>10,} rows; "
-              f"files {c.get('Lake Files')} read, {c.get('Lake Files Pruned')} pruned; row groups "
-              f"{c.get('Row Groups Read')} read, {c.get('Row Groups Pruned')} pruned; "
-              f"{c.get('Conditions Pushed to the Lake')} conditions pushed")
+    print("  the plans in EXPLAIN ANALYZE (one run per mode):")
+    for (mode, workers, _), results in zip(SCAN_MODES, scans.values()):
+        print(f"   {mode}:")
+        for r in results:
+            print(f"    {r['query']:<24} {cold_scan_line(r['explain'])}")
+            if workers:
+                print(f"    {'':<25}tiered: {parallelism(r['explain'])}")
+                print(f"    {'':<25}heap: {parallelism(r['heap_explain'])}")
     print()
     print(f"  point lookups by primary key on the hot day, pgbench 1 client, both tables' scripts in each run "
           f"({args.repeat} runs of {args.pgbench_seconds} s; mean latency per lookup, from pgbench's "
@@ -652,11 +825,20 @@ def report(facts, results, problems, pgbench_us, cpu, instructions, args, script
             print(f"  {mode:<32}{n['tiered']:>10,.0f}{n['heap']:>10,.0f}{n['tiered'] / n['heap']:>12.3f}x"
                   f"{n['tiered, transparent_reads off']:>23,.0f}")
         print()
-    worst = {clock: max(r[clock]["tiered"] / r[clock]["heap"] for r in results)
-             for clock in ("seconds", "cpu_seconds")}
+    for (mode, workers, threads), results in zip(SCAN_MODES, scans.values()):
+        query, ratio = worst(results, "duckdb")
+        print(f"  target: tiered/DuckDB <= 1.0x on each ({mode}, wall): {'met' if ratio <= 1.0 else 'NOT met'} "
+              f"(worst {query}: {ratio:.2f}x)")
+    ms = {mode: cold_lookups[mode]["ms"]["tiered"] for mode in cold_lookups}
+    print(f"  target: cold point lookup under {COLD_LOOKUP_TARGET_MS:g} ms: "
+          f"{'met' if max(ms.values()) < COLD_LOOKUP_TARGET_MS else 'NOT met'} "
+          f"({', '.join(f'{m} {v:.2f} ms' for m, v in ms.items())})")
+    for (mode, workers, threads), results in zip(SCAN_MODES, scans.values()):
+        scans_only = [r for r in results if r["query"] != "cold point lookup"]  # against an index lookup: its own target
+        walls, cpus = worst(scans_only, "heap"), worst(scans_only, "heap", "cpu_seconds")
+        print(f"  target: cold scans no slower than heap scans ({mode}): worst tiered/heap {walls[1]:.2f}x wall "
+              f"({walls[0]}), {cpus[1]:.2f}x CPU ({cpus[0]}): {'met' if max(walls[1], cpus[1]) <= 1.0 else 'NOT met'}")
     lookup = {mode: us["tiered/heap"] for mode, us in pgbench_us.items()}
-    print(f"  target: cold scans no slower than heap scans: worst tiered/heap {worst['seconds']:.2f}x wall, "
-          f"{worst['cpu_seconds']:.2f}x CPU: {'met' if max(worst.values()) <= 1.0 else 'NOT met'}")
     for mode in lookup:
         print(f"  target: hot point lookups within 5% of plain Postgres (pgbench {mode}): {lookup[mode]:.3f}x "
               f"latency: {'met' if lookup[mode] <= 1.05 else 'NOT met'}")
@@ -670,7 +852,8 @@ def report(facts, results, problems, pgbench_us, cpu, instructions, args, script
               f"{'met' if ratio <= 1.05 else 'NOT met'}")
     print(json.dumps({"benchmark": "seam_reads", "rows": facts["heap_below_cut"] + facts["hot_rows"],
                       "lake_rows": facts["lake_rows"], "hot_rows": facts["hot_rows"], "cut": cut.isoformat(),
-                      "scans": results, "pgbench_latency_us": pgbench_us, "lookup_cpu_us": cpu,
+                      "scans": scans, "cold_lookups": cold_lookups, "pgbench_latency_us": pgbench_us,
+                      "lookup_cpu_us": cpu,
                       "lookup_instructions": instructions},
                      default=str))
 
@@ -718,13 +901,25 @@ def measure(args, work, dsn, port):
         cached = prewarm(conn)
         say(f"T = {facts['cut']}, lake {facts['lake_rows']:,} rows, heap {facts['hot_rows']:,} rows; "
             f"timing the scans")
-        results, problems = run_scans(conn, duckdb_connection(), ref, queries(args.days), facts["cut"],
-                                      args.repeat)
+        conn.prepare_threshold = None  # the scans are sent as text every time, never prepared behind our back
+        keys = cold_keys(conn, args.rows, args.cold_lookups)
+        point = keys[0]
+        duck = duckdb_connection()
+        qs = queries(args.rows, args.days, point)
+        scans, lookups, problems = {}, {}, []
+        for mode in SCAN_MODES:
+            scans[mode[0]], found = run_scans(conn, duck, ref, qs, facts["cut"], args.repeat, mode)
+            problems += found
+            ms, done, found = cold_lookups(conn, duck, ref, keys, mode)
+            lookups[mode[0]] = {"ms": ms, "executions": done}
+            problems += found
+        conn.execute("RESET max_parallel_workers_per_gather")
         check_lookups(conn, args.rows, args.days)
     say("point lookups")
     pgbench_us, scripts = run_lookups(work, port, args.rows, args.days, args.repeat, args.pgbench_seconds)
     cpu = lookup_cpu(dsn, args.rows, args.days, args.repeat)
-    return {"facts": facts, "results": results, "problems": problems, "pgbench_us": pgbench_us, "cpu": cpu,
+    return {"facts": facts, "scans": scans, "cold_lookups": lookups, "problems": problems,
+            "pgbench_us": pgbench_us, "cpu": cpu,
             "scripts": scripts, "load_seconds": load_seconds, "tier_seconds": tier_seconds, "cached_bytes": cached}
 
 
@@ -736,6 +931,9 @@ def main():
                    help="timed runs of each query (the best counts) and pgbench runs (the median ratio "
                         f"counts); the lookup CPU rounds are {LOOKUP_CPU_ROUNDS} times as many")
     p.add_argument("--pgbench-seconds", type=positive_int, default=10, help="duration of each pgbench run")
+    p.add_argument("--cold-lookups", type=positive_int, default=COLD_LOOKUPS,
+                   help="distinct cold keys the prepared cold point lookup is timed with, per side and mode "
+                        f"(fewer if a side takes more than {COLD_LOOKUP_SECONDS:.0f} s)")
     p.add_argument("--dir", default=os.environ.get("BENCH_DIR") or None,
                    help="keep the cluster, lake and logs in DIR/reads (default: a temporary directory)")
     p.add_argument("--keep-cluster", action="store_true",

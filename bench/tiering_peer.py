@@ -123,8 +123,12 @@ def tail(path, lines=20):
 # ------------------------------------------------------------------ the rows
 
 
-def create_and_fill(conn, rows, days):
-    """events, days+1 daily partitions, rows over the first days and HOT_ROWS on the last."""
+def create_and_fill(conn, rows, days, reading=False):
+    """events, days+1 daily partitions, rows over the first days and HOT_ROWS on the last.
+
+    With reading, a seventh column `reading double precision NOT NULL` that rises with id and so
+    with ts: id / 100 plus a hashed fraction below 0.01 (the read benchmark's column whose
+    statistics can prune)."""
     event_array = "ARRAY[" + ",".join(f"'{e}'" for e in EVENTS) + "]"
     day_us = 86_400_000_000
     span = days * day_us
@@ -136,7 +140,8 @@ def create_and_fill(conn, rows, days):
             fail(f"CREATE EXTENSION tierdb failed: {str(e).strip()}; run `make install-extension` first")
         cur.execute(
             'CREATE TABLE events (id bigint NOT NULL, ts timestamptz NOT NULL, device_id int NOT NULL,'
-            ' value float8 NOT NULL, event text NOT NULL, "user" text) PARTITION BY RANGE (ts)')
+            ' value float8 NOT NULL, event text NOT NULL, "user" text'
+            + (", reading float8 NOT NULL" if reading else "") + ") PARTITION BY RANGE (ts)")
         for d in range(days + 1):
             cur.execute(
                 "SELECT format('CREATE TABLE %%I PARTITION OF events FOR VALUES FROM (%%L) TO (%%L)',"
@@ -156,6 +161,8 @@ def create_and_fill(conn, rows, days):
                 " (" + event_array + ")[1 + (hashint8extended(g, 4) & 9223372036854775807) %% 20],"
                 " CASE WHEN (hashint8extended(g, 5) & 9223372036854775807) %% 100 < 30 THEN NULL"
                 "  ELSE 'user-' || ((hashint8extended(g, 5) >> 32) & 2147483647) %% 100000 END"
+                + (", (g * 100 + (hashint8extended(g, 6) & 9223372036854775807) %% 100) / 10000.0::float8"
+                   if reading else "") +
                 " FROM generate_series(%s::bigint, %s::bigint) g",
                 (start_us, first, span_us - 1000, count, first, first + count - 1))
 
