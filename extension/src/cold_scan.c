@@ -27,15 +27,20 @@
  */
 #include "postgres.h"
 
+#include <locale.h>
+#include <math.h>
+
 #include "access/genam.h"
 #include "access/hash.h"
 #include "access/htup_details.h"
 #include "access/nbtree.h"
+#include "access/parallel.h"
 #include "access/skey.h"
 #include "access/stratnum.h"
 #include "access/table.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_am.h"
+#include "catalog/pg_collation.h"
 #include "catalog/pg_operator.h"
 #include "catalog/pg_type.h"
 #include "commands/defrem.h"
@@ -56,21 +61,28 @@
 #include "optimizer/optimizer.h"
 #include "optimizer/pathnode.h"
 #include "optimizer/paths.h"
+#include "optimizer/planmain.h"
 #include "optimizer/restrictinfo.h"
 #include "parser/parse_relation.h"
+#include "port/atomics.h"
 #include "storage/fd.h"
 #include "utils/acl.h"
 #include "utils/builtins.h"
 #include "utils/date.h"
 #include "utils/datum.h"
 #include "utils/fmgroids.h"
+#include "utils/guc.h"
 #include "utils/hsearch.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
+#include "utils/numeric.h"
+#include "utils/pg_locale.h"
 #include "utils/rel.h"
 #include "utils/ruleutils.h"
 #include "utils/snapmgr.h"
+#include "utils/syscache.h"
 #include "utils/typcache.h"
+#include "utils/uuid.h"
 
 #include "cold_scan.h"
 #include "delta_keys.h"
@@ -80,6 +92,12 @@
 #include "storage_profiles.h"
 
 #define COLD_SCAN_NAME "TierDB Cold Scan"
+
+/* tierdb.enable_cold_pushdown: the query's conditions prune the lake and are checked on its values. */
+static bool enable_cold_pushdown = true;
+
+/* tierdb.enable_parallel_cold_scan: a parallel query's workers share the lake's files. */
+static bool enable_parallel_cold_scan = true;
 
 /* ------------------------------------------------------------ the reader */
 
@@ -104,6 +122,7 @@ typedef struct ColdReader
 	DeltaKeys  *delta_keys;		/* the keys the delta names; NULL when it names none */
 	List	   *upserts;		/* HeapTuple row images, the table's row type */
 	int			next_upsert;
+	pg_atomic_uint32 *upserts_taken;	/* a parallel scan's: set by whoever returns the upserts */
 	int64		delta_rows;
 	int64		lake_rows_replaced; /* lake rows a delta row replaced or removed */
 } ColdReader;
@@ -274,7 +293,11 @@ cold_reader_begin(ColdReader *r, SeamTable *table, TupleDesc tupdesc, SeamPin pi
 static bool lake_value_of(const tl_ice_field *field, Oid typid, Datum d, tl_arena *arena, tl_ice_value *out);
 static double lake_record_count(const SeamTable *table);
 
-/* The lake filter of the conditions on columns the lake has, in types it compares. */
+/*
+ * The lake filter of the conditions on columns the lake has, in types it
+ * compares. With tierdb.enable_cold_pushdown off nothing is pushed: the
+ * executor checks every condition on every cold row.
+ */
 static void
 build_filter(ColdReader *r)
 {
@@ -289,7 +312,8 @@ build_filter(ColdReader *r)
 
 		if (value == NULL)
 			ereport(ERROR, (errcode(ERRCODE_OUT_OF_MEMORY), errmsg("out of memory building a lake filter")));
-		if (field == NULL || !lake_value_of(field, c->typid, c->value, &r->filter_arena, value))
+		if (!enable_cold_pushdown || field == NULL ||
+			!lake_value_of(field, c->typid, c->value, &r->filter_arena, value))
 		{
 			r->check_split |= c->qual_index < 0;
 			continue;
@@ -299,16 +323,28 @@ build_filter(ColdReader *r)
 		if (r->filter == NULL)
 			ereport(ERROR, (errcode(ERRCODE_OUT_OF_MEMORY), errmsg("out of memory building a lake filter")));
 		r->pushed++;
-		/* Also checked per row on the lake values, sparing the conversion of rows that cannot match. */
+		/*
+		 * Also checked per row on the lake values, sparing the conversion of
+		 * rows that cannot match (match_condition_of pushed a string
+		 * comparison only where bytes compare as the collation does).
+		 */
 		{
-			Oid			coll = TupleDescAttr(r->tupdesc, c->attno - 1)->attcollation;
-			bool		narrow = field->type.id == TL_ICE_INT || field->type.id == TL_ICE_DATE;
-			LakeRowCondition rc = {.attno = c->attno, .op = c->op,
-				.integer = narrow ? value->v.i32 : value->v.i64,
-				.boolean = field->type.id == TL_ICE_BOOLEAN && value->v.b,	/* the union member written */
-			.bytes = value->ptr, .len = value->len};
+			tl_ice_type_id type = field->type.id;
+			LakeRowCondition rc = {.attno = c->attno, .op = c->op, .bytes = value->ptr, .len = value->len};
 
-			if (!lake_scan_add_row_condition(r->lake, &rc, !OidIsValid(coll) || get_collation_isdeterministic(coll)))
+			/* only the union member written is read */
+			if (type == TL_ICE_INT || type == TL_ICE_DATE)
+				rc.integer = value->v.i32;
+			else if (type == TL_ICE_LONG || type == TL_ICE_TIME || type == TL_ICE_TIMESTAMP ||
+					 type == TL_ICE_TIMESTAMPTZ)
+				rc.integer = value->v.i64;
+			else if (type == TL_ICE_BOOLEAN)
+				rc.boolean = value->v.b;
+			else if (type == TL_ICE_FLOAT)
+				rc.real = value->v.f32;
+			else if (type == TL_ICE_DOUBLE)
+				rc.real = value->v.f64;
+			if (!lake_scan_add_row_condition(r->lake, &rc))
 				r->check_split |= c->qual_index < 0;
 			else if (c->qual_index >= 0)
 				r->lake_checked = bms_add_member(r->lake_checked, c->qual_index);
@@ -389,6 +425,10 @@ cold_reader_next(ColdReader *r, TupleTableSlot *slot)
 		r->lake_rows_replaced++;
 	}
 	ExecClearTuple(slot);
+	/* In a parallel scan every process reads the delta, and the first to finish its lake files returns it. */
+	if (r->upserts_taken != NULL && r->next_upsert == 0 && r->upserts != NIL &&
+		pg_atomic_exchange_u32(r->upserts_taken, 1) != 0)
+		r->next_upsert = list_length(r->upserts);
 	if (!r->skip && r->next_upsert < list_length(r->upserts))
 	{
 		HeapTuple	image = list_nth(r->upserts, r->next_upsert++);
@@ -483,6 +523,61 @@ lake_timestamp_of(Timestamp ts, int64 *out)
 	return !pg_add_s64_overflow(ts, (int64) (POSTGRES_EPOCH_JDATE - UNIX_EPOCH_JDATE) * USECS_PER_DAY, out);
 }
 
+/*
+ * A numeric as the unscaled value of a decimal of `scale` digits after the
+ * point, exactly; false when it has no such value: NaN and the infinities
+ * (which no lake decimal holds: the daemon keeps such rows in the heap),
+ * a nonzero digit beyond the scale (1.005 against numeric(12,2): pushing
+ * a rounded value would compare wrongly), or more than 38 digits.  Read
+ * from the numeric's text, which spells its exact value.
+ */
+static bool
+lake_decimal_of(Numeric num, int scale, tl_int128 *out)
+{
+	const char *text;
+	const char *p;
+	tl_int128	unscaled = 0;
+	int			digits = 0;
+	int			fraction = -1;	/* digits read after the point, -1 before it */
+	bool		negative;
+
+	if (numeric_is_nan(num) || numeric_is_inf(num))
+		return false;
+	text = DatumGetCString(DirectFunctionCall1(numeric_out, NumericGetDatum(num)));
+	negative = text[0] == '-';
+	for (p = text + negative; *p != '\0'; p++)
+	{
+		if (*p == '.')
+		{
+			fraction = 0;
+			continue;
+		}
+		if (fraction >= 0 && fraction == scale)
+		{
+			if (*p != '0')
+				return false;	/* not exactly a value at this scale */
+			continue;
+		}
+		if (unscaled != 0 || *p != '0')
+			digits++;
+		if (digits > 38)
+			return false;
+		unscaled = unscaled * 10 + (*p - '0');
+		if (fraction >= 0)
+			fraction++;
+	}
+	for (int i = Max(fraction, 0); i < scale; i++)
+	{
+		if (unscaled != 0)
+			digits++;
+		if (digits > 38)
+			return false;
+		unscaled *= 10;
+	}
+	*out = negative ? -unscaled : unscaled;
+	return true;
+}
+
 /* A Datum of a column's Postgres type as a lake value of its field's type; false if not comparable. */
 static bool
 lake_value_of(const tl_ice_field *field, Oid typid, Datum d, tl_arena *arena, tl_ice_value *out)
@@ -536,9 +631,124 @@ lake_value_of(const tl_ice_field *field, Oid typid, Datum d, tl_arena *arena, tl
 				return false;
 			out->v.b = DatumGetBool(d);
 			return true;
+		case TL_ICE_FLOAT:
+			/* A float8 column over a real field (ALTER ... TYPE double precision): only values a real holds. */
+			if (typid == FLOAT4OID)
+				out->v.f32 = DatumGetFloat4(d);
+			else if (typid == FLOAT8OID && (isnan(DatumGetFloat8(d)) ||
+											(double) (float) DatumGetFloat8(d) == DatumGetFloat8(d)))
+				out->v.f32 = (float) DatumGetFloat8(d);
+			else
+				return false;
+			return true;
+		case TL_ICE_DOUBLE:
+			if (typid != FLOAT8OID)
+				return false;
+			out->v.f64 = DatumGetFloat8(d);
+			return true;
+		case TL_ICE_DECIMAL:
+			return typid == NUMERICOID && lake_decimal_of(DatumGetNumeric(d), field->type.scale, &out->v.dec);
+		case TL_ICE_UUID:
+			if (typid != UUIDOID)
+				return false;
+			out->ptr = tl_arena_copy(arena, DatumGetUUIDP(d)->data, UUID_LEN).ptr;
+			if (out->ptr == NULL)
+				ereport(ERROR, (errcode(ERRCODE_OUT_OF_MEMORY), errmsg("out of memory building a lake filter")));
+			out->len = UUID_LEN;
+			return true;
+		case TL_ICE_BINARY:
+			if (typid != BYTEAOID)
+				return false;
+			{
+				bytea	   *b = DatumGetByteaPP(d);
+
+				out->ptr = tl_arena_copy(arena, VARDATA_ANY(b), VARSIZE_ANY_EXHDR(b)).ptr;
+				out->len = VARSIZE_ANY_EXHDR(b);
+				if (out->ptr == NULL && out->len > 0)
+					ereport(ERROR, (errcode(ERRCODE_OUT_OF_MEMORY), errmsg("out of memory building a lake filter")));
+			}
+			return true;
+		case TL_ICE_TIME:
+			if (typid != TIMEOID)
+				return false;
+			out->v.i64 = DatumGetTimeADT(d);
+			return true;
 		default:
 			return false;
 	}
+}
+
+/*
+ * Whether a column of type `column` compared with a value of type `value`
+ * may be pushed: the same type, integers of any width (the integer
+ * operator family compares across them), or text and varchar (one family,
+ * one representation).
+ */
+static bool
+comparable_types(Oid column, Oid value)
+{
+	if (column == value)
+		return true;
+	if (is_integer_type(column) && is_integer_type(value))
+		return true;
+	return (column == TEXTOID || column == VARCHAROID) && (value == TEXTOID || value == VARCHAROID);
+}
+
+/*
+ * Whether a collation is the C library's "C.UTF-8" locale, which sorts by
+ * code point (glibc documents it so), that is by UTF-8 bytes, though
+ * Postgres treats it as any libc locale. It is the database's default
+ * collation in many installations (the e2e clusters' too).
+ */
+static bool
+is_libc_c_utf8(Oid collation)
+{
+	const char *name = NULL;
+	char	   *copy = NULL;
+	bool		result;
+
+	if (collation == DEFAULT_COLLATION_OID)
+	{
+		if (pg_newlocale_from_collation(collation) != 0)
+			return false;		/* an ICU default */
+		name = setlocale(LC_COLLATE, NULL);	/* the database's, set as the backend started */
+	}
+	else
+	{
+		HeapTuple	tp = SearchSysCache1(COLLOID, ObjectIdGetDatum(collation));
+		bool		isnull = true;
+		Datum		d = (Datum) 0;
+
+		if (!HeapTupleIsValid(tp))
+			return false;
+		if (((Form_pg_collation) GETSTRUCT(tp))->collprovider == COLLPROVIDER_LIBC)
+			d = SysCacheGetAttr(COLLOID, tp, Anum_pg_collation_collcollate, &isnull);
+		if (!isnull)
+			name = copy = TextDatumGetCString(d);
+		ReleaseSysCache(tp);
+	}
+	result = name != NULL && (strcmp(name, "C.UTF-8") == 0 || strcmp(name, "C.utf8") == 0);
+	if (copy != NULL)
+		pfree(copy);
+	return result;
+}
+
+/*
+ * Whether a comparison under collation `collation` (the operator's input
+ * collation; InvalidOid for types without one) gives the answer the lake
+ * gives comparing the UTF-8 bytes its statistics and rows hold: equality
+ * under any deterministic collation (equal text is equal bytes), ordering
+ * only under "C"/"POSIX", which orders by bytes.  Under another collation
+ * a file whose bounds are 'a'..'a' holds rows below 'B'.
+ */
+static bool
+compares_as_bytes(Oid collation, tl_ice_expr_op op)
+{
+	if (!OidIsValid(collation))
+		return true;
+	if (op == TL_ICE_EXPR_EQ)
+		return get_collation_isdeterministic(collation);
+	return lc_collate_is_c(collation) || is_libc_c_utf8(collation);
 }
 
 /* The comparison an operator makes in its type's default btree family, as a lake operator. */
@@ -641,12 +851,12 @@ match_condition_of(Expr *clause, Index self, bool outer_vars, PushedCondition *o
 	}
 	else
 		return false;
-	/* Same types, or integers of any width (the integer operator family compares across them). */
 	if (var->varattno <= 0 || contain_volatile_functions((Node *) value) || contain_subplans((Node *) value) ||
-		(exprType((Node *) value) != var->vartype &&
-		 !(is_integer_type(exprType((Node *) value)) && is_integer_type(var->vartype))))
+		!comparable_types(var->vartype, exprType((Node *) value)))
 		return false;
-	if (!lake_op_of(op->opno, var->vartype, commuted, &out->op))
+	/* The operator's family is its input type's: text's for a varchar column read as text. */
+	if (!lake_op_of(op->opno, exprType(commuted ? lsecond(op->args) : linitial(op->args)), commuted, &out->op) ||
+		!compares_as_bytes(op->inputcollid, out->op))
 		return false;
 	out->attno = var->varattno;
 	out->typid = exprType((Node *) value);
@@ -743,9 +953,30 @@ cold_rows_reader_close(ColdRowsReader *reader)
 
 /* ------------------------------------------------------------ the custom scan */
 
+/*
+ * What a parallel cold scan's processes share (its DSM chunk): the leader's
+ * pin, so that every process reads the same lake snapshot and delta below
+ * the same T as the leader's heap arm (a worker's own pin could see a
+ * later cut-line), and the claims on the plan's files and on the delta's
+ * row images.
+ */
+typedef struct ColdScanShared
+{
+	pg_atomic_uint32 next_task;	/* the next lake task to read */
+	pg_atomic_uint32 upserts_taken;
+	int64		tier_key_hi;
+	bool		has_snapshot;
+	int64		snapshot_id;
+	bool		has_retention_line;
+	int64		retention_line;
+	bool		has_metadata_location;
+	char		metadata_location[FLEXIBLE_ARRAY_MEMBER];
+} ColdScanShared;
+
 typedef struct ColdScanState
 {
 	CustomScanState css;
+	ColdScanShared *shared;		/* a parallel scan's, once its DSM is set up */
 	SeamTable  *table;
 	TupleDesc	tupdesc;		/* the table's, once the lake or the delta is read */
 	ColdReader	reader;
@@ -797,6 +1028,10 @@ static TupleTableSlot *exec_cold_scan(CustomScanState *node);
 static void end_cold_scan(CustomScanState *node);
 static void rescan_cold_scan(CustomScanState *node);
 static void explain_cold_scan(CustomScanState *node, List *ancestors, ExplainState *es);
+static Size estimate_cold_scan_dsm(CustomScanState *node, ParallelContext *pcxt);
+static void initialize_cold_scan_dsm(CustomScanState *node, ParallelContext *pcxt, void *coordinate);
+static void reinitialize_cold_scan_dsm(CustomScanState *node, ParallelContext *pcxt, void *coordinate);
+static void initialize_cold_scan_worker(CustomScanState *node, shm_toc *toc, void *coordinate);
 
 static const CustomPathMethods cold_path_methods = {
 	.CustomName = COLD_SCAN_NAME,
@@ -815,6 +1050,10 @@ static const CustomExecMethods cold_exec_methods = {
 	.EndCustomScan = end_cold_scan,
 	.ReScanCustomScan = rescan_cold_scan,
 	.ExplainCustomScan = explain_cold_scan,
+	.EstimateDSMCustomScan = estimate_cold_scan_dsm,
+	.InitializeDSMCustomScan = initialize_cold_scan_dsm,
+	.ReInitializeDSMCustomScan = reinitialize_cold_scan_dsm,
+	.InitializeWorkerCustomScan = initialize_cold_scan_worker,
 };
 
 /* The relation whose cold rows a function RTE of tierdb.cold_rows asks for, or InvalidOid. */
@@ -950,6 +1189,58 @@ references_whole_row(RelOptInfo *rel)
 }
 
 /*
+ * The function scan of cold_rows, which only a whole-row reference still
+ * plans, runs in the leader: in a worker it would take a pin of its own,
+ * not the one the rest of the statement reads at.
+ */
+static void
+forbid_parallel_function_scan(RelOptInfo *rel)
+{
+	ListCell   *lc;
+
+	foreach(lc, rel->pathlist)
+		((Path *) lfirst(lc))->parallel_safe = false;
+	rel->partial_pathlist = NIL;
+}
+
+/*
+ * Adds the parallel-aware cold scan: each process of a parallel query
+ * reads the lake files it claims (ColdScanShared) at the leader's pin. Its
+ * workers are chosen as for a heap of the lake's size (a page holds about
+ * a hundred rows of a typical table), and each process is costed with its
+ * share of the rows, as Postgres costs a partial sequential scan.
+ *
+ * In a seam union the cold rows are one member of an append relation
+ * whose heap member never has a partial path (its bound on the tier key
+ * is an initPlan, and Postgres plans no partial path above one), so no
+ * Parallel Append can hold both, and Postgres gathers no member on its
+ * own. The member then also gets a Gather of its own over the parallel
+ * scan, which the costs weigh against the serial scan: it pays where few
+ * of the lake's rows pass the scan's filter.
+ */
+static void
+add_partial_cold_path(PlannerInfo *root, RelOptInfo *rel, const CustomPath *serial, double records)
+{
+	CustomPath *path = makeNode(CustomPath);
+	int			workers = compute_parallel_worker(rel, records / 100, -1, max_parallel_workers_per_gather);
+	double		divisor = workers;
+
+	if (workers <= 0)
+		return;
+	if (parallel_leader_participation && 1.0 - 0.3 * workers > 0)
+		divisor += 1.0 - 0.3 * workers;
+	*path = *serial;
+	path->path.parallel_aware = true;
+	path->path.parallel_safe = true;
+	path->path.parallel_workers = workers;
+	path->path.rows = clamp_row_est(rel->rows / divisor);
+	path->path.total_cost = path->path.startup_cost + path->path.rows * (cpu_tuple_cost * 2 + cpu_operator_cost);
+	add_partial_path(rel, &path->path);
+	if (IS_OTHER_REL(rel))
+		add_path(rel, (Path *) create_gather_path(root, rel, &path->path, rel->reltarget, NULL, NULL));
+}
+
+/*
  * Replaces the function scan of tierdb.cold_rows(NULL::table) with the
  * custom scan, estimating its rows from the lake's current record count
  * and the selectivity of the scan's conditions. (The snapshot read is
@@ -960,20 +1251,24 @@ cold_set_rel_pathlist(PlannerInfo *root, RelOptInfo *rel, Index rti, RangeTblEnt
 {
 	Oid			relid;
 	CustomPath *path;
+	SeamTable  *table;
+	double		records;
 
 	if (prev_set_rel_pathlist_hook)
 		prev_set_rel_pathlist_hook(root, rel, rti, rte);
 	relid = cold_rows_target(rte);
-	if (!OidIsValid(relid) || IS_DUMMY_REL(rel) || references_whole_row(rel))
+	if (!OidIsValid(relid) || IS_DUMMY_REL(rel))
 		return;
+	if (references_whole_row(rel))
 	{
-		SeamTable  *table = seam_lookup_read_table(relid);
-		double		records = table != NULL ? lake_record_count(table) : -1;
-
-		if (records >= 0)
-			rel->rows = clamp_row_est(records * clauselist_selectivity(root, rel->baserestrictinfo, 0,
-																		JOIN_INNER, NULL));
+		forbid_parallel_function_scan(rel);
+		return;
 	}
+	table = seam_lookup_read_table(relid);
+	records = table != NULL ? lake_record_count(table) : -1;
+	if (records >= 0)
+		rel->rows = clamp_row_est(records * clauselist_selectivity(root, rel->baserestrictinfo, 0,
+																	JOIN_INNER, NULL));
 	path = makeNode(CustomPath);
 	path->path.pathtype = T_CustomScan;
 	path->path.parent = rel;
@@ -990,6 +1285,9 @@ cold_set_rel_pathlist(PlannerInfo *root, RelOptInfo *rel, Index rti, RangeTblEnt
 	rel->pathlist = NIL;
 	rel->partial_pathlist = NIL;
 	add_path(rel, &path->path);
+	if (rel->consider_parallel && enable_parallel_cold_scan && table != NULL && !table->mirrored &&
+		records > 0 && max_parallel_workers_per_gather > 0)
+		add_partial_cold_path(root, rel, path, records);
 }
 
 /*
@@ -1168,6 +1466,23 @@ begin_cold_scan(CustomScanState *node, EState *estate, int eflags)
 		lake_check_direct_read(relid, "tierdb.cold_rows");
 }
 
+/* The statement's pin: in a parallel worker, the leader's. */
+static SeamPin
+statement_pin(ColdScanState *s)
+{
+	SeamPin		pin = {0};
+
+	if (s->shared == NULL || !IsParallelWorker())
+		return seam_pin(s->table);
+	pin.tier_key_hi = s->shared->tier_key_hi;
+	pin.has_snapshot = s->shared->has_snapshot;
+	pin.snapshot_id = s->shared->snapshot_id;
+	pin.has_retention_line = s->shared->has_retention_line;
+	pin.retention_line = s->shared->retention_line;
+	pin.metadata_location = s->shared->has_metadata_location ? s->shared->metadata_location : NULL;
+	return pin;
+}
+
 /* The registration, the pin, the columns and the conditions, once. */
 static void
 set_up_cold_scan(ColdScanState *s)
@@ -1188,7 +1503,7 @@ set_up_cold_scan(ColdScanState *s)
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("table %s is no longer registered with TierDB", seam_table_name(relid)),
 				 errhint("Run the statement again.")));
-	cold_reader_begin(&s->reader, s->table, NULL, seam_pin(s->table));
+	cold_reader_begin(&s->reader, s->table, NULL, statement_pin(s));
 	set_needed_attrs(&s->reader, cold_private(cscan, COLD_PRIVATE_ATTRS));
 
 	forfive(attno, cold_private(cscan, COLD_PRIVATE_CONDITION_ATTNOS),
@@ -1288,6 +1603,13 @@ convert_only_what_is_read(ColdScanState *s)
 	}
 }
 
+/* The next lake task for this process of a parallel scan (lake_scan_share_tasks). */
+static uint32
+claim_lake_task(void *arg)
+{
+	return pg_atomic_fetch_add_u32(&((ColdScanShared *) arg)->next_task, 1);
+}
+
 /* Evaluates the conditions and opens the reader: at the first row, or for EXPLAIN. */
 static void
 open_reader(ColdScanState *s)
@@ -1296,9 +1618,13 @@ open_reader(ColdScanState *s)
 	evaluate_conditions(s);
 	if (!s->reader.skip)
 		s->reader.tupdesc = table_tupdesc(s);
+	if (s->shared != NULL)
+		s->reader.upserts_taken = &s->shared->upserts_taken;
 	cold_reader_open(&s->reader);
 	if (s->reader.skip)
 		return;					/* no row to filter: the filter is never even compiled */
+	if (s->shared != NULL && s->reader.lake != NULL)
+		lake_scan_share_tasks(s->reader.lake, claim_lake_task, s->shared);
 	filter_what_the_lake_does_not(s);
 	convert_only_what_is_read(s);
 }
@@ -1381,9 +1707,61 @@ rescan_cold_scan(CustomScanState *node)
 	/* The filter is set again when the reader opens: the lake may check other quals then. */
 	s->filter_set = false;
 	cold_reader_end(&s->reader);
-	cold_reader_begin(&s->reader, s->table, NULL, seam_pin(s->table));
+	cold_reader_begin(&s->reader, s->table, NULL, statement_pin(s));
 	s->reader.attrs = attrs;
 	s->reader.all_attrs = all_attrs;
+}
+
+/* ------------------------------------------------------------ parallel scans */
+
+/*
+ * The leader takes the statement's pin here, as the executor sets up the
+ * parallel query: its processes read at the pin the leader's heap arm uses.
+ */
+static Size
+estimate_cold_scan_dsm(CustomScanState *node, ParallelContext *pcxt)
+{
+	ColdScanState *s = (ColdScanState *) node;
+	const char *location;
+
+	set_up_cold_scan(s);
+	location = s->reader.pin.metadata_location;
+	return add_size(offsetof(ColdScanShared, metadata_location), location != NULL ? strlen(location) + 1 : 1);
+}
+
+static void
+initialize_cold_scan_dsm(CustomScanState *node, ParallelContext *pcxt, void *coordinate)
+{
+	ColdScanState *s = (ColdScanState *) node;
+	ColdScanShared *shared = coordinate;
+	const SeamPin *pin = &s->reader.pin;
+
+	pg_atomic_init_u32(&shared->next_task, 0);
+	pg_atomic_init_u32(&shared->upserts_taken, 0);
+	shared->tier_key_hi = pin->tier_key_hi;
+	shared->has_snapshot = pin->has_snapshot;
+	shared->snapshot_id = pin->snapshot_id;
+	shared->has_retention_line = pin->has_retention_line;
+	shared->retention_line = pin->retention_line;
+	shared->has_metadata_location = pin->metadata_location != NULL;
+	strcpy(shared->metadata_location, pin->metadata_location != NULL ? pin->metadata_location : "");
+	s->shared = shared;
+}
+
+/* Before a rescan of the whole parallel plan: every file is to be read again. */
+static void
+reinitialize_cold_scan_dsm(CustomScanState *node, ParallelContext *pcxt, void *coordinate)
+{
+	ColdScanShared *shared = coordinate;
+
+	pg_atomic_write_u32(&shared->next_task, 0);
+	pg_atomic_write_u32(&shared->upserts_taken, 0);
+}
+
+static void
+initialize_cold_scan_worker(CustomScanState *node, shm_toc *toc, void *coordinate)
+{
+	((ColdScanState *) node)->shared = coordinate;
 }
 
 /*
@@ -1485,6 +1863,17 @@ tierdb_cold_rows(PG_FUNCTION_ARGS)
 	TupleTableSlot *slot;
 	ColdReader	r;
 
+	/*
+	 * Only a backend without tierdb in shared_preload_libraries plans this
+	 * function where a parallel worker may run it (the planner hook plans
+	 * the cold scan instead, or keeps the function in the leader); a
+	 * worker's pin could differ from the rest of the statement's.
+	 */
+	if (IsParallelWorker() && PG_NARGS() == 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("tierdb.cold_rows(NULL::%s) cannot run in a parallel worker", seam_table_name(table->relid)),
+				 errhint("Load tierdb with shared_preload_libraries, or SET max_parallel_workers_per_gather = 0.")));
 	lake_check_direct_read(table->relid, "tierdb.cold_rows");
 	InitMaterializedSRF(fcinfo, MAT_SRF_USE_EXPECTED_DESC);
 	rel = table_open(table->relid, AccessShareLock);
@@ -1524,6 +1913,17 @@ tierdb_cold_rows(PG_FUNCTION_ARGS)
 void
 cold_scan_init(void)
 {
+	DefineCustomBoolVariable("tierdb.enable_cold_pushdown",
+							 "Pushes a query's conditions on a tiered table into its cold scan.",
+							 "They prune lake files and row groups by their statistics, and are checked on the "
+							 "lake's values before rows are converted. Off: every cold row is converted and "
+							 "checked by the executor (for comparing results and plans).",
+							 &enable_cold_pushdown, true, PGC_USERSET, 0, NULL, NULL, NULL);
+	DefineCustomBoolVariable("tierdb.enable_parallel_cold_scan",
+							 "Lets parallel queries read a tiered table's lake files in their workers.",
+							 "Off: the cold scan runs in one process, and a query reading a tiered table "
+							 "gets no parallel plan over it.",
+							 &enable_parallel_cold_scan, true, PGC_USERSET, 0, NULL, NULL, NULL);
 	RegisterCustomScanMethods(&cold_scan_methods);
 	prev_set_rel_pathlist_hook = set_rel_pathlist_hook;
 	set_rel_pathlist_hook = cold_set_rel_pathlist;

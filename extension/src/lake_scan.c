@@ -19,6 +19,8 @@
  */
 #include "postgres.h"
 
+#include <math.h>
+
 #include <malloc.h>
 
 #include "access/heapam.h"
@@ -142,6 +144,8 @@ struct LakeScan
 	LakeScanStats stats;
 	tl_ice_reader_stats read_before;	/* readers of earlier rescans */
 	List	   *row_conditions;	/* LakeRowCondition *, checked before conversion */
+	LakeTaskClaim claim;		/* set: read the tasks it hands out (lake_scan_share_tasks) */
+	void	   *claim_arg;
 };
 
 /* ------------------------------------------------------------ lake errors */
@@ -424,7 +428,7 @@ lake_scan_set_filter(LakeScan *scan, const tl_ice_expr *filter)
 }
 
 bool
-lake_scan_add_row_condition(LakeScan *scan, const LakeRowCondition *cond, bool deterministic)
+lake_scan_add_row_condition(LakeScan *scan, const LakeRowCondition *cond)
 {
 	const LakeColumn *col = &scan->columns[cond->attno - 1];
 	bool		ordered;
@@ -441,13 +445,13 @@ lake_scan_add_row_condition(LakeScan *scan, const LakeRowCondition *cond, bool d
 		case TL_ICE_TIME:
 		case TL_ICE_TIMESTAMP:
 		case TL_ICE_TIMESTAMPTZ:
+		case TL_ICE_FLOAT:
+		case TL_ICE_DOUBLE:
+		case TL_ICE_STRING:
+		case TL_ICE_BINARY:
+		case TL_ICE_UUID:
 			ordered = true;
 			break;
-		case TL_ICE_STRING:
-			if (!deterministic)
-				return false;
-			/* fall through */
-		case TL_ICE_BINARY:
 		case TL_ICE_BOOLEAN:
 			ordered = false;
 			break;
@@ -493,7 +497,27 @@ compare_holds(tl_ice_expr_op op, int cmp)
 	}
 }
 
-/* The comparison of row `row` of vec with the condition's value (-1, 0, 1; for bytes 0 or 1). */
+/* Two float8 values in Postgres' order (float8_cmp_internal): NaNs equal and above all, -0 = +0. */
+static inline int
+compare_real(double a, double b)
+{
+	if (isnan(a))
+		return isnan(b) ? 0 : 1;
+	if (isnan(b))
+		return -1;
+	return (a > b) - (a < b);
+}
+
+/* Byte strings as text under "C" orders them, and bytea and uuid always: memcmp, then length. */
+static inline int
+compare_bytes(const uint8 *a, size_t alen, const uint8 *b, size_t blen)
+{
+	int			cmp = memcmp(a, b, Min(alen, blen));
+
+	return cmp != 0 ? cmp : (alen > blen) - (alen < blen);
+}
+
+/* The comparison of row `row` of vec with the condition's value (its sign: negative, 0, positive). */
 static inline int
 compare_value(const LakeRowCondition *c, tl_ice_type_id type, const tl_vector *vec, int64 row)
 {
@@ -504,9 +528,14 @@ compare_value(const LakeRowCondition *c, tl_ice_type_id type, const tl_vector *v
 			return (vec->v.i32[row] > c->integer) - (vec->v.i32[row] < c->integer);
 		case TL_ICE_BOOLEAN:
 			return (vec->v.b[row] != 0) != c->boolean;
+		case TL_ICE_FLOAT:
+			return compare_real(vec->v.f32[row], c->real);
+		case TL_ICE_DOUBLE:
+			return compare_real(vec->v.f64[row], c->real);
 		case TL_ICE_STRING:
 		case TL_ICE_BINARY:
-			return vec->v.bytes[row].len != c->len || memcmp(vec->v.bytes[row].ptr, c->bytes, c->len) != 0;
+		case TL_ICE_UUID:
+			return compare_bytes(vec->v.bytes[row].ptr, vec->v.bytes[row].len, c->bytes, c->len);
 		default:
 			return (vec->v.i64[row] > c->integer) - (vec->v.i64[row] < c->integer);
 	}
@@ -620,19 +649,39 @@ defer_unfiltered_columns(LakeScan *scan)
 	pfree(deferred);
 }
 
-static void
+void
+lake_scan_share_tasks(LakeScan *scan, LakeTaskClaim claim, void *arg)
+{
+	scan->claim = claim;
+	scan->claim_arg = arg;
+}
+
+/*
+ * Opens the reader: of every task, or of the next task claimed when the
+ * tasks are shared; false when none is left to claim.
+ */
+static bool
 start_reader(LakeScan *scan)
 {
 	tl_error	err;
+	uint32		task = 0;
 
 	lake_scan_plan(scan);
+	if (scan->claim != NULL && (task = scan->claim(scan->claim_arg)) >= (uint32) tl_ice_scan_ntasks(scan->plan))
+		return false;
 	reserve_external_fds(scan);
 	tl_error_clear(&err);
-	scan->reader = tl_ice_reader_open(scan->plan, scan->field_ids, scan->nfields, &err);
+	scan->reader = scan->claim != NULL
+		? tl_ice_reader_open_task(scan->plan, (int) task, scan->field_ids, scan->nfields, &err)
+		: tl_ice_reader_open(scan->plan, scan->field_ids, scan->nfields, &err);
 	if (scan->reader == NULL)
 		report_lake_error(scan, "starting to read", &err);
 	defer_unfiltered_columns(scan);
 	scan->batch = tl_ice_reader_batch_new(scan->reader, LAKE_SCAN_BATCH_ROWS);
+	if (scan->batch == NULL)
+		ereport(ERROR, (errcode(ERRCODE_OUT_OF_MEMORY), errmsg("out of memory reading the lake table at %s",
+																scan->location)));
+	return true;
 }
 
 /* Empties the text caches: the views they are keyed by die with the batch. */
@@ -685,6 +734,8 @@ note_file_defaults(LakeScan *scan)
 	}
 }
 
+static void add_reader_stats(tl_ice_reader_stats *sum, const tl_ice_reader_stats *more);
+
 /* Reads the next batch; false at the end of the scan. */
 static bool
 fetch_batch(LakeScan *scan)
@@ -694,14 +745,25 @@ fetch_batch(LakeScan *scan)
 
 	if (scan->done)
 		return false;
-	if (scan->reader == NULL)
-		start_reader(scan);
-	/* The one place a long scan waits: let a cancel or a timeout in. */
-	CHECK_FOR_INTERRUPTS();
-	tl_error_clear(&err);
-	n = tl_ice_reader_next(scan->reader, scan->batch, &err);
-	if (n < 0)
-		report_lake_error(scan, "reading the rows", &err);
+	for (;;)
+	{
+		if (scan->reader == NULL && !start_reader(scan))
+		{
+			scan->done = true;
+			return false;
+		}
+		/* The one place a long scan waits: let a cancel or a timeout in. */
+		CHECK_FOR_INTERRUPTS();
+		tl_error_clear(&err);
+		n = tl_ice_reader_next(scan->reader, scan->batch, &err);
+		if (n < 0)
+			report_lake_error(scan, "reading the rows", &err);
+		if (n > 0 || scan->claim == NULL)
+			break;
+		/* The claimed task is read: on to the next one. */
+		add_reader_stats(&scan->read_before, tl_ice_reader_stats_get(scan->reader));
+		release_reader(scan);
+	}
 	scan->next_row = 0;
 	scan->current_file = tl_ice_reader_current_file(scan->reader);
 	note_file_defaults(scan);

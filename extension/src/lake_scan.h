@@ -102,20 +102,24 @@ typedef struct LakeRowCondition
 	tl_ice_expr_op op;
 	/* The value, as the field's type stores it (not a tl_ice_value: palloc cannot align its int128). */
 	int64		integer;		/* int, long, date, time, timestamp(tz) */
+	double		real;			/* float, double */
 	bool		boolean;
-	const uint8 *bytes;			/* string, binary: owned by the caller */
+	const uint8 *bytes;			/* string, binary, uuid: owned by the caller */
 	size_t		len;
 } LakeRowCondition;
 
 /*
  * Sets the row conditions (copied; the value bytes must outlive the scan).
  * Accepted, and false returned for the others: any comparison of int,
- * long, date, time, timestamp and timestamptz fields, and equality of
- * string (when equal bytes are equal text: a deterministic collation),
- * binary and boolean fields. An attribute the scan does not read is not
- * accepted.
+ * long, date, time, timestamp and timestamptz fields; of float and double
+ * fields, ordered as Postgres orders float8 (NaN equal to NaN and above
+ * every other value, -0 equal to +0); of string, binary and uuid fields,
+ * as bytes (the caller pushes a string comparison only under a collation
+ * that compares bytes: equality under a deterministic one, order under
+ * "C"); and equality of boolean fields. An attribute the scan does not
+ * read is not accepted.
  */
-extern bool lake_scan_add_row_condition(LakeScan *scan, const LakeRowCondition *cond, bool deterministic);
+extern bool lake_scan_add_row_condition(LakeScan *scan, const LakeRowCondition *cond);
 
 /*
  * Leaves attribute attno NULL in the rows: the lake still reads it for the
@@ -123,6 +127,17 @@ extern bool lake_scan_add_row_condition(LakeScan *scan, const LakeRowCondition *
  * condition the lake checks). Call before the first lake_scan_next.
  */
 extern void lake_scan_skip_conversion(LakeScan *scan, AttrNumber attno);
+
+/*
+ * Shares the scan's files with other processes reading the same plan (a
+ * parallel query's workers): instead of reading every task of the plan in
+ * order, the scan reads the task `claim` hands it, then the next one it
+ * hands out, and ends once claim returns an index past the last task.
+ * Each task is read by whoever claims it, so the processes together read
+ * each file once. Call before the first lake_scan_next.
+ */
+typedef uint32 (*LakeTaskClaim) (void *arg);
+extern void lake_scan_share_tasks(LakeScan *scan, LakeTaskClaim claim, void *arg);
 
 /*
  * Plans the scan (manifests read, files chosen) if not done yet; the first

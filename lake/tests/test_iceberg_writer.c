@@ -546,8 +546,8 @@ static int parquet_files_under(const char *dir)
 	return parquet_count;
 }
 
-/* A fresh table in a new temporary directory (dir receives its path). */
-static tl_ice_table *new_table(const char *spec_json, char dir[64], tl_error *err)
+/* A fresh table of a schema in a new temporary directory (dir receives its path). */
+static tl_ice_table *new_table_of(const char *schema_json, const char *spec_json, char dir[64], tl_error *err)
 {
 	strcpy(dir, "/tmp/tl_ice_writer_XXXXXX");
 	if (mkdtemp(dir) == NULL) {
@@ -556,7 +556,7 @@ static tl_ice_table *new_table(const char *spec_json, char dir[64], tl_error *er
 	}
 	tl_ice_schema s;
 	tl_ice_partition_spec spec;
-	if (schema_from_text(TABLE_SCHEMA, &s, err) < 0) {
+	if (schema_from_text(schema_json, &s, err) < 0) {
 		rmdir(dir);
 		return NULL;
 	}
@@ -571,6 +571,12 @@ static tl_ice_table *new_table(const char *spec_json, char dir[64], tl_error *er
 	if (t == NULL)
 		nftw(dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
 	return t;
+}
+
+/* The same with the writer tests' table schema: id, ts, name. */
+static tl_ice_table *new_table(const char *spec_json, char dir[64], tl_error *err)
+{
+	return new_table_of(TABLE_SCHEMA, spec_json, dir, err);
 }
 
 static void drop_table(tl_ice_table *t, const char *dir)
@@ -662,6 +668,54 @@ TEST(iceberg_writer_splits_rows_by_day)
 	tl_ice_writer_free(w);
 	/* Files of a closed writer stay. */
 	ok = ok && parquet_files_under(dir) == 3;
+	drop_table(t, dir);
+	CHECK_OK(rc, &err);
+	CHECK(ok);
+}
+
+/*
+ * The writer counts NaNs per float and double field (Parquet statistics do
+ * not, and without a count a reader must assume NaNs, which are above
+ * every number: `x > c` could prune no file).
+ */
+TEST(iceberg_writer_counts_nans)
+{
+	static const char *schema =
+	    "{\"type\":\"struct\",\"schema-id\":0,\"fields\":["
+	    "{\"id\":1,\"name\":\"id\",\"required\":true,\"type\":\"long\"},"
+	    "{\"id\":2,\"name\":\"x\",\"required\":false,\"type\":\"double\"},"
+	    "{\"id\":3,\"name\":\"y\",\"required\":false,\"type\":\"float\"},"
+	    "{\"id\":4,\"name\":\"z\",\"required\":true,\"type\":\"double\"}]}";
+	tl_error err;
+	tl_error_clear(&err);
+	char dir[64];
+	tl_ice_table *t = new_table_of(schema, "{\"spec-id\":0,\"fields\":[]}", dir, &err);
+	CHECK_OK(t == NULL ? -1 : 0, &err);
+	tl_ice_writer *w = tl_ice_writer_open_data(t, NULL, &err);
+	CHECK(w != NULL);
+	tl_pq_batch *b = tl_pq_batch_new(tl_ice_writer_schema(w), 8);
+	int rc = 0;
+	for (int batch = 0; batch < 2 && rc == 0; batch++) {
+		b->nrows = 4;
+		for (int r = 0; r < 4; r++) {
+			b->columns[0].v.i64[r] = batch * 4 + r;
+			b->columns[1].v.f64[r] = r == 1 ? NAN : r * 1.5;   /* a NaN per batch, and a null */
+			b->columns[1].valid[r] = r != 3;
+			b->columns[2].v.f32[r] = batch == 1 && r == 0 ? NAN : -0.0f;
+			b->columns[2].valid[r] = 1;
+			b->columns[3].v.f64[r] = 7;
+		}
+		b->columns[1].v.f64[3] = NAN;   /* under the null: not a NaN value */
+		rc = tl_ice_writer_write(w, b, &err);
+	}
+	if (rc == 0)
+		rc = tl_ice_writer_close(w, &err);
+	tl_pq_batch_free(b);
+	const tl_ice_data_file *f = rc == 0 && tl_ice_writer_nfiles(w) == 1 ? tl_ice_writer_file(w, 0) : NULL;
+	bool ok = f != NULL && f->nan_value_counts.n == 3 && find_long(&f->nan_value_counts, 2) == 2 &&
+	          find_long(&f->nan_value_counts, 3) == 1 && find_long(&f->nan_value_counts, 4) == 0 &&
+	          find_long(&f->nan_value_counts, 1) == -999;
+	tl_ice_writer_free(w);
 	drop_table(t, dir);
 	CHECK_OK(rc, &err);
 	CHECK(ok);

@@ -7,7 +7,8 @@ order of every row, else as multisets; every value compared as its text
 
 The cluster runs with production defaults; each query runs in one of the
 execution modes (MODES): plain, parallel query off, prepared with custom
-and with generic plans (parameters), or through a cursor. Three phases:
+and with generic plans (parameters), through a cursor, or with the cold
+scan's pushdown off (tierdb.enable_cold_pushdown). Three phases:
 after tiering, with corrections in the delta (tierdb_upsert/tierdb_delete
 on `tiered`, the same change as plain DML on `copy`), after the fold.
 
@@ -43,7 +44,7 @@ TOTAL = int(os.environ.get("TIERDB_DIFF_QUERIES", "2400"))
 ROWS = 2000
 LAG = "2d"  # behind the newest row: whole days before 2024-01-08 go, qg.HOT_DAYS stay
 
-ALL_MODES = ["plain", "serial", "custom", "generic", "cursor", "parallel"]
+ALL_MODES = ["plain", "serial", "custom", "generic", "cursor", "parallel", "nopush"]
 
 
 def _listed(name, default, known):
@@ -63,6 +64,7 @@ MODE_SETTINGS = {
                 " SET min_parallel_table_scan_size = 0; SET min_parallel_index_scan_size = 0",
     "custom": "SET plan_cache_mode = force_custom_plan",
     "generic": "SET plan_cache_mode = force_generic_plan",
+    "nopush": "SET tierdb.enable_cold_pushdown = off",
 }
 
 

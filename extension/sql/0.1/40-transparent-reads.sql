@@ -33,9 +33,12 @@ AS 'MODULE_PATHNAME', 'tierdb_seam_t_date';
 
 -- lake@S ⊕ delta below T for the statement's pin: the cold branch.  The
 -- planner runs it as the custom scan "TierDB Cold Scan"; called directly it
--- is a plain set-returning function returning the same rows.
+-- is a plain set-returning function returning the same rows.  PARALLEL
+-- SAFE so that a query over a tiered table can have a parallel plan: the
+-- cold scan's workers read at the leader's pin (cold_scan.c), and the
+-- planner keeps the function itself, where it still runs, in the leader.
 CREATE FUNCTION tierdb.cold_rows(rowtype anyelement) RETURNS SETOF anyelement
-LANGUAGE C STABLE PARALLEL RESTRICTED ROWS 100000
+LANGUAGE C STABLE PARALLEL SAFE ROWS 100000
 AS 'MODULE_PATHNAME', 'tierdb_cold_rows';
 
 COMMENT ON FUNCTION tierdb.cold_rows(anyelement) IS

@@ -13,6 +13,7 @@
  * open. Finished files are reopened to read their footers, so the metrics
  * come from exactly what was written.
  */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -23,6 +24,7 @@ typedef struct open_file {
 	char *file_path;        /* as the manifest names it: the location's form */
 	tl_output *out;
 	tl_pq_writer *pq;
+	int64_t *nan_counts;    /* per column: NaNs written (Parquet statistics do not count them) */
 } open_file;
 
 typedef struct partition {
@@ -506,13 +508,17 @@ static void open_file_free(open_file *f)
 	tl_pq_writer_free(f->pq);
 	tl_output_close(f->out);
 	tl_free(f->file_path);
+	tl_free(f->nan_counts);
 	tl_free(f);
 }
 
 static open_file *create_file(tl_ice_writer *w, const partition *p, tl_error *err)
 {
 	open_file *f = tl_calloc(1, sizeof(*f));
-	if (f == NULL) {
+	if (f != NULL)
+		f->nan_counts = tl_calloc((size_t)(w->pq_schema->ncolumns ? w->pq_schema->ncolumns : 1), sizeof(int64_t));
+	if (f == NULL || f->nan_counts == NULL) {
+		tl_free(f);
 		tl_error_nomem(err, "for a data file");
 		return NULL;
 	}
@@ -558,6 +564,53 @@ fail:
 	return NULL;
 }
 
+/* Adds the NaNs of the float and double columns of rows to the file's counts. */
+static void count_nans(const tl_pq_schema *schema, const tl_pq_batch *rows, int64_t *nan_counts)
+{
+	for (int c = 0; c < schema->ncolumns; c++) {
+		const tl_vector *vec = &rows->columns[c];
+		tl_pq_physical physical = schema->columns[c].physical;
+		int64_t nans = 0;
+		if (physical == TL_PQ_FLOAT) {
+			for (int64_t i = 0; i < rows->nrows; i++)
+				nans += !tl_vector_is_null(vec, i) && isnan(vec->v.f32[i]);
+		} else if (physical == TL_PQ_DOUBLE) {
+			for (int64_t i = 0; i < rows->nrows; i++)
+				nans += !tl_vector_is_null(vec, i) && isnan(vec->v.f64[i]);
+		}
+		nan_counts[c] += nans;
+	}
+}
+
+/*
+ * The file's nan_value_counts, one per float and double field: without
+ * them a reader must assume any such column may hold a NaN, and NaN is
+ * above every number, so `x > 5000` could prune no file.
+ */
+static int set_nan_counts(const tl_pq_schema *schema, const int64_t *nan_counts, tl_arena *arena,
+                          tl_ice_data_file *df, tl_error *err)
+{
+	int n = 0;
+	for (int c = 0; c < schema->ncolumns; c++)
+		n += (schema->columns[c].physical == TL_PQ_FLOAT || schema->columns[c].physical == TL_PQ_DOUBLE) &&
+		     schema->columns[c].field_id >= 0;
+	if (n == 0)
+		return 0;
+	df->nan_value_counts.keys = tl_arena_alloc(arena, sizeof(int32_t) * (size_t)n);
+	df->nan_value_counts.values = tl_arena_alloc(arena, sizeof(int64_t) * (size_t)n);
+	if (df->nan_value_counts.keys == NULL || df->nan_value_counts.values == NULL)
+		return tl_error_nomem(err, "for column metrics");
+	df->nan_value_counts.n = 0;
+	for (int c = 0; c < schema->ncolumns; c++) {
+		const tl_pq_column *col = &schema->columns[c];
+		if ((col->physical != TL_PQ_FLOAT && col->physical != TL_PQ_DOUBLE) || col->field_id < 0)
+			continue;
+		df->nan_value_counts.keys[df->nan_value_counts.n] = col->field_id;
+		df->nan_value_counts.values[df->nan_value_counts.n++] = nan_counts[c];
+	}
+	return 0;
+}
+
 /* Reads the finished file's footer back and records it as a data file. */
 static int describe_file(tl_ice_writer *w, const partition *p, const open_file *f, tl_error *err)
 {
@@ -568,6 +621,8 @@ static int describe_file(tl_ice_writer *w, const partition *p, const open_file *
 	tl_ice_data_file df;
 	memset(&df, 0, sizeof(df));
 	int rc = r != NULL ? tl_ice_data_file_metrics(w->schema, r, &w->arena, &df, err) : -1;
+	if (rc == 0)
+		rc = set_nan_counts(w->pq_schema, f->nan_counts, &w->arena, &df, err);
 	if (rc == 0 && w->nfiles == w->files_cap) {
 		int cap = w->files_cap ? 2 * w->files_cap : 8;
 		tl_ice_data_file *files = tl_realloc(w->files, sizeof(tl_ice_data_file) * (size_t)cap);
@@ -697,6 +752,7 @@ static int write_partition(tl_ice_writer *w, int index, const tl_pq_batch *rows,
 		p->last_used = ++w->clock;
 		if (tl_pq_writer_write(p->file->pq, n < rows->nrows ? &view : rows, err) < 0)
 			return -1;
+		count_nans(w->pq_schema, n < rows->nrows ? &view : rows, p->file->nan_counts);
 		if ((int64_t)p->file->out->offset >= w->opts.target_file_bytes && finish_file(w, p, err) < 0)
 			return -1;
 	}
