@@ -780,7 +780,7 @@ TEST(writer_row_groups_close_at_their_row_and_byte_limits)
 		CHECK_INT(rg->total_compressed_size, compressed);
 		CHECK_INT(rg->total_byte_size, uncompressed);
 	}
-	CHECK_INT(expect_offset, (int64_t)f.footer_start);
+	CHECK_INT(expect_offset, (int64_t)f.data_end);
 	/* Statistics are per row group: rows 600..899 of the first batch. */
 	CHECK_INT(wt_stat_i64(wt_chunk_stats(&f, 2, 0)->min_value), identity(600));
 	CHECK_INT(wt_stat_i64(wt_chunk_stats(&f, 2, 0)->max_value), identity(899));
@@ -841,9 +841,9 @@ static int check_layout(const written *f, tl_error *err)
 			offset += m->total_compressed_size;
 		}
 	}
-	if (rc == 0 && (rows != f->md.num_rows || offset != (int64_t)f->footer_start))
+	if (rc == 0 && (rows != f->md.num_rows || offset != (int64_t)f->data_end))
 		rc = tl_error_set(err, TL_ERR_CORRUPT, "row groups hold %lld rows ending at %lld; file says %lld, %zu",
-		                  (long long)rows, (long long)offset, (long long)f->md.num_rows, f->footer_start);
+		                  (long long)rows, (long long)offset, (long long)f->md.num_rows, f->data_end);
 	free(pages);
 	return rc;
 }

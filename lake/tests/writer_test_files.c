@@ -97,7 +97,18 @@ int wt_load_file(written *f, tl_error *err)
 	if (footer_len > size - 12)
 		return tl_error_set(err, TL_ERR_CORRUPT, "%s: footer length %u too large", f->path, footer_len);
 	f->footer_start = size - 8 - footer_len;
-	return pq_file_metadata_decode(d + f->footer_start, footer_len, &f->md, err);
+	if (pq_file_metadata_decode(d + f->footer_start, footer_len, &f->md, err) < 0)
+		return -1;
+	f->data_end = f->footer_start;
+	for (int32_t g = 0; g < f->md.nrow_groups; g++)
+		for (int32_t c = 0; c < f->md.row_groups[g].ncolumns; c++) {
+			const pq_column_chunk *cc = &f->md.row_groups[g].columns[c];
+			if (cc->has_column_index && (size_t)cc->column_index_offset < f->data_end)
+				f->data_end = (size_t)cc->column_index_offset;
+			if (cc->has_offset_index && (size_t)cc->offset_index_offset < f->data_end)
+				f->data_end = (size_t)cc->offset_index_offset;
+		}
+	return 0;
 }
 
 /* Yields the next batch to write, or NULL at the end. */
@@ -201,7 +212,7 @@ int wt_chunk_pages(const written *f, const pq_column_meta *m, page_view *pages, 
 {
 	int64_t start = m->has_dictionary_page_offset ? m->dictionary_page_offset : m->data_page_offset;
 	int64_t end = start + m->total_compressed_size;
-	if (start < 4 || end > (int64_t)f->footer_start)
+	if (start < 4 || end > (int64_t)f->data_end)
 		return tl_error_set(err, TL_ERR_CORRUPT, "chunk [%lld, %lld) outside the data", (long long)start,
 		                    (long long)end);
 	int64_t pos = start, uncompressed = 0;

@@ -18,6 +18,7 @@ typedef struct written {
 	tl_buf bytes;
 	pq_file_metadata md;
 	size_t footer_start;
+	size_t data_end;     /* where the row groups end: the page index's start, else footer_start */
 } written;
 
 /* One page of a column chunk, as stored. */

@@ -85,6 +85,9 @@ typedef struct tl_ice_reader_stats {
 	int64_t files_read;
 	int64_t row_groups_read;
 	int64_t row_groups_skipped;    /* by the filter against row-group statistics */
+	int64_t row_groups_skipped_by_bloom; /* by = and IN against bloom filters (not in row_groups_skipped) */
+	int64_t pages_read;            /* data pages decoded, over every column chunk read */
+	int64_t pages_skipped;         /* data pages passed over undecoded (page index pruning, deferred columns) */
 	int64_t rows_deleted;          /* by position and equality deletes */
 } tl_ice_reader_stats;
 

@@ -7,11 +7,14 @@
  * their row position (the slot of a null row is unspecified).
  *
  * Writer: tl_pq_writer_open, then tl_pq_writer_write any number of batches,
- * then tl_pq_writer_close. Memory stays bounded by one row group.
+ * then tl_pq_writer_close. Memory stays bounded by one row group. Files get
+ * a page index (ColumnIndex and OffsetIndex per column chunk) and, for the
+ * columns asked for, split block bloom filters.
  *
  * Reader: tl_pq_reader_open parses and validates the footer; choose columns
- * with tl_pq_reader_project and drop row groups with tl_pq_reader_prune,
- * then call tl_pq_reader_next until it returns 0. Nothing in the file is
+ * with tl_pq_reader_project and drop row groups with tl_pq_reader_prune
+ * (or pages, by rows, with tl_pq_reader_select_rows after consulting
+ * tl_pq_reader_page_index), then call tl_pq_reader_next until it returns 0. Nothing in the file is
  * trusted: every size is checked against the file before it is used, and a
  * page whose header carries a CRC is checked against it before it is
  * decoded (TL_ERR_CORRUPT naming the file, row group, column and page).
@@ -154,12 +157,24 @@ typedef struct tl_pq_writer_options {
 	bool dictionary;              /* try dictionary encoding first */
 	int64_t dictionary_bytes;     /* dictionary budget per column chunk before falling back to PLAIN */
 	bool write_page_crc;          /* CRC32 in every page header (default on) */
+	bool write_page_index;        /* a ColumnIndex and OffsetIndex per column chunk (default on) */
+	/* Split block bloom filters (xxHash64) for these schema columns, one per
+	 * column chunk, sized for the chunk's distinct values at bloom_fpp and
+	 * at most bloom_max_bytes. Boolean columns get none. The array is copied. */
+	const int *bloom_columns;
+	int nbloom_columns;
+	double bloom_fpp;             /* false positive probability target, default 0.01 */
+	int64_t bloom_max_bytes;      /* bitset cap per chunk, default 1 MiB */
 	const tl_pq_kv *metadata;     /* key-value metadata for the footer */
 	int nmetadata;
 	const char *created_by;       /* default "tierdb version ..." */
 } tl_pq_writer_options;
 
-/* Fills opts with the defaults: ZSTD, 1 MiB pages, 128 MiB / 1M-row row groups, dictionary on, page CRCs on. */
+/*
+ * Fills opts with the defaults: ZSTD, 1 MiB / 20,000-row pages, 128 MiB /
+ * 1M-row row groups, dictionary on, page CRCs on, page index on, no bloom
+ * filters.
+ */
 void tl_pq_writer_options_init(tl_pq_writer_options *opts);
 
 typedef struct tl_pq_writer tl_pq_writer;
@@ -268,6 +283,62 @@ int tl_pq_reader_defer(tl_pq_reader *r, const bool *deferred, tl_error *err);
  * Returns 0, or -1 with err set.
  */
 int tl_pq_reader_load_column(tl_pq_reader *r, tl_pq_batch *batch, int column, tl_error *err);
+
+/* ------------------------------------------------- page index, bloom filters */
+
+/* One data page of a column chunk, as the chunk's page index describes it. */
+typedef struct tl_pq_page_info {
+	int64_t first_row;        /* within the row group */
+	int64_t rows;
+	tl_pq_stats stats;        /* min/max in the column order; has_min_max false for a null page */
+} tl_pq_page_info;
+
+/*
+ * The data pages of a column chunk from its page index (ColumnIndex and
+ * OffsetIndex, PageIndex.md), read on the first request and kept for the
+ * reader's life. Returns the page count with *pages set, 0 when the chunk
+ * has no page index or a malformed one (nothing to skip pages by), or -1
+ * with err set when reading the file fails.
+ */
+int tl_pq_reader_page_index(tl_pq_reader *r, int row_group, int column, const tl_pq_page_info **pages,
+                            tl_error *err);
+
+/* Rows [start, end) of a row group. */
+typedef struct tl_pq_row_range {
+	int64_t start;
+	int64_t end;
+} tl_pq_row_range;
+
+/*
+ * Reads only these rows of row group `row_group` (ranges sorted, not
+ * overlapping, within the row group; copied; none: the row group is not
+ * read). tl_pq_reader_next then returns batches of consecutive rows within
+ * the ranges, and every column passes over the rows between them: whole
+ * pages unread (not even decompressed), the rest of a page by advancing
+ * its decoders. tl_pq_reader_batch_position tells where each batch
+ * starts. Call before the first tl_pq_reader_next.
+ */
+int tl_pq_reader_select_rows(tl_pq_reader *r, int row_group, const tl_pq_row_range *ranges, int nranges,
+                             tl_error *err);
+
+/* Where the batch the last tl_pq_reader_next returned starts: its row group and first row in it. */
+void tl_pq_reader_batch_position(const tl_pq_reader *r, int *row_group, int64_t *first_row);
+
+/* Data pages decoded, and passed over without decompressing them, in the column chunks read so far. */
+void tl_pq_reader_page_counts(const tl_pq_reader *r, int64_t *pages_read, int64_t *pages_skipped);
+
+/* Whether the column chunk has a bloom filter (BloomFilter.md). */
+bool tl_pq_reader_has_bloom_filter(const tl_pq_reader *r, int row_group, int column);
+/*
+ * Probes the column chunk's bloom filter for values given as their PLAIN
+ * bytes (little-endian numbers; a byte array's bytes without the length
+ * prefix; a fixed-length array's bytes). Returns 0 when the filter proves
+ * none of them is in the chunk, 1 when one may be (also when the chunk has
+ * no filter, or one this reader cannot use), -1 with err set when reading
+ * the file fails.
+ */
+int tl_pq_reader_bloom_may_contain(tl_pq_reader *r, int row_group, int column, const tl_bytes *values,
+                                   int nvalues, tl_error *err);
 
 /*
  * A batch shaped for the projected columns, sized for `capacity` rows; free

@@ -843,3 +843,333 @@ int ice_fp_open_file(const char *path, const char *file_format, const tl_ice_fie
 	}
 	return 0;
 }
+
+/* ------------------------------------------------------- page ranges */
+
+/* A set of row ranges of one row group, sorted and disjoint (malloc'd). */
+typedef struct row_set {
+	tl_pq_row_range *ranges;
+	int n;
+	bool failed;          /* out of memory: the caller reads every row */
+} row_set;
+
+static void row_set_add(row_set *s, int64_t start, int64_t end)
+{
+	if (s->failed || start >= end)
+		return;
+	if (s->n > 0 && s->ranges[s->n - 1].end >= start) {
+		if (end > s->ranges[s->n - 1].end)
+			s->ranges[s->n - 1].end = end;
+		return;
+	}
+	/* Doubling at powers of two keeps appends amortised without a capacity field. */
+	if ((s->n & (s->n - 1)) == 0) {
+		tl_pq_row_range *grown = tl_realloc(s->ranges, sizeof(*grown) * (size_t)(s->n ? 2 * s->n : 1));
+		if (grown == NULL) {
+			s->failed = true;
+			return;
+		}
+		s->ranges = grown;
+	}
+	s->ranges[s->n].start = start;
+	s->ranges[s->n].end = end;
+	s->n++;
+}
+
+static row_set row_set_all(int64_t rows)
+{
+	row_set s = {NULL, 0, false};
+	row_set_add(&s, 0, rows);
+	return s;
+}
+
+static row_set row_set_combine(row_set a, row_set b, bool intersect)
+{
+	row_set out = {NULL, 0, a.failed || b.failed};
+	int i = 0, k = 0;
+	if (intersect) {
+		while (i < a.n && k < b.n) {
+			int64_t start = a.ranges[i].start > b.ranges[k].start ? a.ranges[i].start : b.ranges[k].start;
+			int64_t end = a.ranges[i].end < b.ranges[k].end ? a.ranges[i].end : b.ranges[k].end;
+			row_set_add(&out, start, end);
+			if (a.ranges[i].end < b.ranges[k].end)
+				i++;
+			else
+				k++;
+		}
+	} else {
+		while (i < a.n || k < b.n) {
+			bool take_a = k >= b.n || (i < a.n && a.ranges[i].start <= b.ranges[k].start);
+			const tl_pq_row_range *r = take_a ? &a.ranges[i++] : &b.ranges[k++];
+			row_set_add(&out, r->start, r->end);
+		}
+	}
+	tl_free(a.ranges);
+	tl_free(b.ranges);
+	return out;
+}
+
+/* What page_ranges needs about the file and row group. */
+typedef struct page_ctx {
+	tl_pq_reader *pq;
+	int row_group;
+	int64_t rows;
+	const tl_ice_schema *schema;
+	const stats_column *cols;
+	int ncols;
+	tl_arena arena;
+} page_ctx;
+
+/* One page's statistics as a one-column data file's metrics. */
+static bool page_metrics(page_ctx *c, const stats_column *sc, const tl_pq_page_info *page, tl_ice_data_file *df)
+{
+	int32_t id = sc->col.field->id;
+	memset(df, 0, sizeof(*df));
+	df->record_count = page->rows;
+	int32_t *ids = tl_arena_alloc(&c->arena, 2 * sizeof(int32_t));
+	int64_t *counts = tl_arena_alloc(&c->arena, 2 * sizeof(int64_t));
+	tl_bytes *bounds = tl_arena_alloc(&c->arena, 2 * sizeof(tl_bytes));
+	if (ids == NULL || counts == NULL || bounds == NULL)
+		return false;
+	ids[0] = ids[1] = id;
+	counts[0] = page->rows;
+	df->value_counts = (tl_ice_long_map){.n = 1, .keys = &ids[0], .values = &counts[0]};
+	if (page->stats.has_null_count) {
+		counts[1] = page->stats.null_count;
+		df->null_value_counts = (tl_ice_long_map){.n = 1, .keys = &ids[1], .values = &counts[1]};
+	}
+	if (page->stats.has_min_max && stat_to_bound(sc, page->stats.min, &c->arena, &bounds[0]) &&
+	    stat_to_bound(sc, page->stats.max, &c->arena, &bounds[1])) {
+		df->lower_bounds = (tl_ice_bytes_map){.n = 1, .keys = &ids[0], .values = &bounds[0]};
+		df->upper_bounds = (tl_ice_bytes_map){.n = 1, .keys = &ids[1], .values = &bounds[1]};
+	}
+	return true;
+}
+
+/*
+ * The rows of the row group a predicate may match: the pages of its
+ * column whose statistics, judged as a file's metrics are, may hold a
+ * match. Every row when the column has no page index.
+ */
+static row_set predicate_rows(page_ctx *c, const tl_ice_expr *pred)
+{
+	const stats_column *sc = NULL;
+	for (int i = 0; i < c->ncols && sc == NULL; i++)
+		if (c->cols[i].col.field->id == pred->field_id)
+			sc = &c->cols[i];
+	const tl_pq_page_info *pages = NULL;
+	tl_error ignored;
+	tl_error_clear(&ignored);
+	int npages = sc ? tl_pq_reader_page_index(c->pq, c->row_group, sc->file_column, &pages, &ignored) : 0;
+	if (npages <= 0)
+		return row_set_all(c->rows);
+	row_set s = {NULL, 0, false};
+	for (int p = 0; p < npages && !s.failed; p++) {
+		tl_ice_data_file df;
+		tl_arena_reset(&c->arena);
+		if (!page_metrics(c, sc, &pages[p], &df) || tl_ice_expr_may_match_metrics(pred, c->schema, &df))
+			row_set_add(&s, pages[p].first_row, pages[p].first_row + pages[p].rows);
+	}
+	return s;
+}
+
+static row_set expr_rows(page_ctx *c, const tl_ice_expr *e)
+{
+	switch (e->op) {
+	case TL_ICE_EXPR_TRUE:
+		return row_set_all(c->rows);
+	case TL_ICE_EXPR_FALSE:
+		return (row_set){NULL, 0, false};
+	case TL_ICE_EXPR_AND:
+	case TL_ICE_EXPR_OR: {
+		row_set left = expr_rows(c, e->left);
+		/* An empty intersection stays empty, a full union full: no need to look right. */
+		if (e->op == TL_ICE_EXPR_AND && left.n == 0 && !left.failed)
+			return left;
+		row_set right = expr_rows(c, e->right);
+		return row_set_combine(left, right, e->op == TL_ICE_EXPR_AND);
+	}
+	default:
+		return predicate_rows(c, e);
+	}
+}
+
+int ice_page_ranges(tl_pq_reader *pq, int row_group, const tl_ice_schema *schema, const tl_ice_expr *filter,
+                    tl_pq_row_range **ranges, int *nranges)
+{
+	*ranges = NULL;
+	*nranges = 0;
+	if (filter == NULL)
+		return 0;
+	stats_column *cols = tl_malloc(sizeof(*cols) * (size_t)(schema->nfields ? schema->nfields : 1));
+	if (cols == NULL)
+		return 0;
+	page_ctx c = {.pq = pq, .row_group = row_group, .rows = tl_pq_reader_row_group_rows(pq, row_group),
+	              .schema = schema, .cols = cols};
+	c.ncols = map_stats_columns(pq, schema, filter, cols);
+	tl_arena_init(&c.arena, 1024);
+	row_set s = c.ncols > 0 ? expr_rows(&c, filter) : row_set_all(c.rows);
+	tl_arena_free(&c.arena);
+	tl_free(cols);
+	bool everything = s.n == 1 && s.ranges[0].start == 0 && s.ranges[0].end == c.rows;
+	if (s.failed || everything) {
+		tl_free(s.ranges);
+		return 0;
+	}
+	*ranges = s.ranges;
+	*nranges = s.n;
+	return 1;
+}
+
+/* ------------------------------------------------------- bloom filters */
+
+/* Little-endian bytes of an integer of `width` bytes, when x fits. */
+static bool int_plain(int64_t x, int width, uint8_t *out, tl_bytes *v)
+{
+	if (width == 4 && (x < INT32_MIN || x > INT32_MAX))
+		return false;
+	for (int k = 0; k < width; k++)
+		out[k] = (uint8_t)((uint64_t)x >> (8 * k));
+	*v = (tl_bytes){out, (uint32_t)width};
+	return true;
+}
+
+/*
+ * The PLAIN bytes a literal has in the file column (as the bloom filter
+ * hashed them): into v[0], and for a float zero the other zero into v[1].
+ * Returns how many, or 0 when the literal has no single stored form this
+ * knows (a NaN, unit scaling, decimals as variable-length bytes): the row
+ * group is then kept.
+ */
+static int literal_plain(const stats_column *sc, const tl_pq_column *src, const tl_ice_value *lit, uint8_t buf[2][16],
+                         tl_bytes v[2])
+{
+	const ice_fp_column *col = &sc->col;
+	tl_ice_type_id type = col->field->type.id;
+	int width = src->physical == TL_PQ_INT32 || src->physical == TL_PQ_FLOAT ? 4 : 8;
+	switch (col->conv) {
+	case ICE_CONV_INTEGER: {
+		if (col->mul != 1 || col->div != 1)
+			return 0;
+		int64_t x = type == TL_ICE_INT || type == TL_ICE_DATE ? lit->v.i32 : lit->v.i64;
+		return int_plain(x, width, buf[0], &v[0]) ? 1 : 0;
+	}
+	case ICE_CONV_FLOAT:
+	case ICE_CONV_TO_DOUBLE: {
+		double x = type == TL_ICE_FLOAT ? (double)lit->v.f32 : lit->v.f64;
+		if (isnan(x) || (width == 4 && (double)(float)x != x))
+			return 0;
+		for (int z = 0; z < 2; z++) {
+			double y = z == 0 ? x : -x; /* the zero of the other sign; only used when x is zero */
+			if (width == 4) {
+				float f = (float)y;
+				memcpy(buf[z], &f, 4);
+			} else {
+				memcpy(buf[z], &y, 8);
+			}
+			v[z] = (tl_bytes){buf[z], (uint32_t)width};
+		}
+		return x == 0 ? 2 : 1;
+	}
+	case ICE_CONV_BYTES:
+		if (lit->len > UINT32_MAX)
+			return 0;
+		v[0] = (tl_bytes){lit->ptr, (uint32_t)lit->len};
+		return 1;
+	case ICE_CONV_DECIMAL:
+		if (src->physical == TL_PQ_INT32 || src->physical == TL_PQ_INT64) {
+			if (lit->v.dec < INT64_MIN || lit->v.dec > INT64_MAX)
+				return 0;
+			return int_plain((int64_t)lit->v.dec, width, buf[0], &v[0]) ? 1 : 0;
+		}
+		if (src->physical == TL_PQ_FIXED_LEN_BYTE_ARRAY && src->type_length <= 16) {
+			int n = src->type_length;
+			/* It fits when the bytes dropped are all sign. */
+			tl_int128 limit = n == 16 ? 0 : ((tl_int128)1 << (8 * n - 1));
+			if (n < 16 && (lit->v.dec >= limit || lit->v.dec < -limit))
+				return 0;
+			int_to_be(lit->v.dec, buf[0], n);
+			v[0] = (tl_bytes){buf[0], (uint32_t)n};
+			return 1;
+		}
+		return 0;
+	default:
+		return 0;
+	}
+}
+
+/* 0 when the row group's bloom filter proves pred (= or IN) matches nothing there, else 1. */
+static int predicate_in_bloom(tl_pq_reader *pq, int g, const stats_column *cols, int ncols, const tl_ice_expr *pred)
+{
+	if (pred->op != TL_ICE_EXPR_EQ && pred->op != TL_ICE_EXPR_IN)
+		return 1;
+	const stats_column *sc = NULL;
+	for (int i = 0; i < ncols && sc == NULL; i++)
+		if (cols[i].col.field->id == pred->field_id)
+			sc = &cols[i];
+	if (sc == NULL || pred->nvalues < 1 || !tl_pq_reader_has_bloom_filter(pq, g, sc->file_column))
+		return 1;
+	const tl_pq_column *src = &tl_pq_reader_schema(pq)->columns[sc->file_column];
+	tl_bytes *values = tl_malloc(sizeof(tl_bytes) * 2 * (size_t)pred->nvalues);
+	uint8_t(*bufs)[2][16] = tl_malloc(sizeof(*bufs) * (size_t)pred->nvalues);
+	int n = 0, rc = 1;
+	if (values != NULL && bufs != NULL) {
+		bool all = true;
+		for (int i = 0; i < pred->nvalues && all; i++) {
+			int k = literal_plain(sc, src, &pred->values[i], bufs[i], &values[n]);
+			all = k > 0;
+			n += k;
+		}
+		tl_error ignored;
+		tl_error_clear(&ignored);
+		/* A failing read only costs the pruning; the row group's own read reports it. */
+		if (all && tl_pq_reader_bloom_may_contain(pq, g, sc->file_column, values, n, &ignored) == 0)
+			rc = 0;
+	}
+	tl_free(values);
+	tl_free(bufs);
+	return rc;
+}
+
+static bool bloom_may_match(tl_pq_reader *pq, int g, const stats_column *cols, int ncols, const tl_ice_expr *e)
+{
+	for (;;) {
+		switch (e->op) {
+		case TL_ICE_EXPR_TRUE:
+			return true;
+		case TL_ICE_EXPR_FALSE:
+			return false;
+		case TL_ICE_EXPR_AND:
+			if (!bloom_may_match(pq, g, cols, ncols, e->right))
+				return false;
+			e = e->left;
+			break;
+		case TL_ICE_EXPR_OR:
+			if (bloom_may_match(pq, g, cols, ncols, e->right))
+				return true;
+			e = e->left;
+			break;
+		default:
+			return predicate_in_bloom(pq, g, cols, ncols, e) != 0;
+		}
+	}
+}
+
+int ice_row_groups_by_bloom(tl_pq_reader *pq, const tl_ice_schema *schema, const tl_ice_expr *filter, bool *keep)
+{
+	if (filter == NULL)
+		return 0;
+	stats_column *cols = tl_malloc(sizeof(*cols) * (size_t)(schema->nfields ? schema->nfields : 1));
+	if (cols == NULL)
+		return 0;
+	int ncols = map_stats_columns(pq, schema, filter, cols);
+	int skipped = 0;
+	for (int g = 0; g < tl_pq_reader_num_row_groups(pq) && ncols > 0; g++) {
+		if (keep[g] && !bloom_may_match(pq, g, cols, ncols, filter)) {
+			keep[g] = false;
+			skipped++;
+		}
+	}
+	tl_free(cols);
+	return skipped;
+}

@@ -64,10 +64,12 @@ struct tl_ice_reader {
 	tl_pq_batch *src;
 	int64_t next_position;       /* file position of the next row read */
 	int row_group;               /* the row group rows come from, -1 before the first */
-	int64_t row_group_left;
 	int64_t *row_group_start;    /* file position of each row group's first row */
+	int64_t pages_read_before;   /* by the Parquet readers closed so far */
+	int64_t pages_skipped_before;
 	bool *keep_row_group;        /* not empty, not ruled out by the filter */
 	bool per_row_group;          /* some row group is skipped: one Parquet reader per kept one */
+	int narrowed_to;             /* the row group that reader reads */
 	int nkept;                   /* row groups to read */
 	bool *source_deferred;       /* per file projection column: deferred in the Parquet reader */
 	bool load_pending;           /* the last batch still lacks its deferred columns */
@@ -345,11 +347,34 @@ static int load_equality_deletes(tl_ice_reader *r, const tl_ice_field *const *fi
 	return 0;
 }
 
+/* Adds the page counts of the open Parquet reader to the ones kept, before it goes. */
+static void keep_page_counts(tl_ice_reader *r)
+{
+	if (r->pq == NULL)
+		return;
+	int64_t read, skipped;
+	tl_pq_reader_page_counts(r->pq, &read, &skipped);
+	r->pages_read_before += read;
+	r->pages_skipped_before += skipped;
+	r->stats.pages_read = r->pages_read_before;
+	r->stats.pages_skipped = r->pages_skipped_before;
+}
+
+/* Brings the page counts in the statistics up to date with the open Parquet reader. */
+static void update_page_counts(tl_ice_reader *r)
+{
+	int64_t read, skipped;
+	tl_pq_reader_page_counts(r->pq, &read, &skipped);
+	r->stats.pages_read = r->pages_read_before + read;
+	r->stats.pages_skipped = r->pages_skipped_before + skipped;
+}
+
 static void close_file(tl_ice_reader *r)
 {
 	tl_pq_batch_free(r->src);
 	r->src = NULL;
 	ice_fp_free(&r->fp);
+	keep_page_counts(r);
 	tl_pq_reader_free(r->pq);
 	r->pq = NULL;
 	tl_input_close(r->in);
@@ -376,8 +401,25 @@ static void close_file(tl_ice_reader *r)
 }
 
 /*
- * Decides which row groups to read and where each starts. Returns how many
- * will be read; with some skipped, the reader is narrowed to the first.
+ * Restricts the read of row group g to the rows its page indexes say the
+ * filter may match. Pruning is an optimisation: when it cannot be judged,
+ * every row is read.
+ */
+static int select_pages(tl_ice_reader *r, int g, tl_error *err)
+{
+	tl_pq_row_range *ranges;
+	int nranges;
+	if (ice_page_ranges(r->pq, g, r->schema, r->filter, &ranges, &nranges) == 0)
+		return 0;
+	int rc = tl_pq_reader_select_rows(r->pq, g, ranges, nranges, err);
+	tl_free(ranges);
+	return rc;
+}
+
+/*
+ * Decides which row groups to read and where each starts, and which of
+ * their pages. Returns how many row groups will be read; with some
+ * skipped, the reader is narrowed to the first.
  */
 static int plan_row_groups(tl_ice_reader *r, tl_error *err)
 {
@@ -393,8 +435,10 @@ static int plan_row_groups(tl_ice_reader *r, tl_error *err)
 		start += tl_pq_reader_row_group_rows(r->pq, g);
 	}
 	int skipped = ice_row_groups_to_read(r->pq, r->schema, r->filter, r->keep_row_group);
+	int by_bloom = ice_row_groups_by_bloom(r->pq, r->schema, r->filter, r->keep_row_group);
 	r->stats.row_groups_skipped += skipped;
-	r->per_row_group = skipped > 0;
+	r->stats.row_groups_skipped_by_bloom += by_bloom;
+	r->per_row_group = skipped + by_bloom > 0;
 	int first = -1, kept = 0;
 	for (int g = 0; g < ngroups; g++) {
 		if (r->keep_row_group[g]) {
@@ -403,8 +447,13 @@ static int plan_row_groups(tl_ice_reader *r, tl_error *err)
 				first = g;
 		}
 	}
-	if (r->per_row_group && first >= 0 && tl_pq_reader_select_row_group(r->pq, first, err) < 0)
+	r->narrowed_to = first;
+	if (r->per_row_group && first >= 0 &&
+	    (tl_pq_reader_select_row_group(r->pq, first, err) < 0 || select_pages(r, first, err) < 0))
 		return -1;
+	for (int g = 0; !r->per_row_group && g < ngroups; g++)
+		if (r->keep_row_group[g] && select_pages(r, g, err) < 0)
+			return -1;
 	return kept;
 }
 
@@ -438,7 +487,6 @@ static int open_task(tl_ice_reader *r, const tl_ice_scan_task *t, tl_error *err)
 	r->task = t;
 	r->next_position = 0;
 	r->row_group = -1;
-	r->row_group_left = 0;
 	if (ice_fp_open_file(path, t->file.file_format, fields, nfields, &r->in, &r->pq, &r->fp, err) < 0) {
 		ice_error_name_file(err, "data file", path);
 		tl_free(fields);
@@ -648,35 +696,42 @@ static int next_kept_row_group(const tl_ice_reader *r, int g)
 }
 
 /*
- * Follows row groups as batches arrive (a batch never spans two), so each
- * row's file position is exact; -1 if the file disagrees with its footer.
+ * Sets the file position of the batch just read from where the Parquet
+ * reader says it starts (a batch's rows are consecutive, but pages the
+ * filter rules out leave gaps between batches), so position deletes and
+ * callers see each row's exact position.
  */
-static int account_rows(tl_ice_reader *r, int64_t n, tl_error *err)
+static int account_rows(tl_ice_reader *r, tl_error *err)
 {
-	if (r->row_group_left == 0) {
-		r->row_group = next_kept_row_group(r, r->row_group);
-		if (r->row_group >= tl_pq_reader_num_row_groups(r->pq))
-			return tl_error_set(err, TL_ERR_CORRUPT, "rows were read past the last row group");
-		r->row_group_left = tl_pq_reader_row_group_rows(r->pq, r->row_group);
-		r->next_position = r->row_group_start[r->row_group];
+	int g;
+	int64_t first;
+	tl_pq_reader_batch_position(r->pq, &g, &first);
+	if (g < 0 || g >= tl_pq_reader_num_row_groups(r->pq) || !r->keep_row_group[g])
+		return tl_error_set(err, TL_ERR_CORRUPT, "rows came from row group %d, which was not to be read", g);
+	if (g != r->row_group) {
+		r->row_group = g;
 		r->stats.row_groups_read++;
 	}
-	if (n > r->row_group_left)
-		return tl_error_set(err, TL_ERR_CORRUPT, "a batch crossed the end of row group %d", r->row_group);
-	r->row_group_left -= n;
+	r->next_position = r->row_group_start[g] + first;
+	/* Deletes of rows passed over are of no more use. */
+	while (r->deleted_cursor < r->ndeleted && r->deleted[r->deleted_cursor] < r->next_position)
+		r->deleted_cursor++;
+	update_page_counts(r);
 	return 0;
 }
 
 /* Replaces the Parquet reader with one narrowed to row group g of the same file. */
 static int reopen_at_row_group(tl_ice_reader *r, int g, tl_error *err)
 {
+	keep_page_counts(r);
 	tl_pq_reader_free(r->pq);
 	r->pq = tl_pq_reader_open(r->in, err);
 	if (r->pq == NULL)
 		return -1;
 	if (ice_fp_project(&r->fp, r->pq, err) < 0 || tl_pq_reader_select_row_group(r->pq, g, err) < 0 ||
-	    defer_sources(r, err) < 0)
+	    select_pages(r, g, err) < 0 || defer_sources(r, err) < 0)
 		return -1;
+	r->row_group = -1;  /* the narrowed reader reports row group g from its first batch */
 	return 0;
 }
 
@@ -687,13 +742,12 @@ static int64_t next_file_batch(tl_ice_reader *r, tl_error *err)
 		int64_t n = tl_pq_reader_next(r->pq, r->src, err);
 		if (n != 0 || !r->per_row_group)
 			return n;
-		if (r->row_group_left != 0)
-			return tl_error_set(err, TL_ERR_CORRUPT, "row group %d ended early", r->row_group);
-		int g = next_kept_row_group(r, r->row_group);
+		int g = next_kept_row_group(r, r->narrowed_to);
 		if (g >= tl_pq_reader_num_row_groups(r->pq))
 			return 0;
 		if (reopen_at_row_group(r, g, err) < 0)
 			return -1;
+		r->narrowed_to = g;
 	}
 }
 
@@ -712,7 +766,7 @@ static int64_t read_open_file(tl_ice_reader *r, tl_pq_batch *out, tl_error *err)
 		int64_t n = next_file_batch(r, err);
 		if (n <= 0)
 			return n;
-		if (account_rows(r, n, err) < 0)
+		if (account_rows(r, err) < 0)
 			return -1;
 		r->load_pending = false;
 		int64_t kept = fill_output(r, out, err);

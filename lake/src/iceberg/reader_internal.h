@@ -103,6 +103,26 @@ int ice_row_groups_to_read(const tl_pq_reader *pq, const tl_ice_schema *schema, 
                            bool *keep);
 
 /*
+ * The rows of row group g the filter may match, judged page by page from
+ * the page indexes of the columns it names (the same inclusive evaluation
+ * as for row groups, on each page's statistics; AND intersects the pages'
+ * rows, OR unites them). Returns 1 with *ranges (malloc'd, sorted,
+ * disjoint; possibly none) when that rules some rows out, 0 when every row
+ * may match or nothing can be judged (no page index, out of memory).
+ */
+int ice_page_ranges(tl_pq_reader *pq, int row_group, const tl_ice_schema *schema, const tl_ice_expr *filter,
+                    tl_pq_row_range **ranges, int *nranges);
+
+/*
+ * Clears keep[g] for each kept row group whose bloom filters prove that
+ * the filter's = and IN predicates (as AND and OR combine them) match no
+ * row; returns how many. Literals are hashed in the file column's stored
+ * form; those without one exact form (NaN, unit-scaled timestamps,
+ * variable-length decimals) never prune.
+ */
+int ice_row_groups_by_bloom(tl_pq_reader *pq, const tl_ice_schema *schema, const tl_ice_expr *filter, bool *keep);
+
+/*
  * Reads row `row` of the projected file batch `src` as column c's table
  * value. A null in a required field, or a value the table type cannot
  * hold, is an error.

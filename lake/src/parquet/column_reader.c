@@ -493,8 +493,10 @@ static int next_data_page(pq_column_reader *cr, int64_t *skip, tl_error *err)
 		if (skip != NULL && values <= *skip) {
 			*skip -= values;
 			cr->rows_read += values;
+			cr->pages_skipped++;
 			continue;
 		}
+		cr->pages_read++;
 		if (check_crc(cr, &h, body, page_start, err) < 0)
 			return -1;
 		int rc = h.type == PQ_PAGE_DATA ? start_data_page_v1(cr, &h, body, err)

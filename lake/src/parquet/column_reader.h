@@ -42,6 +42,8 @@ typedef struct pq_column_reader {
 	size_t chunk_pos;
 	int64_t rows_expected;       /* the row group's row count */
 	int64_t rows_read;
+	int64_t pages_read;          /* data pages decoded */
+	int64_t pages_skipped;       /* data pages passed over without decompressing them */
 
 	/* Dictionary: values decoded once per chunk. */
 	bool has_dictionary;

@@ -656,6 +656,12 @@ static int column_meta_field(decoder *d, int16_t id, int type, void *out)
 	case 12:
 		m->has_statistics = true;
 		return get_struct(d, type, "statistics", &statistics_type, &m->statistics);
+	case 14:
+		m->has_bloom_filter = true;
+		return get_size64(d, type, "bloom_filter_offset", &m->bloom_filter_offset);
+	case 15:
+		m->has_bloom_filter_length = true;
+		return get_size32(d, type, "bloom_filter_length", &m->bloom_filter_length);
 	}
 	return FIELD_UNKNOWN;
 }
@@ -680,6 +686,17 @@ static int column_chunk_field(decoder *d, int16_t id, int type, void *out)
 	case 3:
 		c->has_meta_data = true;
 		return get_struct(d, type, "meta_data", &column_meta_type, &c->meta_data);
+	/* The page index: a chunk has it only when both offset and length came. */
+	case 4:
+		return get_size64(d, type, "offset_index_offset", &c->offset_index_offset);
+	case 5:
+		c->has_offset_index = true;
+		return get_size32(d, type, "offset_index_length", &c->offset_index_length);
+	case 6:
+		return get_size64(d, type, "column_index_offset", &c->column_index_offset);
+	case 7:
+		c->has_column_index = true;
+		return get_size32(d, type, "column_index_length", &c->column_index_length);
 	}
 	return FIELD_UNKNOWN;
 }
@@ -816,6 +833,168 @@ int pq_statistics_decode(const uint8_t *data, size_t len, pq_statistics *out, tl
 	decoder_init(&d, data, len, NULL, err);
 	if (decode_struct(&d, &statistics_type, out) < 0)
 		return fail_top(&d, "Statistics");
+	return 0;
+}
+
+/* ------------------------------------------------------------- page index */
+
+static int get_i64_list(decoder *d, int type, const char *field, int64_t **items, int32_t *count)
+{
+	if (get_list(d, type, field, TH_I64, count) < 0)
+		return -1;
+	if (alloc_array(d, field, *count, sizeof(int64_t), (void **)items) < 0)
+		return -1;
+	for (int32_t i = 0; i < *count; i++) {
+		if (th_read_i64(&d->r, &(*items)[i]) < 0)
+			return blame(d, "%s[%d]", field, (int)i);
+	}
+	return 0;
+}
+
+static int get_bool_list(decoder *d, int type, const char *field, bool **items, int32_t *count)
+{
+	if (get_list(d, type, field, TH_BOOL_TRUE, count) < 0)
+		return -1;
+	if (alloc_array(d, field, *count, sizeof(bool), (void **)items) < 0)
+		return -1;
+	for (int32_t i = 0; i < *count; i++) {
+		if (th_read_bool(&d->r, TH_BOOL_TRUE, &(*items)[i]) < 0)
+			return blame(d, "%s[%d]", field, (int)i);
+	}
+	return 0;
+}
+
+static const required_field page_location_required[] = {
+	{1, "offset"}, {2, "compressed_page_size"}, {3, "first_row_index"}, {0, NULL}
+};
+
+static int page_location_field(decoder *d, int16_t id, int type, void *out)
+{
+	pq_page_location *p = out;
+	switch (id) {
+	case 1:
+		return get_size64(d, type, "offset", &p->offset);
+	case 2:
+		return get_size32(d, type, "compressed_page_size", &p->compressed_page_size);
+	case 3:
+		return get_size64(d, type, "first_row_index", &p->first_row_index);
+	}
+	return FIELD_UNKNOWN;
+}
+
+static const struct_type page_location_type = {
+	"PageLocation", sizeof(pq_page_location), NULL, page_location_field, page_location_required
+};
+
+static const required_field offset_index_required[] = {{1, "page_locations"}, {0, NULL}};
+
+static int offset_index_field(decoder *d, int16_t id, int type, void *out)
+{
+	pq_offset_index *oi = out;
+	if (id == 1)
+		return get_struct_list(d, type, "page_locations", &page_location_type, (void **)&oi->pages,
+		                       &oi->npages);
+	return FIELD_UNKNOWN;     /* 2, unencoded_byte_array_data_bytes */
+}
+
+static const struct_type offset_index_type = {
+	"OffsetIndex", sizeof(pq_offset_index), NULL, offset_index_field, offset_index_required
+};
+
+static const required_field column_index_required[] = {
+	{1, "null_pages"}, {2, "min_values"}, {3, "max_values"}, {4, "boundary_order"}, {0, NULL}
+};
+
+static int column_index_field(decoder *d, int16_t id, int type, void *out)
+{
+	pq_column_index *ci = out;
+	switch (id) {
+	case 1:
+		return get_bool_list(d, type, "null_pages", &ci->null_pages, &ci->npages);
+	case 2:
+		return get_binary_list(d, type, "min_values", &ci->min_values, &ci->nmin);
+	case 3:
+		return get_binary_list(d, type, "max_values", &ci->max_values, &ci->nmax);
+	case 4:
+		return get_i32(d, type, "boundary_order", &ci->boundary_order);
+	case 5:
+		return get_i64_list(d, type, "null_counts", &ci->null_counts, &ci->nnull_counts);
+	}
+	return FIELD_UNKNOWN;     /* 6, 7: level histograms */
+}
+
+static const struct_type column_index_type = {
+	"ColumnIndex", sizeof(pq_column_index), NULL, column_index_field, column_index_required
+};
+
+/* Decodes a struct of type t from exactly len bytes, arrays in arena. */
+static int decode_exactly(const uint8_t *data, size_t len, tl_arena *arena, const struct_type *t, void *out,
+                          tl_error *err)
+{
+	decoder d;
+	decoder_init(&d, data, len, arena, err);
+	if (decode_struct(&d, t, out) < 0)
+		return fail_top(&d, t->name);
+	size_t used = th_reader_offset(&d.r, data);
+	if (used != len)
+		return tl_error_set(err, TL_ERR_CORRUPT, "%s ends after %zu of its %zu bytes", t->name, used, len);
+	return 0;
+}
+
+int pq_offset_index_decode(const uint8_t *data, size_t len, tl_arena *arena, pq_offset_index *out, tl_error *err)
+{
+	return decode_exactly(data, len, arena, &offset_index_type, out, err);
+}
+
+int pq_column_index_decode(const uint8_t *data, size_t len, tl_arena *arena, pq_column_index *out, tl_error *err)
+{
+	return decode_exactly(data, len, arena, &column_index_type, out, err);
+}
+
+/* ------------------------------------------------------------- bloom filter header */
+
+/* The three unions of BloomFilterHeader each have one member, an empty struct, with id 1. */
+static int only_member_field(decoder *d, int16_t id, int type, void *out)
+{
+	if (id != 1)
+		return FIELD_UNKNOWN;
+	*(bool *)out = true;
+	return get_struct(d, type, "member", &ignored_struct, NULL);
+}
+
+static const struct_type bloom_union_type = {"union", 0, NULL, only_member_field, NULL};
+
+static const required_field bloom_header_required[] = {
+	{1, "numBytes"}, {2, "algorithm"}, {3, "hash"}, {4, "compression"}, {0, NULL}
+};
+
+static int bloom_header_field(decoder *d, int16_t id, int type, void *out)
+{
+	pq_bloom_header *h = out;
+	switch (id) {
+	case 1:
+		return get_size32(d, type, "numBytes", &h->num_bytes);
+	case 2:
+		return get_struct(d, type, "algorithm", &bloom_union_type, &h->split_block);
+	case 3:
+		return get_struct(d, type, "hash", &bloom_union_type, &h->xxhash);
+	case 4:
+		return get_struct(d, type, "compression", &bloom_union_type, &h->uncompressed);
+	}
+	return FIELD_UNKNOWN;
+}
+
+static const struct_type bloom_header_type = {
+	"BloomFilterHeader", sizeof(pq_bloom_header), NULL, bloom_header_field, bloom_header_required
+};
+
+int pq_bloom_header_decode(const uint8_t *data, size_t len, pq_bloom_header *out, size_t *consumed, tl_error *err)
+{
+	decoder d;
+	decoder_init(&d, data, len, NULL, err);
+	if (decode_struct(&d, &bloom_header_type, out) < 0)
+		return fail_top(&d, "BloomFilterHeader");
+	*consumed = th_reader_offset(&d.r, data);
 	return 0;
 }
 
@@ -1092,6 +1271,10 @@ static void encode_column_meta(th_writer *w, const pq_column_meta *m)
 		th_write_field(w, 12, TH_STRUCT);
 		encode_statistics(w, &m->statistics);
 	}
+	if (m->has_bloom_filter)
+		put_i64(w, 14, m->bloom_filter_offset);
+	if (m->has_bloom_filter_length)
+		put_i32(w, 15, m->bloom_filter_length);
 	th_write_struct_end(w);
 }
 
@@ -1104,6 +1287,14 @@ static void encode_column_chunk(th_writer *w, const pq_column_chunk *c)
 	if (c->has_meta_data) {
 		th_write_field(w, 3, TH_STRUCT);
 		encode_column_meta(w, &c->meta_data);
+	}
+	if (c->has_offset_index) {
+		put_i64(w, 4, c->offset_index_offset);
+		put_i32(w, 5, c->offset_index_length);
+	}
+	if (c->has_column_index) {
+		put_i64(w, 6, c->column_index_offset);
+		put_i32(w, 7, c->column_index_length);
 	}
 	th_write_struct_end(w);
 }
@@ -1211,5 +1402,68 @@ void pq_page_header_encode(const pq_page_header *h, tl_buf *out)
 		th_write_bool_field(&w, 7, p->is_compressed);
 		th_write_struct_end(&w);
 	}
+	th_write_struct_end(&w);
+}
+
+void pq_offset_index_encode(const pq_offset_index *oi, tl_buf *out)
+{
+	th_writer w;
+
+	th_writer_init(&w, out);
+	th_write_struct_begin(&w);
+	put_list(&w, 1, TH_STRUCT, oi->npages);
+	for (int32_t i = 0; i < oi->npages; i++) {
+		th_write_struct_begin(&w);
+		put_i64(&w, 1, oi->pages[i].offset);
+		put_i32(&w, 2, oi->pages[i].compressed_page_size);
+		put_i64(&w, 3, oi->pages[i].first_row_index);
+		th_write_struct_end(&w);
+	}
+	th_write_struct_end(&w);
+}
+
+void pq_column_index_encode(const pq_column_index *ci, tl_buf *out)
+{
+	th_writer w;
+
+	th_writer_init(&w, out);
+	th_write_struct_begin(&w);
+	put_list(&w, 1, TH_BOOL_TRUE, ci->npages);
+	for (int32_t i = 0; i < ci->npages; i++)
+		th_write_bool(&w, ci->null_pages[i]);
+	put_list(&w, 2, TH_BINARY, ci->nmin);
+	for (int32_t i = 0; i < ci->nmin; i++)
+		th_write_binary(&w, ci->min_values[i].ptr, ci->min_values[i].len);
+	put_list(&w, 3, TH_BINARY, ci->nmax);
+	for (int32_t i = 0; i < ci->nmax; i++)
+		th_write_binary(&w, ci->max_values[i].ptr, ci->max_values[i].len);
+	put_i32(&w, 4, ci->boundary_order);
+	if (ci->nnull_counts > 0) {
+		put_list(&w, 5, TH_I64, ci->nnull_counts);
+		for (int32_t i = 0; i < ci->nnull_counts; i++)
+			th_write_i64(&w, ci->null_counts[i]);
+	}
+	th_write_struct_end(&w);
+}
+
+void pq_bloom_header_encode(int32_t num_bytes, tl_buf *out)
+{
+	th_writer w;
+
+	th_writer_init(&w, out);
+	th_write_struct_begin(&w);
+	put_i32(&w, 1, num_bytes);
+	th_write_field(&w, 2, TH_STRUCT);     /* algorithm: BLOCK */
+	th_write_struct_begin(&w);
+	put_empty_struct(&w, 1);
+	th_write_struct_end(&w);
+	th_write_field(&w, 3, TH_STRUCT);     /* hash: XXHASH */
+	th_write_struct_begin(&w);
+	put_empty_struct(&w, 1);
+	th_write_struct_end(&w);
+	th_write_field(&w, 4, TH_STRUCT);     /* compression: UNCOMPRESSED */
+	th_write_struct_begin(&w);
+	put_empty_struct(&w, 1);
+	th_write_struct_end(&w);
 	th_write_struct_end(&w);
 }

@@ -148,6 +148,10 @@ typedef struct pq_column_meta {
 	int64_t dictionary_page_offset;
 	bool has_statistics;
 	pq_statistics statistics;
+	bool has_bloom_filter;    /* bloom_filter_offset was given */
+	int64_t bloom_filter_offset;
+	bool has_bloom_filter_length;
+	int32_t bloom_filter_length;  /* header and bitset; optional even when the offset is set */
 } pq_column_meta;
 
 typedef struct pq_column_chunk {
@@ -156,6 +160,13 @@ typedef struct pq_column_chunk {
 	int64_t file_offset;
 	bool has_meta_data;
 	pq_column_meta meta_data;
+	/* The page index (PageIndex.md): both offsets and lengths, or none. */
+	bool has_offset_index;
+	int64_t offset_index_offset;
+	int32_t offset_index_length;
+	bool has_column_index;
+	int64_t column_index_offset;
+	int32_t column_index_length;
 } pq_column_chunk;
 
 typedef struct pq_row_group {
@@ -223,6 +234,64 @@ typedef struct pq_page_header {
 	bool has_data_page_header_v2;
 	pq_data_page_header_v2 data_page_header_v2;
 } pq_page_header;
+
+/* ------------------------------------------------------------ page index */
+
+enum { /* BoundaryOrder */
+	PQ_BOUNDARY_UNORDERED = 0,
+	PQ_BOUNDARY_ASCENDING = 1,
+	PQ_BOUNDARY_DESCENDING = 2
+};
+
+typedef struct pq_page_location {
+	int64_t offset;               /* of the page header, in the file */
+	int32_t compressed_page_size; /* header included */
+	int64_t first_row_index;      /* within the row group */
+} pq_page_location;
+
+typedef struct pq_offset_index {
+	int32_t npages;
+	pq_page_location *pages;
+} pq_offset_index;
+
+/* Per data page: min and max in the column order (PLAIN bytes, as Statistics). */
+typedef struct pq_column_index {
+	int32_t npages;               /* the length of null_pages */
+	bool *null_pages;
+	int32_t nmin, nmax;           /* must equal npages; checked by the reader, not here */
+	tl_bytes *min_values;
+	tl_bytes *max_values;
+	int32_t boundary_order;
+	int32_t nnull_counts;         /* 0 when absent */
+	int64_t *null_counts;
+} pq_column_index;
+
+/*
+ * Decode an OffsetIndex or ColumnIndex from exactly `len` bytes; arrays go
+ * in `arena`, binaries view `data`. 0, or -1 with err set.
+ */
+int pq_offset_index_decode(const uint8_t *data, size_t len, tl_arena *arena, pq_offset_index *out, tl_error *err);
+int pq_column_index_decode(const uint8_t *data, size_t len, tl_arena *arena, pq_column_index *out, tl_error *err);
+void pq_offset_index_encode(const pq_offset_index *oi, tl_buf *out);
+void pq_column_index_encode(const pq_column_index *ci, tl_buf *out);
+
+/* ------------------------------------------------------------ bloom filters */
+
+/*
+ * BloomFilterHeader: the bitset's size and the three unions, of which only
+ * the split-block algorithm, xxHash and no compression exist.
+ */
+typedef struct pq_bloom_header {
+	int32_t num_bytes;
+	bool split_block;             /* algorithm BLOCK */
+	bool xxhash;                  /* hash XXHASH */
+	bool uncompressed;            /* compression UNCOMPRESSED */
+} pq_bloom_header;
+
+/* Decodes a header from the start of data; *consumed is its length. */
+int pq_bloom_header_decode(const uint8_t *data, size_t len, pq_bloom_header *out, size_t *consumed, tl_error *err);
+/* Appends the header of a split-block, xxHash, uncompressed filter of num_bytes. */
+void pq_bloom_header_encode(int32_t num_bytes, tl_buf *out);
 
 /*
  * Decodes a FileMetaData from exactly `len` bytes. Binary fields view `data`.

@@ -17,10 +17,24 @@
 
 #include "parquet/column_reader.h"
 #include "parquet/metadata.h"
+#include "parquet/reader_index.h"
 #include "tierlake/parquet.h"
 
 #define PQ_MAGIC "PAR1"
 #define PQ_MAX_FOOTER_BYTES (64 * 1024 * 1024)
+
+/* The rows of one row group to read (tl_pq_reader_select_rows). */
+typedef struct row_selection {
+	bool selected;
+	int nranges;
+	tl_pq_row_range *ranges;
+} row_selection;
+
+typedef struct page_index_slot {
+	bool loaded;
+	int npages;
+	tl_pq_page_info *pages;
+} page_index_slot;
 
 struct tl_pq_reader {
 	tl_input *in;
@@ -40,10 +54,21 @@ struct tl_pq_reader {
 	bool *skip_row_group;
 	int only_row_group;          /* -1: every row group not skipped */
 	bool *deferred;              /* per projected column, or NULL: decoded on request only */
+	row_selection *selections;   /* per row group (NULL until one is selected) */
+
+	/* Page indexes read so far ([row_group * ncolumns + column]), in index_arena. */
+	page_index_slot *page_indexes;
+	tl_arena index_arena;
 
 	/* Where reading is. */
 	int row_group;               /* the row group being read, or -1 before the first */
-	int64_t rows_left;           /* in that row group */
+	const tl_pq_row_range *ranges; /* the rows of it to read */
+	int nranges;
+	int range;                   /* the range being read */
+	int64_t next_row;            /* the next row to return, within the row group */
+	tl_pq_row_range whole;       /* the range of an unselected row group */
+	int64_t pages_read;          /* of the column chunks released so far */
+	int64_t pages_skipped;
 	int64_t batch_start;         /* the last batch's first row, within the row group */
 	int64_t batch_rows;          /* and its row count (0: no batch to load columns of) */
 	pq_column_reader *columns;   /* one per projected column; a deferred one is zeroed until loaded */
@@ -263,7 +288,7 @@ static bool unsigned_int_order(const tl_pq_column *c)
 	return c->logical == TL_PQ_LOGICAL_INT && !c->int_signed;
 }
 
-static bool decode_stat_value(const tl_pq_column *c, tl_bytes raw, union tl_pq_stat_value *v)
+bool pq_decode_stat_value(const tl_pq_column *c, tl_bytes raw, union tl_pq_stat_value *v)
 {
 	switch (c->physical) {
 	case TL_PQ_BOOLEAN:
@@ -320,7 +345,7 @@ static void map_statistics(const tl_pq_column *c, const pq_column_meta *meta, tl
 	} else {
 		return;
 	}
-	if (!decode_stat_value(c, min, &out->min) || !decode_stat_value(c, max, &out->max))
+	if (!pq_decode_stat_value(c, min, &out->min) || !pq_decode_stat_value(c, max, &out->max))
 		return;
 	if (c->physical == TL_PQ_FLOAT && (isnan(out->min.f32) || isnan(out->max.f32)))
 		return;
@@ -557,6 +582,7 @@ tl_pq_reader *tl_pq_reader_open(tl_input *in, tl_error *err)
 	r->in = in;
 	r->row_group = -1;
 	r->only_row_group = -1;
+	tl_arena_init(&r->index_arena, 0);
 	if (read_footer(r, err) < 0 || map_schema(r, err) < 0 || check_chunks(r, err) < 0 ||
 	    copy_key_values(r, err) < 0)
 		goto fail;
@@ -583,8 +609,11 @@ static void release_columns(tl_pq_reader *r)
 {
 	if (r->columns == NULL)
 		return;
-	for (int i = 0; i < r->nprojection; i++)
+	for (int i = 0; i < r->nprojection; i++) {
+		r->pages_read += r->columns[i].pages_read;
+		r->pages_skipped += r->columns[i].pages_skipped;
 		pq_column_reader_free(&r->columns[i]);
+	}
 	tl_free(r->columns);
 	r->columns = NULL;
 }
@@ -594,6 +623,8 @@ void tl_pq_reader_free(tl_pq_reader *r)
 	if (r == NULL)
 		return;
 	release_columns(r);
+	for (int g = 0; r->selections != NULL && g < r->md.nrow_groups; g++)
+		tl_free(r->selections[g].ranges);
 	if (r->md_decoded)
 		pq_file_metadata_free(&r->md);
 	tl_free(r->footer);
@@ -609,6 +640,9 @@ void tl_pq_reader_free(tl_pq_reader *r)
 	tl_free(r->projection);
 	tl_free(r->deferred);
 	tl_free(r->skip_row_group);
+	tl_free(r->selections);
+	tl_free(r->page_indexes);
+	tl_arena_free(&r->index_arena);
 	tl_free(r);
 }
 
@@ -736,6 +770,8 @@ static bool wanted(const tl_pq_reader *r, int g)
 {
 	if (r->md.row_groups[g].num_rows == 0)
 		return false;
+	if (r->selections != NULL && r->selections[g].selected && r->selections[g].nranges == 0)
+		return false;
 	if (r->only_row_group >= 0)
 		return g == r->only_row_group;
 	return !r->skip_row_group[g];
@@ -846,7 +882,17 @@ static int open_row_group(tl_pq_reader *r, int g, tl_error *err)
 	if (r->columns == NULL)
 		return tl_error_nomem(err, "reading a Parquet row group");
 	r->row_group = g;
-	r->rows_left = r->md.row_groups[g].num_rows;
+	r->whole.start = 0;
+	r->whole.end = r->md.row_groups[g].num_rows;
+	if (r->selections != NULL && r->selections[g].selected) {
+		r->ranges = r->selections[g].ranges;
+		r->nranges = r->selections[g].nranges;
+	} else {
+		r->ranges = &r->whole;
+		r->nranges = 1;
+	}
+	r->range = 0;
+	r->next_row = 0;
 	uint8_t **fetched = tl_calloc((size_t)ncols, sizeof(uint8_t *));
 	if (fetched == NULL)
 		return tl_error_nomem(err, "reading a Parquet row group");
@@ -861,6 +907,23 @@ static int open_row_group(tl_pq_reader *r, int g, tl_error *err)
 		tl_free(fetched[i]);
 	tl_free(fetched);
 	return rc;
+}
+
+/*
+ * After the last selected range of a row group, passes each open column
+ * over the rest of its chunk, so the pages skipped are counted (headers are
+ * read, bodies are not).
+ */
+static int finish_row_group(tl_pq_reader *r, tl_error *err)
+{
+	if (r->ranges == &r->whole || r->columns == NULL)
+		return 0;
+	for (int i = 0; i < r->nprojection; i++) {
+		pq_column_reader *cr = &r->columns[i];
+		if (cr->column != NULL && pq_column_reader_skip(cr, cr->rows_expected - cr->rows_read, err) < 0)
+			return -1;
+	}
+	return 0;
 }
 
 static int64_t fail(tl_pq_reader *r, tl_error *err)
@@ -888,29 +951,40 @@ int64_t tl_pq_reader_next(tl_pq_reader *r, tl_pq_batch *batch, tl_error *err)
 	r->batch_rows = 0;
 	batch->nrows = 0;
 	tl_arena_reset(&batch->arena);
-	while (r->rows_left == 0) {
+	while (r->row_group < 0 || r->range >= r->nranges) {
+		if (r->row_group >= 0 && finish_row_group(r, err) < 0)
+			return fail(r, err);
 		int g = r->row_group + 1;
 		while (g < r->md.nrow_groups && !wanted(r, g))
 			g++;
 		if (g >= r->md.nrow_groups) {
 			release_columns(r);
 			r->row_group = r->md.nrow_groups;
+			r->nranges = 0;
 			return 0;
 		}
 		if (open_row_group(r, g, err) < 0)
 			return fail(r, err);
 	}
-	int64_t n = batch->capacity < r->rows_left ? batch->capacity : r->rows_left;
+	const tl_pq_row_range *range = &r->ranges[r->range];
+	if (r->next_row < range->start)
+		r->next_row = range->start;
+	int64_t n = batch->capacity < range->end - r->next_row ? batch->capacity : range->end - r->next_row;
 	for (int i = 0; i < r->nprojection; i++) {
 		if (is_deferred(r, i))
 			continue;
-		pq_column_reader_begin_batch(&r->columns[i]);
-		if (pq_column_reader_read(&r->columns[i], &batch->columns[i], 0, n, &batch->arena, err) < 0)
+		pq_column_reader *cr = &r->columns[i];
+		pq_column_reader_begin_batch(cr);
+		/* Rows between the selected ranges are passed over, whole pages unread. */
+		if (pq_column_reader_skip(cr, r->next_row - cr->rows_read, err) < 0 ||
+		    pq_column_reader_read(cr, &batch->columns[i], 0, n, &batch->arena, err) < 0)
 			return fail(r, err);
 	}
-	r->batch_start = r->md.row_groups[r->row_group].num_rows - r->rows_left;
+	r->batch_start = r->next_row;
 	r->batch_rows = n;
-	r->rows_left -= n;
+	r->next_row += n;
+	if (r->next_row >= range->end)
+		r->range++;
 	batch->nrows = n;
 	return n;
 }
@@ -937,4 +1011,100 @@ int tl_pq_reader_load_column(tl_pq_reader *r, tl_pq_batch *batch, int column, tl
 	    pq_column_reader_read(cr, &batch->columns[column], 0, r->batch_rows, &batch->arena, err) < 0)
 		return fail(r, err);
 	return 0;
+}
+
+/* ------------------------------------------------- page index, bloom filters */
+
+int tl_pq_reader_page_index(tl_pq_reader *r, int row_group, int column, const tl_pq_page_info **pages,
+                            tl_error *err)
+{
+	*pages = NULL;
+	int ncols = r->schema->ncolumns;
+	if (row_group < 0 || row_group >= r->md.nrow_groups || column < 0 || column >= ncols)
+		return tl_error_set(err, TL_ERR_INVALID, "no column chunk %d of row group %d", column, row_group);
+	if (r->page_indexes == NULL) {
+		r->page_indexes = tl_calloc((size_t)r->md.nrow_groups * (size_t)ncols, sizeof(page_index_slot));
+		if (r->page_indexes == NULL)
+			return tl_error_nomem(err, "reading a Parquet page index");
+	}
+	page_index_slot *slot = &r->page_indexes[(size_t)row_group * (size_t)ncols + (size_t)column];
+	if (!slot->loaded) {
+		const pq_row_group *rg = &r->md.row_groups[row_group];
+		int n = pq_page_index_read(r->in, &rg->columns[column], rg->num_rows, &r->schema->columns[column],
+		                           r->md.has_column_orders, &r->index_arena, &slot->pages, err);
+		if (n < 0)
+			return -1;
+		slot->npages = n;
+		slot->loaded = true;
+	}
+	*pages = slot->pages;
+	return slot->npages;
+}
+
+int tl_pq_reader_select_rows(tl_pq_reader *r, int row_group, const tl_pq_row_range *ranges, int nranges,
+                             tl_error *err)
+{
+	if (r->started)
+		return tl_error_set(err, TL_ERR_INVALID, "rows must be selected before reading starts");
+	if (row_group < 0 || row_group >= r->md.nrow_groups || nranges < 0)
+		return tl_error_set(err, TL_ERR_INVALID, "row group %d is out of range (the file has %d)", row_group,
+		                    r->md.nrow_groups);
+	int64_t rows = r->md.row_groups[row_group].num_rows, prev_end = 0;
+	for (int i = 0; i < nranges; i++) {
+		if (ranges[i].start < prev_end || ranges[i].end <= ranges[i].start || ranges[i].end > rows)
+			return tl_error_set(err, TL_ERR_INVALID,
+			                    "row range %d [%lld, %lld) of row group %d is empty, out of order or past its %lld rows",
+			                    i, (long long)ranges[i].start, (long long)ranges[i].end, row_group, (long long)rows);
+		prev_end = ranges[i].end;
+	}
+	if (r->selections == NULL) {
+		r->selections = tl_calloc((size_t)(r->md.nrow_groups ? r->md.nrow_groups : 1), sizeof(row_selection));
+		if (r->selections == NULL)
+			return tl_error_nomem(err, "selecting Parquet rows");
+	}
+	tl_pq_row_range *copy = NULL;
+	if (nranges > 0) {
+		copy = tl_malloc(sizeof(*copy) * (size_t)nranges);
+		if (copy == NULL)
+			return tl_error_nomem(err, "selecting Parquet rows");
+		memcpy(copy, ranges, sizeof(*copy) * (size_t)nranges);
+	}
+	row_selection *sel = &r->selections[row_group];
+	tl_free(sel->ranges);
+	sel->selected = true;
+	sel->ranges = copy;
+	sel->nranges = nranges;
+	return 0;
+}
+
+void tl_pq_reader_batch_position(const tl_pq_reader *r, int *row_group, int64_t *first_row)
+{
+	*row_group = r->row_group;
+	*first_row = r->batch_start;
+}
+
+void tl_pq_reader_page_counts(const tl_pq_reader *r, int64_t *pages_read, int64_t *pages_skipped)
+{
+	*pages_read = r->pages_read;
+	*pages_skipped = r->pages_skipped;
+	for (int i = 0; r->columns != NULL && i < r->nprojection; i++) {
+		*pages_read += r->columns[i].pages_read;
+		*pages_skipped += r->columns[i].pages_skipped;
+	}
+}
+
+bool tl_pq_reader_has_bloom_filter(const tl_pq_reader *r, int row_group, int column)
+{
+	if (row_group < 0 || row_group >= r->md.nrow_groups || column < 0 || column >= r->schema->ncolumns)
+		return false;
+	return pq_has_bloom_filter(&r->md.row_groups[row_group].columns[column].meta_data, r->in->size);
+}
+
+int tl_pq_reader_bloom_may_contain(tl_pq_reader *r, int row_group, int column, const tl_bytes *values,
+                                   int nvalues, tl_error *err)
+{
+	if (row_group < 0 || row_group >= r->md.nrow_groups || column < 0 || column >= r->schema->ncolumns)
+		return tl_error_set(err, TL_ERR_INVALID, "no column chunk %d of row group %d", column, row_group);
+	return pq_bloom_filter_probe(r->in, &r->md.row_groups[row_group].columns[column].meta_data, values, nvalues,
+	                             err);
 }

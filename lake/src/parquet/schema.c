@@ -349,6 +349,13 @@ void tl_pq_writer_options_init(tl_pq_writer_options *opts)
 	/* On: a flipped bit in a stored page is then an error on read (ours,
 	 * parquet-mr's, Arrow's with verification on), never a different value. */
 	opts->write_page_crc = true;
+	/* On: a filter on a sorted or clustered column then reads only the
+	 * pages that may match, for a few bytes per page at the file's end. */
+	opts->write_page_index = true;
+	opts->bloom_columns = NULL;
+	opts->nbloom_columns = 0;
+	opts->bloom_fpp = 0.01;
+	opts->bloom_max_bytes = 1024 * 1024;
 	opts->metadata = NULL;
 	opts->nmetadata = 0;
 	opts->created_by = NULL;

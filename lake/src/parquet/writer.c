@@ -9,7 +9,10 @@
  * written column by column, each chunk's dictionary page first, and its
  * metadata is kept for the footer. So memory is bounded by one row group
  * (plus one page per column being filled), whatever the file size, and
- * every buffer is reused from one row group to the next.
+ * every buffer is reused from one row group to the next. Each closed page
+ * also leaves its place, rows and min/max for the page index, and values
+ * of bloom filter columns their hashes (writer_index.c): the bloom filters
+ * follow each row group, the page indexes of all row groups the last one.
  *
  * Rows are processed in pieces of at most PIECE_ROWS per column: page
  * limits and the dictionary budget are checked between pieces, which keeps
@@ -45,7 +48,11 @@ typedef struct column_writer {
 	size_t vector_width;      /* bytes per row in the batch's vector */
 	bool dictionary_mode;     /* new values go to the dictionary (until it overflows) */
 	pq_dict dict;
-	pq_chunk_stats stats;
+	pq_chunk_stats stats;     /* the chunk's, merged from each page's */
+	pq_chunk_stats page_stats;
+	pq_page_index_builder page_index;
+	bool bloom;               /* the chunk gets a bloom filter */
+	pq_bloom_builder bloom_builder;
 
 	/* The page being filled. */
 	tl_buf levels;            /* RLE-encoded definition levels (optional columns) */
@@ -85,7 +92,13 @@ struct tl_pq_writer {
 	tl_buf page;              /* an uncompressed page body */
 	tl_buf compressed;
 	tl_buf header;
-	tl_buf stats_views;       /* tl_bytes views of new dictionary entries */
+
+	/* The page index of every chunk written, until the footer (writer_index.c). */
+	tl_buf column_indexes;
+	tl_buf offset_indexes;
+	tl_arena index_scratch;
+	tl_buf blooms;            /* the bloom filters of the row group being flushed */
+	int *bloom_columns;       /* the options' array, copied */
 
 	bool closed;
 	bool failed;
@@ -132,6 +145,7 @@ static void start_page(column_writer *c)
 	tl_buf_reset(&c->values);
 	pq_rle_encoder_init(&c->level_encoder, &c->levels, 1);
 	pq_bool_encoder_init(&c->bool_encoder, &c->values);
+	pq_stats_reset(&c->page_stats);
 	c->page_rows = 0;
 	c->page_values = 0;
 }
@@ -141,6 +155,7 @@ static void start_chunk(tl_pq_writer *w, column_writer *c)
 	tl_buf_reset(&c->pages);
 	pq_dict_reset(&c->dict);
 	pq_stats_reset(&c->stats);
+	pq_page_index_reset(&c->page_index);
 	c->dictionary_mode = uses_dictionary(w, c);
 	c->chunk_rows = 0;
 	c->data_uncompressed = 0;
@@ -160,6 +175,9 @@ static void column_init(tl_pq_writer *w, column_writer *c, const tl_pq_column *c
 	                                                             : (int)c->vector_width;
 	pq_dict_init(&c->dict, col->physical, col->type_length);
 	pq_stats_init(&c->stats, col);
+	pq_stats_init(&c->page_stats, col);
+	pq_page_index_init(&c->page_index);
+	pq_bloom_builder_init(&c->bloom_builder);
 	tl_buf_init(&c->levels);
 	tl_buf_init(&c->values);
 	tl_buf_init(&c->pages);
@@ -170,6 +188,9 @@ static void column_free(column_writer *c)
 {
 	pq_dict_free(&c->dict);
 	pq_stats_free(&c->stats);
+	pq_stats_free(&c->page_stats);
+	pq_page_index_free(&c->page_index);
+	pq_bloom_builder_free(&c->bloom_builder);
 	tl_buf_free(&c->levels);
 	tl_buf_free(&c->values);
 	tl_buf_free(&c->pages);
@@ -279,8 +300,13 @@ static int close_page(tl_pq_writer *w, column_writer *c, tl_error *err)
 	/* The encoders append without checking (buf.h): one check covers them. */
 	if (tl_buf_failed(page) || tl_buf_failed(&c->levels) || tl_buf_failed(&c->values))
 		return tl_error_nomem(err, "encoding a Parquet page");
+	size_t offset = c->pages.len;
 	if (encode_page(w, c, &h, page->data, page->len, &c->pages, &c->data_uncompressed, &c->data_compressed, err) < 0)
 		return -1;
+	if (w->opts.write_page_index)
+		pq_page_index_add(&c->page_index, (int64_t)offset, (int64_t)(c->pages.len - offset),
+		                  c->chunk_rows - c->page_rows, c->page_rows, c->page_rows - c->page_values, &c->page_stats);
+	pq_stats_merge(&c->stats, &c->page_stats);
 	start_page(c);
 	return 0;
 }
@@ -402,26 +428,24 @@ static void encode_plain(column_writer *c, const void *values, int64_t n)
 		pq_plain_encode_fixed(&c->values, values, c->value_width, n);
 		break;
 	}
-	pq_stats_add(&c->stats, values, n);
+	if (c->bloom)
+		pq_bloom_builder_add(&c->bloom_builder, values, n, c->dict.by_bytes ? 0 : c->value_width);
 }
 
-/* Folds dictionary entries [from, to) into the statistics: every value of a
- * dictionary-encoded page is an entry, so entries are all the stats need. */
-static void add_dictionary_stats(tl_pq_writer *w, column_writer *c, uint32_t from, uint32_t to)
+/* Hashes dictionary entries [from, to) into the bloom filter: each distinct value of a dictionary-encoded page once. */
+static void add_dictionary_hashes(column_writer *c, uint32_t from, uint32_t to)
 {
-	if (from == to)
+	if (!c->bloom || from == to)
 		return;
 	if (!c->dict.by_bytes) {
-		pq_stats_add(&c->stats, c->dict.plain.data + (size_t)from * (size_t)c->dict.width, to - from);
+		pq_bloom_builder_add(&c->bloom_builder, c->dict.plain.data + (size_t)from * (size_t)c->dict.width, to - from,
+		                     c->dict.width);
 		return;
 	}
-	tl_buf_reset(&w->stats_views);
-	tl_bytes *views = (tl_bytes *)tl_buf_extend(&w->stats_views, (size_t)(to - from) * sizeof(tl_bytes));
-	if (views == NULL)
-		return; /* w->stats_views is failed; write_column_rows checks it */
-	for (uint32_t i = from; i < to; i++)
-		views[i - from] = pq_dict_entry_bytes(&c->dict, i);
-	pq_stats_add(&c->stats, views, to - from);
+	for (uint32_t i = from; i < to; i++) {
+		tl_bytes v = pq_dict_entry_bytes(&c->dict, i);
+		pq_bloom_builder_add(&c->bloom_builder, &v, 1, 0);
+	}
 }
 
 /* Dictionary-encodes values; returns how many fit before the budget ran out. */
@@ -435,7 +459,7 @@ static int64_t encode_dictionary(tl_pq_writer *w, column_writer *c, const void *
 		return 0;
 	int64_t done = pq_dict_encode(&c->dict, values, n, indices, budget);
 	c->values.len -= (size_t)(n - done) * sizeof(uint32_t);
-	add_dictionary_stats(w, c, before, c->dict.count);
+	add_dictionary_hashes(c, before, c->dict.count);
 	return done;
 }
 
@@ -502,7 +526,9 @@ static bool column_failed(const tl_pq_writer *w, const column_writer *c)
 {
 	return tl_buf_failed(&c->values) || tl_buf_failed(&c->levels) || tl_buf_failed(&c->dict.plain) ||
 	       tl_buf_failed(&c->stats.min_bytes) || tl_buf_failed(&c->stats.max_bytes) ||
-	       tl_buf_failed(&w->stats_views);
+	       tl_buf_failed(&c->page_stats.min_bytes) || tl_buf_failed(&c->page_stats.max_bytes) ||
+	       tl_buf_failed(&c->page_index.entries) || tl_buf_failed(&c->page_index.bounds) ||
+	       tl_buf_failed(&c->bloom_builder.hashes);
 }
 
 /*
@@ -543,6 +569,7 @@ static int write_column_rows(tl_pq_writer *w, column_writer *c, const tl_vector 
 			encoded = encode_dictionary(w, c, values, nvalues);
 		else
 			encode_plain(c, values, nvalues);
+		pq_stats_add(&c->page_stats, values, encoded);
 		if (column_failed(w, c))
 			return tl_error_nomem(err, "encoding column \"%s\"", col->name);
 
@@ -644,6 +671,39 @@ static int flush_column_chunk(tl_pq_writer *w, column_writer *c, pq_column_chunk
 	meta->has_statistics = true;
 	if (pq_stats_to_thrift(&c->stats, &meta->statistics, &w->footer_arena) < 0)
 		return tl_error_nomem(err, "for column statistics");
+	if (w->opts.write_page_index) {
+		tl_arena_reset(&w->index_scratch);
+		if (pq_page_index_encode(&c->page_index, &c->stats, meta->data_page_offset, chunk, &w->column_indexes,
+		                         &w->offset_indexes, &w->index_scratch) < 0)
+			return tl_error_nomem(err, "for a Parquet page index");
+	}
+	return 0;
+}
+
+/*
+ * Writes the bloom filters of the row group's chunks just flushed, after
+ * its last chunk, so the chunks stay contiguous for readers that fetch
+ * neighbouring chunks in one request.
+ */
+static int write_bloom_filters(tl_pq_writer *w, pq_row_group *rg, tl_error *err)
+{
+	for (int i = 0; i < w->schema->ncolumns; i++) {
+		column_writer *c = &w->columns[i];
+		if (!c->bloom)
+			continue;
+		tl_buf_reset(&w->blooms);
+		int64_t len = pq_bloom_builder_finish(&c->bloom_builder, w->opts.bloom_fpp, w->opts.bloom_max_bytes, &w->blooms);
+		if (len < 0 || tl_buf_failed(&w->blooms))
+			return tl_error_nomem(err, "building a bloom filter for column \"%s\"", c->col->name);
+		if (len == 0)
+			continue; /* only nulls: nothing to look up */
+		pq_column_meta *meta = &rg->columns[i].meta_data;
+		meta->has_bloom_filter = meta->has_bloom_filter_length = true;
+		meta->bloom_filter_offset = (int64_t)w->out->offset;
+		meta->bloom_filter_length = (int32_t)len;
+		if (write_out(w, w->blooms.data, w->blooms.len, err) < 0)
+			return -1;
+	}
 	return 0;
 }
 
@@ -678,14 +738,16 @@ static int flush_row_group(tl_pq_writer *w, tl_error *err)
 	rg->file_offset = (int64_t)w->out->offset;
 
 	for (int i = 0; i < ncolumns; i++) {
-		column_writer *c = &w->columns[i];
 		pq_column_chunk *chunk = &rg->columns[i];
-		if (flush_column_chunk(w, c, chunk, err) < 0)
+		if (flush_column_chunk(w, &w->columns[i], chunk, err) < 0)
 			return -1;
 		rg->total_byte_size += chunk->meta_data.total_uncompressed_size;
 		rg->total_compressed_size += chunk->meta_data.total_compressed_size;
-		start_chunk(w, c);
 	}
+	if (write_bloom_filters(w, rg, err) < 0)
+		return -1;
+	for (int i = 0; i < ncolumns; i++)
+		start_chunk(w, &w->columns[i]);
 	rg->has_total_compressed_size = true;
 	if (w->nrow_groups <= INT16_MAX) {
 		rg->has_ordinal = true;
@@ -698,8 +760,34 @@ static int flush_row_group(tl_pq_writer *w, tl_error *err)
 
 /* ------------------------------------------------------------ footer */
 
+/*
+ * Writes every chunk's ColumnIndex, then every OffsetIndex, and points the
+ * chunks at where they landed.
+ */
+static int write_page_indexes(tl_pq_writer *w, tl_error *err)
+{
+	int64_t column_base = (int64_t)w->out->offset;
+	if (write_out(w, w->column_indexes.data, w->column_indexes.len, err) < 0)
+		return -1;
+	int64_t offset_base = (int64_t)w->out->offset;
+	if (write_out(w, w->offset_indexes.data, w->offset_indexes.len, err) < 0)
+		return -1;
+	for (int32_t g = 0; g < w->nrow_groups; g++) {
+		for (int i = 0; i < w->row_groups[g].ncolumns; i++) {
+			pq_column_chunk *chunk = &w->row_groups[g].columns[i];
+			if (chunk->has_column_index)
+				chunk->column_index_offset += column_base;
+			if (chunk->has_offset_index)
+				chunk->offset_index_offset += offset_base;
+		}
+	}
+	return 0;
+}
+
 static int write_footer(tl_pq_writer *w, tl_error *err)
 {
+	if (write_page_indexes(w, err) < 0)
+		return -1;
 	tl_buf footer;
 	tl_buf_init(&footer);
 	int rc = pq_footer_encode(w->schema, w->rows_written, w->row_groups, w->nrow_groups, w->metadata,
@@ -714,7 +802,7 @@ static int write_footer(tl_pq_writer *w, tl_error *err)
 
 /* ------------------------------------------------------------ public API */
 
-static int check_options(const tl_pq_writer_options *opts, tl_error *err)
+static int check_options(const tl_pq_writer_options *opts, int ncolumns, tl_error *err)
 {
 	if (opts->codec < TL_PQ_UNCOMPRESSED || opts->codec > TL_PQ_LZ4_RAW || !pq_codec_can_write(opts->codec))
 		return tl_error_set(err, TL_ERR_UNSUPPORTED, "cannot write Parquet with codec %s (%d)",
@@ -734,6 +822,15 @@ static int check_options(const tl_pq_writer_options *opts, tl_error *err)
 	for (int i = 0; i < opts->nmetadata; i++)
 		if (opts->metadata[i].key == NULL)
 			return tl_error_set(err, TL_ERR_INVALID, "key-value metadata entry %d has no key", i);
+	if (opts->nbloom_columns < 0 || (opts->nbloom_columns > 0 && opts->bloom_columns == NULL))
+		return tl_error_set(err, TL_ERR_INVALID, "bloom filter column count %d without columns", opts->nbloom_columns);
+	for (int i = 0; i < opts->nbloom_columns; i++)
+		if (opts->bloom_columns[i] < 0 || opts->bloom_columns[i] >= ncolumns)
+			return tl_error_set(err, TL_ERR_INVALID, "bloom filter column %d is out of range (the schema has %d)",
+			                    opts->bloom_columns[i], ncolumns);
+	if (opts->nbloom_columns > 0 && !(opts->bloom_fpp > 0.0 && opts->bloom_fpp < 1.0))
+		return tl_error_set(err, TL_ERR_INVALID, "the bloom filter false positive probability must be in (0, 1), not %g",
+		                    opts->bloom_fpp);
 	return 0;
 }
 
@@ -745,7 +842,7 @@ tl_pq_writer *tl_pq_writer_open(tl_output *out, const tl_pq_schema *schema, cons
 		tl_pq_writer_options_init(&defaults);
 		opts = &defaults;
 	}
-	if (tl_pq_schema_validate(schema, err) < 0 || check_options(opts, err) < 0)
+	if (tl_pq_schema_validate(schema, err) < 0 || check_options(opts, schema->ncolumns, err) < 0)
 		return NULL;
 
 	tl_pq_writer *w = tl_calloc(1, sizeof(*w));
@@ -761,7 +858,12 @@ tl_pq_writer *tl_pq_writer_open(tl_output *out, const tl_pq_schema *schema, cons
 	tl_buf_init(&w->page);
 	tl_buf_init(&w->compressed);
 	tl_buf_init(&w->header);
-	tl_buf_init(&w->stats_views);
+	tl_buf_init(&w->column_indexes);
+	tl_buf_init(&w->offset_indexes);
+	tl_buf_init(&w->blooms);
+	tl_arena_init(&w->index_scratch, 0);
+	w->opts.bloom_columns = NULL;
+	w->opts.nbloom_columns = 0;
 	w->schema = tl_pq_schema_new();
 	w->created_by = tl_strdup(opts->created_by ? opts->created_by : DEFAULT_CREATED_BY);
 	w->metadata = tl_calloc((size_t)opts->nmetadata + 1, sizeof(tl_pq_kv));
@@ -784,6 +886,18 @@ tl_pq_writer *tl_pq_writer_open(tl_output *out, const tl_pq_schema *schema, cons
 		goto nomem;
 	for (int i = 0; i < schema->ncolumns; i++)
 		column_init(w, &w->columns[i], &w->schema->columns[i]);
+	if (opts->nbloom_columns > 0) {
+		w->bloom_columns = tl_malloc(sizeof(int) * (size_t)opts->nbloom_columns);
+		if (w->bloom_columns == NULL)
+			goto nomem;
+		memcpy(w->bloom_columns, opts->bloom_columns, sizeof(int) * (size_t)opts->nbloom_columns);
+		w->opts.bloom_columns = w->bloom_columns;
+		w->opts.nbloom_columns = opts->nbloom_columns;
+		for (int i = 0; i < opts->nbloom_columns; i++) {
+			column_writer *c = &w->columns[opts->bloom_columns[i]];
+			c->bloom = c->col->physical != TL_PQ_BOOLEAN;
+		}
+	}
 
 	if (write_out(w, parquet_magic, sizeof(parquet_magic), err) < 0) {
 		tl_pq_writer_free(w);
@@ -887,7 +1001,11 @@ void tl_pq_writer_free(tl_pq_writer *w)
 	tl_buf_free(&w->page);
 	tl_buf_free(&w->compressed);
 	tl_buf_free(&w->header);
-	tl_buf_free(&w->stats_views);
+	tl_buf_free(&w->column_indexes);
+	tl_buf_free(&w->offset_indexes);
+	tl_buf_free(&w->blooms);
+	tl_arena_free(&w->index_scratch);
+	tl_free(w->bloom_columns);
 	tl_pq_schema_free(w->schema);
 	tl_free(w);
 }

@@ -123,9 +123,76 @@ void pq_stats_add(pq_chunk_stats *s, const void *values, int64_t n);
 /* -1 when out of memory (the statistics' own buffers or the arena). */
 int pq_stats_to_thrift(const pq_chunk_stats *s, pq_statistics *out, tl_arena *arena);
 
+/* Folds another run's min and max (not its null count) into s. */
+void pq_stats_merge(pq_chunk_stats *s, const pq_chunk_stats *from);
+/*
+ * Appends s's min then max to out as the footer writes them (PLAIN bytes,
+ * zeros signed), setting their lengths; false, appending nothing, when s
+ * has no extremes to give (no values, only NaN, byte arrays over the limit).
+ */
+bool pq_stats_append_bounds(const pq_chunk_stats *s, tl_buf *out, uint32_t *min_len, uint32_t *max_len);
+/* Orders two bounds of s's column (as pq_stats_append_bounds wrote them) in the column's sort order. */
+int pq_stats_compare_bounds(const pq_chunk_stats *s, tl_bytes a, tl_bytes b);
+
 /* Comparisons the statistics use, exposed for tests. */
 int pq_compare_unsigned_bytes(const uint8_t *a, size_t alen, const uint8_t *b, size_t blen);
 int pq_compare_decimal_bytes(const uint8_t *a, size_t alen, const uint8_t *b, size_t blen);
+
+/* ------------------------------------------------------------ page index */
+
+/* One closed data page of the chunk being written. */
+typedef struct pq_page_entry {
+	int64_t offset;           /* of its header, from the chunk's first data page */
+	int32_t size;             /* header and stored body */
+	int64_t first_row;        /* within the row group */
+	int64_t null_count;
+	bool null_page;           /* no values at all */
+	bool has_bounds;
+	uint32_t bounds_offset;   /* min, then max, in the builder's `bounds` */
+	uint32_t min_len, max_len;
+} pq_page_entry;
+
+/* The ColumnIndex and OffsetIndex of one column chunk, page by page. */
+typedef struct pq_page_index_builder {
+	tl_buf entries;           /* pq_page_entry */
+	tl_buf bounds;
+	bool column_index_ok;     /* false once a page with values has no bounds to give */
+} pq_page_index_builder;
+
+void pq_page_index_init(pq_page_index_builder *b);
+void pq_page_index_reset(pq_page_index_builder *b);
+void pq_page_index_free(pq_page_index_builder *b);
+/* Records a data page; page_stats holds its min and max. */
+void pq_page_index_add(pq_page_index_builder *b, int64_t offset, int64_t size, int64_t first_row, int64_t rows,
+                       int64_t null_count, const pq_chunk_stats *page_stats);
+/*
+ * Appends the chunk's ColumnIndex (unless some page had no bounds, as
+ * parquet-cpp drops it then) to column_indexes and its OffsetIndex to
+ * offset_indexes, page offsets counted from data_offset (the chunk's first
+ * data page in the file). Sets chunk's index fields with offsets relative
+ * to the start of each buffer; the footer writer adds where they land.
+ * -1 when out of memory.
+ */
+int pq_page_index_encode(const pq_page_index_builder *b, const pq_chunk_stats *order, int64_t data_offset,
+                         pq_column_chunk *chunk, tl_buf *column_indexes, tl_buf *offset_indexes, tl_arena *scratch);
+
+/* ------------------------------------------------------------ bloom filters */
+
+/* The xxHash64 of every value of a chunk, duplicates included, until the filter is built. */
+typedef struct pq_bloom_builder {
+	tl_buf hashes;            /* uint64_t */
+} pq_bloom_builder;
+
+void pq_bloom_builder_init(pq_bloom_builder *b);
+void pq_bloom_builder_free(pq_bloom_builder *b);
+/* Hashes n dense values: 4- or 8-byte numbers (width), or tl_bytes (width 0). */
+void pq_bloom_builder_add(pq_bloom_builder *b, const void *values, int64_t n, int width);
+/*
+ * Appends a BloomFilterHeader and the bitset of the hashes gathered, sized
+ * for their distinct count, then forgets them. Returns the bytes appended,
+ * 0 when no value was added, -1 when out of memory.
+ */
+int64_t pq_bloom_builder_finish(pq_bloom_builder *b, double fpp, int64_t max_bytes, tl_buf *out);
 
 /* ------------------------------------------------------------ footer */
 

@@ -219,10 +219,62 @@ void pq_stats_add(pq_chunk_stats *s, const void *values, int64_t n)
 	}
 }
 
-/* Statistics values are PLAIN without a length prefix: little-endian numbers, raw bytes. */
-static tl_bytes copy_value(tl_arena *arena, const void *data, size_t len)
+/*
+ * The PLAIN bytes (no length prefix) of s's min or max: little-endian
+ * numbers, raw bytes. A zero float extreme is written as -0.0 (min) or
+ * +0.0 (max). `tmp` holds a number's bytes.
+ */
+static tl_bytes bound_bytes(const pq_chunk_stats *s, bool max, uint8_t tmp[8])
 {
-	return tl_arena_copy(arena, data, (uint32_t)len);
+	tl_bytes b = {tmp, 0};
+	switch (s->physical) {
+	case TL_PQ_BOOLEAN:
+		tmp[0] = max ? s->max.b : s->min.b;
+		b.len = 1;
+		break;
+	case TL_PQ_INT32:
+		memcpy(tmp, max ? &s->max.i32 : &s->min.i32, 4);
+		b.len = 4;
+		break;
+	case TL_PQ_INT64:
+	case TL_PQ_INT96:
+		memcpy(tmp, max ? &s->max.i64 : &s->min.i64, 8);
+		b.len = 8;
+		break;
+	case TL_PQ_FLOAT: {
+		float v = max ? s->max.f32 : s->min.f32;
+		if (v == 0.0f)
+			v = max ? 0.0f : -0.0f;
+		memcpy(tmp, &v, 4);
+		b.len = 4;
+		break;
+	}
+	case TL_PQ_DOUBLE: {
+		double v = max ? s->max.f64 : s->min.f64;
+		if (v == 0.0)
+			v = max ? 0.0 : -0.0;
+		memcpy(tmp, &v, 8);
+		b.len = 8;
+		break;
+	}
+	default: {
+		const tl_buf *src = max ? &s->max_bytes : &s->min_bytes;
+		b.ptr = src->data;
+		b.len = (uint32_t)src->len;
+		break;
+	}
+	}
+	return b;
+}
+
+/* Whether s has extremes the footer and the column index keep (byte arrays: not over the length limit). */
+static bool has_kept_bounds(const pq_chunk_stats *s)
+{
+	if (!s->has_min_max)
+		return false;
+	if (s->physical == TL_PQ_BYTE_ARRAY || s->physical == TL_PQ_FIXED_LEN_BYTE_ARRAY)
+		return s->min_bytes.len <= PQ_STATS_MAX_VALUE_BYTES && s->max_bytes.len <= PQ_STATS_MAX_VALUE_BYTES;
+	return true;
 }
 
 int pq_stats_to_thrift(const pq_chunk_stats *s, pq_statistics *out, tl_arena *arena)
@@ -232,49 +284,107 @@ int pq_stats_to_thrift(const pq_chunk_stats *s, pq_statistics *out, tl_arena *ar
 	out->null_count = s->null_count;
 	if (tl_buf_failed(&s->min_bytes) || tl_buf_failed(&s->max_bytes))
 		return -1;
-	if (!s->has_min_max)
+	if (!has_kept_bounds(s))
 		return 0;
-
-	tl_bytes min, max;
-	switch (s->physical) {
-	case TL_PQ_BOOLEAN:
-		min = copy_value(arena, &s->min.b, 1);
-		max = copy_value(arena, &s->max.b, 1);
-		break;
-	case TL_PQ_INT32:
-		min = copy_value(arena, &s->min.i32, 4);
-		max = copy_value(arena, &s->max.i32, 4);
-		break;
-	case TL_PQ_INT64:
-	case TL_PQ_INT96:
-		min = copy_value(arena, &s->min.i64, 8);
-		max = copy_value(arena, &s->max.i64, 8);
-		break;
-	case TL_PQ_FLOAT: {
-		float lo = s->min.f32 == 0.0f ? -0.0f : s->min.f32;
-		float hi = s->max.f32 == 0.0f ? 0.0f : s->max.f32;
-		min = copy_value(arena, &lo, 4);
-		max = copy_value(arena, &hi, 4);
-		break;
-	}
-	case TL_PQ_DOUBLE: {
-		double lo = s->min.f64 == 0.0 ? -0.0 : s->min.f64;
-		double hi = s->max.f64 == 0.0 ? 0.0 : s->max.f64;
-		min = copy_value(arena, &lo, 8);
-		max = copy_value(arena, &hi, 8);
-		break;
-	}
-	default:
-		if (s->min_bytes.len > PQ_STATS_MAX_VALUE_BYTES || s->max_bytes.len > PQ_STATS_MAX_VALUE_BYTES)
-			return 0;
-		min = copy_value(arena, s->min_bytes.data, s->min_bytes.len);
-		max = copy_value(arena, s->max_bytes.data, s->max_bytes.len);
-		break;
-	}
+	uint8_t lo[8], hi[8];
+	tl_bytes min = bound_bytes(s, false, lo), max = bound_bytes(s, true, hi);
+	min = tl_arena_copy(arena, min.ptr, min.len);
+	max = tl_arena_copy(arena, max.ptr, max.len);
 	if (min.ptr == NULL || max.ptr == NULL)
 		return -1;
 	out->has_min_value = out->has_max_value = true;
 	out->min_value = min;
 	out->max_value = max;
 	return 0;
+}
+
+bool pq_stats_append_bounds(const pq_chunk_stats *s, tl_buf *out, uint32_t *min_len, uint32_t *max_len)
+{
+	if (!has_kept_bounds(s))
+		return false;
+	uint8_t lo[8], hi[8];
+	tl_bytes min = bound_bytes(s, false, lo), max = bound_bytes(s, true, hi);
+	tl_buf_append(out, min.ptr, min.len);
+	tl_buf_append(out, max.ptr, max.len);
+	*min_len = min.len;
+	*max_len = max.len;
+	return true;
+}
+
+void pq_stats_merge(pq_chunk_stats *s, const pq_chunk_stats *from)
+{
+	if (!from->has_min_max)
+		return;
+	switch (s->physical) {
+	case TL_PQ_BOOLEAN: {
+		uint8_t v[2] = {from->min.b, from->max.b};
+		pq_stats_add(s, v, 2);
+		break;
+	}
+	case TL_PQ_INT32: {
+		int32_t v[2] = {from->min.i32, from->max.i32};
+		pq_stats_add(s, v, 2);
+		break;
+	}
+	case TL_PQ_INT64:
+	case TL_PQ_INT96: {
+		int64_t v[2] = {from->min.i64, from->max.i64};
+		pq_stats_add(s, v, 2);
+		break;
+	}
+	case TL_PQ_FLOAT: {
+		float v[2] = {from->min.f32, from->max.f32};
+		pq_stats_add(s, v, 2);
+		break;
+	}
+	case TL_PQ_DOUBLE: {
+		double v[2] = {from->min.f64, from->max.f64};
+		pq_stats_add(s, v, 2);
+		break;
+	}
+	default: {
+		tl_bytes v[2] = {{from->min_bytes.data, (uint32_t)from->min_bytes.len},
+		                 {from->max_bytes.data, (uint32_t)from->max_bytes.len}};
+		pq_stats_add(s, v, 2);
+		break;
+	}
+	}
+}
+
+#define CMP3(a, b) ((a) < (b) ? -1 : (a) > (b) ? 1 : 0)
+
+int pq_stats_compare_bounds(const pq_chunk_stats *s, tl_bytes a, tl_bytes b)
+{
+	switch (s->physical) {
+	case TL_PQ_BOOLEAN:
+		return CMP3(a.ptr[0], b.ptr[0]);
+	case TL_PQ_INT32: {
+		int32_t x, y;
+		memcpy(&x, a.ptr, 4);
+		memcpy(&y, b.ptr, 4);
+		return s->unsigned_order ? CMP3((uint32_t)x, (uint32_t)y) : CMP3(x, y);
+	}
+	case TL_PQ_INT64:
+	case TL_PQ_INT96: {
+		int64_t x, y;
+		memcpy(&x, a.ptr, 8);
+		memcpy(&y, b.ptr, 8);
+		return s->unsigned_order ? CMP3((uint64_t)x, (uint64_t)y) : CMP3(x, y);
+	}
+	case TL_PQ_FLOAT: {
+		float x, y;
+		memcpy(&x, a.ptr, 4);
+		memcpy(&y, b.ptr, 4);
+		return CMP3(x, y);
+	}
+	case TL_PQ_DOUBLE: {
+		double x, y;
+		memcpy(&x, a.ptr, 8);
+		memcpy(&y, b.ptr, 8);
+		return CMP3(x, y);
+	}
+	default:
+		return s->decimal_order ? pq_compare_decimal_bytes(a.ptr, a.len, b.ptr, b.len)
+		                        : pq_compare_unsigned_bytes(a.ptr, a.len, b.ptr, b.len);
+	}
 }

@@ -1,0 +1,191 @@
+/*
+ * reader_index.c: a column chunk's page index (PageIndex.md) and bloom
+ * filter (BloomFilter.md), read and checked for reader.c.
+ *
+ * The page index is two structs the footer points at. Each is read with
+ * one request when first asked for. It is used only if it is consistent
+ * with the footer: as many pages in both, the first starting at row 0,
+ * rows strictly ascending within the row group, every page inside its
+ * chunk in ascending order. A page's bounds are decoded as the chunk
+ * statistics are (a NaN bound, or one of the wrong size, is no bound).
+ *
+ * A bloom filter is a BloomFilterHeader and a bitset. It is read whole for
+ * each probe (a few hundred KiB at most for the sizes writers choose), as
+ * probes come once per row group and predicate.
+ */
+#include <math.h>
+#include <string.h>
+
+#include "parquet/bloom.h"
+#include "parquet/reader_index.h"
+
+/* Index structs past this size are not believed (a few bytes per page is usual). */
+#define MAX_INDEX_BYTES (64 * 1024 * 1024)
+
+static bool within_file(const tl_input *in, int64_t offset, int64_t len)
+{
+	return offset >= 4 && len > 0 && len <= MAX_INDEX_BYTES && (uint64_t)offset <= in->size - 8 &&
+	       (uint64_t)len <= in->size - 8 - (uint64_t)offset;
+}
+
+/* Reads len bytes at offset into the arena; NULL with err set when the input fails. */
+static uint8_t *read_range(tl_input *in, int64_t offset, int32_t len, tl_arena *arena, tl_error *err)
+{
+	uint8_t *buf = tl_arena_alloc(arena, (size_t)len);
+	if (buf == NULL) {
+		tl_error_nomem(err, "reading a Parquet page index");
+		return NULL;
+	}
+	if (tl_input_read(in, (uint64_t)offset, buf, (size_t)len, err) < 0)
+		return NULL;
+	return buf;
+}
+
+static bool offset_index_fits(const pq_offset_index *oi, const pq_column_meta *m, int64_t rows)
+{
+	int64_t chunk_start = m->data_page_offset;
+	if (m->has_dictionary_page_offset && m->dictionary_page_offset > 0 && m->dictionary_page_offset < chunk_start)
+		chunk_start = m->dictionary_page_offset;
+	int64_t chunk_end = chunk_start + m->total_compressed_size;
+	if (oi->npages < 1 || oi->pages[0].first_row_index != 0)
+		return false;
+	int64_t prev_end = chunk_start;
+	for (int32_t i = 0; i < oi->npages; i++) {
+		const pq_page_location *p = &oi->pages[i];
+		if (p->offset < prev_end || p->compressed_page_size <= 0 || p->offset > chunk_end ||
+		    p->compressed_page_size > chunk_end - p->offset)
+			return false;
+		if (p->first_row_index >= rows || (i > 0 && p->first_row_index <= oi->pages[i - 1].first_row_index))
+			return false;
+		prev_end = p->offset + p->compressed_page_size;
+	}
+	return true;
+}
+
+static bool column_index_fits(const pq_column_index *ci, int32_t npages)
+{
+	return ci->npages == npages && ci->nmin == npages && ci->nmax == npages &&
+	       (ci->nnull_counts == 0 || ci->nnull_counts == npages);
+}
+
+/* Whether bounds written before column orders existed can be trusted for this column. */
+static bool order_is_signed_legacy_safe(const tl_pq_column *col)
+{
+	if (col->physical == TL_PQ_BYTE_ARRAY || col->physical == TL_PQ_FIXED_LEN_BYTE_ARRAY)
+		return false;
+	return !(col->logical == TL_PQ_LOGICAL_INT && !col->int_signed);
+}
+
+static void page_bounds(const tl_pq_column *col, tl_bytes min, tl_bytes max, tl_pq_stats *out)
+{
+	if (!pq_decode_stat_value(col, min, &out->min) || !pq_decode_stat_value(col, max, &out->max))
+		return;
+	if (col->physical == TL_PQ_FLOAT && (isnan(out->min.f32) || isnan(out->max.f32)))
+		return;
+	if (col->physical == TL_PQ_DOUBLE && (isnan(out->min.f64) || isnan(out->max.f64)))
+		return;
+	out->has_min_max = true;
+}
+
+int pq_page_index_read(tl_input *in, const pq_column_chunk *cc, int64_t rows, const tl_pq_column *col,
+                       bool typed_order, tl_arena *arena, tl_pq_page_info **pages, tl_error *err)
+{
+	*pages = NULL;
+	if (!cc->has_column_index || !cc->has_offset_index || !cc->has_meta_data || rows <= 0 ||
+	    !within_file(in, cc->column_index_offset, cc->column_index_length) ||
+	    !within_file(in, cc->offset_index_offset, cc->offset_index_length))
+		return 0;
+	uint8_t *oi_bytes = read_range(in, cc->offset_index_offset, cc->offset_index_length, arena, err);
+	uint8_t *ci_bytes = oi_bytes ? read_range(in, cc->column_index_offset, cc->column_index_length, arena, err) : NULL;
+	if (ci_bytes == NULL)
+		return -1;
+
+	tl_error ignored;
+	tl_error_clear(&ignored);
+	pq_offset_index oi;
+	pq_column_index ci;
+	/* Out of memory decoding counts as malformed: the index is only a hint. */
+	if (pq_offset_index_decode(oi_bytes, (size_t)cc->offset_index_length, arena, &oi, &ignored) < 0 ||
+	    !offset_index_fits(&oi, &cc->meta_data, rows) ||
+	    pq_column_index_decode(ci_bytes, (size_t)cc->column_index_length, arena, &ci, &ignored) < 0 ||
+	    !column_index_fits(&ci, oi.npages))
+		return 0;
+
+	tl_pq_page_info *out = tl_arena_alloc(arena, (size_t)oi.npages * sizeof(tl_pq_page_info));
+	if (out == NULL)
+		return 0;
+	bool bounds_usable = typed_order || order_is_signed_legacy_safe(col);
+	for (int32_t i = 0; i < oi.npages; i++) {
+		tl_pq_page_info *p = &out[i];
+		memset(p, 0, sizeof(*p));
+		p->first_row = oi.pages[i].first_row_index;
+		p->rows = (i + 1 < oi.npages ? oi.pages[i + 1].first_row_index : rows) - p->first_row;
+		if (ci.nnull_counts > 0) {
+			if (ci.null_counts[i] < 0 || ci.null_counts[i] > p->rows)
+				return 0;
+			p->stats.has_null_count = true;
+			p->stats.null_count = ci.null_counts[i];
+		}
+		if (ci.null_pages[i]) {
+			/* Every value null; the counts, when given, must agree. */
+			if (p->stats.has_null_count && p->stats.null_count != p->rows)
+				return 0;
+			p->stats.has_null_count = true;
+			p->stats.null_count = p->rows;
+		} else if (bounds_usable) {
+			page_bounds(col, ci.min_values[i], ci.max_values[i], &p->stats);
+		}
+	}
+	*pages = out;
+	return oi.npages;
+}
+
+/* ------------------------------------------------------------ bloom filters */
+
+/* A header is a few bytes; this much always holds one. */
+#define BLOOM_HEADER_PROBE 64
+
+bool pq_has_bloom_filter(const pq_column_meta *m, uint64_t file_size)
+{
+	return m->has_bloom_filter && m->bloom_filter_offset >= 4 && (uint64_t)m->bloom_filter_offset < file_size;
+}
+
+int pq_bloom_filter_probe(tl_input *in, const pq_column_meta *m, const tl_bytes *values, int nvalues, tl_error *err)
+{
+	if (!pq_has_bloom_filter(m, in->size))
+		return 1;
+	uint64_t offset = (uint64_t)m->bloom_filter_offset;
+	uint64_t room = in->size - offset;
+	uint8_t head[BLOOM_HEADER_PROBE];
+	size_t head_len = room < sizeof(head) ? (size_t)room : sizeof(head);
+	if (m->has_bloom_filter_length && m->bloom_filter_length > 0 && (uint64_t)m->bloom_filter_length < head_len)
+		head_len = (size_t)m->bloom_filter_length;
+	if (tl_input_read(in, offset, head, head_len, err) < 0)
+		return -1;
+
+	pq_bloom_header h;
+	size_t header_len;
+	tl_error ignored;
+	tl_error_clear(&ignored);
+	if (pq_bloom_header_decode(head, head_len, &h, &header_len, &ignored) < 0)
+		return 1;
+	uint64_t num_bytes = (uint64_t)h.num_bytes;
+	if (!h.split_block || !h.xxhash || !h.uncompressed || num_bytes < PQ_BLOOM_MIN_BYTES ||
+	    num_bytes > PQ_BLOOM_MAX_BYTES || num_bytes % 32 != 0 || header_len + num_bytes > room)
+		return 1;
+	if (m->has_bloom_filter_length && (uint64_t)m->bloom_filter_length != header_len + num_bytes)
+		return 1;
+
+	uint8_t *bitset = tl_malloc((size_t)num_bytes);
+	if (bitset == NULL)
+		return 1; /* a hint we cannot afford to read: assume the value may be there */
+	if (tl_input_read(in, offset + header_len, bitset, (size_t)num_bytes, err) < 0) {
+		tl_free(bitset);
+		return -1;
+	}
+	int found = 0;
+	for (int i = 0; i < nvalues && !found; i++)
+		found = pq_bloom_may_contain(bitset, (size_t)num_bytes, pq_xxhash64(values[i].ptr, values[i].len, 0));
+	tl_free(bitset);
+	return found;
+}

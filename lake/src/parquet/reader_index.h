@@ -1,0 +1,40 @@
+/*
+ * reader_index.h: reading the structures other than pages that help a
+ * reader skip data, for reader.c: a column chunk's page index and its
+ * bloom filter. Both are optional and both are only hints, so anything
+ * malformed about them (a length past the file, lists that disagree, rows
+ * that do not ascend, an unknown algorithm) makes them count as absent,
+ * never fails a read; only a failing input is an error.
+ */
+#ifndef TIERLAKE_PARQUET_READER_INDEX_H
+#define TIERLAKE_PARQUET_READER_INDEX_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "parquet/metadata.h"
+#include "tierlake/buf.h"
+#include "tierlake/io.h"
+#include "tierlake/parquet.h"
+
+/* A statistics value in PLAIN bytes as column c's physical type; false when it has the wrong size (reader.c). */
+bool pq_decode_stat_value(const tl_pq_column *c, tl_bytes raw, union tl_pq_stat_value *v);
+
+/*
+ * Reads and checks the page index of chunk cc (of a row group of `rows`
+ * rows, column `col`), allocating in arena. `typed_order` says the file
+ * declares its column orders, without which the bounds of byte arrays and
+ * unsigned integers may be in the legacy signed order and are left out.
+ * Returns the page count, 0 when there is no usable index, -1 when the
+ * input fails.
+ */
+int pq_page_index_read(tl_input *in, const pq_column_chunk *cc, int64_t rows, const tl_pq_column *col,
+                       bool typed_order, tl_arena *arena, tl_pq_page_info **pages, tl_error *err);
+
+/* Whether chunk meta m has a bloom filter. */
+bool pq_has_bloom_filter(const pq_column_meta *m, uint64_t file_size);
+
+/* 0 when m's bloom filter proves no value is present, 1 when one may be, -1 when the input fails. */
+int pq_bloom_filter_probe(tl_input *in, const pq_column_meta *m, const tl_bytes *values, int nvalues, tl_error *err);
+
+#endif
