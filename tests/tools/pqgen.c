@@ -8,6 +8,7 @@
  *         [--page-bytes N] [--page-rows N]
  *         [--row-group-rows N] [--row-group-bytes N]
  *         [--crc | --no-crc] [--kv KEY=VALUE]... [--batch-rows N]
+ *         [--no-page-index] [--bloom COLUMN]... [--bloom-fpp P]
  *
  * SCHEMA.json is a JSON array of columns, in file order:
  *
@@ -72,6 +73,7 @@ static void usage(FILE *out)
 	      "             [--no-dictionary] [--dictionary-bytes N] [--page-bytes N] [--page-rows N]\n"
 	      "             [--row-group-rows N] [--row-group-bytes N] [--crc | --no-crc]\n"
 	      "             [--kv KEY=VALUE]... [--batch-rows N]\n"
+	      "             [--no-page-index] [--bloom COLUMN]... [--bloom-fpp P]\n"
 	      "\n"
 	      "Writes the rows of ROWS.jsonl (one JSON object per line, values as\n"
 	      "`tierdb parquet cat` prints them) to a Parquet file with the columns of\n"
@@ -286,6 +288,8 @@ typedef struct pqgen_args {
 	tl_pq_writer_options opts;
 	tl_pq_kv *kv;
 	int nkv;
+	const char *bloom[64];    /* columns to give bloom filters, by name */
+	int nbloom;
 } pqgen_args;
 
 static int parse_number(const char *option, const char *text, int64_t min, int64_t *out)
@@ -323,7 +327,7 @@ static int parse_args(int argc, char **argv, pqgen_args *a, bool *done)
 		} else
 			snprintf(name, sizeof(name), "%s", arg);
 
-		static const char *const flags[] = {"--help", "--no-dictionary", "--crc", "--no-crc"};
+		static const char *const flags[] = {"--help", "--no-dictionary", "--crc", "--no-crc", "--no-page-index"};
 		bool is_flag = false;
 		for (size_t k = 0; k < sizeof(flags) / sizeof(flags[0]); k++)
 			is_flag |= strcmp(name, flags[k]) == 0;
@@ -342,6 +346,18 @@ static int parse_args(int argc, char **argv, pqgen_args *a, bool *done)
 			return 0;
 		} else if (strcmp(name, "--no-dictionary") == 0)
 			a->opts.dictionary = false;
+		else if (strcmp(name, "--no-page-index") == 0)
+			a->opts.write_page_index = false;
+		else if (strcmp(name, "--bloom") == 0) {
+			if (a->nbloom == 64)
+				return fail("at most 64 --bloom columns");
+			a->bloom[a->nbloom++] = value;
+		} else if (strcmp(name, "--bloom-fpp") == 0) {
+			char *end;
+			a->opts.bloom_fpp = strtod(value, &end);
+			if (*end != '\0')
+				return fail("--bloom-fpp needs a number, not '%s'", value);
+		}
 		else if (strcmp(name, "--crc") == 0 || strcmp(name, "--no-crc") == 0)
 			a->opts.write_page_crc = strcmp(name, "--crc") == 0; /* the writer's default is on */
 		else if (strcmp(name, "--schema") == 0)
@@ -466,6 +482,17 @@ int main(int argc, char **argv)
 	tl_pq_schema *schema = load_schema(a.schema_path);
 	if (schema == NULL)
 		return 1;
+	int bloom_columns[64];
+	for (int i = 0; i < a.nbloom; i++) {
+		bloom_columns[i] = tl_pq_schema_find(schema, a.bloom[i]);
+		if (bloom_columns[i] < 0) {
+			tl_pq_schema_free(schema);
+			return fail("--bloom %s: no such column", a.bloom[i]);
+		}
+	}
+	a.opts.bloom_columns = bloom_columns;
+	a.opts.nbloom_columns = a.nbloom;
+
 	FILE *rows = strcmp(a.rows_path, "-") == 0 ? stdin : fopen(a.rows_path, "r");
 	if (rows == NULL) {
 		tl_pq_schema_free(schema);
