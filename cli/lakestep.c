@@ -264,6 +264,11 @@ void tdb_lake_writer_options(const char *op_id, tl_ice_writer_options *opts)
 	opts->file_prefix = op_id;
 	opts->parquet.row_group_rows = TDB_LAKE_ROW_GROUP_ROWS;
 	opts->parquet.page_rows = TDB_LAKE_PAGE_ROWS;
+	/* Bloom filters on the table's primary key (the lake schema's
+	 * identifier fields, set at registration): a cold point lookup by key
+	 * then skips the row groups whose filter rules the key out, which
+	 * min/max cannot do for keys spread over every row group. */
+	opts->bloom_identifier_fields = true;
 }
 
 /* "<a><sep><b>", malloc'd. */

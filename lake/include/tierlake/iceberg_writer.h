@@ -32,6 +32,8 @@ typedef struct tl_ice_writer_options {
 	int64_t target_file_bytes;      /* roll over at about this size */
 	const char *file_prefix;        /* file names start "<file_prefix>-" (tl_ice_table_new_data_path);
 	                                   NULL for none; must outlive the writer */
+	bool bloom_identifier_fields;   /* data files get bloom filters on the schema's identifier fields
+	                                   (besides parquet.bloom_columns), for = and IN lookups by key */
 } tl_ice_writer_options;
 
 /* Defaults: tl_pq_writer_options_init's (ZSTD), TL_ICE_WRITER_TARGET_FILE_BYTES. */

@@ -80,6 +80,7 @@ void tl_ice_writer_options_init(tl_ice_writer_options *opts)
 	tl_pq_writer_options_init(&opts->parquet);
 	opts->target_file_bytes = TL_ICE_WRITER_TARGET_FILE_BYTES;
 	opts->file_prefix = NULL;
+	opts->bloom_identifier_fields = false;
 }
 
 const tl_pq_schema *tl_ice_writer_schema(const tl_ice_writer *w)
@@ -192,6 +193,29 @@ static int resolve_sources(tl_ice_writer *w, const int32_t *ids, int nids, tl_er
 	return 0;
 }
 
+/*
+ * Adds the columns of the schema's identifier fields (the table's key) to
+ * the Parquet writer's bloom filter columns; data file column i is the
+ * schema's top-level field i.
+ */
+static int add_identifier_blooms(tl_ice_writer *w, tl_error *err)
+{
+	const tl_pq_writer_options *pq = &w->opts.parquet;
+	int n = pq->nbloom_columns;
+	int *columns = tl_arena_alloc(&w->arena, sizeof(int) * (size_t)(n + w->schema->nidentifier_ids + 1));
+	if (columns == NULL)
+		return tl_error_nomem(err, "for an Iceberg writer");
+	if (n > 0)
+		memcpy(columns, pq->bloom_columns, sizeof(int) * (size_t)n);
+	for (int k = 0; k < w->schema->nidentifier_ids; k++)
+		for (int i = 0; i < w->schema->nfields; i++)
+			if (w->schema->fields[i].id == w->schema->identifier_ids[k])
+				columns[n++] = i;
+	w->opts.parquet.bloom_columns = columns;
+	w->opts.parquet.nbloom_columns = n;
+	return 0;
+}
+
 tl_ice_writer *tl_ice_writer_open_data(const tl_ice_table *t, const tl_ice_writer_options *opts, tl_error *err)
 {
 	tl_ice_writer *w = writer_new(t, opts, TL_ICE_CONTENT_DATA, err);
@@ -215,6 +239,8 @@ tl_ice_writer *tl_ice_writer_open_data(const tl_ice_table *t, const tl_ice_write
 		ids[i] = w->schema->fields[i].id;
 	int rc = resolve_sources(w, ids, w->schema->nfields, err);
 	tl_free(ids);
+	if (rc == 0 && w->opts.bloom_identifier_fields)
+		rc = add_identifier_blooms(w, err);
 	if (rc < 0) {
 		tl_ice_writer_free(w);
 		return NULL;
