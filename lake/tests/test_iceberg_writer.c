@@ -1144,3 +1144,49 @@ TEST(iceberg_writer_finish_open_files_starts_new_files)
 	CHECK_OK(rc, &err);
 	CHECK(ok);
 }
+
+/* bloom_identifier_fields: the key columns (identifier-field-ids) get bloom filters, the others none. */
+TEST(iceberg_writer_bloom_filters_on_identifier_fields)
+{
+	static const char *keyed =
+		"{\"type\":\"struct\",\"schema-id\":0,\"identifier-field-ids\":[1],\"fields\":["
+		"{\"id\":1,\"name\":\"id\",\"required\":true,\"type\":\"long\"},"
+		"{\"id\":2,\"name\":\"ts\",\"required\":false,\"type\":\"timestamptz\"},"
+		"{\"id\":3,\"name\":\"name\",\"required\":false,\"type\":\"string\"}]}";
+	tl_error err;
+	tl_error_clear(&err);
+	char dir[64];
+	tl_ice_table *t = new_table_of(keyed, DAY_SPEC, dir, &err);
+	CHECK_OK(t == NULL ? -1 : 0, &err);
+	tl_ice_writer_options opts;
+	tl_ice_writer_options_init(&opts);
+	CHECK(!opts.bloom_identifier_fields);
+	opts.bloom_identifier_fields = true;
+	tl_ice_writer *w = tl_ice_writer_open_data(t, &opts, &err);
+	CHECK(w != NULL);
+	tl_pq_batch *b = tl_pq_batch_new(tl_ice_writer_schema(w), 16);
+	for (int r = 0; r < 10; r++)
+		put_row(b, r, 1000 + r, 0, NAMES[r % 7]);
+	int rc = tl_ice_writer_write(w, b, &err);
+	if (rc == 0)
+		rc = tl_ice_writer_close(w, &err);
+	bool ok = rc == 0 && tl_ice_writer_nfiles(w) == 1;
+	tl_input *in = ok ? tl_input_open_uri(tl_ice_writer_file(w, 0)->file_path, &err) : NULL;
+	tl_pq_reader *r = in ? tl_pq_reader_open(in, &err) : NULL;
+	if (r != NULL) {
+		int64_t present = 1004, absent = 2004;
+		tl_bytes p = {(const uint8_t *)&present, 8}, a = {(const uint8_t *)&absent, 8};
+		ok = tl_pq_reader_has_bloom_filter(r, 0, 0) && !tl_pq_reader_has_bloom_filter(r, 0, 1) &&
+		     !tl_pq_reader_has_bloom_filter(r, 0, 2) && tl_pq_reader_bloom_may_contain(r, 0, 0, &p, 1, &err) == 1 &&
+		     tl_pq_reader_bloom_may_contain(r, 0, 0, &a, 1, &err) == 0;
+	} else {
+		ok = false;
+	}
+	tl_pq_reader_free(r);
+	tl_input_close(in);
+	tl_pq_batch_free(b);
+	tl_ice_writer_free(w);
+	drop_table(t, dir);
+	CHECK_OK(rc, &err);
+	CHECK(ok);
+}

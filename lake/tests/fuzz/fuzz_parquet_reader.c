@@ -6,7 +6,8 @@
  * schema, every row group's chunk statistics, pruning with predicates built
  * from the input, a full scan of every column, and a scan of a reordered
  * subset of columns, and a scan deferring columns and loading them for
- * some batches only. Values are touched one by one so AddressSanitizer sees
+ * some batches only, and a scan of the pages a page index lists (with bloom
+ * filter probes). Values are touched one by one so AddressSanitizer sees
  * any view that points outside the memory the reader owns.
  *
  * Besides crashes, leaks and undefined behaviour, the target aborts on broken
@@ -298,6 +299,60 @@ static int build_predicates(tl_pq_reader *r, const uint8_t *data, size_t size, t
 	return npreds;
 }
 
+/*
+ * Pass 5's checks: every chunk's page index is absent, or pages that start
+ * at row 0 and tile the row group; the scan then reads every other page of
+ * the first column's index (never more rows than the file has).
+ * Each chunk's bloom filter is probed with bytes of the input.
+ */
+static void scan_pages(tl_pq_reader *r, const uint8_t *data, size_t size)
+{
+	const tl_pq_schema *schema = tl_pq_reader_schema(r);
+	tl_error err;
+	bool selecting = schema->ncolumns > 0;
+	for (int g = 0; g < tl_pq_reader_num_row_groups(r); g++) {
+		int64_t rows = tl_pq_reader_row_group_rows(r, g);
+		for (int c = 0; c < schema->ncolumns; c++) {
+			const tl_pq_page_info *pages;
+			tl_error_clear(&err);
+			int n = tl_pq_reader_page_index(r, g, c, &pages, &err);
+			if (n < 0) {
+				require_failure_reported(&err);
+				selecting = false;
+				continue;
+			}
+			int64_t next = 0;
+			for (int p = 0; p < n; p++) {
+				FUZZ_REQUIRE(pages[p].first_row == next);
+				FUZZ_REQUIRE(pages[p].rows > 0 && pages[p].first_row + pages[p].rows <= rows);
+				next = pages[p].first_row + pages[p].rows;
+				touch_stats(&schema->columns[c], &pages[p].stats);
+			}
+			FUZZ_REQUIRE(n == 0 || next == rows);
+			tl_bytes probe = {data, (uint32_t)(size < 16 ? size : 16)};
+			tl_error_clear(&err);
+			int may = tl_pq_reader_bloom_may_contain(r, g, c, &probe, 1, &err);
+			FUZZ_REQUIRE(may == 0 || may == 1 || may == -1);
+			if (may < 0)
+				require_failure_reported(&err);
+			if (c != 0 || !selecting || n == 0)
+				continue;
+			tl_pq_row_range *ranges = tl_calloc((size_t)n, sizeof(*ranges));
+			int nranges = 0;
+			for (int p = 0; ranges != NULL && p < n; p += 2)
+				ranges[nranges++] = (tl_pq_row_range){pages[p].first_row, pages[p].first_row + pages[p].rows};
+			tl_error_clear(&err);
+			if (ranges == NULL || tl_pq_reader_select_rows(r, g, ranges, nranges, &err) < 0)
+				selecting = false;
+			tl_free(ranges);
+		}
+	}
+	if (selecting) {
+		int64_t got = scan(r, NULL, schema->ncolumns, tl_pq_reader_num_rows(r));
+		fuzz_sink += (uint64_t)got;
+	}
+}
+
 static tl_pq_reader *open_reader(tl_input *in)
 {
 	tl_error err;
@@ -366,6 +421,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	r = open_reader(in);
 	FUZZ_REQUIRE(r != NULL);
 	scan_deferred(r, ncolumns, group_rows);
+	tl_pq_reader_free(r);
+
+	/* Pass 5: page indexes, row selection by them, and bloom filters. */
+	r = open_reader(in);
+	FUZZ_REQUIRE(r != NULL);
+	scan_pages(r, data, size);
 	tl_pq_reader_free(r);
 
 	free(subset);
