@@ -939,6 +939,39 @@ cold_rows_reader_open(SeamTable *table, TupleDesc tupdesc, const ColdRowsConditi
 	return cr;
 }
 
+void
+cold_rows_reader_read_only(ColdRowsReader *reader, const Bitmapset *attnos)
+{
+	Assert(!reader->reader.opened);
+	reader->reader.attrs = bms_copy(attnos);
+	reader->reader.all_attrs = false;
+}
+
+bool
+cold_rows_reader_count(ColdRowsReader *reader, int64 *count)
+{
+	ColdReader *r = &reader->reader;
+	LakeScanStats st;
+
+	if (r->opened || r->conditions != NIL || r->table->mirrored || r->table->lake_beyond_t)
+		return false;
+	cold_reader_open(r);
+	if (r->skip || !r->pin.has_snapshot)
+	{
+		/* no lake rows: the delta's row images are the cold rows */
+		*count = r->skip ? 0 : list_length(r->upserts);
+		return true;
+	}
+	if (r->delta_keys != NULL || r->upserts != NIL)
+		return false;
+	lake_scan_plan(r->lake);
+	lake_scan_stats(r->lake, &st);
+	if (st.delete_files != 0)
+		return false;
+	*count = st.planned_records;
+	return true;
+}
+
 bool
 cold_rows_reader_next(ColdRowsReader *reader, TupleTableSlot *slot)
 {
@@ -1079,6 +1112,27 @@ cold_rows_target(RangeTblEntry *rte)
 	if (!IsA(arg, Const))
 		return InvalidOid;
 	return get_typ_typrelid(arg->consttype);
+}
+
+Oid
+cold_scan_target(RangeTblEntry *rte)
+{
+	return cold_rows_target(rte);
+}
+
+bool
+cold_scan_planned(RelOptInfo *rel)
+{
+	ListCell   *lc;
+
+	foreach(lc, rel->pathlist)
+	{
+		Path	   *path = lfirst(lc);
+
+		if (IsA(path, CustomPath) && ((CustomPath *) path)->methods == &cold_path_methods)
+			return true;
+	}
+	return false;
 }
 
 static set_rel_pathlist_hook_type prev_set_rel_pathlist_hook = NULL;
@@ -1764,6 +1818,74 @@ initialize_cold_scan_worker(CustomScanState *node, shm_toc *toc, void *coordinat
 	((ColdScanState *) node)->shared = coordinate;
 }
 
+/* The table and the pin a reader reads at. */
+static void
+explain_pin(ColdReader *r, ExplainState *es)
+{
+	ExplainPropertyText("Table", seam_table_name(r->table->relid), es);
+	if (!r->table->mirrored)
+		ExplainPropertyText("Cut-line T", seam_key_text(r->table, r->pin.tier_key_hi), es);
+	else if (r->pin.has_snapshot)
+		ExplainPropertyText("Hybrid Split", seam_key_text(r->table, r->pin.tier_key_hi), es);
+	else
+		ExplainPropertyText("Hybrid Split", "none: the heap answers (the mirror is late or cannot serve)", es);
+	if (r->pin.has_snapshot)
+		ExplainPropertyInteger("Lake Snapshot", NULL, r->pin.snapshot_id, es);
+	else
+		ExplainPropertyText("Lake Snapshot", "none", es);
+}
+
+/* What an open reader read and what pruning spared it (the lake's figures with ANALYZE). */
+static void
+explain_reading(ColdReader *r, ExplainState *es)
+{
+	LakeScanStats st;
+
+	if (r->skip)
+	{
+		ExplainPropertyText("Lake", "not read: the conditions keep the query at or above T", es);
+		return;
+	}
+	if (r->table->mirrored)
+	{
+		ExplainPropertyInteger("Batches Newer Than the Snapshot", NULL, r->pin.ncorrections, es);
+		ExplainPropertyInteger("Their Rows Read From the Heap", NULL, list_length(r->upserts), es);
+	}
+	else
+		ExplainPropertyInteger("Delta Rows", NULL, r->delta_rows, es);
+	ExplainPropertyInteger("Conditions Pushed to the Lake", NULL, r->pushed, es);
+	if (r->lake == NULL)
+		return;
+	lake_scan_plan(r->lake);
+	lake_scan_stats(r->lake, &st);
+	ExplainPropertyInteger("Lake Files", NULL, st.data_files - st.data_files_skipped, es);
+	ExplainPropertyInteger("Lake Files Pruned", NULL, st.data_files_skipped, es);
+	ExplainPropertyInteger("Lake Delete Files", NULL, st.delete_files, es);
+	if (es->analyze)
+	{
+		ExplainPropertyInteger("Row Groups Read", NULL, st.row_groups_read, es);
+		ExplainPropertyInteger("Row Groups Pruned", NULL, st.row_groups_skipped, es);
+		ExplainPropertyInteger("Row Groups Pruned by Bloom Filters", NULL, st.row_groups_skipped_by_bloom, es);
+		ExplainPropertyInteger("Pages Read", NULL, st.pages_read, es);
+		ExplainPropertyInteger("Pages Skipped", NULL, st.pages_skipped, es);
+		ExplainPropertyInteger("Rows Skipped Before Conversion", NULL, st.rows_skipped, es);
+		ExplainPropertyInteger("Batches Skipped Before Decoding", NULL, st.batches_skipped, es);
+		ExplainPropertyInteger("Rows Removed by Lake Deletes", NULL, st.rows_deleted, es);
+		ExplainPropertyInteger("Rows Replaced by Delta", NULL, r->lake_rows_replaced, es);
+	}
+}
+
+void
+cold_rows_reader_explain(ColdRowsReader *reader, ExplainState *es)
+{
+	ColdReader *r = &reader->reader;
+
+	explain_pin(r, es);
+	if (!r->opened)
+		cold_reader_open(r);	/* EXPLAIN without ANALYZE: plan the lake scan to show its pruning */
+	explain_reading(r, es);
+}
+
 /*
  * The quals' lines, as EXPLAIN shows a plan's own (cold_scan_quals says
  * why they are not): "Filter", and with ANALYZE the rows it removed.
@@ -1791,52 +1913,12 @@ static void
 explain_cold_scan(CustomScanState *node, List *ancestors, ExplainState *es)
 {
 	ColdScanState *s = (ColdScanState *) node;
-	ColdReader *r = &s->reader;
-	LakeScanStats st;
 
 	explain_filter(s, ancestors, es);
 	set_up_cold_scan(s);
-	ExplainPropertyText("Table", seam_table_name(s->table->relid), es);
-	if (!s->table->mirrored)
-		ExplainPropertyText("Cut-line T", seam_key_text(s->table, r->pin.tier_key_hi), es);
-	else if (r->pin.has_snapshot)
-		ExplainPropertyText("Hybrid Split", seam_key_text(s->table, r->pin.tier_key_hi), es);
-	else
-		ExplainPropertyText("Hybrid Split", "none: the heap answers (the mirror is late or cannot serve)", es);
-	if (r->pin.has_snapshot)
-		ExplainPropertyInteger("Lake Snapshot", NULL, r->pin.snapshot_id, es);
-	else
-		ExplainPropertyText("Lake Snapshot", "none", es);
+	explain_pin(&s->reader, es);
 	open_for_scan(s);			/* EXPLAIN without ANALYZE: plan the lake scan to show its pruning */
-	if (r->skip)
-	{
-		ExplainPropertyText("Lake", "not read: the conditions keep the query at or above T", es);
-		return;
-	}
-	if (s->table->mirrored)
-	{
-		ExplainPropertyInteger("Batches Newer Than the Snapshot", NULL, r->pin.ncorrections, es);
-		ExplainPropertyInteger("Their Rows Read From the Heap", NULL, list_length(r->upserts), es);
-	}
-	else
-		ExplainPropertyInteger("Delta Rows", NULL, r->delta_rows, es);
-	ExplainPropertyInteger("Conditions Pushed to the Lake", NULL, r->pushed, es);
-	if (r->lake == NULL)
-		return;
-	lake_scan_plan(r->lake);
-	lake_scan_stats(r->lake, &st);
-	ExplainPropertyInteger("Lake Files", NULL, st.data_files - st.data_files_skipped, es);
-	ExplainPropertyInteger("Lake Files Pruned", NULL, st.data_files_skipped, es);
-	ExplainPropertyInteger("Lake Delete Files", NULL, st.delete_files, es);
-	if (es->analyze)
-	{
-		ExplainPropertyInteger("Row Groups Read", NULL, st.row_groups_read, es);
-		ExplainPropertyInteger("Row Groups Pruned", NULL, st.row_groups_skipped, es);
-		ExplainPropertyInteger("Rows Skipped Before Conversion", NULL, st.rows_skipped, es);
-		ExplainPropertyInteger("Batches Skipped Before Decoding", NULL, st.batches_skipped, es);
-		ExplainPropertyInteger("Rows Removed by Lake Deletes", NULL, st.rows_deleted, es);
-		ExplainPropertyInteger("Rows Replaced by Delta", NULL, r->lake_rows_replaced, es);
-	}
+	explain_reading(&s->reader, es);
 }
 
 /* ------------------------------------------------------------ tierdb.cold_rows() */

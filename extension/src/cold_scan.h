@@ -27,6 +27,7 @@
 #include "access/htup.h"
 #include "executor/tuptable.h"
 #include "nodes/parsenodes.h"
+#include "nodes/pathnodes.h"
 #include "nodes/plannodes.h"
 
 #include "seam.h"
@@ -82,9 +83,39 @@ extern HeapTuple cold_scan_row_image(Oid rowtype, Datum payload);
 /* Nothing is read until the first cold_rows_reader_next. The caller has checked its privileges. */
 extern ColdRowsReader *cold_rows_reader_open(SeamTable *table, TupleDesc tupdesc,
 											 const ColdRowsCondition *conditions, int nconditions);
+/*
+ * Reads only the attributes in attnos (1-based; the rest read as NULL)
+ * instead of every one. Call before the first cold_rows_reader_next.
+ */
+extern void cold_rows_reader_read_only(ColdRowsReader *reader, const Bitmapset *attnos);
+/*
+ * The number of cold rows, from the lake's metadata alone, when that is
+ * exact: the reader has no conditions, the delta names no key below T,
+ * no delete file applies at S, and the lake holds no row at or above T
+ * (a mirror's, or a table keeping a heap window); false otherwise, and
+ * the caller reads the rows. Reads the delta and plans the lake scan,
+ * instead of the first cold_rows_reader_next.
+ */
+extern bool cold_rows_reader_count(ColdRowsReader *reader, int64 *count);
 /* The next cold row into slot (a virtual slot of tupdesc), or false at the end. */
 extern bool cold_rows_reader_next(ColdRowsReader *reader, TupleTableSlot *slot);
 extern void cold_rows_reader_close(ColdRowsReader *reader);
+/*
+ * EXPLAIN's lines for a reader (before it is closed): the table, the pin,
+ * the lake's pruning, and with ANALYZE what it read. A reader not read
+ * yet is opened (the delta read, the lake scan planned).
+ */
+struct ExplainState;
+extern void cold_rows_reader_explain(ColdRowsReader *reader, struct ExplainState *es);
+
+/*
+ * The tiered table whose cold rows a range table entry asks for: a function
+ * reference to tierdb.cold_rows(NULL::table), or InvalidOid.
+ */
+extern Oid	cold_scan_target(RangeTblEntry *rte);
+
+/* Whether the planner gave a relation the cold scan (not a function scan for a whole-row reference). */
+extern bool cold_scan_planned(RelOptInfo *rel);
 
 /* Installs the planner hook and registers the custom scan; from _PG_init while preloading. */
 extern void cold_scan_init(void);

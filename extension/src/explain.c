@@ -69,6 +69,7 @@
 #include "utils/snapmgr.h"
 #include "utils/varlena.h"
 
+#include "cold_agg.h"
 #include "cold_scan.h"
 #include "cold_dml.h"
 #include "dml_guard.h"
@@ -335,11 +336,13 @@ explain_query_tree(Query *q, Explainer *e)
 
 /* ------------------------------------------------------------ the plan */
 
+/* A cold scan, or a cold aggregate (cold_agg.c), which reads the cold rows as a cold scan does. */
 static bool
 is_cold_scan(PlanState *ps)
 {
 	return IsA(ps, CustomScanState) &&
-		strcmp(((CustomScanState *) ps)->methods->CustomName, COLD_SCAN_NAME) == 0;
+		(strcmp(((CustomScanState *) ps)->methods->CustomName, COLD_SCAN_NAME) == 0 ||
+		 is_cold_agg((CustomScan *) ps->plan));
 }
 
 /* Collects the cold scans of a started plan, subplans and initplans included. */
@@ -545,8 +548,10 @@ static char *
 heap_partitions(CustomScanState *scan, const SeamTable *t)
 {
 	List	   *names = NIL;
+	CustomScan *plan = (CustomScan *) scan->ss.ps.plan;
 
-	partitions_read(t, t->relid, cold_scan_quals((CustomScan *) scan->ss.ps.plan), seam_pin(t).tier_key_hi, &names);
+	partitions_read(t, t->relid, is_cold_agg(plan) ? cold_agg_quals(plan) : cold_scan_quals(plan),
+					seam_pin(t).tier_key_hi, &names);
 	return partitions_text(names);
 }
 

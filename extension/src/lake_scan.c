@@ -887,6 +887,9 @@ add_reader_stats(tl_ice_reader_stats *sum, const tl_ice_reader_stats *more)
 	sum->files_read += more->files_read;
 	sum->row_groups_read += more->row_groups_read;
 	sum->row_groups_skipped += more->row_groups_skipped;
+	sum->row_groups_skipped_by_bloom += more->row_groups_skipped_by_bloom;
+	sum->pages_read += more->pages_read;
+	sum->pages_skipped += more->pages_skipped;
 	sum->rows_deleted += more->rows_deleted;
 }
 
@@ -913,6 +916,9 @@ lake_scan_stats(const LakeScan *scan, LakeScanStats *stats)
 	stats->files_read = read.files_read;
 	stats->row_groups_read = read.row_groups_read;
 	stats->row_groups_skipped = read.row_groups_skipped;
+	stats->row_groups_skipped_by_bloom = read.row_groups_skipped_by_bloom;
+	stats->pages_read = read.pages_read;
+	stats->pages_skipped = read.pages_skipped;
 	stats->rows_deleted = read.rows_deleted;
 }
 

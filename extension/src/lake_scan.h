@@ -57,6 +57,9 @@ typedef struct LakeScanStats
 	int64		files_read;
 	int64		row_groups_read;
 	int64		row_groups_skipped;
+	int64		row_groups_skipped_by_bloom;	/* = and IN ruled out by bloom filters */
+	int64		pages_read;
+	int64		pages_skipped;		/* by page indexes, and pages of columns no passing row needed */
 	int64		rows_deleted;		/* by Iceberg deletes */
 	int64		rows_returned;
 	int64		rows_skipped;		/* by the row conditions, before conversion */

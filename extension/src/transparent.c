@@ -75,6 +75,7 @@
 #include "utils/rel.h"
 
 #include "cold_dml.h"
+#include "cold_agg.h"
 #include "cold_scan.h"
 #include "dml_guard.h"
 #include "heap_only.h"
@@ -815,6 +816,7 @@ transparent_reads_init(bool preloading)
 	prev_planner_hook = planner_hook;
 	planner_hook = tierdb_planner;
 	cold_scan_init();
+	cold_agg_init();
 	cold_dml_init();
 	heap_only_init();
 	dml_guard_init();

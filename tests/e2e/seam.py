@@ -288,3 +288,9 @@ class Seam:
             f" SELECT {self.table_id}, {self.pk_sql('n')}, 0, {self.canon('n.' + quote_ident(self.tier_key))}, NULL,"
             " nextval('tierdb.delta_version'), to_jsonb(n) FROM new n RETURNING 1"
         )
+
+
+def reads_cold(plan: str) -> bool:
+    """Whether a plan (EXPLAIN's text) reads the cold rows: a cold scan, or a
+    cold aggregate (an aggregate's cold part, extension/src/cold_agg.c)."""
+    return "TierDB Cold Scan" in plan or "TierDB Cold Aggregate" in plan

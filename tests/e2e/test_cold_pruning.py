@@ -29,6 +29,7 @@ DAYS, COLD_DAYS, PER_DAY = 10, 7, 100
 MAKE = SESSION + f"""
 CREATE TABLE m (id bigint NOT NULL, ts timestamptz NOT NULL, f8 double precision, f4 real,
                 n numeric(12,3), u uuid, s text, v varchar(20), tm time, b boolean, by bytea,
+                k integer, sm smallint, ev text,
                 PRIMARY KEY (id, ts)) PARTITION BY RANGE (ts);
 DO $$ BEGIN FOR d IN 0..{DAYS - 1} LOOP
   EXECUTE format('CREATE TABLE %I PARTITION OF m FOR VALUES FROM (%L) TO (%L)',
@@ -42,7 +43,8 @@ SELECT d * {PER_DAY} + i + 1, timestamptz '2024-01-01 00:00:00+00' + d * interva
        t, t,
        make_time(d, i % 60, 0),
        d % 3 = 0,
-       decode(lpad(to_hex(d * 256 + i), 8, '0'), 'hex')
+       decode(lpad(to_hex(d * 256 + i), 8, '0'), 'hex'),
+       CASE WHEN i % 13 = 0 THEN NULL ELSE (i * 7 % 23) - 11 END, d, 'e' || (i % 5)
 FROM generate_series(0, {DAYS - 1}) d, generate_series(0, {PER_DAY - 1}) i,
      LATERAL (SELECT CASE WHEN d = 1 AND i = 0 THEN '-0'::float8
                           WHEN d = 2 AND i = 50 THEN 'NaN'::float8
@@ -87,8 +89,8 @@ def ids(db, table, where, pushdown=True):
 
 
 def cold_scan(db, where):
-    """The cold scan node of EXPLAIN ANALYZE of a count over `where`."""
-    out = db.query(SESSION + f"EXPLAIN (ANALYZE, FORMAT JSON) SELECT count(*) FROM m WHERE {where}")
+    """The cold scan node of EXPLAIN ANALYZE of the rows `where` selects."""
+    out = db.query(SESSION + f"EXPLAIN (ANALYZE, FORMAT JSON) SELECT id FROM m WHERE {where}")
     found = []
 
     def walk(node):

@@ -1,0 +1,148 @@
+"""Aggregates computed in the cold scan (issue 21, aggregate pushdown):
+"TierDB Cold Aggregate" makes the partial states of the cold rows, a
+partial aggregate those of the heap's, and a Finalize Aggregate combines
+them. Every result must be the untiered copy's, with the cold aggregate on
+and off, with corrections in the delta, under generic plans, row-level
+security and privileges.
+
+`m` is test_cold_pruning's table (ten days, seven in the lake): integers k
+(with nulls) and sm, the group column ev, floats with a NaN and both zeros.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from test_cold_pruning import m  # noqa: F401 (the fixture)
+from test_tiering import SESSION
+
+QUERIES = [
+    "SELECT count(*) FROM {t}",
+    "SELECT count(*), count(f8), count(k), sum(k), avg(k), sum(sm), avg(sm) FROM {t}",
+    "SELECT min(f8), max(f8), min(f4), max(f4), min(ts), max(ts), min(tm), max(tm), min(k), max(k), min(id), max(id) FROM {t}",
+    "SELECT sum(f8) FROM {t} WHERE f8 <> 'NaN'",
+    "SELECT sum(f4), sum(f8) FROM {t} WHERE ts < '2024-01-02'",
+    "SELECT ev, count(*), sum(k), avg(k), min(f8), max(ts) FROM {t} GROUP BY ev ORDER BY ev",
+    "SELECT b, sm, count(*), max(k) FROM {t} GROUP BY b, sm ORDER BY b, sm",
+    "SELECT ev, count(*) FROM {t} WHERE f8 > 1500 AND s LIKE 'a%' GROUP BY ev HAVING count(*) > 30 ORDER BY ev",
+    "SELECT count(*), sum(k) FROM {t} WHERE f8 > 1e12",
+    "SELECT ev, count(*) FROM {t} WHERE f8 > 1e12 GROUP BY ev",
+    "SELECT count(*), max(k) FROM {t} WHERE ts >= '2024-01-09'",
+    "SELECT sm, count(*) FROM {t} WHERE ts < '2024-01-04' GROUP BY sm ORDER BY sm",
+    "SELECT count(*) FILTER (WHERE k > 0), sum(n), count(DISTINCT ev) FROM {t}",  # not computed here: plain plan
+    "SELECT count(*) + 1, max(k) * 2 FROM {t} WHERE k IS NOT NULL",
+]
+
+
+def same(db, sql, session=SESSION):
+    got = db.query(session + sql.format(t="m"))
+    want = db.query(SESSION + "SET tierdb.transparent_reads = off;\n" + sql.format(t="plain"))
+    assert got == want, f"{sql}\n  m:     {got[:8]}\n  plain: {want[:8]}"
+
+
+def uses_cold_aggregate(db, sql, session=SESSION):
+    out = db.query(session + "EXPLAIN (FORMAT JSON) " + sql.format(t="m"))
+    return '"TierDB Cold Aggregate"' in out[0][0]
+
+
+def test_aggregates_match_the_untiered_copy(m):
+    db = m
+    for sql in QUERIES:
+        same(db, sql)
+        same(db, sql, SESSION + "SET tierdb.enable_cold_aggregate = off;\n")
+        same(db, sql, SESSION + "SET max_parallel_workers_per_gather = 0;\n")
+    assert uses_cold_aggregate(db, QUERIES[0]) and uses_cold_aggregate(db, QUERIES[5])
+    assert not uses_cold_aggregate(db, QUERIES[-2])  # FILTER, numeric sum, DISTINCT
+    assert not uses_cold_aggregate(db, QUERIES[0], SESSION + "SET tierdb.enable_cold_aggregate = off;\n")
+
+
+def test_the_cold_aggregate_reads_the_cold_rows_once(m):
+    db = m
+    out = db.query(SESSION + "EXPLAIN (ANALYZE, FORMAT JSON) SELECT count(*) FROM m WHERE f8 >= 5000")
+    text = out[0][0]
+    nodes = []
+
+    def walk(node):
+        nodes.append(node)
+        for child in node.get("Plans", []):
+            walk(child)
+
+    walk(json.loads(text)[0]["Plan"])
+    cold = [n for n in nodes if n.get("Custom Plan Provider") == "TierDB Cold Aggregate"]
+    assert len(cold) == 1 and cold[0]["Cold Rows Aggregated"] == 199 and cold[0]["Actual Rows"] == 1, cold
+    assert nodes[0]["Node Type"] == "Aggregate" and nodes[0]["Partial Mode"] == "Finalize", nodes[0]
+
+
+def test_corrections_in_the_delta(m):
+    db = m
+    for t in ("m", "plain"):
+        db.query(SESSION + f"UPDATE {t} SET k = 1000, ev = 'moved' WHERE id % 30 = 3 AND ts < '2024-01-08';"
+                 f" DELETE FROM {t} WHERE id % 30 = 4 AND ts < '2024-01-08';"
+                 f" INSERT INTO {t} (id, ts, k, sm, ev, f8) VALUES (5000, '2024-01-03 05:00+00', 7, 2, 'new', -0.0),"
+                 "  (5001, '2024-01-05 05:00+00', NULL, 4, 'new', 'NaN');")
+    assert int(db.query("SELECT count(*) FROM tierdb.delta")[0][0]) > 0
+    for sql in QUERIES + ["SELECT ev, count(*), sum(k), min(f8), max(f8) FROM {t} GROUP BY ev ORDER BY ev"]:
+        same(db, sql)
+
+
+def test_generic_plans(m):
+    db = m
+    got = db.query(SESSION + "SET plan_cache_mode = force_generic_plan;\n"
+                   "PREPARE q(float8, timestamptz) AS SELECT ev, count(*), sum(k) FROM m"
+                   " WHERE f8 > $1 AND ts < $2 GROUP BY ev ORDER BY ev;\n"
+                   "EXECUTE q(1500, '2024-01-09');")
+    want = db.query(SESSION + "SELECT ev, count(*), sum(k) FROM plain WHERE f8 > 1500 AND ts < '2024-01-09'"
+                    " GROUP BY ev ORDER BY ev")
+    assert got == want and want
+
+
+def test_row_level_security_and_privileges(m):
+    db = m
+    db.psql("CREATE ROLE agg_reader; GRANT USAGE ON SCHEMA tierdb TO agg_reader;"
+            " GRANT SELECT ON m TO agg_reader; GRANT SELECT ON plain TO agg_reader;"
+            " ALTER TABLE m ENABLE ROW LEVEL SECURITY; CREATE POLICY only_b ON m USING (b);"
+            " CREATE ROLE agg_nobody;")
+    try:
+        for sql in ["SELECT count(*), sum(k) FROM {t}", "SELECT ev, count(*) FROM {t} GROUP BY ev ORDER BY ev"]:
+            as_reader = SESSION + "SET ROLE agg_reader;\n"
+            assert uses_cold_aggregate(db, sql, as_reader)
+            got = db.query(as_reader + sql.format(t="m"))
+            want = db.query(SESSION + sql.format(t="plain").replace(" FROM plain", " FROM plain WHERE b"))
+            assert got == want, (sql, got, want)
+        denied = db.run_psql(SESSION + "SET ROLE agg_nobody; SELECT count(*) FROM m")
+        assert denied.returncode != 0 and "permission denied for table m" in denied.stderr, denied.stderr
+    finally:
+        db.psql("ALTER TABLE m DISABLE ROW LEVEL SECURITY")
+
+
+def cold_aggregate_node(db, sql):
+    out = db.query(SESSION + "EXPLAIN (ANALYZE, FORMAT JSON) " + sql)
+    found = []
+
+    def walk(node):
+        if node.get("Custom Plan Provider") == "TierDB Cold Aggregate":
+            found.append(node)
+        for child in node.get("Plans", []):
+            walk(child)
+
+    walk(json.loads(out[0][0])[0]["Plan"])
+    assert len(found) == 1, out
+    return found[0]
+
+
+def test_count_of_every_row_from_the_lake_metadata(m):
+    """count(*) with no condition reads no lake row while no delete file
+    and no delta row applies; with corrections it reads the rows."""
+    db = m
+    node = cold_aggregate_node(db, "SELECT count(*) FROM m")
+    assert node["Cold Rows Counted From Lake Metadata"] == 700 and node["Cold Rows Aggregated"] == 0, node
+    same(db, "SELECT count(*), count(*) FROM {t}")
+    node = cold_aggregate_node(db, "SELECT count(*) FROM m WHERE k > 0")
+    assert "Cold Rows Counted From Lake Metadata" not in node
+    for t in ("m", "plain"):
+        db.query(SESSION + f"DELETE FROM {t} WHERE id = 5")
+    node = cold_aggregate_node(db, "SELECT count(*) FROM m")
+    assert "Cold Rows Counted From Lake Metadata" not in node and node["Cold Rows Aggregated"] == 699, node
+    same(db, "SELECT count(*) FROM {t}")
