@@ -11,11 +11,7 @@ security and privileges.
 
 from __future__ import annotations
 
-import json
-
-import pytest
-
-from test_cold_pruning import m  # noqa: F401 (the fixture)
+from test_cold_pruning import custom_node, m, plan_nodes  # noqa: F401 (m: the fixture)
 from test_tiering import SESSION
 
 QUERIES = [
@@ -60,16 +56,7 @@ def test_aggregates_match_the_untiered_copy(m):
 
 def test_the_cold_aggregate_reads_the_cold_rows_once(m):
     db = m
-    out = db.query(SESSION + "EXPLAIN (ANALYZE, FORMAT JSON) SELECT count(*) FROM m WHERE f8 >= 5000")
-    text = out[0][0]
-    nodes = []
-
-    def walk(node):
-        nodes.append(node)
-        for child in node.get("Plans", []):
-            walk(child)
-
-    walk(json.loads(text)[0]["Plan"])
+    nodes = plan_nodes(db, "SELECT count(*) FROM m WHERE f8 >= 5000")
     cold = [n for n in nodes if n.get("Custom Plan Provider") == "TierDB Cold Aggregate"]
     assert len(cold) == 1 and cold[0]["Cold Rows Aggregated"] == 199 and cold[0]["Actual Rows"] == 1, cold
     assert nodes[0]["Node Type"] == "Aggregate" and nodes[0]["Partial Mode"] == "Finalize", nodes[0]
@@ -118,18 +105,7 @@ def test_row_level_security_and_privileges(m):
 
 
 def cold_aggregate_node(db, sql):
-    out = db.query(SESSION + "EXPLAIN (ANALYZE, FORMAT JSON) " + sql)
-    found = []
-
-    def walk(node):
-        if node.get("Custom Plan Provider") == "TierDB Cold Aggregate":
-            found.append(node)
-        for child in node.get("Plans", []):
-            walk(child)
-
-    walk(json.loads(out[0][0])[0]["Plan"])
-    assert len(found) == 1, out
-    return found[0]
+    return custom_node(db, sql, "TierDB Cold Aggregate")
 
 
 def test_count_of_every_row_from_the_lake_metadata(m):

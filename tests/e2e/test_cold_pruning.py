@@ -88,20 +88,31 @@ def ids(db, table, where, pushdown=True):
     return db.query(session + f"SELECT coalesce(string_agg(id::text, ',' ORDER BY id), '') FROM {table} WHERE {where}")
 
 
-def cold_scan(db, where):
-    """The cold scan node of EXPLAIN ANALYZE of the rows `where` selects."""
-    out = db.query(SESSION + f"EXPLAIN (ANALYZE, FORMAT JSON) SELECT id FROM m WHERE {where}")
-    found = []
+def plan_nodes(db, sql, session=SESSION):
+    """Every node of EXPLAIN (ANALYZE, FORMAT JSON) of sql, the top one first."""
+    out = db.query(session + "EXPLAIN (ANALYZE, FORMAT JSON) " + sql)
+    nodes = []
 
     def walk(node):
-        if node.get("Custom Plan Provider") == "TierDB Cold Scan":
-            found.append(node)
+        nodes.append(node)
         for child in node.get("Plans", []):
             walk(child)
 
     walk(json.loads(out[0][0])[0]["Plan"])
-    assert len(found) == 1, out
+    return nodes
+
+
+def custom_node(db, sql, provider, session=SESSION):
+    """The one node of a custom scan provider in EXPLAIN ANALYZE of sql."""
+    nodes = plan_nodes(db, sql, session)
+    found = [n for n in nodes if n.get("Custom Plan Provider") == provider]
+    assert len(found) == 1, nodes
     return found[0]
+
+
+def cold_scan(db, where):
+    """The cold scan node of EXPLAIN ANALYZE of the rows `where` selects."""
+    return custom_node(db, f"SELECT id FROM m WHERE {where}", "TierDB Cold Scan")
 
 
 def test_every_type_answers_as_the_untiered_copy(m):

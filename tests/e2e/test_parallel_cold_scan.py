@@ -10,8 +10,7 @@ plans cheap, as a large table would.
 
 from __future__ import annotations
 
-import json
-
+import test_cold_pruning as cold_pruning
 from test_cold_pruning import m  # noqa: F401 (the fixture)
 from test_tiering import SESSION
 
@@ -28,16 +27,7 @@ QUERIES = [
 
 
 def plan_nodes(db, sql, session=PARALLEL):
-    out = db.query(session + "EXPLAIN (ANALYZE, FORMAT JSON) " + sql)
-    nodes = []
-
-    def walk(node):
-        nodes.append(node)
-        for child in node.get("Plans", []):
-            walk(child)
-
-    walk(json.loads(out[0][0])[0]["Plan"])
-    return nodes
+    return cold_pruning.plan_nodes(db, sql, session)
 
 
 def same(db, sql, session=PARALLEL):
