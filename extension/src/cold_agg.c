@@ -453,6 +453,17 @@ cold_agg_upper_paths(PlannerInfo *root, UpperRelationKind stage, RelOptInfo *inp
 		add_split_aggregate(root, input, output, (GroupPathExtraData *) extra);
 }
 
+/* Collects the PARAM_EXEC Params of an expression (an outer query's values, initplans' results). */
+static bool
+exec_params_walker(Node *node, List **params)
+{
+	if (node == NULL)
+		return false;
+	if (IsA(node, Param) && ((Param *) node)->paramkind == PARAM_EXEC)
+		*params = lappend(*params, copyObject(node));
+	return expression_tree_walker(node, exec_params_walker, params);
+}
+
 /*
  * The scan produces the partial target: custom_scan_tlist lists it, so
  * setrefs turns the plan's target list (the same expressions) into
@@ -477,6 +488,8 @@ plan_cold_agg(PlannerInfo *root, RelOptInfo *rel, CustomPath *best_path, List *t
 	cscan->scan.scanrelid = 0;
 	cscan->custom_scan_tlist = scan_tlist;
 	cscan->custom_private = best_path->custom_private;
+	/* Only for the executor's bookkeeping of which parameters the scan depends on (a rescan when they change). */
+	exec_params_walker((Node *) lfourth(best_path->custom_private), &cscan->custom_exprs);
 	cscan->methods = &cold_agg_scan_methods;
 	return &cscan->scan.plan;
 }

@@ -14,6 +14,7 @@ from __future__ import annotations
 from test_cold_pruning import custom_node, m, plan_nodes  # noqa: F401 (m: the fixture)
 from test_tiering import SESSION
 
+NOT_HERE = "SELECT count(*) FILTER (WHERE k > 0), sum(n), count(DISTINCT ev) FROM {t}"  # the plain plan
 QUERIES = [
     "SELECT count(*) FROM {t}",
     "SELECT count(*), count(f8), count(k), sum(k), avg(k), sum(sm), avg(sm) FROM {t}",
@@ -27,8 +28,11 @@ QUERIES = [
     "SELECT ev, count(*) FROM {t} WHERE f8 > 1e12 GROUP BY ev",
     "SELECT count(*), max(k) FROM {t} WHERE ts >= '2024-01-09'",
     "SELECT sm, count(*) FROM {t} WHERE ts < '2024-01-04' GROUP BY sm ORDER BY sm",
-    "SELECT count(*) FILTER (WHERE k > 0), sum(n), count(DISTINCT ev) FROM {t}",  # not computed here: plain plan
+    NOT_HERE,
     "SELECT count(*) + 1, max(k) * 2 FROM {t} WHERE k IS NOT NULL",
+    # correlated: the aggregate runs again for each outer row, with its value
+    "SELECT o.x, (SELECT count(*) FROM {t} WHERE k = o.x), (SELECT max(f8) FROM {t} WHERE sm = o.x)"
+    " FROM generate_series(-12, 12) o(x) ORDER BY 1",
 ]
 
 
@@ -50,7 +54,8 @@ def test_aggregates_match_the_untiered_copy(m):
         same(db, sql, SESSION + "SET tierdb.enable_cold_aggregate = off;\n")
         same(db, sql, SESSION + "SET max_parallel_workers_per_gather = 0;\n")
     assert uses_cold_aggregate(db, QUERIES[0]) and uses_cold_aggregate(db, QUERIES[5])
-    assert not uses_cold_aggregate(db, QUERIES[-2])  # FILTER, numeric sum, DISTINCT
+    assert uses_cold_aggregate(db, QUERIES[-1])  # in each correlated subplan
+    assert not uses_cold_aggregate(db, NOT_HERE)  # FILTER, numeric sum, DISTINCT
     assert not uses_cold_aggregate(db, QUERIES[0], SESSION + "SET tierdb.enable_cold_aggregate = off;\n")
 
 
