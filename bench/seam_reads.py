@@ -361,11 +361,12 @@ def cold_scan_explain(conn, sql):
         if node.get("Node Type") in ("Gather", "Gather Merge"):
             gathers.append({"node": node["Node Type"], "planned": node.get("Workers Planned"),
                             "launched": node.get("Workers Launched")})
-        if node.get("Custom Plan Provider") == "TierDB Cold Scan":
+        if node.get("Custom Plan Provider") in ("TierDB Cold Scan", "TierDB Cold Aggregate"):
             found.update({k: node.get(k) for k in (
-                "Actual Total Time", "Actual Rows", "Actual Loops", "Lake Files", "Lake Files Pruned",
-                "Row Groups Read", "Row Groups Pruned", "Conditions Pushed to the Lake", "Delta Rows", "Lake",
-                "Parallel Aware") if k in node})
+                "Custom Plan Provider", "Actual Total Time", "Actual Rows", "Actual Loops", "Lake Files",
+                "Lake Files Pruned", "Row Groups Read", "Row Groups Pruned", "Pages Read", "Pages Skipped",
+                "Row Groups Pruned by Bloom Filters", "Conditions Pushed to the Lake", "Delta Rows", "Lake",
+                "Parallel Aware", "Cold Rows Aggregated", "Cold Rows Counted From Lake Metadata") if k in node})
         for child in node.get("Plans", []):
             walk(child)
 
@@ -738,9 +739,14 @@ def cold_scan_line(explain):
     if "Lake" in c:
         return f"lake not read ({c['Lake']})"
     rows = (c.get("Actual Rows") or 0) * (c.get("Actual Loops") or 1)
-    return (f"{c.get('Actual Total Time', 0):9.1f} ms, {rows:>10,.0f} rows; files {c.get('Lake Files')} read, "
+    if "Cold Rows Counted From Lake Metadata" in c:
+        return f"{c.get('Actual Total Time', 0):9.1f} ms, cold aggregate: count(*) from the lake's metadata"
+    what = (f"cold aggregate over {c.get('Cold Rows Aggregated', 0):,} rows" if
+            c.get("Custom Plan Provider") == "TierDB Cold Aggregate" else f"{rows:>10,.0f} rows")
+    return (f"{c.get('Actual Total Time', 0):9.1f} ms, {what}; files {c.get('Lake Files')} read, "
             f"{c.get('Lake Files Pruned')} pruned; row groups {c.get('Row Groups Read')} read, "
-            f"{c.get('Row Groups Pruned')} pruned; {c.get('Conditions Pushed to the Lake')} conditions pushed")
+            f"{c.get('Row Groups Pruned')} pruned; pages {c.get('Pages Read')} read, {c.get('Pages Skipped')} skipped; "
+            f"{c.get('Conditions Pushed to the Lake')} conditions pushed")
 
 
 def worst(results, pair, clock="seconds"):
