@@ -340,8 +340,8 @@ cold_agg_path(PlannerInfo *root, RelOptInfo *cold, RangeTblEntry *rte, Oid relid
 	path->path.parent = rel;
 	path->path.pathtarget = target;
 	path->path.rows = groups;
-	/* a light pass over the rows: no tuple is formed, projected or handed up */
-	path->path.startup_cost = 10 * seq_page_cost + cold->rows * cpu_operator_cost;
+	/* the cold scan's reading, then a light pass over the rows: no tuple is handed up */
+	path->path.startup_cost = 10 * seq_page_cost + cold_scan_read_cost(root, cold) + cold->rows * cpu_operator_cost;
 	path->path.total_cost = path->path.startup_cost + groups * cpu_tuple_cost;
 	ChangeVarNodes((Node *) quals, cold->relid, INDEX_VAR, 0);
 	path->custom_private = list_make4(list_make1_oid(relid),

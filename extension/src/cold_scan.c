@@ -62,6 +62,7 @@
 #include "optimizer/pathnode.h"
 #include "optimizer/paths.h"
 #include "optimizer/planmain.h"
+#include "parser/parsetree.h"
 #include "optimizer/restrictinfo.h"
 #include "parser/parse_relation.h"
 #include "port/atomics.h"
@@ -1243,6 +1244,43 @@ references_whole_row(RelOptInfo *rel)
 }
 
 /*
+ * What reading a cold rows relation's lake rows costs: every row the
+ * conditions on the tier key leave (partitions and files outside them are
+ * pruned; other conditions prune what their statistics allow, which
+ * planning cannot know) is decoded and checked, at half a heap tuple's
+ * cost (the columns are decoded in batches) plus its quals'. A selective
+ * filter on a column statistics cannot prune still reads every row: this,
+ * not the rows returned, is what a parallel scan divides.
+ */
+Cost
+cold_scan_read_cost(PlannerInfo *root, RelOptInfo *rel)
+{
+	RangeTblEntry *rte = planner_rt_fetch(rel->relid, root);
+	Oid			relid = cold_rows_target(rte);
+	SeamTable  *table = OidIsValid(relid) ? seam_lookup_read_table(relid) : NULL;
+	double		records = table != NULL ? lake_record_count(table) : -1;
+	List	   *key_quals = NIL;
+	QualCost	quals;
+	ListCell   *lc;
+
+	if (records < 0)
+		records = rel->rows;
+	foreach(lc, rel->baserestrictinfo)
+	{
+		RestrictInfo *rinfo = lfirst(lc);
+		Bitmapset  *attrs = NULL;
+
+		pull_varattnos((Node *) rinfo->clause, rel->relid, &attrs);
+		if (table != NULL && bms_num_members(attrs) == 1 &&
+			bms_is_member(table->tier_key_attno - FirstLowInvalidHeapAttributeNumber, attrs))
+			key_quals = lappend(key_quals, rinfo);
+	}
+	cost_qual_eval(&quals, rel->baserestrictinfo, root);
+	return records * clauselist_selectivity(root, key_quals, 0, JOIN_INNER, NULL) *
+		(cpu_tuple_cost / 2 + quals.per_tuple);
+}
+
+/*
  * The function scan of cold_rows, which only a whole-row reference still
  * plans, runs in the leader: in a worker it would take a pin of its own,
  * not the one the rest of the statement reads at.
@@ -1288,7 +1326,7 @@ add_partial_cold_path(PlannerInfo *root, RelOptInfo *rel, const CustomPath *seri
 	path->path.parallel_safe = true;
 	path->path.parallel_workers = workers;
 	path->path.rows = clamp_row_est(rel->rows / divisor);
-	path->path.total_cost = path->path.startup_cost + path->path.rows * (cpu_tuple_cost * 2 + cpu_operator_cost);
+	path->path.total_cost = path->path.startup_cost + (serial->path.total_cost - serial->path.startup_cost) / divisor;
 	add_partial_path(rel, &path->path);
 	if (IS_OTHER_REL(rel))
 		add_path(rel, (Path *) create_gather_path(root, rel, &path->path, rel->reltarget, NULL, NULL));
@@ -1332,7 +1370,7 @@ cold_set_rel_pathlist(PlannerInfo *root, RelOptInfo *rel, Index rti, RangeTblEnt
 	path->path.parallel_safe = false;
 	path->path.rows = rel->rows;
 	path->path.startup_cost = 10 * seq_page_cost;
-	path->path.total_cost = path->path.startup_cost + rel->rows * (cpu_tuple_cost * 2 + cpu_operator_cost);
+	path->path.total_cost = path->path.startup_cost + cold_scan_read_cost(root, rel) + rel->rows * cpu_tuple_cost;
 	path->flags = 0;
 	path->custom_private = list_make3(list_make1_oid(relid), reference_check_as(rte), reference_columns(rte));
 	path->methods = &cold_path_methods;

@@ -114,6 +114,9 @@ extern void cold_rows_reader_explain(ColdRowsReader *reader, struct ExplainState
  */
 extern Oid	cold_scan_target(RangeTblEntry *rte);
 
+/* The cost of reading the lake rows a cold rows relation's conditions leave (cold_scan.c says how it is estimated). */
+extern Cost cold_scan_read_cost(PlannerInfo *root, RelOptInfo *rel);
+
 /* Whether the planner gave a relation the cold scan (not a function scan for a whole-row reference). */
 extern bool cold_scan_planned(RelOptInfo *rel);
 
