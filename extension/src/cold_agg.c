@@ -60,8 +60,10 @@
 #include "utils/selfuncs.h"
 #include "access/table.h"
 
+#include "agg_states.h"
 #include "cold_agg.h"
 #include "cold_scan.h"
+#include "group_keys.h"
 #include "lake_scan.h"
 #include "seam.h"
 
@@ -70,72 +72,6 @@
 static bool enable_cold_aggregate = true;
 
 /* ------------------------------------------------------------ the aggregates computed here */
-
-typedef enum ColdAggKind
-{
-	COLD_COUNT_STAR,			/* count(*): int8 */
-	COLD_COUNT,					/* count(x): int8 */
-	COLD_COUNT_NONE,			/* count(NULL): 0 */
-	COLD_SUM_INT,				/* sum(int2|int4): int8, NULL before the first value */
-	COLD_SUM_FLOAT4,			/* sum(float4): float4 */
-	COLD_SUM_FLOAT8,			/* sum(float8): float8 */
-	COLD_AVG_INT,				/* avg(int2|int4): int8[2] {count, sum} */
-	COLD_MIN,					/* min(x): x's type */
-	COLD_MAX
-} ColdAggKind;
-
-/* The aggregate an Aggref calls, if computed here; false otherwise. */
-static bool
-cold_agg_kind(Oid aggfnoid, ColdAggKind *kind)
-{
-	switch (aggfnoid)
-	{
-		case F_COUNT_:
-			*kind = COLD_COUNT_STAR;
-			return true;
-		case F_COUNT_ANY:
-			*kind = COLD_COUNT;
-			return true;
-		case F_SUM_INT2:
-		case F_SUM_INT4:
-			*kind = COLD_SUM_INT;
-			return true;
-		case F_SUM_FLOAT4:
-			*kind = COLD_SUM_FLOAT4;
-			return true;
-		case F_SUM_FLOAT8:
-			*kind = COLD_SUM_FLOAT8;
-			return true;
-		case F_AVG_INT2:
-		case F_AVG_INT4:
-			*kind = COLD_AVG_INT;
-			return true;
-		case F_MIN_INT2:
-		case F_MIN_INT4:
-		case F_MIN_INT8:
-		case F_MIN_FLOAT4:
-		case F_MIN_FLOAT8:
-		case F_MIN_DATE:
-		case F_MIN_TIME:
-		case F_MIN_TIMESTAMP:
-		case F_MIN_TIMESTAMPTZ:
-			*kind = COLD_MIN;
-			return true;
-		case F_MAX_INT2:
-		case F_MAX_INT4:
-		case F_MAX_INT8:
-		case F_MAX_FLOAT4:
-		case F_MAX_FLOAT8:
-		case F_MAX_DATE:
-		case F_MAX_TIME:
-		case F_MAX_TIMESTAMP:
-		case F_MAX_TIMESTAMPTZ:
-			*kind = COLD_MAX;
-			return true;
-		default:
-			return false;
-	}
-}
 
 /* Whether an Aggref is computed here: a listed aggregate of one column of the cold rows (or of nothing). */
 static bool
@@ -371,9 +307,11 @@ add_split_aggregate(PlannerInfo *root, RelOptInfo *input, RelOptInfo *grouped, G
 			   *cold_target;
 	AggClauseCosts partial_costs,
 				final_costs;
-	double		groups;
-	Path	   *heap_agg,
-			   *append;
+	double		groups,
+				cold_groups,
+				partial_groups;
+	List	   *members;
+	Path	   *append;
 	ListCell   *lc;
 	List	   *group_exprs;
 	AggStrategy strategy = parse->groupClause != NIL ? AGG_HASHED : AGG_PLAIN;
@@ -405,8 +343,8 @@ add_split_aggregate(PlannerInfo *root, RelOptInfo *input, RelOptInfo *grouped, G
 		return;
 	heap = find_base_rel(root, heap_info->child_relid);
 	cold = find_base_rel(root, cold_info->child_relid);
-	if (IS_DUMMY_REL(heap) || IS_DUMMY_REL(cold) || !cold_scan_planned(cold) || !bms_is_empty(cold->lateral_relids) ||
-		heap->cheapest_total_path == NULL || contain_subplans((Node *) ordered_quals(cold)))
+	if (IS_DUMMY_REL(cold) || !cold_scan_planned(cold) || !bms_is_empty(cold->lateral_relids) ||
+		(!IS_DUMMY_REL(heap) && heap->cheapest_total_path == NULL) || contain_subplans((Node *) ordered_quals(cold)))
 		return;
 	target = partial_target(root, grouped->reltarget, extra->havingQual);
 	if (target == NULL)
@@ -430,14 +368,24 @@ add_split_aggregate(PlannerInfo *root, RelOptInfo *input, RelOptInfo *grouped, G
 	get_agg_clause_costs(root, AGGSPLIT_INITIAL_SERIAL, &partial_costs);
 	get_agg_clause_costs(root, AGGSPLIT_FINAL_DESERIAL, &final_costs);
 
-	heap_agg = (Path *) create_agg_path(root, partial_rel(heap, heap_target, groups),
+	/* each arm makes at most one group per row it reads */
+	cold_groups = Min(groups, clamp_row_est(cold->rows));
+	members = list_make1(cold_agg_path(root, cold, cold_rte, relid, cold_target, cold_groups));
+	partial_groups = cold_groups;
+	/* conditions that keep the query below T leave the heap arm out (the cold rows are all there is) */
+	if (!IS_DUMMY_REL(heap))
+	{
+		double		heap_groups = Min(groups, clamp_row_est(heap->rows));
+
+		members = lcons(create_agg_path(root, partial_rel(heap, heap_target, heap_groups),
 										labelled_input(root, heap, heap->cheapest_total_path, heap_target),
 										heap_target, strategy, AGGSPLIT_INITIAL_SERIAL, parse->groupClause, NIL,
-										&partial_costs, groups);
-	append = (Path *) create_append_path(root, partial_rel(input, target, 2 * groups),
-										 list_make2(heap_agg, cold_agg_path(root, cold, cold_rte, relid, cold_target,
-																			groups)),
-										 NIL, NIL, NULL, 0, false, -1);
+										&partial_costs, heap_groups),
+						members);
+		partial_groups += heap_groups;
+	}
+	append = (Path *) create_append_path(root, partial_rel(input, target, partial_groups),
+										 members, NIL, NIL, NULL, 0, false, -1);
 	add_path(grouped, (Path *) create_agg_path(root, grouped, append, grouped->reltarget, strategy,
 											   AGGSPLIT_FINAL_DESERIAL, parse->groupClause,
 											   (List *) extra->havingQual, &final_costs, groups));
@@ -496,23 +444,6 @@ plan_cold_agg(PlannerInfo *root, RelOptInfo *rel, CustomPath *best_path, List *t
 
 /* ------------------------------------------------------------ execution */
 
-/* One aggregate's state in one group. */
-typedef struct AggState1
-{
-	bool		has_value;		/* a value was seen (for sums, min and max) */
-	int64		count;
-	int64		sum;
-	Datum		value;			/* min, max, float sums: of a by-value type */
-} AggState1;
-
-typedef struct ColdAggregate
-{
-	ColdAggKind kind;
-	AttrNumber	attno;			/* the argument's column (table numbering); 0 for count(*) */
-	Oid			type;			/* the argument's type */
-	int			output;			/* its column in the output */
-} ColdAggregate;
-
 typedef struct ColdAggScanState
 {
 	CustomScanState css;
@@ -523,14 +454,19 @@ typedef struct ColdAggScanState
 	AttrNumber *key_attnos;		/* group columns (table numbering) */
 	int		   *key_outputs;	/* their columns in the output */
 	TupleHashTable groups;		/* NULL without GROUP BY */
-	AggState1  *single;			/* the one group without GROUP BY */
+	PartialState  *single;			/* the one group without GROUP BY */
 	MemoryContext group_cxt;
 	TupleHashIterator iter;
 	bool		done_reading;
 	bool		single_returned;
 	TupleTableSlot *row;		/* a cold row: the table's row type */
 	TupleTableSlot *key_slot;	/* a group's first row, for its key values */
+	TupleTableSlot *key_input;	/* a batch row's group columns, to look its group up */
+	int		   *condition_quals;	/* per condition given to the reader, the qual it came from */
+	GroupKeys  *group_keys;		/* a batch's groups by their keys' bytes */
+	PartialState **batch_groups;	/* per row of a batch, its group's states */
 	int64		rows_read;
+	int64		rows_from_vectors;	/* of rows_read, those aggregated from the lake's vectors */
 	int64		ngroups;
 	ColdRowsReader *reader;		/* once the rows are aggregated */
 	bool		answered_from_metadata;	/* count(*) from the lake's record counts */
@@ -619,123 +555,6 @@ begin_cold_agg(CustomScanState *node, EState *estate, int eflags)
 	}
 }
 
-/* Postgres' order of a by-value type's values: the comparison min() and max() make. */
-static int
-compare_values(Oid type, Datum a, Datum b)
-{
-	switch (type)
-	{
-		case FLOAT4OID:
-			return float4_cmp_internal(DatumGetFloat4(a), DatumGetFloat4(b));
-		case FLOAT8OID:
-			return float8_cmp_internal(DatumGetFloat8(a), DatumGetFloat8(b));
-		case INT2OID:
-			return (DatumGetInt16(a) > DatumGetInt16(b)) - (DatumGetInt16(a) < DatumGetInt16(b));
-		case INT4OID:
-		case DATEOID:
-			return (DatumGetInt32(a) > DatumGetInt32(b)) - (DatumGetInt32(a) < DatumGetInt32(b));
-		default:				/* int8, time, timestamp, timestamptz */
-			return (DatumGetInt64(a) > DatumGetInt64(b)) - (DatumGetInt64(a) < DatumGetInt64(b));
-	}
-}
-
-static int64
-integer_value(Oid type, Datum d)
-{
-	return type == INT2OID ? DatumGetInt16(d) : DatumGetInt32(d);
-}
-
-/*
- * Adds one row to a group's states, as the transition functions would:
- * count(*) int8inc, count(x) int8inc_any, sum int2_sum/int4_sum,
- * float4pl/float8pl (overflow raised as they raise it), avg
- * int2/int4_avg_accum, min/max the type's smaller/larger, which keep the
- * later of two equal values (-0 and +0).
- */
-static void
-advance(ColdAggScanState *s, AggState1 *states, TupleTableSlot *row)
-{
-	for (int i = 0; i < s->naggs; i++)
-	{
-		const ColdAggregate *a = &s->aggs[i];
-		AggState1  *st = &states[i];
-		Datum		v;
-
-		if (a->kind == COLD_COUNT_STAR)
-		{
-			st->count++;
-			continue;
-		}
-		if (a->kind == COLD_COUNT_NONE)
-			continue;
-		if (row->tts_isnull[a->attno - 1])
-			continue;			/* every aggregate here is strict */
-		v = row->tts_values[a->attno - 1];
-		switch (a->kind)
-		{
-			case COLD_COUNT:
-				st->count++;
-				break;
-			case COLD_SUM_INT:
-				st->sum += integer_value(a->type, v);
-				st->has_value = true;
-				break;
-			case COLD_AVG_INT:
-				st->count++;
-				st->sum += integer_value(a->type, v);
-				break;
-			case COLD_SUM_FLOAT4:
-				st->value = st->has_value ? Float4GetDatum(float4_pl(DatumGetFloat4(st->value), DatumGetFloat4(v))) : v;
-				st->has_value = true;
-				break;
-			case COLD_SUM_FLOAT8:
-				st->value = st->has_value ? Float8GetDatum(float8_pl(DatumGetFloat8(st->value), DatumGetFloat8(v))) : v;
-				st->has_value = true;
-				break;
-			case COLD_MIN:
-				if (!st->has_value || compare_values(a->type, st->value, v) >= 0)
-					st->value = v;
-				st->has_value = true;
-				break;
-			case COLD_MAX:
-				if (!st->has_value || compare_values(a->type, st->value, v) <= 0)
-					st->value = v;
-				st->has_value = true;
-				break;
-			case COLD_COUNT_STAR:
-			case COLD_COUNT_NONE:
-				break;
-		}
-	}
-}
-
-/* The partial state of aggregate a, as its Partial Aggregate would output it. */
-static Datum
-partial_state(const ColdAggregate *a, const AggState1 *st, bool *isnull)
-{
-	*isnull = false;
-	switch (a->kind)
-	{
-		case COLD_COUNT_STAR:
-		case COLD_COUNT:
-		case COLD_COUNT_NONE:
-			return Int64GetDatum(st->count);
-		case COLD_SUM_INT:
-			*isnull = !st->has_value;
-			return Int64GetDatum(st->sum);
-		case COLD_AVG_INT:
-			{
-				Datum		pair[2] = {Int64GetDatum(st->count), Int64GetDatum(st->sum)};
-
-				return PointerGetDatum(construct_array(pair, 2, INT8OID, sizeof(int64), FLOAT8PASSBYVAL,
-													   TYPALIGN_DOUBLE));
-			}
-		default:
-			*isnull = !st->has_value;
-			return st->value;
-	}
-}
-
 /* The group hash table over the cold rows' group columns, hashed and compared as Postgres groups them. */
 static void
 build_groups(ColdAggScanState *s, TupleDesc rowdesc)
@@ -757,7 +576,7 @@ build_groups(ColdAggScanState *s, TupleDesc rowdesc)
 	}
 	execTuplesHashPrepare(s->nkeys, eqops, &eqfuncs, &hashfuncs);
 	s->groups = BuildTupleHashTableExt(&s->css.ss.ps, rowdesc, s->nkeys, s->key_attnos, eqfuncs, hashfuncs,
-									   collations, 256, sizeof(AggState1) * Max(s->naggs, 1), s->group_cxt,
+									   collations, 256, sizeof(PartialState) * Max(s->naggs, 1), s->group_cxt,
 									   s->group_cxt, s->css.ss.ps.ps_ExprContext->ecxt_per_tuple_memory, false);
 }
 
@@ -772,6 +591,7 @@ pruning_conditions(ColdAggScanState *s, List *quals, int *n)
 	ExprContext *econtext = s->css.ss.ps.ps_ExprContext;
 	ListCell   *lc;
 
+	s->condition_quals = palloc0(sizeof(int) * Max(list_length(quals), 1));
 	*n = 0;
 	foreach(lc, quals)
 	{
@@ -783,6 +603,7 @@ pruning_conditions(ColdAggScanState *s, List *quals, int *n)
 
 		if (!cold_scan_match_condition(lfirst(lc), INDEX_VAR, &attno, &typid, &op, &value))
 			continue;
+		s->condition_quals[*n] = foreach_current_index(lc);
 		state = ExecInitExpr(value, NULL);
 		conditions[*n].attno = attno;
 		conditions[*n].typid = typid;
@@ -852,7 +673,7 @@ open_cold_reader(ColdAggScanState *s)
 }
 
 static bool only_counts_rows(ColdAggScanState *s, List *quals);
-static void read_cold_rows(ColdAggScanState *s, ColdRowsReader *reader, ExprState *qual);
+static void read_cold_rows(ColdAggScanState *s, List *quals);
 
 /* Reads every cold row into the groups' states, or counts them from the lake's metadata. */
 static void
@@ -869,7 +690,7 @@ aggregate_cold_rows(ColdAggScanState *s)
 		s->key_slot = MakeSingleTupleTableSlot(s->row->tts_tupleDescriptor, &TTSOpsMinimalTuple);
 	}
 	else
-		s->single = MemoryContextAllocZero(s->group_cxt, sizeof(AggState1) * Max(s->naggs, 1));
+		s->single = MemoryContextAllocZero(s->group_cxt, sizeof(PartialState) * Max(s->naggs, 1));
 	if (only_counts_rows(s, quals) && cold_rows_reader_count(s->reader, &s->rows_from_metadata))
 	{
 		for (int i = 0; i < s->naggs; i++)
@@ -877,7 +698,7 @@ aggregate_cold_rows(ColdAggScanState *s)
 		s->answered_from_metadata = true;
 	}
 	else
-		read_cold_rows(s, s->reader, ExecInitQual(quals, NULL));
+		read_cold_rows(s, quals);
 	if (s->groups != NULL)
 		InitTupleHashIterator(s->groups, &s->iter);
 	s->done_reading = true;
@@ -895,15 +716,110 @@ only_counts_rows(ColdAggScanState *s, List *quals)
 	return true;
 }
 
-/* Adds every cold row passing the quals to its group's states. */
+/* The states of the group of the key values in slot `keys`, made on its first row. */
+static PartialState *
+find_group(ColdAggScanState *s, TupleTableSlot *keys)
+{
+	bool		isnew;
+	TupleHashEntry entry = LookupTupleHashEntry(s->groups, keys, &isnew, NULL);
+
+	if (isnew)
+	{
+		entry->additional = MemoryContextAllocZero(s->group_cxt, sizeof(PartialState) * Max(s->naggs, 1));
+		s->ngroups++;
+	}
+	return entry->additional;
+}
+
+/* find_group for row `row` of the lake's current batch (group_keys.h's GroupLookup). */
+static PartialState *
+find_batch_row_group(void *arg, LakeScan *lake, int32 row)
+{
+	ColdAggScanState *s = (ColdAggScanState *) arg;
+	TupleTableSlot *keys = s->key_input;
+
+	ExecClearTuple(keys);
+	for (int k = 0; k < s->nkeys; k++)
+	{
+		AttrNumber	attno = s->key_attnos[k];
+
+		keys->tts_values[attno - 1] = lake_scan_batch_value(lake, attno, row, &keys->tts_isnull[attno - 1]);
+	}
+	ExecStoreVirtualTuple(keys);
+	return find_group(s, keys);
+}
+
+/*
+ * Aggregates the lake's rows a batch at a time, from the column vectors:
+ * for when the lake checks every qual on its rows, so that no row needs a
+ * tuple. The groups come from the bytes of the rows' keys (group_keys.h),
+ * the states from the vectors (agg_advance_batch), one aggregate at a
+ * time over the batch's rows in order, so each group's values are added
+ * in the order the row-at-a-time path adds them.
+ */
 static void
-read_cold_rows(ColdAggScanState *s, ColdRowsReader *reader, ExprState *qual)
+aggregate_batches(ColdAggScanState *s)
 {
 	ExprContext *econtext = s->css.ss.ps.ps_ExprContext;
+	LakeScan   *lake;
+	LakeBatch	batch;
+	int64		room = 0;
 
-	while (cold_rows_reader_next(reader, s->row))
+	if (s->nkeys > 0)
 	{
-		AggState1  *states = s->single;
+		s->key_input = MakeSingleTupleTableSlot(s->row->tts_tupleDescriptor, &TTSOpsVirtual);
+		memset(s->key_input->tts_isnull, true, sizeof(bool) * s->key_input->tts_tupleDescriptor->natts);
+		s->group_keys = group_keys_create(s->group_cxt, s->nkeys, s->key_attnos, find_batch_row_group, s);
+	}
+	while (cold_rows_reader_next_batch(s->reader, &lake, &batch))
+	{
+		ResetExprContext(econtext);		/* the group lookups' hashing */
+		if (s->nkeys > 0)
+		{
+			if (batch.nrows > room)
+			{
+				room = Max(batch.nrows, 2 * room);
+				s->batch_groups = MemoryContextAlloc(s->group_cxt, sizeof(PartialState *) * room);
+			}
+			group_keys_find(s->group_keys, lake, &batch, s->batch_groups);
+		}
+		for (int i = 0; i < s->naggs; i++)
+			agg_advance_batch(&s->aggs[i], i, lake, &batch, s->nkeys > 0 ? s->batch_groups : NULL, s->single);
+		s->rows_read += batch.nrows;
+		s->rows_from_vectors += batch.nrows;
+	}
+}
+
+/*
+ * Adds every cold row passing the quals to its group's states: the lake's
+ * rows a batch at a time while the lake checks every qual, else row by
+ * row, leaving out the quals the lake checks; the delta's row images, which
+ * the lake never saw, are checked against all of them.
+ */
+static void
+read_cold_rows(ColdAggScanState *s, List *quals)
+{
+	ExprContext *econtext = s->css.ss.ps.ps_ExprContext;
+	const Bitmapset *checked = cold_rows_reader_lake_checked(s->reader);
+	Bitmapset  *checked_quals = NULL;
+	List	   *unchecked = NIL;
+	ExprState  *all_quals = ExecInitQual(quals, NULL);
+	ExprState  *lake_quals;
+	ListCell   *lc;
+	int			c = -1;
+
+	while ((c = bms_next_member(checked, c)) >= 0)
+		checked_quals = bms_add_member(checked_quals, s->condition_quals[c]);
+	foreach(lc, quals)
+		if (!bms_is_member(foreach_current_index(lc), checked_quals))
+			unchecked = lappend(unchecked, lfirst(lc));
+	lake_quals = ExecInitQual(unchecked, NULL);
+	if (unchecked == NIL)
+		aggregate_batches(s);
+	while (cold_rows_reader_next(s->reader, s->row))
+	{
+		ExprState  *qual = cold_rows_reader_from_lake(s->reader) ? lake_quals : all_quals;
+		PartialState *states = s->single;
 
 		CHECK_FOR_INTERRUPTS();
 		ResetExprContext(econtext);
@@ -912,24 +828,22 @@ read_cold_rows(ColdAggScanState *s, ColdRowsReader *reader, ExprState *qual)
 			continue;
 		s->rows_read++;
 		if (s->groups != NULL)
+			states = find_group(s, s->row);
+		for (int i = 0; i < s->naggs; i++)
 		{
-			bool		isnew;
-			TupleHashEntry entry = LookupTupleHashEntry(s->groups, s->row, &isnew, NULL);
+			const ColdAggregate *a = &s->aggs[i];
 
-			if (isnew)
-			{
-				entry->additional = MemoryContextAllocZero(s->group_cxt, sizeof(AggState1) * Max(s->naggs, 1));
-				s->ngroups++;
-			}
-			states = entry->additional;
+			if (a->attno > 0)
+				agg_advance_value(a, &states[i], s->row->tts_values[a->attno - 1], s->row->tts_isnull[a->attno - 1]);
+			else
+				agg_advance_value(a, &states[i], (Datum) 0, false);
 		}
-		advance(s, states, s->row);
 	}
 }
 
 /* The output row of one group: its keys (from its first row) and its aggregates' partial states. */
 static TupleTableSlot *
-group_row(ColdAggScanState *s, TupleTableSlot *keys, AggState1 *states)
+group_row(ColdAggScanState *s, TupleTableSlot *keys, PartialState *states)
 {
 	TupleTableSlot *out = s->css.ss.ss_ScanTupleSlot;
 	MemoryContext old;
@@ -945,7 +859,7 @@ group_row(ColdAggScanState *s, TupleTableSlot *keys, AggState1 *states)
 	/* avg's arrays live as long as the row: ExecScan resets this context at its next call */
 	old = MemoryContextSwitchTo(s->css.ss.ps.ps_ExprContext->ecxt_per_tuple_memory);
 	for (int i = 0; i < s->naggs; i++)
-		out->tts_values[s->aggs[i].output] = partial_state(&s->aggs[i], &states[i],
+		out->tts_values[s->aggs[i].output] = agg_partial_state(&s->aggs[i], &states[i],
 														   &out->tts_isnull[s->aggs[i].output]);
 	MemoryContextSwitchTo(old);
 	return ExecStoreVirtualTuple(out);
@@ -998,9 +912,13 @@ release_groups(ColdAggScanState *s)
 		ExecDropSingleTupleTableSlot(s->row);
 	if (s->key_slot != NULL)
 		ExecDropSingleTupleTableSlot(s->key_slot);
+	if (s->key_input != NULL)
+		ExecDropSingleTupleTableSlot(s->key_input);
 	if (s->group_cxt != NULL)
-		MemoryContextDelete(s->group_cxt);
-	s->row = s->key_slot = NULL;
+		MemoryContextDelete(s->group_cxt);	/* with the group keys and the batch's groups */
+	s->row = s->key_slot = s->key_input = NULL;
+	s->group_keys = NULL;
+	s->batch_groups = NULL;
 	s->group_cxt = NULL;
 	s->groups = NULL;
 	s->single = NULL;
@@ -1022,6 +940,7 @@ rescan_cold_agg(CustomScanState *node)
 	s->done_reading = false;
 	s->single_returned = false;
 	s->rows_read = 0;
+	s->rows_from_vectors = 0;
 	s->ngroups = 0;
 	s->answered_from_metadata = false;
 }
@@ -1043,6 +962,7 @@ explain_cold_agg(CustomScanState *node, List *ancestors, ExplainState *es)
 		if (s->answered_from_metadata)
 			ExplainPropertyInteger("Cold Rows Counted From Lake Metadata", NULL, s->rows_from_metadata, es);
 		ExplainPropertyInteger("Cold Rows Aggregated", NULL, s->rows_read, es);
+		ExplainPropertyInteger("Cold Rows Aggregated From Column Vectors", NULL, s->rows_from_vectors, es);
 		ExplainPropertyInteger("Groups", NULL, s->groups != NULL ? s->ngroups : 1, es);
 	}
 }

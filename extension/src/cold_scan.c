@@ -126,6 +126,8 @@ typedef struct ColdReader
 	pg_atomic_uint32 *upserts_taken;	/* a parallel scan's: set by whoever returns the upserts */
 	int64		delta_rows;
 	int64		lake_rows_replaced; /* lake rows a delta row replaced or removed */
+	Datum	   *batch_values;	/* keep_cold_rows' keys of one row (the table's attributes) */
+	bool	   *batch_isnull;
 } ColdReader;
 
 /* "column op value" with the value computed at executor start. */
@@ -238,11 +240,11 @@ load_delta(ColdReader *r)
 	}
 }
 
-/* Whether a delta row replaces or removes the lake row in the slot. */
+/* Whether a delta row replaces or removes the lake row of these values (the table's attributes). */
 static bool
-replaced_by_delta(ColdReader *r, TupleTableSlot *slot)
+replaced_by_delta(ColdReader *r, const Datum *values, const bool *isnull)
 {
-	return r->delta_keys != NULL && delta_keys_contains(r->delta_keys, slot->tts_values, slot->tts_isnull);
+	return r->delta_keys != NULL && delta_keys_contains(r->delta_keys, values, isnull);
 }
 
 /*
@@ -265,15 +267,15 @@ split_as_column_type(Oid typid, int64 split)
 	}
 }
 
-/* Whether the lake row in the slot lies below a hybrid read's split (the lake filter could not say). */
+/* Whether the lake row of these values lies below a hybrid read's split (the lake filter could not say). */
 static bool
-below_split(ColdReader *r, TupleTableSlot *slot)
+below_split(ColdReader *r, const Datum *values, const bool *isnull)
 {
 	AttrNumber	attno = r->table->tier_key_attno;
 
-	return !slot->tts_isnull[attno - 1] &&
+	return !isnull[attno - 1] &&
 		seam_key_canonical(r->table->key_kind, TupleDescAttr(r->tupdesc, attno - 1)->atttypid,
-						   slot->tts_values[attno - 1]) < r->pin.tier_key_hi;
+						   values[attno - 1]) < r->pin.tier_key_hi;
 }
 
 /*
@@ -419,9 +421,9 @@ cold_reader_next(ColdReader *r, TupleTableSlot *slot)
 			r->lake_done = true;
 			break;
 		}
-		if (r->check_split && !below_split(r, slot))
+		if (r->check_split && !below_split(r, slot->tts_values, slot->tts_isnull))
 			continue;
-		if (!replaced_by_delta(r, slot))
+		if (!replaced_by_delta(r, slot->tts_values, slot->tts_isnull))
 			return true;
 		r->lake_rows_replaced++;
 	}
@@ -977,6 +979,91 @@ bool
 cold_rows_reader_next(ColdRowsReader *reader, TupleTableSlot *slot)
 {
 	return cold_reader_next(&reader->reader, slot);
+}
+
+/*
+ * Narrows a batch of lake rows to those cold_reader_next would return:
+ * below a hybrid read's split, and not replaced by a delta row. Only the
+ * tier key and the primary key are converted, into the reader's arrays.
+ */
+static void
+keep_cold_rows(ColdReader *r, LakeBatch *batch)
+{
+	AttrNumber	split_attno = r->table->tier_key_attno;
+	int64		kept = 0;
+
+	if (r->batch_values == NULL)
+	{
+		r->batch_values = palloc0(sizeof(Datum) * r->tupdesc->natts);
+		r->batch_isnull = palloc0(sizeof(bool) * r->tupdesc->natts);
+	}
+	for (int64 i = 0; i < batch->nrows; i++)
+	{
+		int32		row = batch->rows[i];
+
+		if (r->check_split)
+		{
+			r->batch_values[split_attno - 1] = lake_scan_batch_value(r->lake, split_attno, row,
+																	 &r->batch_isnull[split_attno - 1]);
+			if (!below_split(r, r->batch_values, r->batch_isnull))
+				continue;
+		}
+		if (r->delta_keys != NULL)
+		{
+			for (int k = 0; k < r->table->npk; k++)
+			{
+				AttrNumber	attno = r->table->pk_attnos[k];
+
+				r->batch_values[attno - 1] = lake_scan_batch_value(r->lake, attno, row, &r->batch_isnull[attno - 1]);
+			}
+			if (replaced_by_delta(r, r->batch_values, r->batch_isnull))
+			{
+				r->lake_rows_replaced++;
+				continue;
+			}
+		}
+		batch->rows[kept++] = row;
+	}
+	batch->nrows = kept;
+}
+
+bool
+cold_rows_reader_next_batch(ColdRowsReader *reader, LakeScan **lake, LakeBatch *batch)
+{
+	ColdReader *r = &reader->reader;
+
+	if (!r->opened)
+		cold_reader_open(r);
+	while (!r->lake_done)
+	{
+		if (!lake_scan_next_batch(r->lake, batch))
+		{
+			r->lake_done = true;
+			break;
+		}
+		if (r->check_split || r->delta_keys != NULL)
+			keep_cold_rows(r, batch);
+		if (batch->nrows > 0)
+		{
+			*lake = r->lake;
+			return true;
+		}
+	}
+	return false;
+}
+
+const Bitmapset *
+cold_rows_reader_lake_checked(ColdRowsReader *reader)
+{
+	if (!reader->reader.opened)
+		cold_reader_open(&reader->reader);
+	return reader->reader.lake_checked;
+}
+
+bool
+cold_rows_reader_from_lake(ColdRowsReader *reader)
+{
+	return !reader->reader.lake_done;
 }
 
 void

@@ -30,6 +30,7 @@
 #include "nodes/pathnodes.h"
 #include "nodes/plannodes.h"
 
+#include "lake_scan.h"
 #include "seam.h"
 
 /* A cold scan's quals (they are kept among its custom_exprs: cold_scan.c says why). */
@@ -99,6 +100,23 @@ extern void cold_rows_reader_read_only(ColdRowsReader *reader, const Bitmapset *
 extern bool cold_rows_reader_count(ColdRowsReader *reader, int64 *count);
 /* The next cold row into slot (a virtual slot of tupdesc), or false at the end. */
 extern bool cold_rows_reader_next(ColdRowsReader *reader, TupleTableSlot *slot);
+/*
+ * The next batch of lake rows, for a consumer of column vectors, and the
+ * lake scan whose vectors hold them (lake_scan_batch_vector): the rows
+ * cold_rows_reader_next would return from the lake, those a delta row
+ * replaces left out. False once the lake's rows are done; the delta's row
+ * images, which the lake's checks never saw, then come from
+ * cold_rows_reader_next.
+ */
+extern bool cold_rows_reader_next_batch(ColdRowsReader *reader, LakeScan **lake, LakeBatch *batch);
+/*
+ * The conditions (indexes into those given to cold_rows_reader_open) the
+ * lake checks exactly on its rows: a caller need not check them again on
+ * the lake's rows, only on the delta's row images. Opens the reader.
+ */
+extern const Bitmapset *cold_rows_reader_lake_checked(ColdRowsReader *reader);
+/* Whether the row cold_rows_reader_next returned last came from the lake (not a delta row image). */
+extern bool cold_rows_reader_from_lake(ColdRowsReader *reader);
 extern void cold_rows_reader_close(ColdRowsReader *reader);
 /*
  * EXPLAIN's lines for a reader (before it is closed): the table, the pin,

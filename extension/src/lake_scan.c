@@ -881,6 +881,66 @@ lake_scan_next(LakeScan *scan, TupleTableSlot *slot)
 	return true;
 }
 
+bool
+lake_scan_next_batch(LakeScan *scan, LakeBatch *batch)
+{
+	do
+	{
+		if (!fetch_batch(scan))
+			return false;
+		if (scan->row_conditions == NIL)
+			select_rows(scan);	/* every row */
+	} while (scan->nselected == 0);
+	batch->rows = scan->selected;
+	batch->nrows = scan->nselected;
+	scan->next_selected = scan->nselected;
+	scan->stats.rows_returned += scan->nselected;
+	return true;
+}
+
+const tl_vector *
+lake_scan_batch_vector(const LakeScan *scan, AttrNumber attno, const LakeValueConverter **conv)
+{
+	const LakeColumn *col = &scan->columns[attno - 1];
+
+	if (col->batch_index < 0 || col->reads_default)
+		return NULL;
+	*conv = &col->conv;
+	return &scan->batch->columns[col->batch_index];
+}
+
+Datum
+lake_scan_batch_value(LakeScan *scan, AttrNumber attno, int32 row, bool *isnull)
+{
+	LakeColumn *col = &scan->columns[attno - 1];
+	const tl_vector *vec;
+	ErrorContextCallback errcallback;
+	MemoryContext old;
+	Datum		value;
+
+	if (col->batch_index < 0 || col->reads_default)
+	{
+		*isnull = !col->has_default;
+		return col->has_default ? col->default_value : (Datum) 0;
+	}
+	vec = &scan->batch->columns[col->batch_index];
+	errcallback.callback = conversion_error_context;
+	errcallback.arg = scan;
+	errcallback.previous = error_context_stack;
+	error_context_stack = &errcallback;
+	scan->converting = attno - 1;
+	if (col->text_cache != NULL)
+		value = cached_text(scan, col, vec, row, isnull);
+	else
+	{
+		old = MemoryContextSwitchTo(scan->batch_cxt);
+		value = lake_value_to_datum(&col->conv, vec, row, isnull);
+		MemoryContextSwitchTo(old);
+	}
+	error_context_stack = errcallback.previous;
+	return value;
+}
+
 static void
 add_reader_stats(tl_ice_reader_stats *sum, const tl_ice_reader_stats *more)
 {

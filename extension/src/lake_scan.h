@@ -156,6 +156,38 @@ extern void lake_scan_plan(LakeScan *scan);
  */
 extern bool lake_scan_next(LakeScan *scan, TupleTableSlot *slot);
 
+/*
+ * Batch access, for a consumer that works on the lake's column vectors
+ * (the cold aggregate) instead of one tuple at a time. A LakeBatch is the
+ * rows of the reader's current batch that passed the row conditions and
+ * the deletes, in order; the consumer may narrow `rows` in place. Do not
+ * mix with lake_scan_next within a scan.
+ */
+typedef struct LakeBatch
+{
+	int32	   *rows;			/* indexes into the batch's vectors, ascending */
+	int64		nrows;
+} LakeBatch;
+
+/* The next batch with at least one row; false at the end of the scan. */
+extern bool lake_scan_next_batch(LakeScan *scan, LakeBatch *batch);
+
+/*
+ * The current batch's vector of attribute attno and the converter that
+ * makes its values Datums, or NULL where the batch's rows do not read the
+ * attribute from the lake (an added column's default, an unread column):
+ * lake_scan_batch_value gives those.
+ */
+struct LakeValueConverter;
+extern const tl_vector *lake_scan_batch_vector(const LakeScan *scan, AttrNumber attno,
+											   const struct LakeValueConverter **conv);
+
+/*
+ * Attribute attno of row `row` of the current batch as lake_scan_next
+ * would convert it. The value lives until the next batch.
+ */
+extern Datum lake_scan_batch_value(LakeScan *scan, AttrNumber attno, int32 row, bool *isnull);
+
 /* Starts over from the first row of the same plan. */
 extern void lake_scan_rescan(LakeScan *scan);
 
