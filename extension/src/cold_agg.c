@@ -15,13 +15,16 @@
  *
  * Execution: the cold aggregate reads the cold rows through a
  * ColdRowsReader (cold_scan.h: lake@S pruned by the query's conditions,
- * the delta merged, at the statement's pin), checks the cold arm's quals
- * on each row (security quals first), finds the row's group in a tuple
- * hash table (Postgres' own hashing and equality of the key types), and
- * updates the group's states. Each state is exactly what the aggregate's
- * transition function would make of the same rows in the same order
- * (float8_pl, float8_cmp_internal and the rest come from Postgres' own
- * headers), so the Finalize Aggregate's combine functions see what a
+ * the delta merged, at the statement's pin). Where the lake checks every
+ * qual on its rows, it takes them a batch at a time: each row's group
+ * found by the bytes of its keys (group_keys.h), the states advanced from
+ * the column vectors (agg_states.h). Otherwise, and for the delta's row
+ * images, it checks the quals the lake did not on each row (security
+ * quals first), finds the row's group in a tuple hash table (Postgres'
+ * own hashing and equality of the key types), and updates its states.
+ * The groups are the same table's either way, and each state is exactly
+ * what the aggregate's transition function would make of the same rows in
+ * the same order, so the Finalize Aggregate's combine functions see what a
  * Partial Aggregate would have handed them.
  *
  *-------------------------------------------------------------------------

@@ -458,7 +458,8 @@ lake_scan_add_row_condition(LakeScan *scan, const LakeRowCondition *cond)
 		default:
 			return false;
 	}
-	if (!ordered && cond->op != TL_ICE_EXPR_EQ)
+	if (cond->op != TL_ICE_EXPR_EQ && (!ordered || (cond->op != TL_ICE_EXPR_LT && cond->op != TL_ICE_EXPR_LE &&
+												   cond->op != TL_ICE_EXPR_GT && cond->op != TL_ICE_EXPR_GE)))
 		return false;
 	old = MemoryContextSwitchTo(scan->cxt);
 	copy = palloc(sizeof(LakeRowCondition));
@@ -475,26 +476,6 @@ lake_scan_skip_conversion(LakeScan *scan, AttrNumber attno)
 		return;
 	scan->columns[attno - 1].unconverted = true;
 	scan->nulls_set_in = NULL;
-}
-
-static bool
-compare_holds(tl_ice_expr_op op, int cmp)
-{
-	switch (op)
-	{
-		case TL_ICE_EXPR_EQ:
-			return cmp == 0;
-		case TL_ICE_EXPR_LT:
-			return cmp < 0;
-		case TL_ICE_EXPR_LE:
-			return cmp <= 0;
-		case TL_ICE_EXPR_GT:
-			return cmp > 0;
-		case TL_ICE_EXPR_GE:
-			return cmp >= 0;
-		default:
-			return true;
-	}
 }
 
 /* Two float8 values in Postgres' order (float8_cmp_internal): NaNs equal and above all, -0 = +0. */
@@ -552,15 +533,55 @@ narrow_selection(LakeScan *scan, const LakeRowCondition *c)
 {
 	const LakeColumn *col = &scan->columns[c->attno - 1];
 	const tl_vector *vec = &scan->batch->columns[col->batch_index];
+	const uint8_t *valid = vec->valid;
 	tl_ice_type_id type = col->field->type.id;
+	int32	   *selected = scan->selected;
+	int64		n = scan->nselected;
 	int64		kept = 0;
 
-	for (int64 i = 0; i < scan->nselected; i++)
-	{
-		int32		row = scan->selected[i];
+/* The loop over the selection, for one way of comparing a row (COMPARE) and one operator (HOLDS). */
+#define NARROW_ROWS(COMPARE, HOLDS) \
+	for (int64 i = 0; i < n; i++) \
+	{ \
+		int32		row = selected[i]; \
+		\
+		selected[kept] = row; \
+		kept += (valid == NULL || valid[row] != 0) && (COMPARE(row)) HOLDS; \
+	}
+/* ... once per operator, so that the comparison of the common types is inlined in a loop of its own */
+#define NARROW(COMPARE) \
+	switch (c->op) \
+	{ \
+		case TL_ICE_EXPR_EQ: NARROW_ROWS(COMPARE, == 0); break; \
+		case TL_ICE_EXPR_LT: NARROW_ROWS(COMPARE, < 0); break; \
+		case TL_ICE_EXPR_LE: NARROW_ROWS(COMPARE, <= 0); break; \
+		case TL_ICE_EXPR_GT: NARROW_ROWS(COMPARE, > 0); break; \
+		case TL_ICE_EXPR_GE: NARROW_ROWS(COMPARE, >= 0); break; \
+		default: elog(ERROR, "unexpected lake row condition operator %d", (int) c->op); \
+	}
+#define COMPARE_INT32(row) ((vec->v.i32[row] > c->integer) - (vec->v.i32[row] < c->integer))
+#define COMPARE_INT64(row) ((vec->v.i64[row] > c->integer) - (vec->v.i64[row] < c->integer))
+#define COMPARE_DOUBLE(row) compare_real(vec->v.f64[row], c->real)
+#define COMPARE_ANY(row) compare_value(c, type, vec, row)
 
-		scan->selected[kept] = row;
-		kept += !tl_vector_is_null(vec, row) && compare_holds(c->op, compare_value(c, type, vec, row));
+	switch (type)
+	{
+		case TL_ICE_INT:
+		case TL_ICE_DATE:
+			NARROW(COMPARE_INT32);
+			break;
+		case TL_ICE_LONG:
+		case TL_ICE_TIME:
+		case TL_ICE_TIMESTAMP:
+		case TL_ICE_TIMESTAMPTZ:
+			NARROW(COMPARE_INT64);
+			break;
+		case TL_ICE_DOUBLE:
+			NARROW(COMPARE_DOUBLE);
+			break;
+		default:
+			NARROW(COMPARE_ANY);
+			break;
 	}
 	scan->nselected = kept;
 }
