@@ -290,6 +290,57 @@ cold_agg_path(PlannerInfo *root, RelOptInfo *cold, RangeTblEntry *rte, Oid relid
 	return path;
 }
 
+/* Whether every aggregate of the partial target is count(*): the lake's metadata may answer it. */
+static bool
+counts_rows_only(PathTarget *target)
+{
+	ListCell   *lc;
+
+	foreach(lc, target->exprs)
+	{
+		Node	   *expr = lfirst(lc);
+
+		if (!IsA(expr, Aggref) || ((Aggref *) expr)->aggfnoid != F_COUNT_)
+			return false;
+	}
+	return true;
+}
+
+/*
+ * The cold aggregate run by the processes of a parallel plan under a
+ * Gather, each over the lake files it claims (one of them over the delta's
+ * row images): the Finalize Aggregate combines every process's partial
+ * states as it combines the two arms'. Offered where the cold scan got a
+ * parallel path (cold_scan.c decides: enough lake rows, not a mirror, the
+ * setting on) and the quals may run in a worker; not for a count(*) with
+ * no condition, which the lake's metadata answers in one process.
+ */
+static Path *
+gathered_cold_agg(PlannerInfo *root, RelOptInfo *cold, const CustomPath *serial, PathTarget *target,
+				  double groups)
+{
+	List	   *quals = llast(serial->custom_private);
+	CustomPath *path;
+	int			workers;
+	double		divisor;
+	Cost		fixed = 10 * seq_page_cost;
+
+	if (cold->partial_pathlist == NIL || !is_parallel_safe(root, (Node *) quals) ||
+		(quals == NIL && counts_rows_only(target)))
+		return NULL;
+	workers = ((Path *) linitial(cold->partial_pathlist))->parallel_workers;
+	divisor = cold_scan_parallel_divisor(workers);
+	path = makeNode(CustomPath);
+	*path = *serial;
+	path->path.parallel_aware = true;
+	path->path.parallel_safe = true;
+	path->path.parallel_workers = workers;
+	path->path.startup_cost = fixed + (serial->path.startup_cost - fixed) / divisor;
+	path->path.total_cost = path->path.startup_cost + (serial->path.total_cost - serial->path.startup_cost);
+	return (Path *) create_gather_path(root, partial_rel(cold, target, groups * (workers + 1)), &path->path,
+									   target, NULL, NULL);
+}
+
 /*
  * Adds the split aggregate when the input is a seam union: the append
  * relation of a heap arm and a cold arm that the cold scan reads.
@@ -312,9 +363,11 @@ add_split_aggregate(PlannerInfo *root, RelOptInfo *input, RelOptInfo *grouped, G
 				final_costs;
 	double		groups,
 				cold_groups,
-				partial_groups;
-	List	   *members;
-	Path	   *append;
+				heap_groups = 0;
+	CustomPath *serial;
+	Path	   *gathered,
+			   *heap_agg = NULL;
+	List	   *cold_paths;
 	ListCell   *lc;
 	List	   *group_exprs;
 	AggStrategy strategy = parse->groupClause != NIL ? AGG_HASHED : AGG_PLAIN;
@@ -373,25 +426,32 @@ add_split_aggregate(PlannerInfo *root, RelOptInfo *input, RelOptInfo *grouped, G
 
 	/* each arm makes at most one group per row it reads */
 	cold_groups = Min(groups, clamp_row_est(cold->rows));
-	members = list_make1(cold_agg_path(root, cold, cold_rte, relid, cold_target, cold_groups));
-	partial_groups = cold_groups;
+	serial = cold_agg_path(root, cold, cold_rte, relid, cold_target, cold_groups);
+	cold_paths = list_make1(serial);
+	gathered = gathered_cold_agg(root, cold, serial, cold_target, cold_groups);
+	if (gathered != NULL)
+		cold_paths = lappend(cold_paths, gathered);
 	/* conditions that keep the query below T leave the heap arm out (the cold rows are all there is) */
 	if (!IS_DUMMY_REL(heap))
 	{
-		double		heap_groups = Min(groups, clamp_row_est(heap->rows));
-
-		members = lcons(create_agg_path(root, partial_rel(heap, heap_target, heap_groups),
-										labelled_input(root, heap, heap->cheapest_total_path, heap_target),
-										heap_target, strategy, AGGSPLIT_INITIAL_SERIAL, parse->groupClause, NIL,
-										&partial_costs, heap_groups),
-						members);
-		partial_groups += heap_groups;
+		heap_groups = Min(groups, clamp_row_est(heap->rows));
+		heap_agg = (Path *) create_agg_path(root, partial_rel(heap, heap_target, heap_groups),
+											labelled_input(root, heap, heap->cheapest_total_path, heap_target),
+											heap_target, strategy, AGGSPLIT_INITIAL_SERIAL, parse->groupClause,
+											NIL, &partial_costs, heap_groups);
 	}
-	append = (Path *) create_append_path(root, partial_rel(input, target, partial_groups),
-										 members, NIL, NIL, NULL, 0, false, -1);
-	add_path(grouped, (Path *) create_agg_path(root, grouped, append, grouped->reltarget, strategy,
-											   AGGSPLIT_FINAL_DESERIAL, parse->groupClause,
-											   (List *) extra->havingQual, &final_costs, groups));
+	/* one Finalize Aggregate over the serial cold aggregate, one over the gathered: the costs choose */
+	foreach(lc, cold_paths)
+	{
+		Path	   *cold_agg = lfirst(lc);
+		List	   *members = heap_agg != NULL ? list_make2(heap_agg, cold_agg) : list_make1(cold_agg);
+		Path	   *append = (Path *) create_append_path(root, partial_rel(input, target, heap_groups + cold_agg->rows),
+														 members, NIL, NIL, NULL, 0, false, -1);
+
+		add_path(grouped, (Path *) create_agg_path(root, grouped, append, grouped->reltarget, strategy,
+												   AGGSPLIT_FINAL_DESERIAL, parse->groupClause,
+												   (List *) extra->havingQual, &final_costs, groups));
+	}
 }
 
 static void
@@ -472,6 +532,7 @@ typedef struct ColdAggScanState
 	int64		rows_from_vectors;	/* of rows_read, those aggregated from the lake's vectors */
 	int64		ngroups;
 	ColdRowsReader *reader;		/* once the rows are aggregated */
+	ColdRowsShared *shared;		/* a parallel plan's, once its DSM is set up */
 	bool		answered_from_metadata;	/* count(*) from the lake's record counts */
 	int64		rows_from_metadata;
 } ColdAggScanState;
@@ -481,6 +542,10 @@ static TupleTableSlot *exec_cold_agg(CustomScanState *node);
 static void end_cold_agg(CustomScanState *node);
 static void rescan_cold_agg(CustomScanState *node);
 static void explain_cold_agg(CustomScanState *node, List *ancestors, ExplainState *es);
+static Size estimate_cold_agg_dsm(CustomScanState *node, ParallelContext *pcxt);
+static void initialize_cold_agg_dsm(CustomScanState *node, ParallelContext *pcxt, void *coordinate);
+static void reinitialize_cold_agg_dsm(CustomScanState *node, ParallelContext *pcxt, void *coordinate);
+static void initialize_cold_agg_worker(CustomScanState *node, shm_toc *toc, void *coordinate);
 
 static const CustomExecMethods cold_agg_exec_methods = {
 	.CustomName = COLD_AGG_NAME,
@@ -488,6 +553,10 @@ static const CustomExecMethods cold_agg_exec_methods = {
 	.ExecCustomScan = exec_cold_agg,
 	.EndCustomScan = end_cold_agg,
 	.ReScanCustomScan = rescan_cold_agg,
+	.EstimateDSMCustomScan = estimate_cold_agg_dsm,
+	.InitializeDSMCustomScan = initialize_cold_agg_dsm,
+	.ReInitializeDSMCustomScan = reinitialize_cold_agg_dsm,
+	.InitializeWorkerCustomScan = initialize_cold_agg_worker,
 	.ExplainCustomScan = explain_cold_agg,
 };
 
@@ -644,6 +713,22 @@ read_attrs(ColdAggScanState *s, List *quals)
 	return attnos;
 }
 
+/* The tiered table the scan reads, looked up once. */
+static void
+look_up_table(ColdAggScanState *s)
+{
+	Oid			relid = linitial_oid(agg_private((CustomScan *) s->css.ss.ps.plan, 0));
+
+	if (s->table != NULL)
+		return;
+	s->table = seam_lookup_read_table(relid);
+	if (s->table == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("table %s is no longer registered with TierDB", seam_table_name(relid)),
+				 errhint("Run the statement again.")));
+}
+
 /*
  * Prepares the cold rows' reader (nothing read yet): the table's row type,
  * the conditions the lake prunes with, the attributes read. It stays open
@@ -660,18 +745,13 @@ open_cold_reader(ColdAggScanState *s)
 	ColdRowsCondition *conditions;
 	int			nconditions;
 
-	s->table = seam_lookup_read_table(relid);
-	if (s->table == NULL)
-		ereport(ERROR,
-				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("table %s is no longer registered with TierDB", seam_table_name(relid)),
-				 errhint("Run the statement again.")));
+	look_up_table(s);
 	rel = table_open(relid, AccessShareLock);
 	desc = CreateTupleDescCopy(RelationGetDescr(rel));
 	table_close(rel, NoLock);
 	s->row = MakeSingleTupleTableSlot(desc, &TTSOpsVirtual);
 	conditions = pruning_conditions(s, quals, &nconditions);
-	s->reader = cold_rows_reader_open(s->table, desc, conditions, nconditions);
+	s->reader = cold_rows_reader_open(s->table, desc, conditions, nconditions, s->shared);
 	cold_rows_reader_read_only(s->reader, read_attrs(s, quals));
 }
 
@@ -968,6 +1048,45 @@ explain_cold_agg(CustomScanState *node, List *ancestors, ExplainState *es)
 		ExplainPropertyInteger("Cold Rows Aggregated From Column Vectors", NULL, s->rows_from_vectors, es);
 		ExplainPropertyInteger("Groups", NULL, s->groups != NULL ? s->ngroups : 1, es);
 	}
+}
+
+/*
+ * A parallel plan's processes each aggregate the lake files they claim
+ * (ColdRowsShared), at the leader's pin, and each hands up the partial
+ * states of its own groups: the Finalize Aggregate above the Gather
+ * combines them.
+ */
+static Size
+estimate_cold_agg_dsm(CustomScanState *node, ParallelContext *pcxt)
+{
+	ColdAggScanState *s = (ColdAggScanState *) node;
+	SeamPin		pin;
+
+	look_up_table(s);
+	pin = seam_pin(s->table);
+	return cold_rows_shared_size(&pin);
+}
+
+static void
+initialize_cold_agg_dsm(CustomScanState *node, ParallelContext *pcxt, void *coordinate)
+{
+	ColdAggScanState *s = (ColdAggScanState *) node;
+	SeamPin		pin = seam_pin(s->table);
+
+	cold_rows_shared_init(coordinate, &pin);
+	s->shared = coordinate;
+}
+
+static void
+reinitialize_cold_agg_dsm(CustomScanState *node, ParallelContext *pcxt, void *coordinate)
+{
+	cold_rows_shared_reset(coordinate);
+}
+
+static void
+initialize_cold_agg_worker(CustomScanState *node, shm_toc *toc, void *coordinate)
+{
+	((ColdAggScanState *) node)->shared = coordinate;
 }
 
 List *

@@ -540,7 +540,7 @@ open_reader(ColdDmlState *s)
 	}
 	s->cold_slot = MakeSingleTupleTableSlot(desc, &TTSOpsVirtual);
 	s->to_spill = build_attrmap_by_name_if_req(desc, RelationGetDescr(s->css.ss.ss_currentRelation));
-	s->reader = cold_rows_reader_open(s->table, desc, conditions, n);
+	s->reader = cold_rows_reader_open(s->table, desc, conditions, n, NULL);
 }
 
 /* The cold row in the partition's column order, as a virtual tuple of slot. */

@@ -102,6 +102,78 @@ static bool enable_parallel_cold_scan = true;
 
 /* ------------------------------------------------------------ the reader */
 
+/*
+ * What the processes of a parallel read of the cold rows share (the plan
+ * node's DSM chunk): the leader's pin, so that every process reads the
+ * same lake snapshot and delta below the same T as the leader's heap arm
+ * (a worker's own pin could see a later cut-line), and the claims on the
+ * plan's files and on the delta's row images.
+ */
+struct ColdRowsShared
+{
+	pg_atomic_uint32 next_task;	/* the next lake task to read */
+	pg_atomic_uint32 upserts_taken;
+	int64		tier_key_hi;
+	bool		has_snapshot;
+	int64		snapshot_id;
+	bool		has_retention_line;
+	int64		retention_line;
+	bool		has_metadata_location;
+	char		metadata_location[FLEXIBLE_ARRAY_MEMBER];
+};
+
+Size
+cold_rows_shared_size(const SeamPin *pin)
+{
+	return add_size(offsetof(ColdRowsShared, metadata_location),
+					pin->metadata_location != NULL ? strlen(pin->metadata_location) + 1 : 1);
+}
+
+void
+cold_rows_shared_init(ColdRowsShared *shared, const SeamPin *pin)
+{
+	pg_atomic_init_u32(&shared->next_task, 0);
+	pg_atomic_init_u32(&shared->upserts_taken, 0);
+	shared->tier_key_hi = pin->tier_key_hi;
+	shared->has_snapshot = pin->has_snapshot;
+	shared->snapshot_id = pin->snapshot_id;
+	shared->has_retention_line = pin->has_retention_line;
+	shared->retention_line = pin->retention_line;
+	shared->has_metadata_location = pin->metadata_location != NULL;
+	strcpy(shared->metadata_location, pin->metadata_location != NULL ? pin->metadata_location : "");
+}
+
+void
+cold_rows_shared_reset(ColdRowsShared *shared)
+{
+	pg_atomic_write_u32(&shared->next_task, 0);
+	pg_atomic_write_u32(&shared->upserts_taken, 0);
+}
+
+/* The statement's pin of the table: the leader's in a parallel worker. */
+static SeamPin
+pin_of(const SeamTable *table, const ColdRowsShared *shared)
+{
+	SeamPin		pin = {0};
+
+	if (shared == NULL || !IsParallelWorker())
+		return seam_pin(table);
+	pin.tier_key_hi = shared->tier_key_hi;
+	pin.has_snapshot = shared->has_snapshot;
+	pin.snapshot_id = shared->snapshot_id;
+	pin.has_retention_line = shared->has_retention_line;
+	pin.retention_line = shared->retention_line;
+	pin.metadata_location = shared->has_metadata_location ? shared->metadata_location : NULL;
+	return pin;
+}
+
+/* The next lake task for this process of a parallel read (lake_scan_share_tasks). */
+static uint32
+claim_lake_task(void *arg)
+{
+	return pg_atomic_fetch_add_u32(&((ColdRowsShared *) arg)->next_task, 1);
+}
+
 typedef struct ColdReader
 {
 	SeamTable  *table;
@@ -123,7 +195,7 @@ typedef struct ColdReader
 	DeltaKeys  *delta_keys;		/* the keys the delta names; NULL when it names none */
 	List	   *upserts;		/* HeapTuple row images, the table's row type */
 	int			next_upsert;
-	pg_atomic_uint32 *upserts_taken;	/* a parallel scan's: set by whoever returns the upserts */
+	ColdRowsShared *shared;		/* a parallel read's: the lake's tasks and the upserts are claimed */
 	int64		delta_rows;
 	int64		lake_rows_replaced; /* lake rows a delta row replaced or removed */
 	Datum	   *batch_values;	/* keep_cold_rows' keys of one row (the table's attributes) */
@@ -406,6 +478,8 @@ cold_reader_open(ColdReader *r)
 	r->lake = lake_scan_open(r->pin.metadata_location ? r->pin.metadata_location : r->table->lake_location,
 							 r->pin.snapshot_id, r->tupdesc, attrs, r->all_attrs);
 	r->lake_done = false;
+	if (r->shared != NULL)
+		lake_scan_share_tasks(r->lake, claim_lake_task, r->shared);
 	build_filter(r);
 }
 
@@ -429,8 +503,8 @@ cold_reader_next(ColdReader *r, TupleTableSlot *slot)
 	}
 	ExecClearTuple(slot);
 	/* In a parallel scan every process reads the delta, and the first to finish its lake files returns it. */
-	if (r->upserts_taken != NULL && r->next_upsert == 0 && r->upserts != NIL &&
-		pg_atomic_exchange_u32(r->upserts_taken, 1) != 0)
+	if (r->shared != NULL && r->next_upsert == 0 && r->upserts != NIL &&
+		pg_atomic_exchange_u32(&r->shared->upserts_taken, 1) != 0)
 		r->next_upsert = list_length(r->upserts);
 	if (!r->skip && r->next_upsert < list_length(r->upserts))
 	{
@@ -911,12 +985,14 @@ struct ColdRowsReader
 };
 
 ColdRowsReader *
-cold_rows_reader_open(SeamTable *table, TupleDesc tupdesc, const ColdRowsCondition *conditions, int nconditions)
+cold_rows_reader_open(SeamTable *table, TupleDesc tupdesc, const ColdRowsCondition *conditions, int nconditions,
+					  ColdRowsShared *shared)
 {
 	ColdRowsReader *cr = palloc0(sizeof(ColdRowsReader));
 	ColdReader *r = &cr->reader;
 
-	cold_reader_begin(r, table, tupdesc, seam_pin(table));
+	cold_reader_begin(r, table, tupdesc, pin_of(table, shared));
+	r->shared = shared;
 	for (int i = 0; i < nconditions && !r->skip; i++)
 	{
 		const ColdRowsCondition *c = &conditions[i];
@@ -956,7 +1032,8 @@ cold_rows_reader_count(ColdRowsReader *reader, int64 *count)
 	ColdReader *r = &reader->reader;
 	LakeScanStats st;
 
-	if (r->opened || r->conditions != NIL || r->table->mirrored || r->table->lake_beyond_t)
+	/* (each process of a parallel read would count them all) */
+	if (r->opened || r->shared != NULL || r->conditions != NIL || r->table->mirrored || r->table->lake_beyond_t)
 		return false;
 	cold_reader_open(r);
 	if (r->skip || !r->pin.has_snapshot)
@@ -1074,30 +1151,11 @@ cold_rows_reader_close(ColdRowsReader *reader)
 
 /* ------------------------------------------------------------ the custom scan */
 
-/*
- * What a parallel cold scan's processes share (its DSM chunk): the leader's
- * pin, so that every process reads the same lake snapshot and delta below
- * the same T as the leader's heap arm (a worker's own pin could see a
- * later cut-line), and the claims on the plan's files and on the delta's
- * row images.
- */
-typedef struct ColdScanShared
-{
-	pg_atomic_uint32 next_task;	/* the next lake task to read */
-	pg_atomic_uint32 upserts_taken;
-	int64		tier_key_hi;
-	bool		has_snapshot;
-	int64		snapshot_id;
-	bool		has_retention_line;
-	int64		retention_line;
-	bool		has_metadata_location;
-	char		metadata_location[FLEXIBLE_ARRAY_MEMBER];
-} ColdScanShared;
 
 typedef struct ColdScanState
 {
 	CustomScanState css;
-	ColdScanShared *shared;		/* a parallel scan's, once its DSM is set up */
+	ColdRowsShared *shared;		/* a parallel scan's, once its DSM is set up */
 	SeamTable  *table;
 	TupleDesc	tupdesc;		/* the table's, once the lake or the delta is read */
 	ColdReader	reader;
@@ -1217,6 +1275,9 @@ cold_scan_planned(RelOptInfo *rel)
 	{
 		Path	   *path = lfirst(lc);
 
+		/* (a Gather over the parallel cold scan may have pushed the serial one out) */
+		if (IsA(path, GatherPath))
+			path = ((GatherPath *) path)->subpath;
 		if (IsA(path, CustomPath) && ((CustomPath *) path)->methods == &cold_path_methods)
 			return true;
 	}
@@ -1383,8 +1444,23 @@ forbid_parallel_function_scan(RelOptInfo *rel)
 }
 
 /*
+ * The share of a parallel path's work each process does, as Postgres
+ * reckons it (costsize.c's get_parallel_divisor): the leader helps less
+ * the more workers there are.
+ */
+double
+cold_scan_parallel_divisor(int workers)
+{
+	double		divisor = workers;
+
+	if (parallel_leader_participation && 1.0 - 0.3 * workers > 0)
+		divisor += 1.0 - 0.3 * workers;
+	return divisor;
+}
+
+/*
  * Adds the parallel-aware cold scan: each process of a parallel query
- * reads the lake files it claims (ColdScanShared) at the leader's pin. Its
+ * reads the lake files it claims (ColdRowsShared) at the leader's pin. Its
  * workers are chosen as for a heap of the lake's size (a page holds about
  * a hundred rows of a typical table), and each process is costed with its
  * share of the rows, as Postgres costs a partial sequential scan.
@@ -1402,12 +1478,10 @@ add_partial_cold_path(PlannerInfo *root, RelOptInfo *rel, const CustomPath *seri
 {
 	CustomPath *path = makeNode(CustomPath);
 	int			workers = compute_parallel_worker(rel, records / 100, -1, max_parallel_workers_per_gather);
-	double		divisor = workers;
+	double		divisor = cold_scan_parallel_divisor(workers);
 
 	if (workers <= 0)
 		return;
-	if (parallel_leader_participation && 1.0 - 0.3 * workers > 0)
-		divisor += 1.0 - 0.3 * workers;
 	*path = *serial;
 	path->path.parallel_aware = true;
 	path->path.parallel_safe = true;
@@ -1646,21 +1720,6 @@ begin_cold_scan(CustomScanState *node, EState *estate, int eflags)
 }
 
 /* The statement's pin: in a parallel worker, the leader's. */
-static SeamPin
-statement_pin(ColdScanState *s)
-{
-	SeamPin		pin = {0};
-
-	if (s->shared == NULL || !IsParallelWorker())
-		return seam_pin(s->table);
-	pin.tier_key_hi = s->shared->tier_key_hi;
-	pin.has_snapshot = s->shared->has_snapshot;
-	pin.snapshot_id = s->shared->snapshot_id;
-	pin.has_retention_line = s->shared->has_retention_line;
-	pin.retention_line = s->shared->retention_line;
-	pin.metadata_location = s->shared->has_metadata_location ? s->shared->metadata_location : NULL;
-	return pin;
-}
 
 /* The registration, the pin, the columns and the conditions, once. */
 static void
@@ -1682,7 +1741,7 @@ set_up_cold_scan(ColdScanState *s)
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("table %s is no longer registered with TierDB", seam_table_name(relid)),
 				 errhint("Run the statement again.")));
-	cold_reader_begin(&s->reader, s->table, NULL, statement_pin(s));
+	cold_reader_begin(&s->reader, s->table, NULL, pin_of(s->table, s->shared));
 	set_needed_attrs(&s->reader, cold_private(cscan, COLD_PRIVATE_ATTRS));
 
 	forfive(attno, cold_private(cscan, COLD_PRIVATE_CONDITION_ATTNOS),
@@ -1782,12 +1841,6 @@ convert_only_what_is_read(ColdScanState *s)
 	}
 }
 
-/* The next lake task for this process of a parallel scan (lake_scan_share_tasks). */
-static uint32
-claim_lake_task(void *arg)
-{
-	return pg_atomic_fetch_add_u32(&((ColdScanShared *) arg)->next_task, 1);
-}
 
 /* Evaluates the conditions and opens the reader: at the first row, or for EXPLAIN. */
 static void
@@ -1797,13 +1850,10 @@ open_reader(ColdScanState *s)
 	evaluate_conditions(s);
 	if (!s->reader.skip)
 		s->reader.tupdesc = table_tupdesc(s);
-	if (s->shared != NULL)
-		s->reader.upserts_taken = &s->shared->upserts_taken;
+	s->reader.shared = s->shared;
 	cold_reader_open(&s->reader);
 	if (s->reader.skip)
 		return;					/* no row to filter: the filter is never even compiled */
-	if (s->shared != NULL && s->reader.lake != NULL)
-		lake_scan_share_tasks(s->reader.lake, claim_lake_task, s->shared);
 	filter_what_the_lake_does_not(s);
 	convert_only_what_is_read(s);
 }
@@ -1886,7 +1936,7 @@ rescan_cold_scan(CustomScanState *node)
 	/* The filter is set again when the reader opens: the lake may check other quals then. */
 	s->filter_set = false;
 	cold_reader_end(&s->reader);
-	cold_reader_begin(&s->reader, s->table, NULL, statement_pin(s));
+	cold_reader_begin(&s->reader, s->table, NULL, pin_of(s->table, s->shared));
 	s->reader.attrs = attrs;
 	s->reader.all_attrs = all_attrs;
 }
@@ -1901,40 +1951,24 @@ static Size
 estimate_cold_scan_dsm(CustomScanState *node, ParallelContext *pcxt)
 {
 	ColdScanState *s = (ColdScanState *) node;
-	const char *location;
 
 	set_up_cold_scan(s);
-	location = s->reader.pin.metadata_location;
-	return add_size(offsetof(ColdScanShared, metadata_location), location != NULL ? strlen(location) + 1 : 1);
+	return cold_rows_shared_size(&s->reader.pin);
 }
 
 static void
 initialize_cold_scan_dsm(CustomScanState *node, ParallelContext *pcxt, void *coordinate)
 {
 	ColdScanState *s = (ColdScanState *) node;
-	ColdScanShared *shared = coordinate;
-	const SeamPin *pin = &s->reader.pin;
 
-	pg_atomic_init_u32(&shared->next_task, 0);
-	pg_atomic_init_u32(&shared->upserts_taken, 0);
-	shared->tier_key_hi = pin->tier_key_hi;
-	shared->has_snapshot = pin->has_snapshot;
-	shared->snapshot_id = pin->snapshot_id;
-	shared->has_retention_line = pin->has_retention_line;
-	shared->retention_line = pin->retention_line;
-	shared->has_metadata_location = pin->metadata_location != NULL;
-	strcpy(shared->metadata_location, pin->metadata_location != NULL ? pin->metadata_location : "");
-	s->shared = shared;
+	cold_rows_shared_init(coordinate, &s->reader.pin);
+	s->shared = coordinate;
 }
 
-/* Before a rescan of the whole parallel plan: every file is to be read again. */
 static void
 reinitialize_cold_scan_dsm(CustomScanState *node, ParallelContext *pcxt, void *coordinate)
 {
-	ColdScanShared *shared = coordinate;
-
-	pg_atomic_write_u32(&shared->next_task, 0);
-	pg_atomic_write_u32(&shared->upserts_taken, 0);
+	cold_rows_shared_reset(coordinate);
 }
 
 static void

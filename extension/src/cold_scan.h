@@ -81,9 +81,28 @@ extern double cold_scan_lake_records(const SeamTable *table);
 /* A delta payload (jsonb) as a tuple of the table's row type, as the cold scan reads it. */
 extern HeapTuple cold_scan_row_image(Oid rowtype, Datum payload);
 
-/* Nothing is read until the first cold_rows_reader_next. The caller has checked its privileges. */
+/*
+ * What the processes of a parallel plan reading the cold rows share, in
+ * the plan node's DSM chunk: the leader's pin, and claims on the lake's
+ * files (each read by one process) and on the delta's row images
+ * (returned by one process).
+ */
+typedef struct ColdRowsShared ColdRowsShared;
+
+/* Its size for the leader's pin (seam_pin), and its set-up by the leader; _reset before a rescan. */
+extern Size cold_rows_shared_size(const SeamPin *pin);
+extern void cold_rows_shared_init(ColdRowsShared *shared, const SeamPin *pin);
+extern void cold_rows_shared_reset(ColdRowsShared *shared);
+
+/*
+ * Nothing is read until the first cold_rows_reader_next. The caller has
+ * checked its privileges. With `shared`, the reader is one process's part
+ * of a parallel read: at the leader's pin, the lake files and the delta's
+ * row images it claims.
+ */
 extern ColdRowsReader *cold_rows_reader_open(SeamTable *table, TupleDesc tupdesc,
-											 const ColdRowsCondition *conditions, int nconditions);
+											 const ColdRowsCondition *conditions, int nconditions,
+											 ColdRowsShared *shared);
 /*
  * Reads only the attributes in attnos (1-based; the rest read as NULL)
  * instead of every one. Call before the first cold_rows_reader_next.
@@ -134,6 +153,9 @@ extern Oid	cold_scan_target(RangeTblEntry *rte);
 
 /* The cost of reading the lake rows a cold rows relation's conditions leave (cold_scan.c says how it is estimated). */
 extern Cost cold_scan_read_cost(PlannerInfo *root, RelOptInfo *rel);
+
+/* The share of a parallel path's work each of its processes does, as Postgres reckons it. */
+extern double cold_scan_parallel_divisor(int workers);
 
 /* Whether the planner gave a relation the cold scan (not a function scan for a whole-row reference). */
 extern bool cold_scan_planned(RelOptInfo *rel);

@@ -114,8 +114,8 @@ def test_row_level_security_and_privileges(m):
         db.psql("ALTER TABLE m DISABLE ROW LEVEL SECURITY")
 
 
-def cold_aggregate_node(db, sql):
-    return custom_node(db, sql, "TierDB Cold Aggregate")
+def cold_aggregate_node(db, sql, session=SESSION):
+    return custom_node(db, sql, "TierDB Cold Aggregate", session)
 
 
 def test_count_of_every_row_from_the_lake_metadata(m):
@@ -263,3 +263,36 @@ def test_a_column_added_after_the_rows_went_to_the_lake(g):
                 "SELECT y, sum(z), avg(z) FROM {t} WHERE ts < '2024-01-06' GROUP BY y ORDER BY y"]:
         assert uses_cold_aggregate(db, sql.replace("{t}", "g")), sql
         same_g(db, sql)
+
+
+# ------------------------------------------------------------------ in parallel
+
+PARALLEL = SESSION + ("SET parallel_setup_cost = 0; SET parallel_tuple_cost = 0;"
+                      " SET min_parallel_table_scan_size = 0; SET max_parallel_workers_per_gather = 2;\n")
+
+
+def test_workers_aggregate_the_files_they_claim(g):
+    """Under a Gather, each process aggregates the lake files it claims and
+    one of them the delta's row images; the Finalize Aggregate combines
+    every process's groups. The sessions make parallel plans cheap, as a
+    large table would."""
+    db = g
+    nodes = plan_nodes(db, "SELECT s, count(*), sum(k), min(f8), max(ts) FROM g WHERE f8 > 3 GROUP BY s", PARALLEL)
+    gather = [n for n in nodes if n["Node Type"] == "Gather"]
+    cold = [n for n in nodes if n.get("Custom Plan Provider") == "TierDB Cold Aggregate"]
+    assert gather and gather[0]["Workers Launched"] >= 1, nodes[0]
+    assert len(cold) == 1 and cold[0]["Parallel Aware"], cold
+    # count(*) of every row stays in one process: the lake's metadata answers it
+    node = cold_aggregate_node(db, "SELECT count(*) FROM g", PARALLEL)
+    assert not node["Parallel Aware"] and node["Cold Rows Counted From Lake Metadata"] == 14000, node
+    no_leader = PARALLEL + "SET parallel_leader_participation = off;\n"
+    for sql in GROUPED:
+        same_g(db, sql, PARALLEL)
+        same_g(db, sql, no_leader)
+    for t in ("g", "gplain"):
+        db.query(SESSION + f"UPDATE {t} SET k = 99, s = 'moved' WHERE id % 500 = 1 AND ts < '2024-01-05';"
+                 f" DELETE FROM {t} WHERE id % 500 = 2 AND ts < '2024-01-05';"
+                 f" INSERT INTO {t} (id, ts, k, s) VALUES (90001, '2024-01-02 05:00+00', 5, 'e1');")
+    for sql in GROUPED:
+        same_g(db, sql, PARALLEL, zeros_equal=True)
+        same_g(db, sql, no_leader, zeros_equal=True)
