@@ -54,12 +54,19 @@ key_hash(KeyBytes key)
 #define SH_DEFINE
 #include "lib/simplehash.h"
 
-#define VIEW_SLOTS 64
+/*
+ * The views cache: open addressing over a few times the distinct values a
+ * dictionary page usually holds, so that colliding views do not evict each
+ * other; a full neighbourhood just means the row takes the encoded path.
+ */
+#define VIEW_SLOTS 256
+#define VIEW_PROBES 8
 
 typedef struct ViewSlot
 {
-	const uint8_t *ptr;			/* NULL when empty */
+	const uint8_t *ptr;
 	uint32		len;
+	uint32		batch;			/* the batch it was filled in: older slots are empty */
 	PartialState *states;
 } ViewSlot;
 
@@ -75,6 +82,7 @@ struct GroupKeys
 	const tl_vector **vectors;	/* per key, in the current batch */
 	tl_pq_physical *physical;
 	ViewSlot	views[VIEW_SLOTS];
+	uint32		batch;			/* batches seen, from 1 */
 };
 
 GroupKeys *
@@ -163,11 +171,24 @@ group_of_encoded(GroupKeys *g, LakeScan *lake, int32 row)
 	return entry->states;
 }
 
+/*
+ * The slot of a view in this batch: the one holding it, else an empty one
+ * to fill; NULL when its neighbourhood is full. Fibonacci hashing spreads
+ * the views of one dictionary, which sit side by side.
+ */
 static inline ViewSlot *
-view_slot(GroupKeys *g, const uint8_t *ptr)
+view_slot(GroupKeys *g, const tl_bytes *view)
 {
-	/* Fibonacci hashing: views of one dictionary sit side by side */
-	return &g->views[((uint64) (uintptr_t) ptr * UINT64CONST(0x9E3779B97F4A7C15)) >> 58];
+	uint32		home = (uint32) (((uint64) (uintptr_t) view->ptr * UINT64CONST(0x9E3779B97F4A7C15)) >> 56);
+
+	for (int probe = 0; probe < VIEW_PROBES; probe++)
+	{
+		ViewSlot   *slot = &g->views[(home + probe) % VIEW_SLOTS];
+
+		if (slot->batch != g->batch || (slot->ptr == view->ptr && slot->len == (uint32) view->len))
+			return slot;
+	}
+	return NULL;
 }
 
 void
@@ -175,7 +196,7 @@ group_keys_find(GroupKeys *g, LakeScan *lake, const LakeBatch *batch, PartialSta
 {
 	bool		by_view;
 
-	StaticAssertStmt(VIEW_SLOTS == 64, "view_slot keeps the top 6 bits");
+	StaticAssertStmt(VIEW_SLOTS == 256, "view_slot keeps the top 8 bits");
 	for (int k = 0; k < g->nkeys; k++)
 	{
 		const LakeValueConverter *conv;
@@ -191,8 +212,7 @@ group_keys_find(GroupKeys *g, LakeScan *lake, const LakeBatch *batch, PartialSta
 		g->physical[k] = conv->physical;
 	}
 	by_view = g->nkeys == 1 && (g->physical[0] == TL_PQ_BYTE_ARRAY || g->physical[0] == TL_PQ_FIXED_LEN_BYTE_ARRAY);
-	if (by_view)
-		memset(g->views, 0, sizeof(g->views));	/* the views die with the batch */
+	g->batch++;					/* the views die with the batch: its slots are empty now */
 	for (int64 i = 0; i < batch->nrows; i++)
 	{
 		int32		row = batch->rows[i];
@@ -202,8 +222,8 @@ group_keys_find(GroupKeys *g, LakeScan *lake, const LakeBatch *batch, PartialSta
 		{
 			const tl_bytes *view = &g->vectors[0]->v.bytes[row];
 
-			slot = view_slot(g, view->ptr);
-			if (slot->ptr == view->ptr && slot->len == view->len && slot->ptr != NULL)
+			slot = view_slot(g, view);
+			if (slot != NULL && slot->batch == g->batch)
 			{
 				groups[i] = slot->states;
 				continue;
@@ -215,6 +235,7 @@ group_keys_find(GroupKeys *g, LakeScan *lake, const LakeBatch *batch, PartialSta
 		{
 			slot->ptr = g->vectors[0]->v.bytes[row].ptr;
 			slot->len = (uint32) g->vectors[0]->v.bytes[row].len;
+			slot->batch = g->batch;
 			slot->states = groups[i];
 		}
 	}
