@@ -32,6 +32,7 @@
 #include "postgres.h"
 
 #include "access/htup_details.h"
+#include "access/parallel.h"
 #include "catalog/pg_aggregate.h"
 #include "catalog/pg_type.h"
 #include "executor/executor.h"
@@ -533,6 +534,7 @@ typedef struct ColdAggScanState
 	int64		ngroups;
 	ColdRowsReader *reader;		/* once the rows are aggregated */
 	ColdRowsShared *shared;		/* a parallel plan's, once its DSM is set up */
+	ColdReadFigures workers;	/* the leader's: what its workers read and aggregated */
 	bool		answered_from_metadata;	/* count(*) from the lake's record counts */
 	int64		rows_from_metadata;
 } ColdAggScanState;
@@ -546,6 +548,7 @@ static Size estimate_cold_agg_dsm(CustomScanState *node, ParallelContext *pcxt);
 static void initialize_cold_agg_dsm(CustomScanState *node, ParallelContext *pcxt, void *coordinate);
 static void reinitialize_cold_agg_dsm(CustomScanState *node, ParallelContext *pcxt, void *coordinate);
 static void initialize_cold_agg_worker(CustomScanState *node, shm_toc *toc, void *coordinate);
+static void shutdown_cold_agg(CustomScanState *node);
 
 static const CustomExecMethods cold_agg_exec_methods = {
 	.CustomName = COLD_AGG_NAME,
@@ -557,6 +560,7 @@ static const CustomExecMethods cold_agg_exec_methods = {
 	.InitializeDSMCustomScan = initialize_cold_agg_dsm,
 	.ReInitializeDSMCustomScan = reinitialize_cold_agg_dsm,
 	.InitializeWorkerCustomScan = initialize_cold_agg_worker,
+	.ShutdownCustomScan = shutdown_cold_agg,
 	.ExplainCustomScan = explain_cold_agg,
 };
 
@@ -1036,7 +1040,7 @@ explain_cold_agg(CustomScanState *node, List *ancestors, ExplainState *es)
 
 	if (s->reader == NULL)
 		open_cold_reader(s);	/* EXPLAIN without ANALYZE: the pin and the lake's pruning */
-	cold_rows_reader_explain(s->reader, es);
+	cold_rows_reader_explain(s->reader, &s->workers, es);
 	ExplainPropertyInteger("Aggregates", NULL, s->naggs, es);
 	ExplainPropertyInteger("Group Columns", NULL, s->nkeys, es);
 	ExplainPropertyInteger("Conditions", NULL, list_length(agg_private(cscan, 3)), es);
@@ -1044,8 +1048,9 @@ explain_cold_agg(CustomScanState *node, List *ancestors, ExplainState *es)
 	{
 		if (s->answered_from_metadata)
 			ExplainPropertyInteger("Cold Rows Counted From Lake Metadata", NULL, s->rows_from_metadata, es);
-		ExplainPropertyInteger("Cold Rows Aggregated", NULL, s->rows_read, es);
-		ExplainPropertyInteger("Cold Rows Aggregated From Column Vectors", NULL, s->rows_from_vectors, es);
+		ExplainPropertyInteger("Cold Rows Aggregated", NULL, s->rows_read + s->workers.rows, es);
+		ExplainPropertyInteger("Cold Rows Aggregated From Column Vectors", NULL,
+							   s->rows_from_vectors + s->workers.rows_from_vectors, es);
 		ExplainPropertyInteger("Groups", NULL, s->groups != NULL ? s->ngroups : 1, es);
 	}
 }
@@ -1080,7 +1085,28 @@ initialize_cold_agg_dsm(CustomScanState *node, ParallelContext *pcxt, void *coor
 static void
 reinitialize_cold_agg_dsm(CustomScanState *node, ParallelContext *pcxt, void *coordinate)
 {
+	cold_rows_shared_collect(coordinate, &((ColdAggScanState *) node)->workers);
 	cold_rows_shared_reset(coordinate);
+}
+
+/* A worker adds what it read and aggregated to the shared figures; the leader takes them for EXPLAIN. */
+static void
+shutdown_cold_agg(CustomScanState *node)
+{
+	ColdAggScanState *s = (ColdAggScanState *) node;
+	ColdReadFigures mine;
+
+	if (s->shared == NULL)
+		return;
+	if (!IsParallelWorker())
+		cold_rows_shared_collect(s->shared, &s->workers);
+	else if (s->reader != NULL)
+	{
+		cold_rows_reader_figures(s->reader, &mine);
+		mine.rows = s->rows_read;
+		mine.rows_from_vectors = s->rows_from_vectors;
+		cold_rows_shared_add(s->shared, &mine);
+	}
 }
 
 static void

@@ -67,6 +67,7 @@
 #include "parser/parse_relation.h"
 #include "port/atomics.h"
 #include "storage/fd.h"
+#include "storage/spin.h"
 #include "utils/acl.h"
 #include "utils/builtins.h"
 #include "utils/date.h"
@@ -113,6 +114,8 @@ struct ColdRowsShared
 {
 	pg_atomic_uint32 next_task;	/* the next lake task to read */
 	pg_atomic_uint32 upserts_taken;
+	slock_t		mutex;			/* guards workers */
+	ColdReadFigures workers;	/* what the workers that finished read, for the leader's EXPLAIN */
 	int64		tier_key_hi;
 	bool		has_snapshot;
 	int64		snapshot_id;
@@ -134,6 +137,8 @@ cold_rows_shared_init(ColdRowsShared *shared, const SeamPin *pin)
 {
 	pg_atomic_init_u32(&shared->next_task, 0);
 	pg_atomic_init_u32(&shared->upserts_taken, 0);
+	SpinLockInit(&shared->mutex);
+	memset(&shared->workers, 0, sizeof(shared->workers));
 	shared->tier_key_hi = pin->tier_key_hi;
 	shared->has_snapshot = pin->has_snapshot;
 	shared->snapshot_id = pin->snapshot_id;
@@ -148,6 +153,45 @@ cold_rows_shared_reset(ColdRowsShared *shared)
 {
 	pg_atomic_write_u32(&shared->next_task, 0);
 	pg_atomic_write_u32(&shared->upserts_taken, 0);
+	SpinLockAcquire(&shared->mutex);
+	memset(&shared->workers, 0, sizeof(shared->workers));
+	SpinLockRelease(&shared->mutex);
+}
+
+/* Adds the reading figures of `more` to `sum` (the planning ones are the same plan's in every process). */
+static void
+add_figures(ColdReadFigures *sum, const ColdReadFigures *more)
+{
+	sum->lake.files_read += more->lake.files_read;
+	sum->lake.row_groups_read += more->lake.row_groups_read;
+	sum->lake.row_groups_skipped += more->lake.row_groups_skipped;
+	sum->lake.row_groups_skipped_by_bloom += more->lake.row_groups_skipped_by_bloom;
+	sum->lake.pages_read += more->lake.pages_read;
+	sum->lake.pages_skipped += more->lake.pages_skipped;
+	sum->lake.rows_deleted += more->lake.rows_deleted;
+	sum->lake.rows_returned += more->lake.rows_returned;
+	sum->lake.rows_skipped += more->lake.rows_skipped;
+	sum->lake.batches_skipped += more->lake.batches_skipped;
+	sum->rows_replaced += more->rows_replaced;
+	sum->rows += more->rows;
+	sum->rows_from_vectors += more->rows_from_vectors;
+}
+
+void
+cold_rows_shared_add(ColdRowsShared *shared, const ColdReadFigures *mine)
+{
+	SpinLockAcquire(&shared->mutex);
+	add_figures(&shared->workers, mine);
+	SpinLockRelease(&shared->mutex);
+}
+
+void
+cold_rows_shared_collect(ColdRowsShared *shared, ColdReadFigures *sum)
+{
+	SpinLockAcquire(&shared->mutex);
+	add_figures(sum, &shared->workers);
+	memset(&shared->workers, 0, sizeof(shared->workers));
+	SpinLockRelease(&shared->mutex);
 }
 
 /* The statement's pin of the table: the leader's in a parallel worker. */
@@ -1143,6 +1187,22 @@ cold_rows_reader_from_lake(ColdRowsReader *reader)
 	return !reader->reader.lake_done;
 }
 
+/* This process's reading figures. */
+static void
+reader_figures(ColdReader *r, ColdReadFigures *out)
+{
+	memset(out, 0, sizeof(*out));
+	if (r->lake != NULL)
+		lake_scan_stats(r->lake, &out->lake);
+	out->rows_replaced = r->lake_rows_replaced;
+}
+
+void
+cold_rows_reader_figures(ColdRowsReader *reader, ColdReadFigures *out)
+{
+	reader_figures(&reader->reader, out);
+}
+
 void
 cold_rows_reader_close(ColdRowsReader *reader)
 {
@@ -1156,6 +1216,7 @@ typedef struct ColdScanState
 {
 	CustomScanState css;
 	ColdRowsShared *shared;		/* a parallel scan's, once its DSM is set up */
+	ColdReadFigures workers;	/* the leader's: what its workers read */
 	SeamTable  *table;
 	TupleDesc	tupdesc;		/* the table's, once the lake or the delta is read */
 	ColdReader	reader;
@@ -1211,6 +1272,7 @@ static Size estimate_cold_scan_dsm(CustomScanState *node, ParallelContext *pcxt)
 static void initialize_cold_scan_dsm(CustomScanState *node, ParallelContext *pcxt, void *coordinate);
 static void reinitialize_cold_scan_dsm(CustomScanState *node, ParallelContext *pcxt, void *coordinate);
 static void initialize_cold_scan_worker(CustomScanState *node, shm_toc *toc, void *coordinate);
+static void shutdown_cold_scan(CustomScanState *node);
 
 static const CustomPathMethods cold_path_methods = {
 	.CustomName = COLD_SCAN_NAME,
@@ -1233,6 +1295,7 @@ static const CustomExecMethods cold_exec_methods = {
 	.InitializeDSMCustomScan = initialize_cold_scan_dsm,
 	.ReInitializeDSMCustomScan = reinitialize_cold_scan_dsm,
 	.InitializeWorkerCustomScan = initialize_cold_scan_worker,
+	.ShutdownCustomScan = shutdown_cold_scan,
 };
 
 /* The relation whose cold rows a function RTE of tierdb.cold_rows asks for, or InvalidOid. */
@@ -1968,7 +2031,29 @@ initialize_cold_scan_dsm(CustomScanState *node, ParallelContext *pcxt, void *coo
 static void
 reinitialize_cold_scan_dsm(CustomScanState *node, ParallelContext *pcxt, void *coordinate)
 {
+	cold_rows_shared_collect(coordinate, &((ColdScanState *) node)->workers);
 	cold_rows_shared_reset(coordinate);
+}
+
+/*
+ * A worker adds what it read to the shared figures as it finishes; the
+ * leader takes them for its EXPLAIN before the DSM goes away.
+ */
+static void
+shutdown_cold_scan(CustomScanState *node)
+{
+	ColdScanState *s = (ColdScanState *) node;
+	ColdReadFigures mine;
+
+	if (s->shared == NULL)
+		return;
+	if (!IsParallelWorker())
+		cold_rows_shared_collect(s->shared, &s->workers);
+	else if (s->reader.opened)
+	{
+		reader_figures(&s->reader, &mine);
+		cold_rows_shared_add(s->shared, &mine);
+	}
 }
 
 static void
@@ -1996,8 +2081,9 @@ explain_pin(ColdReader *r, ExplainState *es)
 
 /* What an open reader read and what pruning spared it (the lake's figures with ANALYZE). */
 static void
-explain_reading(ColdReader *r, ExplainState *es)
+explain_reading(ColdReader *r, const ColdReadFigures *workers, ExplainState *es)
 {
+	ColdReadFigures all;
 	LakeScanStats st;
 
 	if (r->skip)
@@ -2016,7 +2102,10 @@ explain_reading(ColdReader *r, ExplainState *es)
 	if (r->lake == NULL)
 		return;
 	lake_scan_plan(r->lake);
-	lake_scan_stats(r->lake, &st);
+	reader_figures(r, &all);
+	if (workers != NULL)
+		add_figures(&all, workers);
+	st = all.lake;
 	ExplainPropertyInteger("Lake Files", NULL, st.data_files - st.data_files_skipped, es);
 	ExplainPropertyInteger("Lake Files Pruned", NULL, st.data_files_skipped, es);
 	ExplainPropertyInteger("Lake Delete Files", NULL, st.delete_files, es);
@@ -2030,19 +2119,19 @@ explain_reading(ColdReader *r, ExplainState *es)
 		ExplainPropertyInteger("Rows Skipped Before Conversion", NULL, st.rows_skipped, es);
 		ExplainPropertyInteger("Batches Skipped Before Decoding", NULL, st.batches_skipped, es);
 		ExplainPropertyInteger("Rows Removed by Lake Deletes", NULL, st.rows_deleted, es);
-		ExplainPropertyInteger("Rows Replaced by Delta", NULL, r->lake_rows_replaced, es);
+		ExplainPropertyInteger("Rows Replaced by Delta", NULL, all.rows_replaced, es);
 	}
 }
 
 void
-cold_rows_reader_explain(ColdRowsReader *reader, ExplainState *es)
+cold_rows_reader_explain(ColdRowsReader *reader, const ColdReadFigures *workers, ExplainState *es)
 {
 	ColdReader *r = &reader->reader;
 
 	explain_pin(r, es);
 	if (!r->opened)
 		cold_reader_open(r);	/* EXPLAIN without ANALYZE: plan the lake scan to show its pruning */
-	explain_reading(r, es);
+	explain_reading(r, workers, es);
 }
 
 /*
@@ -2077,7 +2166,7 @@ explain_cold_scan(CustomScanState *node, List *ancestors, ExplainState *es)
 	set_up_cold_scan(s);
 	explain_pin(&s->reader, es);
 	open_for_scan(s);			/* EXPLAIN without ANALYZE: plan the lake scan to show its pruning */
-	explain_reading(&s->reader, es);
+	explain_reading(&s->reader, &s->workers, es);
 }
 
 /* ------------------------------------------------------------ tierdb.cold_rows() */

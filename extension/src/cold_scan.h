@@ -95,6 +95,23 @@ extern void cold_rows_shared_init(ColdRowsShared *shared, const SeamPin *pin);
 extern void cold_rows_shared_reset(ColdRowsShared *shared);
 
 /*
+ * What a process read, for EXPLAIN: each worker adds its figures to the
+ * shared ones as it finishes (ShutdownCustomScan), and the leader collects
+ * them (adds them to *sum, and clears them) before the DSM goes away or is
+ * reset, and shows them with its own.
+ */
+typedef struct ColdReadFigures
+{
+	LakeScanStats lake;			/* the reading figures (the planning ones are the leader's) */
+	int64		rows_replaced;	/* lake rows a delta row replaced or removed */
+	int64		rows;			/* the consumer's own count (the cold aggregate's rows aggregated) */
+	int64		rows_from_vectors;	/* ... of them, those aggregated from the lake's vectors */
+} ColdReadFigures;
+
+extern void cold_rows_shared_add(ColdRowsShared *shared, const ColdReadFigures *mine);
+extern void cold_rows_shared_collect(ColdRowsShared *shared, ColdReadFigures *sum);
+
+/*
  * Nothing is read until the first cold_rows_reader_next. The caller has
  * checked its privileges. With `shared`, the reader is one process's part
  * of a parallel read: at the leader's pin, the lake files and the delta's
@@ -143,7 +160,10 @@ extern void cold_rows_reader_close(ColdRowsReader *reader);
  * yet is opened (the delta read, the lake scan planned).
  */
 struct ExplainState;
-extern void cold_rows_reader_explain(ColdRowsReader *reader, struct ExplainState *es);
+extern void cold_rows_reader_explain(ColdRowsReader *reader, const ColdReadFigures *workers,
+									 struct ExplainState *es);
+/* This process's reading figures (rows and rows_from_vectors left 0 for the caller). */
+extern void cold_rows_reader_figures(ColdRowsReader *reader, ColdReadFigures *out);
 
 /*
  * The tiered table whose cold rows a range table entry asks for: a function

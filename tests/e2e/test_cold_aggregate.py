@@ -282,6 +282,12 @@ def test_workers_aggregate_the_files_they_claim(g):
     cold = [n for n in nodes if n.get("Custom Plan Provider") == "TierDB Cold Aggregate"]
     assert gather and gather[0]["Workers Launched"] >= 1, nodes[0]
     assert len(cold) == 1 and cold[0]["Parallel Aware"], cold
+    # EXPLAIN shows what every process did, the workers' figures collected by the leader
+    want = db.query(SESSION + "SELECT count(*) FROM gplain WHERE f8 > 3 AND ts < '2024-01-08'")
+    assert cold[0]["Cold Rows Aggregated"] == int(want[0][0]), cold
+    serial = cold_aggregate_node(db, "SELECT s, count(*), sum(k), min(f8), max(ts) FROM g WHERE f8 > 3 GROUP BY s")
+    for figure in ("Row Groups Read", "Pages Read", "Rows Skipped Before Conversion"):
+        assert cold[0][figure] == serial[figure], (figure, cold, serial)
     # count(*) of every row stays in one process: the lake's metadata answers it
     node = cold_aggregate_node(db, "SELECT count(*) FROM g", PARALLEL)
     assert not node["Parallel Aware"] and node["Cold Rows Counted From Lake Metadata"] == 14000, node

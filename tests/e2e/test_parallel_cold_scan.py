@@ -73,6 +73,10 @@ def test_workers_alone_read_each_file_once(m):
     gather = [n for n in nodes if n["Node Type"] == "Gather" and any(
         c.get("Custom Plan Provider") == "TierDB Cold Scan" for c in n.get("Plans", []))]
     assert gather and gather[0]["Workers Launched"] >= 1 and gather[0]["Plans"][0]["Parallel Aware"], nodes
+    # the workers' lake figures, collected by the leader, are the serial scan's
+    serial = cold_pruning.custom_node(db, "SELECT count(*), sum(id) FROM m WHERE f8 > 10", "TierDB Cold Scan")
+    for figure in ("Row Groups Read", "Pages Read", "Rows Skipped Before Conversion", "Rows Replaced by Delta"):
+        assert gather[0]["Plans"][0][figure] == serial[figure], (figure, gather[0]["Plans"][0], serial)
     for sql in QUERIES + ["SELECT count(*), sum(id) FROM {t} WHERE f8 > 10", "SELECT count(*) FROM {t} WHERE f8 > 10",
                           "SELECT id FROM {t} WHERE s = 'changed' ORDER BY id"]:
         same(db, sql, session)
