@@ -8,7 +8,10 @@
  * pages the page indexes rule out, must yield exactly the matching rows a
  * read without a filter yields, with deletes (by position, so positions
  * must survive the gaps) and deferred columns, over many random filters
- * and data shapes. A malformed index must change nothing but speed.
+ * and data shapes; such a read fetches only the pages it decodes (and a
+ * chunk's dictionary only when one of them needs it), so the same
+ * comparison pins down that fetching too. A malformed index must change
+ * nothing but speed.
  */
 #define _XOPEN_SOURCE 700
 #include <ftw.h>
@@ -86,6 +89,7 @@ typedef struct shape {
 	int64_t page_rows;
 	int64_t row_group_rows;
 	bool sorted;              /* k, f and s cluster by position (as sorted or appended data does) */
+	tl_pq_codec codec;        /* of every page, dictionaries included */
 } shape;
 
 typedef struct dataset {
@@ -218,7 +222,7 @@ static int write_dataset(const char *path, const dataset *d, const shape *sh, co
 	b->nrows = d->rows;
 	tl_pq_writer_options o;
 	tl_pq_writer_options_init(&o);
-	o.codec = TL_PQ_UNCOMPRESSED;
+	o.codec = sh->codec;
 	o.page_rows = sh->page_rows;
 	o.row_group_rows = sh->row_group_rows;
 	o.dictionary_bytes = 4096; /* p overflows it: PLAIN pages after the first */
@@ -664,10 +668,18 @@ static void set_delete(tl_ice_delete_file *d, int content, const char *path, int
 
 /*
  * Runs `nfilters` random filters over the tasks, checking each filtered
- * read against the unfiltered one. Adds the pages skipped to *skipped.
+ * read against the unfiltered one, and adds up what they read in *totals.
  */
+/* What the reads of check_random_filters came to. */
+typedef struct filter_totals {
+	int64_t pages_skipped;
+	int64_t bloom_skipped;         /* row groups */
+	int64_t bytes_plain;           /* read without pruning */
+	int64_t bytes_pruned;          /* with */
+} filter_totals;
+
 static void check_random_filters(const tl_ice_schema *schema, const tl_ice_scan_task *const *tasks, int ntasks,
-                                 const dataset *d, int nfilters, int64_t *skipped, int64_t *bloom_skipped)
+                                 const dataset *d, int nfilters, filter_totals *totals)
 {
 	tl_error err;
 	tl_error_clear(&err);
@@ -697,8 +709,10 @@ static void check_random_filters(const tl_ice_schema *schema, const tl_ice_scan_
 			break;
 		}
 		CHECK(pruned.pages_read <= plain.pages_read);
-		*skipped += pruned.pages_skipped;
-		*bloom_skipped += pruned.row_groups_skipped_by_bloom;
+		totals->pages_skipped += pruned.pages_skipped;
+		totals->bloom_skipped += pruned.row_groups_skipped_by_bloom;
+		totals->bytes_plain += plain.bytes_read;
+		totals->bytes_pruned += pruned.bytes_read;
 	}
 	tl_buf_free(&want);
 	tl_buf_free(&got);
@@ -710,16 +724,17 @@ TEST(page_skipping_returns_every_matching_row_at_its_position)
 {
 	static const shape shapes[] = {
 		{.rows = 3000, .page_rows = 50, .row_group_rows = 1000, .sorted = true},
-		{.rows = 2500, .page_rows = 7, .row_group_rows = 2500, .sorted = true},
+		{.rows = 2500, .page_rows = 7, .row_group_rows = 2500, .sorted = true, .codec = TL_PQ_ZSTD},
 		{.rows = 2000, .page_rows = 100, .row_group_rows = 600, .sorted = false},
-		{.rows = 1200, .page_rows = 300, .row_group_rows = 5000, .sorted = true},
+		{.rows = 1200, .page_rows = 300, .row_group_rows = 5000, .sorted = true, .codec = TL_PQ_SNAPPY},
+		{.rows = 4000, .page_rows = 64, .row_group_rows = 4000, .sorted = true, .codec = TL_PQ_ZSTD},
 	};
 	tl_error err;
 	tl_error_clear(&err);
 	rng_state = 0x2545F4914F6CDD1DULL; /* the same data and filters whichever tests ran before */
 	tl_ice_schema schema;
 	CHECK_OK(data_ice_schema(&schema, &err), &err);
-	int64_t skipped = 0, bloom_skipped = 0;
+	filter_totals totals = {0};
 	static const int bloom[] = {0, 3, 4};
 	for (size_t k = 0; k < sizeof(shapes) / sizeof(shapes[0]); k++) {
 		dataset d;
@@ -745,7 +760,7 @@ TEST(page_skipping_returns_every_matching_row_at_its_position)
 		set_task(&t[2], path, with_both, 2);
 		for (int variant = 0; variant < 3; variant++) {
 			const tl_ice_scan_task *tasks[1] = {&t[variant]};
-			check_random_filters(&schema, tasks, 1, &d, 25, &skipped, &bloom_skipped);
+			check_random_filters(&schema, tasks, 1, &d, 25, &totals);
 			if (tl_test_failed())
 				break;
 		}
@@ -753,9 +768,13 @@ TEST(page_skipping_returns_every_matching_row_at_its_position)
 		if (tl_test_failed())
 			break;
 	}
-	/* Pruning happened, so the equality above was tested with gaps between batches. */
-	CHECK(skipped > 1000);
-	CHECK(bloom_skipped > 0);
+	/* Pruning happened, so the equality above was tested with gaps between batches... */
+	CHECK(totals.pages_skipped > 1000);
+	CHECK(totals.bloom_skipped > 0);
+	/* ...and fetching only the pages decoded (many random filters prune little), which the same rows came out of. */
+	if (totals.bytes_pruned * 4 > totals.bytes_plain * 3)
+		tl_test_fail(__FILE__, __LINE__, "%lld bytes read with pruning, %lld without",
+		             (long long)totals.bytes_pruned, (long long)totals.bytes_plain);
 	tl_ice_schema_free(&schema);
 }
 
@@ -800,6 +819,82 @@ TEST(page_skipping_reads_one_page_of_a_sorted_column_for_a_point_lookup)
 	tl_pq_batch_free(b);
 	tl_ice_reader_free(r);
 	tl_arena_free(&arena);
+	tl_ice_schema_free(&schema);
+	dataset_free(&d);
+}
+
+/*
+ * The bytes a point lookup of id `id` in the file at `path` reads, every
+ * column but id deferred and loaded for the batch holding the row, as the
+ * cold scan does; checks that the row comes back whole. -1 on failure.
+ */
+static int64_t lookup_bytes(const tl_ice_schema *schema, const char *path, const dataset *d, int64_t id)
+{
+	tl_error err;
+	tl_error_clear(&err);
+	tl_arena arena;
+	tl_arena_init(&arena, 0);
+	tl_ice_value v = {.v.i64 = id};
+	const tl_ice_expr *filter = tl_ice_expr_predicate(&arena, TL_ICE_EXPR_EQ, F_ID, &v, 1);
+	tl_ice_scan_task t;
+	set_task(&t, path, NULL, 0);
+	const tl_ice_scan_task *tasks[1] = {&t};
+	tl_ice_reader *r = ice_reader_new(schema, filter, tasks, 1, NULL, 0, &err);
+	static const bool deferred[NFIELDS] = {false, true, true, true, true};
+	tl_pq_batch *b = NULL;
+	int64_t n = -1, found = 0, bytes = -1;
+	if (r != NULL && tl_ice_reader_defer(r, deferred, &err) == 0) {
+		b = tl_ice_reader_batch_new(r, 1024);
+		while ((n = tl_ice_reader_next(r, b, &err)) > 0) {
+			for (int64_t i = 0; i < n; i++) {
+				if (b->columns[0].v.i64[i] != id)
+					continue;
+				if (tl_ice_reader_load(r, b, &err) < 0) {
+					n = -1;
+					break;
+				}
+				tl_bytes p = b->columns[4].v.bytes[i];
+				found += p.len == strlen(d->p[id]) && memcmp(p.ptr, d->p[id], p.len) == 0;
+			}
+			if (n < 0)
+				break;
+		}
+	}
+	if (n != 0 || found != 1)
+		tl_test_fail(__FILE__, __LINE__, "looking up id %lld in %s: %lld found (%s)", (long long)id, path,
+		             (long long)found, err.message);
+	else
+		bytes = tl_ice_reader_stats_get(r)->bytes_read;
+	tl_pq_batch_free(b);
+	tl_ice_reader_free(r);
+	tl_arena_free(&arena);
+	return bytes;
+}
+
+TEST(page_fetch_reads_the_pages_a_point_lookup_decodes_and_dictionaries_only_when_needed)
+{
+	tl_error err;
+	tl_error_clear(&err);
+	/* Uncompressed, so sizes are plain: every column's dictionary (4 KiB at most) fills early but k's. */
+	shape sh = {.rows = 20000, .page_rows = 100, .row_group_rows = 20000, .sorted = true};
+	rng_state = 0x9E3779B97F4A7C15ULL;
+	dataset d;
+	dataset_make(&d, &sh);
+	const char *path = scratch("fetch.parquet");
+	CHECK_OK(write_dataset(path, &d, &sh, NULL, 0, &err), &err);
+	tl_ice_schema schema;
+	CHECK_OK(data_ice_schema(&schema, &err), &err);
+	struct stat st;
+	CHECK(stat(path, &st) == 0);
+	/*
+	 * Early rows are in dictionary-encoded pages of every column, late ones
+	 * in PLAIN pages of all but k: the three or four full dictionaries are
+	 * fetched for the first only, though its pages are the smaller.
+	 */
+	int64_t early = lookup_bytes(&schema, path, &d, 150), late = lookup_bytes(&schema, path, &d, 17321);
+	if (early <= 0 || late <= 0 || early * 20 > st.st_size || late * 20 > st.st_size || late + 2 * 4096 > early)
+		tl_test_fail(__FILE__, __LINE__, "a %lld-byte file: %lld bytes read for an early row, %lld for a late one",
+		             (long long)st.st_size, (long long)early, (long long)late);
 	tl_ice_schema_free(&schema);
 	dataset_free(&d);
 }
@@ -863,6 +958,19 @@ static int break_index(const char *src, const char *dst, int column, int how, tl
 			pq_offset_index_encode(&oi, &out);
 			cc->offset_index_length = (int32_t)((int64_t)out.len - cc->offset_index_offset);
 			break;
+		case 5: /* every page a byte shorter than it is */
+		case 6: /* every page a byte later and shorter: in its header */
+		case 7: /* the first page starts a byte early: in the dictionary page */
+			for (int32_t p = 0; p < oi.npages; p++) {
+				if (how == 7 && p > 0)
+					break;
+				oi.pages[p].offset += how == 5 ? 0 : how == 6 ? 1 : -1;
+				oi.pages[p].compressed_page_size += how == 7 ? 1 : -1;
+			}
+			cc->offset_index_offset = (int64_t)out.len;
+			pq_offset_index_encode(&oi, &out);
+			cc->offset_index_length = (int32_t)((int64_t)out.len - cc->offset_index_offset);
+			break;
 		case 3: /* a page short in the ColumnIndex */
 			ci.npages--;
 			ci.nmin--;
@@ -895,6 +1003,11 @@ static int break_index(const char *src, const char *dst, int column, int how, tl
 	return rc;
 }
 
+/*
+ * An index that breaks the format's rules counts as absent; one that only
+ * misplaces pages (which the footer cannot tell) is found out by the pages
+ * fetched for it, and their chunk is read whole.
+ */
 TEST(page_skipping_treats_a_malformed_index_as_none)
 {
 	tl_error err;
@@ -906,23 +1019,33 @@ TEST(page_skipping_treats_a_malformed_index_as_none)
 	CHECK_OK(write_dataset(good, &d, &sh, NULL, 0, &err), &err);
 	tl_ice_schema schema;
 	CHECK_OK(data_ice_schema(&schema, &err), &err);
-	for (int how = 0; how < 5; how++) {
+	/* Row 200 is in a dictionary-encoded page of id, not its first. */
+	int64_t good_bytes = lookup_bytes(&schema, good, &d, 200);
+	for (int how = 0; how < 8; how++) {
 		const char *bad = scratch("bad.parquet");
 		CHECK_OK(break_index(good, bad, 0, how, &err), &err);
 		tl_input *in = tl_input_open_file(bad, &err);
 		tl_pq_reader *r = tl_pq_reader_open(in, &err);
 		CHECK(r != NULL);
 		const tl_pq_page_info *pages;
-		CHECK_INT(tl_pq_reader_page_index(r, 0, 0, &pages, &err), 0);
+		bool misplaced = how >= 5;
+		CHECK_INT(tl_pq_reader_page_index(r, 0, 0, &pages, &err) > 0, misplaced);
 		CHECK(tl_pq_reader_page_index(r, 0, 2, &pages, &err) > 0); /* other columns keep theirs */
 		tl_pq_reader_free(r);
 		tl_input_close(in);
+		if (misplaced) {
+			/* The pages still prune, but id's chunk is fetched whole. */
+			int64_t bad_bytes = lookup_bytes(&schema, bad, &d, 200);
+			if (bad_bytes < good_bytes + 800 * 8 / 2)
+				tl_test_fail(__FILE__, __LINE__, "index broken in way %d: %lld bytes read, %lld with a good one", how,
+				             (long long)bad_bytes, (long long)good_bytes);
+		}
 
 		tl_ice_scan_task t;
 		set_task(&t, bad, NULL, 0);
 		const tl_ice_scan_task *tasks[1] = {&t};
-		int64_t skipped = 0, bloom_skipped = 0;
-		check_random_filters(&schema, tasks, 1, &d, 10, &skipped, &bloom_skipped);
+		filter_totals totals = {0};
+		check_random_filters(&schema, tasks, 1, &d, 10, &totals);
 		if (tl_test_failed())
 			break;
 	}

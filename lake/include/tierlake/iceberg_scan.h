@@ -89,6 +89,7 @@ typedef struct tl_ice_reader_stats {
 	int64_t pages_read;            /* data pages decoded, over every column chunk read */
 	int64_t pages_skipped;         /* data pages passed over undecoded (page index pruning, deferred columns) */
 	int64_t rows_deleted;          /* by position and equality deletes */
+	int64_t bytes_read;            /* of data files: footers, page indexes, bloom filter blocks, pages */
 } tl_ice_reader_stats;
 
 /*

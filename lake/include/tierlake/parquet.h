@@ -316,7 +316,11 @@ typedef struct tl_pq_row_range {
  * the ranges, and every column passes over the rows between them: whole
  * pages unread (not even decompressed), the rest of a page by advancing
  * its decoders. tl_pq_reader_batch_position tells where each batch
- * starts. Call before the first tl_pq_reader_next.
+ * starts. Call before the first tl_pq_reader_next. Where a chunk's
+ * OffsetIndex tells where its pages are, only the pages holding the
+ * selected rows are fetched (and its dictionary page when one of them
+ * needs it); a chunk without one, or whose pages disagree with it, is
+ * fetched whole.
  */
 int tl_pq_reader_select_rows(tl_pq_reader *r, int row_group, const tl_pq_row_range *ranges, int nranges,
                              tl_error *err);
@@ -326,6 +330,13 @@ void tl_pq_reader_batch_position(const tl_pq_reader *r, int *row_group, int64_t 
 
 /* Data pages decoded, and passed over without decompressing them, in the column chunks read so far. */
 void tl_pq_reader_page_counts(const tl_pq_reader *r, int64_t *pages_read, int64_t *pages_skipped);
+
+/*
+ * The reads made of the input so far, and their bytes: footer, page
+ * indexes, bloom filter blocks and column chunks (or the pages of them a
+ * row selection needs) together.
+ */
+void tl_pq_reader_io_counts(const tl_pq_reader *r, int64_t *reads, int64_t *bytes);
 
 /* Whether the column chunk has a bloom filter (BloomFilter.md). */
 bool tl_pq_reader_has_bloom_filter(const tl_pq_reader *r, int row_group, int column);

@@ -67,6 +67,7 @@ struct tl_ice_reader {
 	int64_t *row_group_start;    /* file position of each row group's first row */
 	int64_t pages_read_before;   /* by the Parquet readers closed so far */
 	int64_t pages_skipped_before;
+	int64_t bytes_read_before;
 	bool *keep_row_group;        /* not empty, not ruled out by the filter */
 	bool per_row_group;          /* some row group is skipped: one Parquet reader per kept one */
 	int narrowed_to;             /* the row group that reader reads */
@@ -347,26 +348,31 @@ static int load_equality_deletes(tl_ice_reader *r, const tl_ice_field *const *fi
 	return 0;
 }
 
-/* Adds the page counts of the open Parquet reader to the ones kept, before it goes. */
+/* Adds the page and byte counts of the open Parquet reader to the ones kept, before it goes. */
 static void keep_page_counts(tl_ice_reader *r)
 {
 	if (r->pq == NULL)
 		return;
-	int64_t read, skipped;
+	int64_t read, skipped, reads, bytes;
 	tl_pq_reader_page_counts(r->pq, &read, &skipped);
+	tl_pq_reader_io_counts(r->pq, &reads, &bytes);
 	r->pages_read_before += read;
 	r->pages_skipped_before += skipped;
+	r->bytes_read_before += bytes;
 	r->stats.pages_read = r->pages_read_before;
 	r->stats.pages_skipped = r->pages_skipped_before;
+	r->stats.bytes_read = r->bytes_read_before;
 }
 
-/* Brings the page counts in the statistics up to date with the open Parquet reader. */
+/* Brings the page and byte counts in the statistics up to date with the open Parquet reader. */
 static void update_page_counts(tl_ice_reader *r)
 {
-	int64_t read, skipped;
+	int64_t read, skipped, reads, bytes;
 	tl_pq_reader_page_counts(r->pq, &read, &skipped);
+	tl_pq_reader_io_counts(r->pq, &reads, &bytes);
 	r->stats.pages_read = r->pages_read_before + read;
 	r->stats.pages_skipped = r->pages_skipped_before + skipped;
+	r->stats.bytes_read = r->bytes_read_before + bytes;
 }
 
 static void close_file(tl_ice_reader *r)
@@ -849,6 +855,7 @@ int tl_ice_reader_load(tl_ice_reader *r, tl_pq_batch *batch, tl_error *err)
 		return tl_error_set(err, TL_ERR_INVALID, "the batch is not the one the reader returned last");
 	if (load_sources(r, err) < 0)
 		return (int)fail_in_file(r, err);
+	update_page_counts(r);
 	for (int c = 0; c < r->nout; c++)
 		if (is_deferred(r, c) && copy_column(r, batch, c, err) < 0)
 			return (int)fail_in_file(r, err);

@@ -122,16 +122,15 @@ static const uint32_t salt[8] = {0x47b6137bU, 0x44974d91U, 0x8824ad5bU, 0xa2b728
                                  0x705495c7U, 0x2df1424bU, 0x9efc4947U, 0x5c6bfb31U};
 
 /* The block a hash falls in: its high 32 bits scaled to the block count. */
-static uint8_t *block_of(const uint8_t *bitset, size_t num_bytes, uint64_t hash)
+uint64_t pq_bloom_block_index(size_t num_bytes, uint64_t hash)
 {
 	uint64_t blocks = num_bytes / 32;
-	uint64_t index = ((hash >> 32) * blocks) >> 32;
-	return (uint8_t *)bitset + index * 32;
+	return ((hash >> 32) * blocks) >> 32;
 }
 
 void pq_bloom_insert(uint8_t *bitset, size_t num_bytes, uint64_t hash)
 {
-	uint8_t *block = block_of(bitset, num_bytes, hash);
+	uint8_t *block = bitset + pq_bloom_block_index(num_bytes, hash) * 32;
 	uint32_t key = (uint32_t)hash;
 	for (int i = 0; i < 8; i++) {
 		uint32_t bit = (key * salt[i]) >> 27;
@@ -139,9 +138,8 @@ void pq_bloom_insert(uint8_t *bitset, size_t num_bytes, uint64_t hash)
 	}
 }
 
-bool pq_bloom_may_contain(const uint8_t *bitset, size_t num_bytes, uint64_t hash)
+bool pq_bloom_block_may_contain(const uint8_t *block, uint64_t hash)
 {
-	const uint8_t *block = block_of(bitset, num_bytes, hash);
 	uint32_t key = (uint32_t)hash;
 	for (int i = 0; i < 8; i++) {
 		uint32_t bit = (key * salt[i]) >> 27;
@@ -149,4 +147,9 @@ bool pq_bloom_may_contain(const uint8_t *bitset, size_t num_bytes, uint64_t hash
 			return false;
 	}
 	return true;
+}
+
+bool pq_bloom_may_contain(const uint8_t *bitset, size_t num_bytes, uint64_t hash)
+{
+	return pq_bloom_block_may_contain(bitset + pq_bloom_block_index(num_bytes, hash) * 32, hash);
 }

@@ -34,4 +34,12 @@ int64_t pq_bloom_optimal_bytes(int64_t ndv, double fpp, int64_t max_bytes);
 void pq_bloom_insert(uint8_t *bitset, size_t num_bytes, uint64_t hash);
 bool pq_bloom_may_contain(const uint8_t *bitset, size_t num_bytes, uint64_t hash);
 
+/*
+ * The same probe a block at a time, for readers that fetch only the block
+ * a hash falls in: its index among the num_bytes / 32 blocks, and the test
+ * of that block's 32 bytes.
+ */
+uint64_t pq_bloom_block_index(size_t num_bytes, uint64_t hash);
+bool pq_bloom_block_may_contain(const uint8_t *block, uint64_t hash);
+
 #endif

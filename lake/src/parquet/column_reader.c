@@ -2,10 +2,19 @@
  * column_reader.c: page-by-page decoding of one Parquet column chunk.
  *
  * A chunk is a dictionary page (optional) followed by data pages (v1 or v2),
- * possibly with index pages we skip. For each batch we decode the rows'
- * definition levels, then exactly as many values as there are non-null
- * rows, densely at the start of the batch slot range, and finally spread
- * them backwards over their rows so no scratch copy is needed.
+ * possibly with index pages we skip. Pages are found by walking the chunk
+ * header after header, or, when only some were fetched, by the slots the
+ * chunk's OffsetIndex gave (each fetched page's header still says what it
+ * is). For each batch we decode the rows' definition levels, then exactly
+ * as many values as there are non-null rows, densely at the start of the
+ * batch slot range, and finally spread them backwards over their rows so
+ * no scratch copy is needed.
+ *
+ * The dictionary page is only noted when met, and decompressed, checked
+ * and decoded when the first dictionary-encoded page is started: writers
+ * fall back to PLAIN once a chunk's dictionary fills, so the pages a
+ * point lookup decodes often need none, and a dictionary is typically the
+ * largest page of its chunk.
  *
  * Everything read from the file is checked before use; see the limits in
  * column_reader.h.
@@ -95,7 +104,7 @@ static int plain_width_of(const tl_pq_column *col)
 }
 
 void pq_column_reader_init(pq_column_reader *cr, const tl_pq_column *column, const char *file_name,
-                           int row_group, int64_t chunk_offset, tl_pq_codec codec, uint8_t *chunk,
+                           int row_group, int64_t chunk_offset, tl_pq_codec codec, const uint8_t *chunk,
                            size_t chunk_len, int64_t rows)
 {
 	memset(cr, 0, sizeof(*cr));
@@ -111,6 +120,20 @@ void pq_column_reader_init(pq_column_reader *cr, const tl_pq_column *column, con
 	cr->rows_expected = rows;
 }
 
+void pq_column_reader_use_pages(pq_column_reader *cr, const pq_page_slot *slots, int nslots,
+                                const uint8_t *dictionary, size_t dictionary_len, int64_t dictionary_offset)
+{
+	cr->slots = slots;
+	cr->nslots = nslots;
+	cr->next_slot = 0;
+	/* Whatever precedes the first data page (a dictionary page) is page 0 in messages. */
+	cr->pages_seen = nslots > 0 && slots[0].offset > cr->chunk_offset ? 1 : 0;
+	cr->pending_dictionary = dictionary;
+	cr->pending_dictionary_room = dictionary != NULL ? dictionary_len : 0;
+	cr->pending_dictionary_offset = dictionary_offset;
+	cr->pending_dictionary_number = 0;
+}
+
 void pq_column_reader_free(pq_column_reader *cr)
 {
 	retire_page(cr);
@@ -121,7 +144,6 @@ void pq_column_reader_free(pq_column_reader *cr)
 	tl_free(cr->dictionary_bytes);
 	tl_free(cr->scratch_u32);
 	tl_free(cr->scratch_bytes);
-	tl_free(cr->chunk);
 	memset(cr, 0, sizeof(*cr));
 }
 
@@ -212,10 +234,6 @@ static int read_dictionary(pq_column_reader *cr, const pq_page_header *h, const 
 	const tl_pq_column *col = cr->column;
 	if (!h->has_dictionary_page_header)
 		return corrupt(cr, err, "dictionary page without a dictionary page header");
-	if (cr->has_dictionary)
-		return corrupt(cr, err, "a second dictionary page in one column chunk");
-	if (cr->rows_read > 0 || cr->page_values_left > 0)
-		return corrupt(cr, err, "dictionary page after data pages");
 	const pq_dictionary_page_header *dh = &h->dictionary_page_header;
 	if (dh->encoding != PQ_ENC_PLAIN && dh->encoding != PQ_ENC_PLAIN_DICTIONARY)
 		return tl_error_set(err, TL_ERR_UNSUPPORTED, "%s: column \"%s\": dictionary page encoding %s is not supported",
@@ -291,6 +309,8 @@ static bool encoding_fits(int encoding, tl_pq_physical t)
 	return false;
 }
 
+static int load_dictionary(pq_column_reader *cr, tl_error *err);
+
 /* Prepares the decoder for the page's values section. */
 static int start_values(pq_column_reader *cr, int64_t max_values, tl_error *err)
 {
@@ -306,6 +326,8 @@ static int start_values(pq_column_reader *cr, int64_t max_values, tl_error *err)
 	switch (cr->encoding) {
 	case PQ_ENC_PLAIN_DICTIONARY:
 	case PQ_ENC_RLE_DICTIONARY: {
+		if (!cr->has_dictionary && cr->pending_dictionary != NULL && load_dictionary(cr, err) < 0)
+			return -1;
 		if (!cr->has_dictionary)
 			return corrupt(cr, err, "dictionary-encoded page without a dictionary page");
 		if (cr->values_len < 1) {
@@ -422,8 +444,9 @@ static int start_data_page_v2(pq_column_reader *cr, const pq_page_header *h, con
  * stored after its header (compressed, and for v2 pages the uncompressed
  * levels too), so one flipped bit anywhere in them is refused instead of
  * decoding into a different value. Pages without a CRC are read as they are.
+ * `at` is the page's offset in the file and `number` its place in the chunk.
  */
-static int check_crc(pq_column_reader *cr, const pq_page_header *h, const uint8_t *body, size_t page_start,
+static int check_crc(pq_column_reader *cr, const pq_page_header *h, const uint8_t *body, int64_t at, int number,
                      tl_error *err)
 {
 	if (!h->has_crc)
@@ -434,12 +457,123 @@ static int check_crc(pq_column_reader *cr, const pq_page_header *h, const uint8_
 	return tl_error_set(err, TL_ERR_CORRUPT,
 	                    "%s: row group %d, column \"%s\", page %d at byte %lld: page CRC does not match its contents "
 	                    "(stored 0x%08x, computed 0x%08x)",
-	                    cr->file_name, cr->row_group, cr->column->name, cr->pages_seen - 1,
-	                    (long long)(cr->chunk_offset + (int64_t)page_start), (uint32_t)h->crc, computed);
+	                    cr->file_name, cr->row_group, cr->column->name, number, (long long)at, (uint32_t)h->crc,
+	                    computed);
 }
 
 /*
- * Moves to the next data page, reading any dictionary page on the way.
+ * Decodes the page header at `at` (`room` bytes from there may belong to
+ * the page) and checks the page fits: *body is set past the header.
+ */
+static int page_header(pq_column_reader *cr, const uint8_t *at, size_t room, pq_page_header *h,
+                       const uint8_t **body, tl_error *err)
+{
+	size_t header_len;
+	if (pq_page_header_decode(at, room, h, &header_len, err) < 0) {
+		tl_error_prefix(err, "%s: column \"%s\": page header", cr->file_name, cr->column->name);
+		return -1;
+	}
+	if (h->compressed_page_size < 0 || (size_t)h->compressed_page_size > room - header_len)
+		return corrupt(cr, err, "page is larger than the rest of its column chunk");
+	if (h->uncompressed_page_size < 0 || h->uncompressed_page_size > PQ_MAX_PAGE_BYTES)
+		return corrupt(cr, err, "page's uncompressed size is out of range");
+	*body = at + header_len;
+	return 0;
+}
+
+/* Checks and decodes the dictionary page noted when it was met, now that a page needs it. */
+static int load_dictionary(pq_column_reader *cr, tl_error *err)
+{
+	const uint8_t *at = cr->pending_dictionary, *body;
+	cr->pending_dictionary = NULL;
+	pq_page_header h;
+	if (page_header(cr, at, cr->pending_dictionary_room, &h, &body, err) < 0)
+		return -1;
+	if (h.type != PQ_PAGE_DICTIONARY)
+		return corrupt(cr, err, "the page before the first data page is not a dictionary page");
+	if (check_crc(cr, &h, body, cr->pending_dictionary_offset, cr->pending_dictionary_number, err) < 0)
+		return -1;
+	return read_dictionary(cr, &h, body, err);
+}
+
+/* Whether h is a data page (v1 or v2), with *values its value count. */
+static bool data_page_values(const pq_page_header *h, int64_t *values)
+{
+	switch (h->type) {
+	case PQ_PAGE_DATA:
+		*values = h->has_data_page_header ? h->data_page_header.num_values : 0;
+		return true;
+	case PQ_PAGE_DATA_V2:
+		*values = h->has_data_page_header_v2 ? h->data_page_header_v2.num_values : 0;
+		return true;
+	default:
+		return false;
+	}
+}
+
+/* Checks and starts the data page whose header is h and body `body` (at `at` in the file). */
+static int start_page(pq_column_reader *cr, const pq_page_header *h, const uint8_t *body, int64_t at, tl_error *err)
+{
+	cr->pages_read++;
+	if (check_crc(cr, h, body, at, cr->pages_seen - 1, err) < 0)
+		return -1;
+	int rc = h->type == PQ_PAGE_DATA ? start_data_page_v1(cr, h, body, err) : start_data_page_v2(cr, h, body, err);
+	if (rc < 0)
+		return -1;
+	pq_rle_decoder_init(&cr->definition_decoder, cr->levels, cr->levels_len, 1);
+	return 0;
+}
+
+static int chunk_ends_early(pq_column_reader *cr, tl_error *err)
+{
+	char what[160];
+	snprintf(what, sizeof(what), "column chunk ends after %lld of %lld rows", (long long)cr->rows_read,
+	         (long long)cr->rows_expected);
+	return corrupt(cr, err, what);
+}
+
+/* next_data_page over the slots of the chunk's OffsetIndex: skipped pages are never looked at. */
+static int next_slot_page(pq_column_reader *cr, int64_t *skip, tl_error *err)
+{
+	for (;;) {
+		if (skip != NULL && *skip == 0)
+			return 0;
+		if (cr->next_slot >= cr->nslots)
+			return chunk_ends_early(cr, err);
+		const pq_page_slot *slot = &cr->slots[cr->next_slot++];
+		int64_t end = cr->next_slot < cr->nslots ? cr->slots[cr->next_slot].first_row : cr->rows_expected;
+		int64_t values = end - slot->first_row;
+		cr->pages_seen++;
+		if (slot->first_row != cr->rows_read || values <= 0 || values > PQ_MAX_PAGE_VALUES)
+			return corrupt(cr, err, "the page index places a page at a row it does not start at");
+		if (skip != NULL && values <= *skip) {
+			*skip -= values;
+			cr->rows_read += values;
+			cr->pages_skipped++;
+			continue;
+		}
+		if (slot->bytes == NULL)
+			return tl_error_set(err, TL_ERR_INVALID, "%s: column \"%s\": page %d (rows %lld to %lld) was not fetched",
+			                    cr->file_name, cr->column->name, cr->pages_seen - 1, (long long)slot->first_row,
+			                    (long long)end);
+		pq_page_header h;
+		const uint8_t *body;
+		if (page_header(cr, slot->bytes, (size_t)slot->size, &h, &body, err) < 0)
+			return -1;
+		/* The fetch checked this; it is what keeps rows at their positions. */
+		int64_t stated;
+		if (!data_page_values(&h, &stated) || stated != values)
+			return corrupt(cr, err, "a page holds another number of rows than its page index says");
+		if (start_page(cr, &h, body, slot->offset, err) < 0)
+			return -1;
+		if (cr->page_values_left > 0)
+			return 0;
+		retire_page(cr);
+	}
+}
+
+/*
+ * Moves to the next data page, noting any dictionary page on the way.
  * With `skip`, data pages holding no more rows than *skip are passed over
  * without being checked or decompressed, their rows counted off *skip; it
  * returns with no page started once *skip reaches 0.
@@ -447,45 +581,35 @@ static int check_crc(pq_column_reader *cr, const pq_page_header *h, const uint8_
 static int next_data_page(pq_column_reader *cr, int64_t *skip, tl_error *err)
 {
 	retire_page(cr);
+	if (cr->slots != NULL)
+		return next_slot_page(cr, skip, err);
 	for (;;) {
 		if (skip != NULL && *skip == 0)
 			return 0;
-		if (cr->chunk_pos >= cr->chunk_len) {
-			char what[160];
-			snprintf(what, sizeof(what), "column chunk ends after %lld of %lld rows", (long long)cr->rows_read,
-			         (long long)cr->rows_expected);
-			return corrupt(cr, err, what);
-		}
+		if (cr->chunk_pos >= cr->chunk_len)
+			return chunk_ends_early(cr, err);
 		pq_page_header h;
-		size_t header_len, page_start = cr->chunk_pos;
+		const uint8_t *at = cr->chunk + cr->chunk_pos, *body;
+		int64_t offset = cr->chunk_offset + (int64_t)cr->chunk_pos;
 		cr->pages_seen++;
-		if (pq_page_header_decode(cr->chunk + cr->chunk_pos, cr->chunk_len - cr->chunk_pos, &h, &header_len, err) < 0) {
-			tl_error_prefix(err, "%s: column \"%s\": page header", cr->file_name, cr->column->name);
+		if (page_header(cr, at, cr->chunk_len - cr->chunk_pos, &h, &body, err) < 0)
 			return -1;
-		}
-		cr->chunk_pos += header_len;
-		if (h.compressed_page_size < 0 || (size_t)h.compressed_page_size > cr->chunk_len - cr->chunk_pos)
-			return corrupt(cr, err, "page is larger than the rest of its column chunk");
-		if (h.uncompressed_page_size < 0 || h.uncompressed_page_size > PQ_MAX_PAGE_BYTES)
-			return corrupt(cr, err, "page's uncompressed size is out of range");
-		const uint8_t *body = cr->chunk + cr->chunk_pos;
-		cr->chunk_pos += (size_t)h.compressed_page_size;
+		cr->chunk_pos = (size_t)(body - cr->chunk) + (size_t)h.compressed_page_size;
 
-		int64_t values = 0;
-		switch (h.type) {
-		case PQ_PAGE_DICTIONARY:
-			if (check_crc(cr, &h, body, page_start, err) < 0 || read_dictionary(cr, &h, body, err) < 0)
-				return -1;
+		if (h.type == PQ_PAGE_DICTIONARY) {
+			if (cr->has_dictionary || cr->pending_dictionary != NULL)
+				return corrupt(cr, err, "a second dictionary page in one column chunk");
+			if (cr->rows_read > 0 || cr->page_values_left > 0)
+				return corrupt(cr, err, "dictionary page after data pages");
+			cr->pending_dictionary = at;
+			cr->pending_dictionary_room = cr->chunk_len - (size_t)(at - cr->chunk);
+			cr->pending_dictionary_offset = offset;
+			cr->pending_dictionary_number = cr->pages_seen - 1;
 			continue;
-		case PQ_PAGE_DATA:
-			values = h.has_data_page_header ? h.data_page_header.num_values : 0;
-			break;
-		case PQ_PAGE_DATA_V2:
-			values = h.has_data_page_header_v2 ? h.data_page_header_v2.num_values : 0;
-			break;
-		default:
-			continue; /* index pages and kinds we do not know carry no rows */
 		}
+		int64_t values;
+		if (!data_page_values(&h, &values))
+			continue; /* index pages and kinds we do not know carry no rows */
 		if (values < 0 || values > PQ_MAX_PAGE_VALUES)
 			return corrupt(cr, err, "page value count is out of range");
 		if (values > cr->rows_expected - cr->rows_read)
@@ -496,14 +620,8 @@ static int next_data_page(pq_column_reader *cr, int64_t *skip, tl_error *err)
 			cr->pages_skipped++;
 			continue;
 		}
-		cr->pages_read++;
-		if (check_crc(cr, &h, body, page_start, err) < 0)
+		if (start_page(cr, &h, body, offset, err) < 0)
 			return -1;
-		int rc = h.type == PQ_PAGE_DATA ? start_data_page_v1(cr, &h, body, err)
-		                                : start_data_page_v2(cr, &h, body, err);
-		if (rc < 0)
-			return -1;
-		pq_rle_decoder_init(&cr->definition_decoder, cr->levels, cr->levels_len, 1);
 		if (cr->page_values_left > 0)
 			return 0;
 		retire_page(cr);

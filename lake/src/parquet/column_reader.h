@@ -2,12 +2,17 @@
  * column_reader.h: decodes one column chunk of a Parquet row group into
  * tl_vector rows, page by page.
  *
- * The reader (reader.c) hands it the chunk's bytes, read in one range
- * request, and asks for rows in batch-sized steps. Pages are decompressed
- * and their definition levels and values decoded only as far as the batch
- * needs, so a page that claims a huge value count cannot force a huge
- * allocation. Byte-array values are views into the chunk, the dictionary or
- * a decompressed page buffer, all of which outlive the batch that holds them.
+ * The reader (reader.c) hands it either the chunk's bytes, read in one
+ * range request, or, when a row selection leaves most pages unread, the
+ * chunk's data pages as its OffsetIndex lists them with only the needed
+ * ones fetched (pq_column_reader_use_pages); then it asks for rows in
+ * batch-sized steps. Pages are decompressed and their definition levels
+ * and values decoded only as far as the batch needs, so a page that claims
+ * a huge value count cannot force a huge allocation. The dictionary page
+ * is decompressed and decoded only when a dictionary-encoded data page is
+ * decoded: a chunk that fell back to PLAIN before the rows read never pays
+ * for it. Byte-array values are views into the chunk, the dictionary or a
+ * decompressed page buffer, all of which outlive the batch that holds them.
  */
 #ifndef TIERLAKE_PARQUET_COLUMN_READER_H
 #define TIERLAKE_PARQUET_COLUMN_READER_H
@@ -26,6 +31,17 @@
 
 typedef struct pq_page_buffer pq_page_buffer;
 
+/*
+ * One data page of a chunk where its OffsetIndex places it, for reading
+ * some pages only. Pages without bytes are only ever passed over.
+ */
+typedef struct pq_page_slot {
+	int64_t offset;              /* the page header's first byte in the file */
+	int32_t size;                /* header and body as stored */
+	int64_t first_row;           /* within the row group */
+	const uint8_t *bytes;        /* the page as fetched, or NULL when it was not */
+} pq_page_slot;
+
 typedef struct pq_column_reader {
 	const tl_pq_column *column;
 	const char *file_name;
@@ -36,14 +52,25 @@ typedef struct pq_column_reader {
 	int max_definition;          /* 0 for required columns, 1 for optional */
 	int value_width;             /* bytes per value in the vector (INT96 -> 8) */
 
-	/* The column chunk: every page, as stored. */
-	uint8_t *chunk;
+	/* The column chunk: every page, as stored (NULL when reading by slots). */
+	const uint8_t *chunk;
 	size_t chunk_len;
 	size_t chunk_pos;
+
+	/* Or its data pages as the OffsetIndex lists them, only some fetched. */
+	const pq_page_slot *slots;
+	int nslots;
+	int next_slot;
 	int64_t rows_expected;       /* the row group's row count */
 	int64_t rows_read;
 	int64_t pages_read;          /* data pages decoded */
 	int64_t pages_skipped;       /* data pages passed over without decompressing them */
+
+	/* The dictionary page met (or fetched), not yet decoded: its header's bytes. */
+	const uint8_t *pending_dictionary;
+	size_t pending_dictionary_room;  /* bytes from there that the page may take */
+	int64_t pending_dictionary_offset; /* in the file, for messages */
+	int pending_dictionary_number;   /* its place among the chunk's pages, for messages */
 
 	/* Dictionary: values decoded once per chunk. */
 	bool has_dictionary;
@@ -84,14 +111,26 @@ typedef struct pq_column_reader {
 } pq_column_reader;
 
 /*
- * Sets up a reader for one chunk; takes ownership of `chunk` (malloc'd), the
- * bytes of row group `row_group`'s chunk that starts at `chunk_offset` in
- * the file (both only name where a corrupt page is).
+ * Sets up a reader for one chunk: `chunk` holds the bytes of row group
+ * `row_group`'s chunk that starts at `chunk_offset` in the file (both only
+ * name where a corrupt page is), and must outlive the reader. NULL with
+ * pq_column_reader_use_pages to follow.
  */
 void pq_column_reader_init(pq_column_reader *cr, const tl_pq_column *column, const char *file_name,
-                           int row_group, int64_t chunk_offset, tl_pq_codec codec, uint8_t *chunk,
+                           int row_group, int64_t chunk_offset, tl_pq_codec codec, const uint8_t *chunk,
                            size_t chunk_len, int64_t rows);
-/* Releases everything, including the chunk. */
+/*
+ * Reads the chunk by its data pages instead (a reader initialised without
+ * bytes): `slots` lists every data page in order (first rows ascending
+ * from 0); only pages with bytes may be decoded, the others are passed
+ * over by their row counts. `dictionary` is the chunk's dictionary page
+ * (header and body, `dictionary_len` bytes at file offset
+ * `dictionary_offset`), or NULL when no page to be decoded needs one.
+ * Everything must outlive the reader.
+ */
+void pq_column_reader_use_pages(pq_column_reader *cr, const pq_page_slot *slots, int nslots,
+                                const uint8_t *dictionary, size_t dictionary_len, int64_t dictionary_offset);
+/* Releases everything but the chunk's bytes, which the caller owns. */
 void pq_column_reader_free(pq_column_reader *cr);
 /* Called at the start of every batch: frees page buffers retired by the previous one. */
 void pq_column_reader_begin_batch(pq_column_reader *cr);

@@ -5,9 +5,15 @@
  * Opening reads the 8-byte tail and the footer, decodes and validates it
  * (flat schema, chunk offsets inside the file, types consistent), and maps
  * each leaf to a tl_pq_column. Reading then walks the selected row groups;
- * for each one, every projected column's chunk is fetched in one range read
- * and decoded by a pq_column_reader. A batch never spans row groups, so the
- * views it holds into a chunk stay valid until the next call.
+ * for each one, every projected column's chunk is fetched (fetch.c: whole,
+ * or only the pages a row selection needs when the chunk's OffsetIndex
+ * allows) and decoded by a pq_column_reader. What is fetched for a row
+ * group lives in an arena freed when the reader moves on; a batch never
+ * spans row groups, so the views it holds into a chunk stay valid until the
+ * next call.
+ *
+ * Every read goes through a counting wrapper of the caller's input, so
+ * tl_pq_reader_io_counts can tell what a query cost in I/O.
  */
 #include <math.h>
 #include <stdarg.h>
@@ -16,6 +22,7 @@
 #include <string.h>
 
 #include "parquet/column_reader.h"
+#include "parquet/fetch.h"
 #include "parquet/metadata.h"
 #include "parquet/reader_index.h"
 #include "tierlake/parquet.h"
@@ -30,14 +37,27 @@ typedef struct row_selection {
 	tl_pq_row_range *ranges;
 } row_selection;
 
+/* A column chunk's page index, each half read on first use. */
 typedef struct page_index_slot {
-	bool loaded;
-	int npages;
+	bool offsets_loaded;
+	int nlocations;              /* the OffsetIndex: 0 when absent or unusable */
+	const pq_page_location *locations;
+	bool pages_loaded;
+	int npages;                  /* with the ColumnIndex: 0 when absent or unusable */
 	tl_pq_page_info *pages;
 } page_index_slot;
 
+/* The caller's input, counting what is read through it. */
+typedef struct counting_input {
+	tl_input base;
+	tl_input *inner;
+	int64_t reads;
+	int64_t bytes;
+} counting_input;
+
 struct tl_pq_reader {
-	tl_input *in;
+	tl_input *in;                /* &counted.base */
+	counting_input counted;
 	uint8_t *footer;             /* footer bytes; metadata views point into them */
 	pq_file_metadata md;
 	bool md_decoded;
@@ -72,6 +92,7 @@ struct tl_pq_reader {
 	int64_t batch_start;         /* the last batch's first row, within the row group */
 	int64_t batch_rows;          /* and its row count (0: no batch to load columns of) */
 	pq_column_reader *columns;   /* one per projected column; a deferred one is zeroed until loaded */
+	tl_arena fetched;            /* the bytes fetched of the row group's chunks, and their page slots */
 	bool started;
 	bool failed;
 	tl_error failure;
@@ -572,6 +593,14 @@ static int copy_key_values(tl_pq_reader *r, tl_error *err)
 	return 0;
 }
 
+static int counting_read_at(tl_input *in, uint64_t offset, void *buf, size_t len, tl_error *err)
+{
+	counting_input *c = (counting_input *)in;
+	c->reads++;
+	c->bytes += (int64_t)len;
+	return tl_input_read(c->inner, offset, buf, len, err);
+}
+
 tl_pq_reader *tl_pq_reader_open(tl_input *in, tl_error *err)
 {
 	tl_pq_reader *r = tl_calloc(1, sizeof(*r));
@@ -579,10 +608,16 @@ tl_pq_reader *tl_pq_reader_open(tl_input *in, tl_error *err)
 		tl_error_nomem(err, "opening a Parquet file");
 		return NULL;
 	}
-	r->in = in;
+	r->counted.base = (tl_input){.read_at = counting_read_at,
+	                             .size = in->size,
+	                             .name = in->name,
+	                             .coalesce_gap = in->coalesce_gap};
+	r->counted.inner = in;
+	r->in = &r->counted.base;
 	r->row_group = -1;
 	r->only_row_group = -1;
 	tl_arena_init(&r->index_arena, 0);
+	tl_arena_init(&r->fetched, 0);
 	if (read_footer(r, err) < 0 || map_schema(r, err) < 0 || check_chunks(r, err) < 0 ||
 	    copy_key_values(r, err) < 0)
 		goto fail;
@@ -616,6 +651,7 @@ static void release_columns(tl_pq_reader *r)
 	}
 	tl_free(r->columns);
 	r->columns = NULL;
+	tl_arena_free(&r->fetched); /* not reset: its blocks are as large as what was fetched */
 }
 
 void tl_pq_reader_free(tl_pq_reader *r)
@@ -643,6 +679,7 @@ void tl_pq_reader_free(tl_pq_reader *r)
 	tl_free(r->selections);
 	tl_free(r->page_indexes);
 	tl_arena_free(&r->index_arena);
+	tl_arena_free(&r->fetched);
 	tl_free(r);
 }
 
@@ -777,99 +814,76 @@ static bool wanted(const tl_pq_reader *r, int g)
 	return !r->skip_row_group[g];
 }
 
+static page_index_slot *index_slot(tl_pq_reader *r, int row_group, int column, tl_error *err)
+{
+	if (r->page_indexes == NULL) {
+		r->page_indexes = tl_calloc((size_t)r->md.nrow_groups * (size_t)r->schema->ncolumns, sizeof(page_index_slot));
+		if (r->page_indexes == NULL) {
+			tl_error_nomem(err, "reading a Parquet page index");
+			return NULL;
+		}
+	}
+	return &r->page_indexes[(size_t)row_group * (size_t)r->schema->ncolumns + (size_t)column];
+}
+
+/* The OffsetIndex of a column chunk, read on first use: its page count (0: none usable) or -1. */
+static int offset_index(tl_pq_reader *r, int row_group, int column, const pq_page_location **locations,
+                        tl_error *err)
+{
+	page_index_slot *slot = index_slot(r, row_group, column, err);
+	if (slot == NULL)
+		return -1;
+	if (!slot->offsets_loaded) {
+		const pq_row_group *rg = &r->md.row_groups[row_group];
+		int n = pq_offset_index_read(r->in, &rg->columns[column], rg->num_rows, &r->index_arena, &slot->locations,
+		                             err);
+		if (n < 0)
+			return -1;
+		slot->nlocations = n;
+		slot->offsets_loaded = true;
+	}
+	*locations = slot->locations;
+	return slot->nlocations;
+}
+
 /*
- * Prepares projected column i's decoder over its chunk of the current row
- * group: `fetched` when the caller read it already (taken over), else read
- * here.
+ * Fetches the chunks of the current row group's projected columns
+ * columns[0..n) and sets up their decoders, for the selected rows from row
+ * `from` on: a chunk is fetched whole, or (when the rows selected leave
+ * pages unread and its OffsetIndex says where the rest are) only the pages
+ * holding them.
  */
-static int open_column(tl_pq_reader *r, int i, uint8_t *fetched, tl_error *err)
+static int open_columns(tl_pq_reader *r, const int *columns, int n, int64_t from, tl_error *err)
 {
 	const pq_row_group *rg = &r->md.row_groups[r->row_group];
-	const pq_column_meta *m = &rg->columns[r->projection[i]].meta_data;
-	size_t len = (size_t)m->total_compressed_size;
-	uint8_t *chunk = fetched;
-	if (chunk == NULL) {
-		chunk = tl_malloc(len);
-		if (chunk == NULL)
-			return tl_error_nomem(err, "reading a Parquet column chunk");
-		if (tl_input_read(r->in, (uint64_t)chunk_start(m), chunk, len, err) < 0) {
-			tl_free(chunk);
-			return -1;
-		}
-	}
-	pq_column_reader_init(&r->columns[i], &r->projected_schema->columns[i], r->in->name, r->row_group,
-	                      chunk_start(m), (tl_pq_codec)m->codec, chunk, len, rg->num_rows);
-	return 0;
-}
-
-/* The byte range of projected column i's chunk in the current row group. */
-static void chunk_range(const tl_pq_reader *r, int i, uint64_t *start, uint64_t *end)
-{
-	const pq_column_meta *m = &r->md.row_groups[r->row_group].columns[r->projection[i]].meta_data;
-	*start = (uint64_t)chunk_start(m);
-	*end = *start + (uint64_t)m->total_compressed_size;
-}
-
-typedef struct chunk_span {
-	uint64_t start, end;
-	int column;    /* projected column */
-} chunk_span;
-
-static int by_start(const void *a, const void *b)
-{
-	uint64_t sa = ((const chunk_span *)a)->start, sb = ((const chunk_span *)b)->start;
-	return sa < sb ? -1 : sa > sb;
-}
-
-/*
- * Over object storage every read is a round trip, so the chunks of the
- * current row group's non-deferred columns that lie within the input's
- * coalesce_gap of each other are fetched by one read per run of them, and
- * split into chunks[i] (left NULL where a column is read on its own).
- * Locally (coalesce_gap 0) nothing is fetched here. Chunks whose metadata
- * points outside the file are left to open_column, which reports them.
- */
-static int fetch_close_chunks(tl_pq_reader *r, uint8_t **chunks, tl_error *err)
-{
-	uint64_t gap = r->in->coalesce_gap;
-	if (gap == 0)
-		return 0;
-	chunk_span *spans = tl_malloc(sizeof(chunk_span) * (size_t)(r->nprojection ? r->nprojection : 1));
-	if (spans == NULL)
+	bool selective = r->ranges != &r->whole;
+	pq_chunk_fetch *chunks = tl_calloc((size_t)(n ? n : 1), sizeof(pq_chunk_fetch));
+	if (chunks == NULL)
 		return tl_error_nomem(err, "reading a Parquet row group");
-	int n = 0;
-	for (int i = 0; i < r->nprojection; i++) {
-		chunk_span c = {.column = i};
-		chunk_range(r, i, &c.start, &c.end);
-		if (!is_deferred(r, i) && c.start <= c.end && c.end <= r->in->size)
-			spans[n++] = c;
-	}
-	qsort(spans, (size_t)n, sizeof(chunk_span), by_start);
 	int rc = 0;
-	for (int first = 0; first < n && rc == 0;) {
-		uint64_t run_start = spans[first].start, run_end = spans[first].end;
-		int last = first;
-		while (last + 1 < n && !(spans[last + 1].start > run_end && spans[last + 1].start - run_end > gap)) {
-			last++;
-			run_end = spans[last].end > run_end ? spans[last].end : run_end;
-		}
-		if (last > first) {
-			uint8_t *run = tl_malloc((size_t)(run_end - run_start));
-			rc = run == NULL ? tl_error_nomem(err, "reading a Parquet row group")
-			                 : tl_input_read(r->in, run_start, run, (size_t)(run_end - run_start), err);
-			for (int k = first; rc == 0 && k <= last; k++) {
-				size_t len = (size_t)(spans[k].end - spans[k].start);
-				chunks[spans[k].column] = tl_malloc(len ? len : 1);
-				if (chunks[spans[k].column] == NULL)
-					rc = tl_error_nomem(err, "reading a Parquet row group");
-				else
-					memcpy(chunks[spans[k].column], run + (spans[k].start - run_start), len);
-			}
-			tl_free(run);
-		}
-		first = last + 1;
+	for (int k = 0; rc == 0 && k < n; k++) {
+		int column = r->projection[columns[k]];
+		const pq_column_meta *m = &rg->columns[column].meta_data;
+		pq_chunk_fetch *c = &chunks[k];
+		c->start = chunk_start(m);
+		c->size = m->total_compressed_size;
+		c->rows = rg->num_rows;
+		if (selective && (c->npages = offset_index(r, r->row_group, column, &c->pages, err)) < 0)
+			rc = -1;
 	}
-	tl_free(spans);
+	if (rc == 0)
+		rc = pq_fetch_chunks(r->in, chunks, n, selective ? r->ranges : NULL, r->nranges, from, &r->fetched, err);
+	for (int k = 0; rc == 0 && k < n; k++) {
+		int i = columns[k];
+		const pq_column_meta *m = &rg->columns[r->projection[i]].meta_data;
+		const pq_chunk_fetch *c = &chunks[k];
+		pq_column_reader_init(&r->columns[i], &r->projected_schema->columns[i], r->in->name, r->row_group, c->start,
+		                      (tl_pq_codec)m->codec, c->chunk, c->chunk ? (size_t)c->size : 0, rg->num_rows);
+		if (c->chunk == NULL)
+			pq_column_reader_use_pages(&r->columns[i], c->slots, c->npages, c->dictionary, c->dictionary_len,
+			                           c->start);
+	}
+	tl_free(chunks);
 	return rc;
 }
 
@@ -879,8 +893,11 @@ static int open_row_group(tl_pq_reader *r, int g, tl_error *err)
 	release_columns(r);
 	int ncols = r->nprojection ? r->nprojection : 1;
 	r->columns = tl_calloc((size_t)ncols, sizeof(pq_column_reader));
-	if (r->columns == NULL)
+	int *open = tl_malloc(sizeof(int) * (size_t)ncols);
+	if (r->columns == NULL || open == NULL) {
+		tl_free(open);
 		return tl_error_nomem(err, "reading a Parquet row group");
+	}
 	r->row_group = g;
 	r->whole.start = 0;
 	r->whole.end = r->md.row_groups[g].num_rows;
@@ -893,19 +910,12 @@ static int open_row_group(tl_pq_reader *r, int g, tl_error *err)
 	}
 	r->range = 0;
 	r->next_row = 0;
-	uint8_t **fetched = tl_calloc((size_t)ncols, sizeof(uint8_t *));
-	if (fetched == NULL)
-		return tl_error_nomem(err, "reading a Parquet row group");
-	int rc = fetch_close_chunks(r, fetched, err);
-	for (int i = 0; rc == 0 && i < r->nprojection; i++) {
-		if (!is_deferred(r, i)) {
-			rc = open_column(r, i, fetched[i], err);
-			fetched[i] = NULL;  /* the column reader owns it now (or freed it) */
-		}
-	}
+	int n = 0;
 	for (int i = 0; i < r->nprojection; i++)
-		tl_free(fetched[i]);
-	tl_free(fetched);
+		if (!is_deferred(r, i))
+			open[n++] = i;
+	int rc = open_columns(r, open, n, 0, err);
+	tl_free(open);
 	return rc;
 }
 
@@ -1001,7 +1011,8 @@ int tl_pq_reader_load_column(tl_pq_reader *r, tl_pq_batch *batch, int column, tl
 	if (r->batch_rows == 0 || batch->nrows != r->batch_rows)
 		return tl_error_set(err, TL_ERR_INVALID, "there is no batch to load column %d of", column);
 	pq_column_reader *cr = &r->columns[column];
-	if (cr->column == NULL && open_column(r, column, NULL, err) < 0)
+	/* Rows before this batch are never asked of a column opened now. */
+	if (cr->column == NULL && open_columns(r, &column, 1, r->batch_start, err) < 0)
 		return fail(r, err);
 	if (cr->rows_read == r->batch_start + r->batch_rows)
 		return 0; /* loaded already */
@@ -1022,20 +1033,20 @@ int tl_pq_reader_page_index(tl_pq_reader *r, int row_group, int column, const tl
 	int ncols = r->schema->ncolumns;
 	if (row_group < 0 || row_group >= r->md.nrow_groups || column < 0 || column >= ncols)
 		return tl_error_set(err, TL_ERR_INVALID, "no column chunk %d of row group %d", column, row_group);
-	if (r->page_indexes == NULL) {
-		r->page_indexes = tl_calloc((size_t)r->md.nrow_groups * (size_t)ncols, sizeof(page_index_slot));
-		if (r->page_indexes == NULL)
-			return tl_error_nomem(err, "reading a Parquet page index");
-	}
-	page_index_slot *slot = &r->page_indexes[(size_t)row_group * (size_t)ncols + (size_t)column];
-	if (!slot->loaded) {
+	const pq_page_location *locations;
+	int nlocations = offset_index(r, row_group, column, &locations, err);
+	if (nlocations < 0)
+		return -1;
+	page_index_slot *slot = index_slot(r, row_group, column, err);
+	if (!slot->pages_loaded) {
 		const pq_row_group *rg = &r->md.row_groups[row_group];
-		int n = pq_page_index_read(r->in, &rg->columns[column], rg->num_rows, &r->schema->columns[column],
-		                           r->md.has_column_orders, &r->index_arena, &slot->pages, err);
+		int n = pq_page_index_read(r->in, &rg->columns[column], locations, nlocations, rg->num_rows,
+		                           &r->schema->columns[column], r->md.has_column_orders, &r->index_arena,
+		                           &slot->pages, err);
 		if (n < 0)
 			return -1;
 		slot->npages = n;
-		slot->loaded = true;
+		slot->pages_loaded = true;
 	}
 	*pages = slot->pages;
 	return slot->npages;
@@ -1081,6 +1092,12 @@ void tl_pq_reader_batch_position(const tl_pq_reader *r, int *row_group, int64_t 
 {
 	*row_group = r->row_group;
 	*first_row = r->batch_start;
+}
+
+void tl_pq_reader_io_counts(const tl_pq_reader *r, int64_t *reads, int64_t *bytes)
+{
+	*reads = r->counted.reads;
+	*bytes = r->counted.bytes;
 }
 
 void tl_pq_reader_page_counts(const tl_pq_reader *r, int64_t *pages_read, int64_t *pages_skipped)

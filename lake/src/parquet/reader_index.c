@@ -3,20 +3,24 @@
  * filter (BloomFilter.md), read and checked for reader.c.
  *
  * The page index is two structs the footer points at. Each is read with
- * one request when first asked for. It is used only if it is consistent
- * with the footer: as many pages in both, the first starting at row 0,
- * rows strictly ascending within the row group, every page inside its
- * chunk in ascending order. A page's bounds are decoded as the chunk
- * statistics are (a NaN bound, or one of the wrong size, is no bound).
+ * one request when first asked for: the OffsetIndex alone when a reader
+ * only wants to fetch some pages, both to judge pages by their bounds. It
+ * is used only if it is consistent with the footer: as many pages in
+ * both, the first starting at row 0, rows strictly ascending within the
+ * row group, every page inside its chunk in ascending order. A page's
+ * bounds are decoded as the chunk statistics are (a NaN bound, or one of
+ * the wrong size, is no bound).
  *
- * A bloom filter is a BloomFilterHeader and a bitset. It is read whole for
- * each probe (a few hundred KiB at most for the sizes writers choose), as
- * probes come once per row group and predicate.
+ * A bloom filter is a BloomFilterHeader and a bitset of 32-byte blocks, of
+ * which a value's hash picks one. A probe reads the header, then only the
+ * blocks its values fall in (a few dozen bytes instead of a bitset of
+ * hundreds of KiB), merged into one read where the input prefers that.
  */
 #include <math.h>
 #include <string.h>
 
 #include "parquet/bloom.h"
+#include "parquet/fetch.h"
 #include "parquet/reader_index.h"
 
 /* Index structs past this size are not believed (a few bytes per page is usual). */
@@ -87,39 +91,54 @@ static void page_bounds(const tl_pq_column *col, tl_bytes min, tl_bytes max, tl_
 	out->has_min_max = true;
 }
 
-int pq_page_index_read(tl_input *in, const pq_column_chunk *cc, int64_t rows, const tl_pq_column *col,
-                       bool typed_order, tl_arena *arena, tl_pq_page_info **pages, tl_error *err)
+int pq_offset_index_read(tl_input *in, const pq_column_chunk *cc, int64_t rows, tl_arena *arena,
+                         const pq_page_location **pages, tl_error *err)
 {
 	*pages = NULL;
-	if (!cc->has_column_index || !cc->has_offset_index || !cc->has_meta_data || rows <= 0 ||
-	    !within_file(in, cc->column_index_offset, cc->column_index_length) ||
+	if (!cc->has_offset_index || !cc->has_meta_data || rows <= 0 ||
 	    !within_file(in, cc->offset_index_offset, cc->offset_index_length))
 		return 0;
-	uint8_t *oi_bytes = read_range(in, cc->offset_index_offset, cc->offset_index_length, arena, err);
-	uint8_t *ci_bytes = oi_bytes ? read_range(in, cc->column_index_offset, cc->column_index_length, arena, err) : NULL;
+	uint8_t *bytes = read_range(in, cc->offset_index_offset, cc->offset_index_length, arena, err);
+	if (bytes == NULL)
+		return -1;
+	tl_error ignored;
+	tl_error_clear(&ignored);
+	pq_offset_index oi;
+	/* Out of memory decoding counts as malformed: the index is only a hint. */
+	if (pq_offset_index_decode(bytes, (size_t)cc->offset_index_length, arena, &oi, &ignored) < 0 ||
+	    !offset_index_fits(&oi, &cc->meta_data, rows))
+		return 0;
+	*pages = oi.pages;
+	return oi.npages;
+}
+
+int pq_page_index_read(tl_input *in, const pq_column_chunk *cc, const pq_page_location *locations, int npages,
+                       int64_t rows, const tl_pq_column *col, bool typed_order, tl_arena *arena,
+                       tl_pq_page_info **pages, tl_error *err)
+{
+	*pages = NULL;
+	if (npages <= 0 || !cc->has_column_index || !within_file(in, cc->column_index_offset, cc->column_index_length))
+		return 0;
+	uint8_t *ci_bytes = read_range(in, cc->column_index_offset, cc->column_index_length, arena, err);
 	if (ci_bytes == NULL)
 		return -1;
 
 	tl_error ignored;
 	tl_error_clear(&ignored);
-	pq_offset_index oi;
 	pq_column_index ci;
-	/* Out of memory decoding counts as malformed: the index is only a hint. */
-	if (pq_offset_index_decode(oi_bytes, (size_t)cc->offset_index_length, arena, &oi, &ignored) < 0 ||
-	    !offset_index_fits(&oi, &cc->meta_data, rows) ||
-	    pq_column_index_decode(ci_bytes, (size_t)cc->column_index_length, arena, &ci, &ignored) < 0 ||
-	    !column_index_fits(&ci, oi.npages))
+	if (pq_column_index_decode(ci_bytes, (size_t)cc->column_index_length, arena, &ci, &ignored) < 0 ||
+	    !column_index_fits(&ci, npages))
 		return 0;
 
-	tl_pq_page_info *out = tl_arena_alloc(arena, (size_t)oi.npages * sizeof(tl_pq_page_info));
+	tl_pq_page_info *out = tl_arena_alloc(arena, (size_t)npages * sizeof(tl_pq_page_info));
 	if (out == NULL)
 		return 0;
 	bool bounds_usable = typed_order || order_is_signed_legacy_safe(col);
-	for (int32_t i = 0; i < oi.npages; i++) {
+	for (int32_t i = 0; i < npages; i++) {
 		tl_pq_page_info *p = &out[i];
 		memset(p, 0, sizeof(*p));
-		p->first_row = oi.pages[i].first_row_index;
-		p->rows = (i + 1 < oi.npages ? oi.pages[i + 1].first_row_index : rows) - p->first_row;
+		p->first_row = locations[i].first_row_index;
+		p->rows = (i + 1 < npages ? locations[i + 1].first_row_index : rows) - p->first_row;
 		if (ci.nnull_counts > 0) {
 			if (ci.null_counts[i] < 0 || ci.null_counts[i] > p->rows)
 				return 0;
@@ -137,7 +156,7 @@ int pq_page_index_read(tl_input *in, const pq_column_chunk *cc, int64_t rows, co
 		}
 	}
 	*pages = out;
-	return oi.npages;
+	return npages;
 }
 
 /* ------------------------------------------------------------ bloom filters */
@@ -176,16 +195,28 @@ int pq_bloom_filter_probe(tl_input *in, const pq_column_meta *m, const tl_bytes 
 	if (m->has_bloom_filter_length && (uint64_t)m->bloom_filter_length != header_len + num_bytes)
 		return 1;
 
-	uint8_t *bitset = tl_malloc((size_t)num_bytes);
-	if (bitset == NULL)
+	/* Only the blocks the values fall in. */
+	pq_range *blocks = tl_malloc(sizeof(pq_range) * (size_t)(nvalues > 0 ? nvalues : 1));
+	uint64_t *hashes = tl_malloc(sizeof(uint64_t) * (size_t)(nvalues > 0 ? nvalues : 1));
+	if (blocks == NULL || hashes == NULL) {
+		tl_free(blocks);
+		tl_free(hashes);
 		return 1; /* a hint we cannot afford to read: assume the value may be there */
-	if (tl_input_read(in, offset + header_len, bitset, (size_t)num_bytes, err) < 0) {
-		tl_free(bitset);
-		return -1;
 	}
+	for (int i = 0; i < nvalues; i++) {
+		hashes[i] = pq_xxhash64(values[i].ptr, values[i].len, 0);
+		uint64_t block = pq_bloom_block_index((size_t)num_bytes, hashes[i]);
+		blocks[i] = (pq_range){.offset = offset + header_len + 32 * block, .len = 32};
+	}
+	tl_arena arena;
+	tl_arena_init(&arena, 1024);
 	int found = 0;
-	for (int i = 0; i < nvalues && !found; i++)
-		found = pq_bloom_may_contain(bitset, (size_t)num_bytes, pq_xxhash64(values[i].ptr, values[i].len, 0));
-	tl_free(bitset);
+	if (pq_fetch_ranges(in, blocks, nvalues, &arena, err) < 0)
+		found = -1;
+	for (int i = 0; found == 0 && i < nvalues; i++)
+		found = pq_bloom_block_may_contain(blocks[i].bytes, hashes[i]);
+	tl_arena_free(&arena);
+	tl_free(blocks);
+	tl_free(hashes);
 	return found;
 }

@@ -21,15 +21,26 @@
 bool pq_decode_stat_value(const tl_pq_column *c, tl_bytes raw, union tl_pq_stat_value *v);
 
 /*
- * Reads and checks the page index of chunk cc (of a row group of `rows`
- * rows, column `col`), allocating in arena. `typed_order` says the file
+ * Reads and checks the OffsetIndex of chunk cc (of a row group of `rows`
+ * rows), allocating in arena: the data pages' places and first rows.
+ * Returns the page count with *pages set, 0 when there is no usable index,
+ * -1 when the input fails.
+ */
+int pq_offset_index_read(tl_input *in, const pq_column_chunk *cc, int64_t rows, tl_arena *arena,
+                         const pq_page_location **pages, tl_error *err);
+
+/*
+ * Reads the ColumnIndex of chunk cc (column `col`) and checks it against
+ * the chunk's OffsetIndex (`locations`, npages of them, from
+ * pq_offset_index_read), allocating in arena. `typed_order` says the file
  * declares its column orders, without which the bounds of byte arrays and
  * unsigned integers may be in the legacy signed order and are left out.
  * Returns the page count, 0 when there is no usable index, -1 when the
  * input fails.
  */
-int pq_page_index_read(tl_input *in, const pq_column_chunk *cc, int64_t rows, const tl_pq_column *col,
-                       bool typed_order, tl_arena *arena, tl_pq_page_info **pages, tl_error *err);
+int pq_page_index_read(tl_input *in, const pq_column_chunk *cc, const pq_page_location *locations, int npages,
+                       int64_t rows, const tl_pq_column *col, bool typed_order, tl_arena *arena,
+                       tl_pq_page_info **pages, tl_error *err);
 
 /* Whether chunk meta m has a bloom filter. */
 bool pq_has_bloom_filter(const pq_column_meta *m, uint64_t file_size);

@@ -302,7 +302,9 @@ static int build_predicates(tl_pq_reader *r, const uint8_t *data, size_t size, t
 /*
  * Pass 5's checks: every chunk's page index is absent, or pages that start
  * at row 0 and tile the row group; the scan then reads every other page of
- * the first column's index (never more rows than the file has).
+ * the first column's index (never more rows than the file has), so chunks
+ * with an OffsetIndex are fetched page by page, and for inputs of odd size
+ * defers the other columns as pass 4 does.
  * Each chunk's bloom filter is probed with bytes of the input.
  */
 static void scan_pages(tl_pq_reader *r, const uint8_t *data, size_t size)
@@ -347,7 +349,10 @@ static void scan_pages(tl_pq_reader *r, const uint8_t *data, size_t size)
 			tl_free(ranges);
 		}
 	}
-	if (selecting) {
+	if (selecting && (size & 1)) {
+		/* Deferred columns open mid-row-group, so they fetch pages from there on. */
+		scan_deferred(r, schema->ncolumns, tl_pq_reader_num_rows(r));
+	} else if (selecting) {
 		int64_t got = scan(r, NULL, schema->ncolumns, tl_pq_reader_num_rows(r));
 		fuzz_sink += (uint64_t)got;
 	}
