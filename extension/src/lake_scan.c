@@ -584,6 +584,12 @@ narrow_selection(LakeScan *scan, const LakeRowCondition *c)
 			break;
 	}
 	scan->nselected = kept;
+#undef NARROW_ROWS
+#undef NARROW
+#undef COMPARE_INT32
+#undef COMPARE_INT64
+#undef COMPARE_DOUBLE
+#undef COMPARE_ANY
 }
 
 /* Selects the rows of the new batch that pass every row condition. */
