@@ -681,8 +681,8 @@ predicate_for_lake(const EvaluatedCondition *c, LakeScan *lake, tl_arena *arena,
 	tl_ice_value *values;
 	LakeRowCondition *rc;
 
-	if (field == NULL)
-		return;
+	if (field == NULL || !tl_ice_type_is_primitive(field->type.id))
+		return;					/* no statistics to prune by, nor values to check */
 	values = tl_arena_alloc(arena, sizeof(tl_ice_value) * Max(c->nvalues, 1));
 	if (values == NULL)
 		out_of_memory();
@@ -738,12 +738,11 @@ and_or_for_lake(const EvaluatedCondition *c, LakeScan *lake, tl_arena *arena, co
 			*filter = NULL;
 			return;
 		}
-		if (f != NULL)
-		{
-			*filter = *filter == NULL ? f : is_and ? tl_ice_expr_and(arena, *filter, f) : tl_ice_expr_or(arena, *filter, f);
-			if (*filter == NULL)
-				out_of_memory();
-		}
+		if (f != NULL && *filter == NULL)
+			*filter = f;
+		else if (f != NULL &&
+				 (*filter = is_and ? tl_ice_expr_and(arena, *filter, f) : tl_ice_expr_or(arena, *filter, f)) == NULL)
+			out_of_memory();
 		exact &= rc != NULL;
 		checks = lappend(checks, rc);
 	}

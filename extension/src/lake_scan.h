@@ -120,7 +120,7 @@ typedef struct LakeRowValue
 typedef struct LakeRowCondition
 {
 	tl_ice_expr_op op;
-	AttrNumber	attno;			/* predicates */
+	AttrNumber	attno;			/* predicates; 0 in the others */
 	int			nvalues;		/* 1 for a comparison; IN: any number, duplicates allowed */
 	LakeRowValue *values;
 	List	   *args;			/* AND, OR: LakeRowCondition * */
