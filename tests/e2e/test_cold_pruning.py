@@ -398,3 +398,20 @@ def test_columns_added_after_the_rows_went_to_the_lake(m):
         db.query(SESSION + f"UPDATE {t} SET w = 1, w2 = NULL WHERE id % 50 = 3")
     same_answers(db, ["w IS NULL", "w IS NOT NULL", "w IN (1, 2)", "w2 IS NULL", "w2 IS NOT NULL", "w2 IN (5)",
                       "w2 IN (4, NULL)", "w IS NULL OR w2 IS NULL", "w = 1 OR sm = 2"])
+
+
+def test_parallel_workers_match_the_conditions_themselves(m):
+    """Each process of a parallel cold scan finds the pushable conditions
+    among the plan's quals and computes their values (parameters too)."""
+    db = m
+    parallel = SESSION + ("SET parallel_setup_cost = 0; SET parallel_tuple_cost = 0; SET min_parallel_table_scan_size = 0;"
+                          " SET max_parallel_workers_per_gather = 2;\n")
+    for where in ["k IN (0, 1, NULL)", "sm = 1 OR z IS NULL", "f8 = ANY ('{0,NaN}'::float8[]) OR s IN ('é3', 'É4')"]:
+        sql = "SELECT id, f8, s FROM {t} WHERE " + where + " ORDER BY id"
+        assert db.query(parallel + sql.replace("{t}", "m")) == db.query(SESSION + sql.replace("{t}", "plain")), where
+        nodes = plan_nodes(db, sql.replace("{t}", "m"), parallel)
+        cold = [n for n in nodes if n.get("Custom Plan Provider") == "TierDB Cold Scan"]
+        assert len(cold) == 1 and cold[0]["Parallel Aware"] and cold[0]["Rows Removed by Filter"] == 0, (where, cold)
+    got = db.query(parallel + "SET plan_cache_mode = force_generic_plan;\n"
+                   "PREPARE q(int[]) AS SELECT id FROM m WHERE sm = ANY ($1) ORDER BY id;\nEXECUTE q('{2,4}');")
+    assert got == db.query(SESSION + "SELECT id FROM plain WHERE sm IN (2, 4) ORDER BY id")
