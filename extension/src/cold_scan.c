@@ -16,47 +16,39 @@
  * Each pk has one delta row (the delta's primary key), so "newest wins"
  * needs no version comparison here.
  *
- * The custom scan pushes the scan's conditions of the form
- * "column <op> value" (value a constant, a parameter or any stable
- * expression without the table's columns, evaluated at executor start)
- * into the lake scan, where they prune files and row groups; the
- * conditions are still checked on every row.  When they bound the tier key
- * at or above T, the scan reads neither the lake nor the delta.
+ * The custom scan pushes the scan's conditions the lake can take
+ * (cold_conditions.h: comparisons, IN lists, null tests and ORs of them,
+ * their values computed at executor start) into the lake scan, where they
+ * prune files, row groups and pages, and where the lake decides one
+ * exactly on its values, the executor no longer checks it on the lake's
+ * rows (the delta's row images meet every condition).  When they hold for
+ * no row below T, the scan reads neither the lake nor the delta.
  *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
 
-#include <locale.h>
-#include <math.h>
-
 #include "access/genam.h"
 #include "access/hash.h"
 #include "access/htup_details.h"
-#include "access/nbtree.h"
 #include "access/parallel.h"
 #include "access/skey.h"
 #include "access/stratnum.h"
 #include "access/table.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_am.h"
-#include "catalog/pg_collation.h"
 #include "catalog/pg_operator.h"
 #include "catalog/pg_type.h"
 #include "commands/defrem.h"
 #include "commands/explain.h"
-#include "common/int.h"
-#include "datatype/timestamp.h"
 #include "executor/executor.h"
 #include "executor/tuptable.h"
 #include "fmgr.h"
 #include "funcapi.h"
-#include "mb/pg_wchar.h"
 #include "miscadmin.h"
 #include "nodes/extensible.h"
 #include "nodes/makefuncs.h"
 #include "nodes/nodeFuncs.h"
-#include "optimizer/clauses.h"
 #include "optimizer/cost.h"
 #include "optimizer/optimizer.h"
 #include "optimizer/pathnode.h"
@@ -70,22 +62,17 @@
 #include "storage/spin.h"
 #include "utils/acl.h"
 #include "utils/builtins.h"
-#include "utils/date.h"
-#include "utils/datum.h"
 #include "utils/fmgroids.h"
 #include "utils/guc.h"
 #include "utils/hsearch.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
-#include "utils/numeric.h"
-#include "utils/pg_locale.h"
 #include "utils/rel.h"
 #include "utils/ruleutils.h"
 #include "utils/snapmgr.h"
 #include "utils/syscache.h"
-#include "utils/typcache.h"
-#include "utils/uuid.h"
 
+#include "cold_conditions.h"
 #include "cold_scan.h"
 #include "delta_keys.h"
 #include "hybrid.h"
@@ -246,16 +233,6 @@ typedef struct ColdReader
 	bool	   *batch_isnull;
 } ColdReader;
 
-/* "column op value" with the value computed at executor start. */
-typedef struct EvaluatedCondition
-{
-	AttrNumber	attno;
-	Oid			typid;
-	tl_ice_expr_op op;
-	Datum		value;
-	int			qual_index;		/* the scan's qual it came from; -1: a hybrid read's split */
-} EvaluatedCondition;
-
 /*
  * jsonb_populate_record(NULL::rowtype, payload) called directly: the
  * function learns the row type from its call expression, so one is built.
@@ -395,6 +372,33 @@ below_split(ColdReader *r, const Datum *values, const bool *isnull)
 }
 
 /*
+ * Whether condition e holds for no cold row: for no row at all, or only
+ * where the tier key is at or above T (a lower bound there, or an IN
+ * list of such keys), which keeps the read off the lake and the delta.
+ */
+static bool
+rules_out_cold_rows(const ColdReader *r, const EvaluatedCondition *e)
+{
+	if (e->op == TL_ICE_EXPR_FALSE)
+		return true;
+	if (e->attno != r->table->tier_key_attno)
+		return false;
+	switch (e->op)
+	{
+		case TL_ICE_EXPR_GE:
+		case TL_ICE_EXPR_GT:
+		case TL_ICE_EXPR_EQ:
+		case TL_ICE_EXPR_IN:
+			for (int i = 0; i < e->nvalues; i++)
+				if (seam_key_canonical(r->table->key_kind, e->typid, e->values[i]) < r->pin.tier_key_hi)
+					return false;
+			return true;
+		default:
+			return false;
+	}
+}
+
+/*
  * Prepares a reader for the table at a pin; nothing is read until
  * cold_reader_next. The caller has checked SELECT on the table.
  */
@@ -409,13 +413,14 @@ cold_reader_begin(ColdReader *r, SeamTable *table, TupleDesc tupdesc, SeamPin pi
 	tl_arena_init(&r->filter_arena, 1024);
 }
 
-static bool lake_value_of(const tl_ice_field *field, Oid typid, Datum d, tl_arena *arena, tl_ice_value *out);
 static double lake_record_count(const SeamTable *table);
 
 /*
  * The lake filter of the conditions on columns the lake has, in types it
- * compares. With tierdb.enable_cold_pushdown off nothing is pushed: the
- * executor checks every condition on every cold row.
+ * compares, and the row checks of those the lake decides exactly on its
+ * values, sparing the conversion of rows that cannot match. With
+ * tierdb.enable_cold_pushdown off nothing is pushed: the executor checks
+ * every condition on every cold row.
  */
 static void
 build_filter(ColdReader *r)
@@ -425,49 +430,24 @@ build_filter(ColdReader *r)
 	foreach(lc, r->conditions)
 	{
 		EvaluatedCondition *c = lfirst(lc);
-		const tl_ice_field *field = lake_scan_attr_field(r->lake, c->attno);
-		tl_ice_value *value = tl_arena_alloc(&r->filter_arena, sizeof(tl_ice_value));
-		const tl_ice_expr *pred;
+		const tl_ice_expr *pred = NULL;
+		LakeRowCondition *check = NULL;
 
-		if (value == NULL)
-			ereport(ERROR, (errcode(ERRCODE_OUT_OF_MEMORY), errmsg("out of memory building a lake filter")));
-		if (!enable_cold_pushdown || field == NULL ||
-			!lake_value_of(field, c->typid, c->value, &r->filter_arena, value))
+		if (enable_cold_pushdown)
+			cold_condition_for_lake(c, r->lake, &r->filter_arena, &pred, &check);
+		if (pred == NULL)
 		{
 			r->check_split |= c->qual_index < 0;
 			continue;
 		}
-		pred = tl_ice_expr_predicate(&r->filter_arena, c->op, field->id, value, 1);
 		r->filter = r->filter == NULL ? pred : tl_ice_expr_and(&r->filter_arena, r->filter, pred);
 		if (r->filter == NULL)
 			ereport(ERROR, (errcode(ERRCODE_OUT_OF_MEMORY), errmsg("out of memory building a lake filter")));
 		r->pushed++;
-		/*
-		 * Also checked per row on the lake values, sparing the conversion of
-		 * rows that cannot match (match_condition_of pushed a string
-		 * comparison only where bytes compare as the collation does).
-		 */
-		{
-			tl_ice_type_id type = field->type.id;
-			LakeRowCondition rc = {.attno = c->attno, .op = c->op, .bytes = value->ptr, .len = value->len};
-
-			/* only the union member written is read */
-			if (type == TL_ICE_INT || type == TL_ICE_DATE)
-				rc.integer = value->v.i32;
-			else if (type == TL_ICE_LONG || type == TL_ICE_TIME || type == TL_ICE_TIMESTAMP ||
-					 type == TL_ICE_TIMESTAMPTZ)
-				rc.integer = value->v.i64;
-			else if (type == TL_ICE_BOOLEAN)
-				rc.boolean = value->v.b;
-			else if (type == TL_ICE_FLOAT)
-				rc.real = value->v.f32;
-			else if (type == TL_ICE_DOUBLE)
-				rc.real = value->v.f64;
-			if (!lake_scan_add_row_condition(r->lake, &rc))
-				r->check_split |= c->qual_index < 0;
-			else if (c->qual_index >= 0)
-				r->lake_checked = bms_add_member(r->lake_checked, c->qual_index);
-		}
+		if (check == NULL || !lake_scan_add_row_condition(r->lake, check))
+			r->check_split |= c->qual_index < 0;
+		else if (c->qual_index >= 0)
+			r->lake_checked = bms_add_member(r->lake_checked, c->qual_index);
 	}
 	if (r->filter != NULL)
 		lake_scan_set_filter(r->lake, r->filter);
@@ -506,18 +486,15 @@ cold_reader_open(ColdReader *r)
 	 */
 	if (r->table->mirrored || r->table->lake_beyond_t)
 	{
-		EvaluatedCondition *split = palloc(sizeof(EvaluatedCondition));
+		AttrNumber	attno = r->table->tier_key_attno;
+		Oid			typid = TupleDescAttr(r->tupdesc, attno - 1)->atttypid;
+		Datum		split = r->table->key_kind == SEAM_KEY_BIGINT
+			? split_as_column_type(typid, r->pin.tier_key_hi)
+			: seam_key_datum(r->table->key_kind, r->pin.tier_key_hi);
 
 		if (!r->all_attrs)
-			attrs = bms_add_member(bms_copy(attrs), r->table->tier_key_attno);
-		split->attno = r->table->tier_key_attno;
-		split->typid = TupleDescAttr(r->tupdesc, split->attno - 1)->atttypid;
-		split->op = TL_ICE_EXPR_LT;
-		split->value = r->table->key_kind == SEAM_KEY_BIGINT
-			? split_as_column_type(split->typid, r->pin.tier_key_hi)
-			: seam_key_datum(r->table->key_kind, r->pin.tier_key_hi);
-		split->qual_index = -1;
-		r->conditions = lappend(r->conditions, split);
+			attrs = bms_add_member(bms_copy(attrs), attno);
+		r->conditions = lappend(r->conditions, cold_condition_of_value(TL_ICE_EXPR_LT, attno, typid, split, false));
 	}
 	r->lake = lake_scan_open(r->pin.metadata_location ? r->pin.metadata_location : r->table->lake_location,
 							 r->pin.snapshot_id, r->tupdesc, attrs, r->all_attrs);
@@ -609,400 +586,18 @@ table_of_rowtype(Oid rowtype)
 
 /* ------------------------------------------------------------ pushing conditions into the lake */
 
-static bool
-is_integer_type(Oid typid)
-{
-	return typid == INT2OID || typid == INT4OID || typid == INT8OID;
-}
-
-/*
- * A date as the lake's days since 1970, exactly; false for the values an
- * Iceberg date cannot hold ('infinity' and '-infinity', which the daemon
- * never writes): no lake value equals them, and the condition stays with
- * the executor, which compares them as Postgres does. (Finite dates fit:
- * the latest, 5874897-12-31, is 2^31 - 2,451,699 days after 2000-01-01.)
- */
-static bool
-lake_date_of(DateADT date, int32 *out)
-{
-	if (DATE_NOT_FINITE(date))
-		return false;
-	return !pg_add_s32_overflow(date, (int32) (POSTGRES_EPOCH_JDATE - UNIX_EPOCH_JDATE), out);
-}
-
-/*
- * A timestamp as the lake's microseconds since 1970, exactly; false for
- * the infinities and for the instants after 294247-01-10
- * 04:00:54.775807, which an Iceberg timestamp cannot hold (the epoch shift
- * would overflow): as for dates, the executor checks those conditions.
- */
-static bool
-lake_timestamp_of(Timestamp ts, int64 *out)
-{
-	if (TIMESTAMP_NOT_FINITE(ts))
-		return false;
-	return !pg_add_s64_overflow(ts, (int64) (POSTGRES_EPOCH_JDATE - UNIX_EPOCH_JDATE) * USECS_PER_DAY, out);
-}
-
-/*
- * A numeric as the unscaled value of a decimal of `scale` digits after the
- * point, exactly; false when it has no such value: NaN and the infinities
- * (which no lake decimal holds: the daemon keeps such rows in the heap),
- * a nonzero digit beyond the scale (1.005 against numeric(12,2): pushing
- * a rounded value would compare wrongly), or more than 38 digits.  Read
- * from the numeric's text, which spells its exact value.
- */
-static bool
-lake_decimal_of(Numeric num, int scale, tl_int128 *out)
-{
-	const char *text;
-	const char *p;
-	tl_int128	unscaled = 0;
-	int			digits = 0;
-	int			fraction = -1;	/* digits read after the point, -1 before it */
-	bool		negative;
-
-	if (numeric_is_nan(num) || numeric_is_inf(num))
-		return false;
-	text = DatumGetCString(DirectFunctionCall1(numeric_out, NumericGetDatum(num)));
-	negative = text[0] == '-';
-	for (p = text + negative; *p != '\0'; p++)
-	{
-		if (*p == '.')
-		{
-			fraction = 0;
-			continue;
-		}
-		if (fraction >= 0 && fraction == scale)
-		{
-			if (*p != '0')
-				return false;	/* not exactly a value at this scale */
-			continue;
-		}
-		if (unscaled != 0 || *p != '0')
-			digits++;
-		if (digits > 38)
-			return false;
-		unscaled = unscaled * 10 + (*p - '0');
-		if (fraction >= 0)
-			fraction++;
-	}
-	for (int i = Max(fraction, 0); i < scale; i++)
-	{
-		if (unscaled != 0)
-			digits++;
-		if (digits > 38)
-			return false;
-		unscaled *= 10;
-	}
-	*out = negative ? -unscaled : unscaled;
-	return true;
-}
-
-/* A Datum of a column's Postgres type as a lake value of its field's type; false if not comparable. */
-static bool
-lake_value_of(const tl_ice_field *field, Oid typid, Datum d, tl_arena *arena, tl_ice_value *out)
-{
-	memset(out, 0, sizeof(*out));
-	switch (field->type.id)
-	{
-		case TL_ICE_INT:
-		case TL_ICE_LONG:
-			{
-				int64		v;
-
-				if (!is_integer_type(typid))
-					return false;
-				v = seam_key_canonical(SEAM_KEY_BIGINT, typid, d);
-				if (field->type.id == TL_ICE_LONG)
-					out->v.i64 = v;
-				else if (v >= PG_INT32_MIN && v <= PG_INT32_MAX)
-					out->v.i32 = (int32) v;
-				else
-					return false;	/* beyond the column's range: no pruning */
-			}
-			return true;
-		case TL_ICE_DATE:
-			if (typid != DATEOID)
-				return false;
-			return lake_date_of(DatumGetDateADT(d), &out->v.i32);
-		case TL_ICE_TIMESTAMP:
-		case TL_ICE_TIMESTAMPTZ:
-			if (typid != TIMESTAMPOID && typid != TIMESTAMPTZOID)
-				return false;
-			if ((typid == TIMESTAMPTZOID) != (field->type.id == TL_ICE_TIMESTAMPTZ))
-				return false;
-			return lake_timestamp_of(DatumGetTimestamp(d), &out->v.i64);
-		case TL_ICE_STRING:
-			/* The lake's strings are UTF-8: bytes compare like text only in a UTF-8 database. */
-			if ((typid != TEXTOID && typid != VARCHAROID) || GetDatabaseEncoding() != PG_UTF8)
-				return false;
-			{
-				text	   *t = DatumGetTextPP(d);
-				tl_bytes	copy = tl_arena_copy(arena, VARDATA_ANY(t), VARSIZE_ANY_EXHDR(t));
-
-				if (copy.ptr == NULL && VARSIZE_ANY_EXHDR(t) > 0)
-					ereport(ERROR, (errcode(ERRCODE_OUT_OF_MEMORY), errmsg("out of memory building a lake filter")));
-				out->ptr = copy.ptr;
-				out->len = copy.len;
-			}
-			return true;
-		case TL_ICE_BOOLEAN:
-			if (typid != BOOLOID)
-				return false;
-			out->v.b = DatumGetBool(d);
-			return true;
-		case TL_ICE_FLOAT:
-			/* A float8 column over a real field (ALTER ... TYPE double precision): only values a real holds. */
-			if (typid == FLOAT4OID)
-				out->v.f32 = DatumGetFloat4(d);
-			else if (typid == FLOAT8OID && (isnan(DatumGetFloat8(d)) ||
-											(double) (float) DatumGetFloat8(d) == DatumGetFloat8(d)))
-				out->v.f32 = (float) DatumGetFloat8(d);
-			else
-				return false;
-			return true;
-		case TL_ICE_DOUBLE:
-			if (typid != FLOAT8OID)
-				return false;
-			out->v.f64 = DatumGetFloat8(d);
-			return true;
-		case TL_ICE_DECIMAL:
-			return typid == NUMERICOID && lake_decimal_of(DatumGetNumeric(d), field->type.scale, &out->v.dec);
-		case TL_ICE_UUID:
-			if (typid != UUIDOID)
-				return false;
-			out->ptr = tl_arena_copy(arena, DatumGetUUIDP(d)->data, UUID_LEN).ptr;
-			if (out->ptr == NULL)
-				ereport(ERROR, (errcode(ERRCODE_OUT_OF_MEMORY), errmsg("out of memory building a lake filter")));
-			out->len = UUID_LEN;
-			return true;
-		case TL_ICE_BINARY:
-			if (typid != BYTEAOID)
-				return false;
-			{
-				bytea	   *b = DatumGetByteaPP(d);
-
-				out->ptr = tl_arena_copy(arena, VARDATA_ANY(b), VARSIZE_ANY_EXHDR(b)).ptr;
-				out->len = VARSIZE_ANY_EXHDR(b);
-				if (out->ptr == NULL && out->len > 0)
-					ereport(ERROR, (errcode(ERRCODE_OUT_OF_MEMORY), errmsg("out of memory building a lake filter")));
-			}
-			return true;
-		case TL_ICE_TIME:
-			if (typid != TIMEOID)
-				return false;
-			out->v.i64 = DatumGetTimeADT(d);
-			return true;
-		default:
-			return false;
-	}
-}
-
-/*
- * Whether a column of type `column` compared with a value of type `value`
- * may be pushed: the same type, integers of any width (the integer
- * operator family compares across them), or text and varchar (one family,
- * one representation).
- */
-static bool
-comparable_types(Oid column, Oid value)
-{
-	if (column == value)
-		return true;
-	if (is_integer_type(column) && is_integer_type(value))
-		return true;
-	return (column == TEXTOID || column == VARCHAROID) && (value == TEXTOID || value == VARCHAROID);
-}
-
-/*
- * Whether a collation is the C library's "C.UTF-8" locale, which sorts by
- * code point (glibc documents it so), that is by UTF-8 bytes, though
- * Postgres treats it as any libc locale. It is the database's default
- * collation in many installations (the e2e clusters' too).
- */
-static bool
-is_libc_c_utf8(Oid collation)
-{
-	const char *name = NULL;
-	char	   *copy = NULL;
-	bool		result;
-
-	if (collation == DEFAULT_COLLATION_OID)
-	{
-		if (pg_newlocale_from_collation(collation) != 0)
-			return false;		/* an ICU default */
-		name = setlocale(LC_COLLATE, NULL);	/* the database's, set as the backend started */
-	}
-	else
-	{
-		HeapTuple	tp = SearchSysCache1(COLLOID, ObjectIdGetDatum(collation));
-		bool		isnull = true;
-		Datum		d = (Datum) 0;
-
-		if (!HeapTupleIsValid(tp))
-			return false;
-		if (((Form_pg_collation) GETSTRUCT(tp))->collprovider == COLLPROVIDER_LIBC)
-			d = SysCacheGetAttr(COLLOID, tp, Anum_pg_collation_collcollate, &isnull);
-		if (!isnull)
-			name = copy = TextDatumGetCString(d);
-		ReleaseSysCache(tp);
-	}
-	result = name != NULL && (strcmp(name, "C.UTF-8") == 0 || strcmp(name, "C.utf8") == 0);
-	if (copy != NULL)
-		pfree(copy);
-	return result;
-}
-
-/*
- * Whether a comparison under collation `collation` (the operator's input
- * collation; InvalidOid for types without one) gives the answer the lake
- * gives comparing the UTF-8 bytes its statistics and rows hold: equality
- * under any deterministic collation (equal text is equal bytes), ordering
- * only under "C"/"POSIX", which orders by bytes.  Under another collation
- * a file whose bounds are 'a'..'a' holds rows below 'B'.
- */
-static bool
-compares_as_bytes(Oid collation, tl_ice_expr_op op)
-{
-	if (!OidIsValid(collation))
-		return true;
-	if (op == TL_ICE_EXPR_EQ)
-		return get_collation_isdeterministic(collation);
-	return lc_collate_is_c(collation) || is_libc_c_utf8(collation);
-}
-
-/* The comparison an operator makes in its type's default btree family, as a lake operator. */
-static bool
-lake_op_of(Oid opno, Oid typid, bool commuted, tl_ice_expr_op *out)
-{
-	/* The type cache keeps the default btree family: no catalog lookup per execution. */
-	Oid			opfamily = lookup_type_cache(typid, TYPECACHE_BTREE_OPFAMILY)->btree_opf;
-	int			strategy;
-
-	if (!OidIsValid(opfamily) || !op_in_opfamily(opno, opfamily))
-		return false;
-	strategy = get_op_opfamily_strategy(opno, opfamily);
-	if (commuted)
-		strategy = BTCommuteStrategyNumber(strategy);
-	switch (strategy)
-	{
-		case BTLessStrategyNumber:
-			*out = TL_ICE_EXPR_LT;
-			return true;
-		case BTLessEqualStrategyNumber:
-			*out = TL_ICE_EXPR_LE;
-			return true;
-		case BTEqualStrategyNumber:
-			*out = TL_ICE_EXPR_EQ;
-			return true;
-		case BTGreaterEqualStrategyNumber:
-			*out = TL_ICE_EXPR_GE;
-			return true;
-		case BTGreaterStrategyNumber:
-			*out = TL_ICE_EXPR_GT;
-			return true;
-		default:
-			return false;
-	}
-}
-
-/*
- * A condition the scan can push: a column compared with a value computed
- * at executor start. The planner finds them (plan_cold_scan); the executor
- * initialises a value's expression only when it evaluates it.
- */
-typedef struct PushedCondition
-{
-	AttrNumber	attno;
-	Oid			typid;			/* the value's type */
-	tl_ice_expr_op op;
-	Expr	   *value;
-	ExprState  *state;			/* NULL until evaluated */
-	int			qual_index;		/* the scan's qual it is */
-} PushedCondition;
-
-/* Whether node has a Var of this query level other than of range table entry `other_than` (0: any). */
-static bool
-contains_var_but_of(Node *node, Index *other_than)
-{
-	if (node == NULL)
-		return false;
-	if (IsA(node, Var))
-		return ((Var *) node)->varlevelsup == 0 && (*other_than == 0 || ((Var *) node)->varno == *other_than);
-	return expression_tree_walker(node, contains_var_but_of, other_than);
-}
-
-/*
- * Recognises "column op value" among the scan's conditions: value holds no
- * Var, or (outer_rel set) none but of other relations, which become
- * parameters of a parameterized scan.
- */
-static bool
-match_condition_of(Expr *clause, Index self, bool outer_vars, PushedCondition *out)
-{
-	Index		vars_of = outer_vars ? self : 0;
-	OpExpr	   *op;
-	Node	   *left,
-			   *right;
-	bool		commuted = false;
-	Var		   *var;
-	Expr	   *value;
-
-	if (!IsA(clause, OpExpr) || list_length(((OpExpr *) clause)->args) != 2)
-		return false;
-	op = (OpExpr *) clause;
-	left = linitial(op->args);
-	right = lsecond(op->args);
-	if (IsA(left, RelabelType))
-		left = (Node *) ((RelabelType *) left)->arg;
-	if (IsA(right, RelabelType))
-		right = (Node *) ((RelabelType *) right)->arg;
-	if (IsA(left, Var) && (!outer_vars || ((Var *) left)->varno == self) && !contains_var_but_of(right, &vars_of))
-	{
-		var = (Var *) left;
-		value = (Expr *) right;
-	}
-	else if (IsA(right, Var) && (!outer_vars || ((Var *) right)->varno == self) &&
-			 !contains_var_but_of(left, &vars_of))
-	{
-		var = (Var *) right;
-		value = (Expr *) left;
-		commuted = true;
-	}
-	else
-		return false;
-	if (var->varattno <= 0 || contain_volatile_functions((Node *) value) || contain_subplans((Node *) value) ||
-		!comparable_types(var->vartype, exprType((Node *) value)))
-		return false;
-	/* The operator's family is its input type's: text's for a varchar column read as text. */
-	if (!lake_op_of(op->opno, exprType(commuted ? lsecond(op->args) : linitial(op->args)), commuted, &out->op) ||
-		!compares_as_bytes(op->inputcollid, out->op))
-		return false;
-	out->attno = var->varattno;
-	out->typid = exprType((Node *) value);
-	out->value = value;
-	out->state = NULL;
-	return true;
-}
-
-static bool
-match_condition(Expr *clause, PushedCondition *out)
-{
-	return match_condition_of(clause, 0, false, out);
-}
-
 bool
 cold_scan_match_condition(Expr *clause, Index self, AttrNumber *attno, Oid *typid, int *op, Expr **value)
 {
-	PushedCondition c;
+	PushedCondition *c = cold_condition_match(clause, self, true);
 
-	if (!match_condition_of(clause, self, true, &c))
+	if (c == NULL || c->op == TL_ICE_EXPR_AND || c->op == TL_ICE_EXPR_OR)
 		return false;
-	*attno = c.attno;
-	*typid = c.typid;
-	*op = (int) c.op;
-	*value = c.value;
+	*attno = c->attno;
+	*op = (int) c->op;
+	/* A null test has no value: a constant true stands for it. */
+	*typid = c->value != NULL ? c->typid : BOOLOID;
+	*value = c->value != NULL ? c->value : (Expr *) makeBoolConst(true, false);
 	return true;
 }
 
@@ -1037,25 +632,17 @@ cold_rows_reader_open(SeamTable *table, TupleDesc tupdesc, const ColdRowsConditi
 
 	cold_reader_begin(r, table, tupdesc, pin_of(table, shared));
 	r->shared = shared;
-	for (int i = 0; i < nconditions && !r->skip; i++)
+	for (int i = 0; i < nconditions; i++)
 	{
 		const ColdRowsCondition *c = &conditions[i];
-		EvaluatedCondition *e;
+		EvaluatedCondition *e = cold_condition_of_value((tl_ice_expr_op) c->op, c->attno, c->typid, c->value,
+														c->isnull);
 
-		/* null holds for no row; a lower bound of the tier key at or above T keeps the read off the lake */
-		if (c->isnull ||
-			(c->attno == table->tier_key_attno &&
-			 (c->op == TL_ICE_EXPR_GE || c->op == TL_ICE_EXPR_GT || c->op == TL_ICE_EXPR_EQ) &&
-			 seam_key_canonical(table->key_kind, c->typid, c->value) >= r->pin.tier_key_hi))
+		if (rules_out_cold_rows(r, e))
 		{
 			r->skip = true;
 			break;
 		}
-		e = palloc(sizeof(EvaluatedCondition));
-		e->attno = c->attno;
-		e->typid = c->typid;
-		e->op = (tl_ice_expr_op) c->op;
-		e->value = datumCopy(c->value, get_typbyval(c->typid), get_typlen(c->typid));
 		e->qual_index = i;
 		r->conditions = lappend(r->conditions, e);
 	}
@@ -1228,26 +815,21 @@ typedef struct ColdScanState
 
 /*
  * The plan's custom_private: the table, the attributes the query reads
- * (pull_varattnos' numbering), the pushable conditions' columns, value
- * types, operators and places among the quals (their values are the first
- * custom_exprs, in the same order), and the privileges to check: those of
- * the table reference a seam union replaced, or a direct call's.
+ * (pull_varattnos' numbering), and the privileges to check: those of the
+ * table reference a seam union replaced, or a direct call's.
  *
- * The quals follow them in custom_exprs (cold_scan_quals), not in the
- * plan's qual: the executor would compile those as the scan starts, and a
- * generic plan's point lookup on hot rows starts this scan at every
- * execution only to find it need not read. They are compiled when the
- * scan reads (filter_what_the_lake_does_not), and shown in EXPLAIN as the
- * plan's quals would be.
+ * The quals are the plan's custom_exprs (cold_scan_quals), not its qual:
+ * the executor would compile those as the scan starts, and a generic
+ * plan's point lookup on hot rows starts this scan at every execution only
+ * to find it need not read. They are compiled when the scan reads
+ * (filter_what_the_lake_does_not), and shown in EXPLAIN as the plan's
+ * quals would be. Which of them the lake can take is found as the scan
+ * starts (set_up_cold_scan), from the quals as setrefs left them.
  */
 enum
 {
 	COLD_PRIVATE_RELID,
 	COLD_PRIVATE_ATTRS,
-	COLD_PRIVATE_CONDITION_ATTNOS,
-	COLD_PRIVATE_CONDITION_TYPES,
-	COLD_PRIVATE_CONDITION_OPS,
-	COLD_PRIVATE_CONDITION_QUALS,	/* each condition's index among the quals */
 	COLD_PRIVATE_CHECK_AS,		/* reference_check_as: NIL for a direct call */
 	COLD_PRIVATE_SELECTED_COLS	/* reference_columns */
 };
@@ -1257,7 +839,7 @@ enum
 List *
 cold_scan_quals(CustomScan *cscan)
 {
-	return list_copy_tail(cscan->custom_exprs, list_length(cold_private(cscan, COLD_PRIVATE_CONDITION_ATTNOS)));
+	return cscan->custom_exprs;
 }
 
 static Plan *plan_cold_scan(PlannerInfo *root, RelOptInfo *rel, CustomPath *best_path, List *tlist,
@@ -1645,34 +1227,14 @@ plan_cold_scan(PlannerInfo *root, RelOptInfo *rel, CustomPath *best_path, List *
 	/* custom_private must be copyable nodes: the pulled attribute set goes as an integer list. */
 	{
 		List	   *pulled = NIL;
-		List	   *attnos = NIL,
-				   *types = NIL,
-				   *ops = NIL,
-				   *places = NIL;
-		ListCell   *lc;
 		int			i = -1;
 
 		while ((i = bms_next_member(attrs, i)) >= 0)
 			pulled = lappend_int(pulled, i);
-		/* The values are copied: setrefs rewrites each of custom_exprs on its own. */
-		cscan->custom_exprs = NIL;
-		foreach(lc, quals)
-		{
-			PushedCondition c;
-
-			if (!match_condition(lfirst(lc), &c))
-				continue;
-			attnos = lappend_int(attnos, c.attno);
-			types = lappend_oid(types, c.typid);
-			ops = lappend_int(ops, (int) c.op);
-			places = lappend_int(places, foreach_current_index(lc));
-			cscan->custom_exprs = lappend(cscan->custom_exprs, copyObject(c.value));
-		}
-		cscan->custom_private = list_concat(list_make5(list_make1_oid(relid), pulled, attnos, types, ops),
-											list_make3(places, lsecond(best_path->custom_private),
-													   lthird(best_path->custom_private)));
-		cscan->custom_exprs = list_concat(cscan->custom_exprs, quals);
+		cscan->custom_private = list_make4(list_make1_oid(relid), pulled, lsecond(best_path->custom_private),
+										   lthird(best_path->custom_private));
 	}
+	cscan->custom_exprs = quals;
 	cscan->methods = &cold_scan_methods;
 	return &cscan->scan.plan;
 }
@@ -1713,49 +1275,37 @@ set_needed_attrs(ColdReader *r, const List *pulled)
 	}
 }
 
-/* Whether condition c puts a lower bound on the tier key (key >, >= or = value). */
+/* Whether condition c may bound the tier key from below (key >, >= or = value, key IN list). */
 static bool
 bounds_tier_key_below(const ColdScanState *s, const PushedCondition *c)
 {
 	return c->attno == s->table->tier_key_attno &&
-		(c->op == TL_ICE_EXPR_GE || c->op == TL_ICE_EXPR_GT || c->op == TL_ICE_EXPR_EQ);
+		(c->op == TL_ICE_EXPR_GE || c->op == TL_ICE_EXPR_GT || c->op == TL_ICE_EXPR_EQ || c->op == TL_ICE_EXPR_IN);
 }
 
 /*
  * Evaluates the pushable conditions' values for the reader, and skips the
- * read when one bounds the tier key at or above T. The bounds come first
- * and the rest is not evaluated once the read is skipped: a generic plan's
- * point lookup on hot rows gets here at every execution.
+ * read when one holds for no cold row (rules_out_cold_rows). The tier
+ * key's bounds come first and the rest is not evaluated once the read is
+ * skipped: a generic plan's point lookup on hot rows gets here at every
+ * execution.
  */
 static void
 evaluate_conditions(ColdScanState *s)
 {
 	ColdReader *r = &s->reader;
-	ExprContext *econtext = s->css.ss.ps.ps_ExprContext;
 	ListCell   *lc;
 
 	foreach(lc, s->conditions)
 	{
 		PushedCondition *c = lfirst(lc);
-		EvaluatedCondition *e;
-		bool		isnull;
-		Datum		value;
+		EvaluatedCondition *e = cold_condition_evaluate(c, &s->css.ss.ps, s->css.ss.ps.ps_ExprContext);
 
-		if (c->state == NULL)
-			c->state = ExecInitExpr(c->value, &s->css.ss.ps);
-		value = ExecEvalExprSwitchContext(c->state, econtext, &isnull);
-		/* A comparison with null holds for no row. */
-		if (isnull || (bounds_tier_key_below(s, c) &&
-					   seam_key_canonical(s->table->key_kind, c->typid, value) >= r->pin.tier_key_hi))
+		if (rules_out_cold_rows(r, e))
 		{
 			r->skip = true;
 			return;
 		}
-		e = palloc(sizeof(EvaluatedCondition));
-		e->attno = c->attno;
-		e->typid = c->typid;
-		e->op = c->op;
-		e->value = datumCopy(value, get_typbyval(c->typid), get_typlen(c->typid));
 		e->qual_index = c->qual_index;
 		r->conditions = lappend(r->conditions, e);
 	}
@@ -1790,11 +1340,7 @@ set_up_cold_scan(ColdScanState *s)
 {
 	CustomScan *cscan = (CustomScan *) s->css.ss.ps.plan;
 	Oid			relid = linitial_oid(cold_private(cscan, COLD_PRIVATE_RELID));
-	ListCell   *attno,
-			   *type,
-			   *op,
-			   *place,
-			   *value;
+	ListCell   *lc;
 
 	if (s->table != NULL)
 		return;
@@ -1807,19 +1353,13 @@ set_up_cold_scan(ColdScanState *s)
 	cold_reader_begin(&s->reader, s->table, NULL, pin_of(s->table, s->shared));
 	set_needed_attrs(&s->reader, cold_private(cscan, COLD_PRIVATE_ATTRS));
 
-	forfive(attno, cold_private(cscan, COLD_PRIVATE_CONDITION_ATTNOS),
-			type, cold_private(cscan, COLD_PRIVATE_CONDITION_TYPES),
-			op, cold_private(cscan, COLD_PRIVATE_CONDITION_OPS),
-			place, cold_private(cscan, COLD_PRIVATE_CONDITION_QUALS),
-			value, cscan->custom_exprs)
+	foreach(lc, cold_scan_quals(cscan))
 	{
-		PushedCondition *c = palloc0(sizeof(PushedCondition));
+		PushedCondition *c = cold_condition_match(lfirst(lc), 0, false);
 
-		c->attno = lfirst_int(attno);
-		c->typid = lfirst_oid(type);
-		c->op = (tl_ice_expr_op) lfirst_int(op);
-		c->value = lfirst(value);
-		c->qual_index = lfirst_int(place);
+		if (c == NULL)
+			continue;
+		c->qual_index = foreach_current_index(lc);
 		s->conditions = bounds_tier_key_below(s, c) ? lcons(c, s->conditions) : lappend(s->conditions, c);
 	}
 }
@@ -1897,10 +1437,15 @@ convert_only_what_is_read(ColdScanState *s)
 	foreach(lc, r->conditions)
 	{
 		EvaluatedCondition *c = lfirst(lc);
+		Bitmapset  *checked = NULL;
+		int			attno = -1;
 
-		if (c->qual_index >= 0 && bms_is_member(c->qual_index, r->lake_checked) &&
-			!bms_is_member(c->attno - FirstLowInvalidHeapAttributeNumber, read))
-			lake_scan_skip_conversion(r->lake, c->attno);
+		if (c->qual_index < 0 || !bms_is_member(c->qual_index, r->lake_checked))
+			continue;
+		cold_condition_attnos(c, &checked);
+		while ((attno = bms_next_member(checked, attno)) >= 0)
+			if (!bms_is_member(attno - FirstLowInvalidHeapAttributeNumber, read))
+				lake_scan_skip_conversion(r->lake, attno);
 	}
 }
 
@@ -2088,7 +1633,7 @@ explain_reading(ColdReader *r, const ColdReadFigures *workers, ExplainState *es)
 
 	if (r->skip)
 	{
-		ExplainPropertyText("Lake", "not read: the conditions keep the query at or above T", es);
+		ExplainPropertyText("Lake", "not read: no row below T meets the conditions", es);
 		return;
 	}
 	if (r->table->mirrored)

@@ -427,16 +427,23 @@ lake_scan_set_filter(LakeScan *scan, const tl_ice_expr *filter)
 	scan->filter = filter;
 }
 
-bool
-lake_scan_add_row_condition(LakeScan *scan, const LakeRowCondition *cond)
+/*
+ * Whether the scan can check predicate c exactly on the values of its
+ * attribute's field (lake_scan_add_row_condition lists which).
+ */
+static bool
+predicate_supported(const LakeScan *scan, const LakeRowCondition *c)
 {
-	const LakeColumn *col = &scan->columns[cond->attno - 1];
+	const LakeColumn *col;
 	bool		ordered;
-	LakeRowCondition *copy;
-	MemoryContext old;
 
+	if (c->attno < 1 || c->attno > scan->tupdesc->natts)
+		return false;
+	col = &scan->columns[c->attno - 1];
 	if (col->field == NULL || col->batch_index < 0 || col->has_default)
 		return false;
+	if (c->op == TL_ICE_EXPR_IS_NULL || c->op == TL_ICE_EXPR_NOT_NULL)
+		return tl_ice_type_is_primitive(col->field->type.id);
 	switch (col->field->type.id)
 	{
 		case TL_ICE_INT:
@@ -458,13 +465,79 @@ lake_scan_add_row_condition(LakeScan *scan, const LakeRowCondition *cond)
 		default:
 			return false;
 	}
-	if (cond->op != TL_ICE_EXPR_EQ && (!ordered || (cond->op != TL_ICE_EXPR_LT && cond->op != TL_ICE_EXPR_LE &&
-												   cond->op != TL_ICE_EXPR_GT && cond->op != TL_ICE_EXPR_GE)))
+	switch (c->op)
+	{
+		case TL_ICE_EXPR_IN:
+			return c->nvalues >= 1;
+		case TL_ICE_EXPR_EQ:
+			return c->nvalues == 1;
+		case TL_ICE_EXPR_LT:
+		case TL_ICE_EXPR_LE:
+		case TL_ICE_EXPR_GT:
+		case TL_ICE_EXPR_GE:
+			return ordered && c->nvalues == 1;
+		default:
+			return false;
+	}
+}
+
+static bool
+row_condition_supported(const LakeScan *scan, const LakeRowCondition *c)
+{
+	ListCell   *lc;
+
+	check_stack_depth();
+	switch (c->op)
+	{
+		case TL_ICE_EXPR_FALSE:
+			return true;
+		case TL_ICE_EXPR_AND:
+		case TL_ICE_EXPR_OR:
+			if (c->args == NIL)
+				return false;
+			foreach(lc, c->args)
+				if (!row_condition_supported(scan, lfirst(lc)))
+					return false;
+			return true;
+		default:
+			return predicate_supported(scan, c);
+	}
+}
+
+static int	compare_row_values(const void *a, const void *b, void *type);
+
+/* A deep copy of a supported condition in the current context, an IN's values sorted for its lookups. */
+static LakeRowCondition *
+copy_row_condition(const LakeScan *scan, const LakeRowCondition *c)
+{
+	LakeRowCondition *copy = palloc(sizeof(LakeRowCondition));
+	ListCell   *lc;
+
+	*copy = *c;
+	copy->args = NIL;
+	foreach(lc, c->args)
+		copy->args = lappend(copy->args, copy_row_condition(scan, lfirst(lc)));
+	if (c->nvalues > 0)
+	{
+		tl_ice_type_id type = scan->columns[c->attno - 1].field->type.id;
+
+		copy->values = palloc(sizeof(LakeRowValue) * c->nvalues);
+		memcpy(copy->values, c->values, sizeof(LakeRowValue) * c->nvalues);
+		if (c->op == TL_ICE_EXPR_IN)
+			qsort_arg(copy->values, c->nvalues, sizeof(LakeRowValue), compare_row_values, &type);
+	}
+	return copy;
+}
+
+bool
+lake_scan_add_row_condition(LakeScan *scan, const LakeRowCondition *cond)
+{
+	MemoryContext old;
+
+	if (!row_condition_supported(scan, cond))
 		return false;
 	old = MemoryContextSwitchTo(scan->cxt);
-	copy = palloc(sizeof(LakeRowCondition));
-	*copy = *cond;
-	scan->row_conditions = lappend(scan->row_conditions, copy);
+	scan->row_conditions = lappend(scan->row_conditions, copy_row_condition(scan, cond));
 	MemoryContextSwitchTo(old);
 	return true;
 }
@@ -498,43 +571,115 @@ compare_bytes(const uint8 *a, size_t alen, const uint8 *b, size_t blen)
 	return cmp != 0 ? cmp : (alen > blen) - (alen < blen);
 }
 
-/* The comparison of row `row` of vec with the condition's value (its sign: negative, 0, positive). */
+/* Two values of a field of this type, in the order Postgres compares the column's values. */
 static inline int
-compare_value(const LakeRowCondition *c, tl_ice_type_id type, const tl_vector *vec, int64 row)
+compare_values(tl_ice_type_id type, const LakeRowValue *a, const LakeRowValue *b)
 {
+	switch (type)
+	{
+		case TL_ICE_BOOLEAN:
+			return (int) a->boolean - (int) b->boolean;
+		case TL_ICE_FLOAT:
+		case TL_ICE_DOUBLE:
+			return compare_real(a->real, b->real);
+		case TL_ICE_STRING:
+		case TL_ICE_BINARY:
+		case TL_ICE_UUID:
+			return compare_bytes(a->bytes, a->len, b->bytes, b->len);
+		default:
+			return (a->integer > b->integer) - (a->integer < b->integer);
+	}
+}
+
+/* qsort_arg's form of compare_values; arg points at the type. */
+static int
+compare_row_values(const void *a, const void *b, void *type)
+{
+	return compare_values(*(const tl_ice_type_id *) type, a, b);
+}
+
+/* Row `row` of a vector of a field of this type (not null) as a condition's value. */
+static inline LakeRowValue
+row_value(tl_ice_type_id type, const tl_vector *vec, int64 row)
+{
+	LakeRowValue v = {0};
+
 	switch (type)
 	{
 		case TL_ICE_INT:
 		case TL_ICE_DATE:
-			return (vec->v.i32[row] > c->integer) - (vec->v.i32[row] < c->integer);
+			v.integer = vec->v.i32[row];
+			break;
 		case TL_ICE_BOOLEAN:
-			return (vec->v.b[row] != 0) != c->boolean;
+			v.boolean = vec->v.b[row] != 0;
+			break;
 		case TL_ICE_FLOAT:
-			return compare_real(vec->v.f32[row], c->real);
+			v.real = vec->v.f32[row];
+			break;
 		case TL_ICE_DOUBLE:
-			return compare_real(vec->v.f64[row], c->real);
+			v.real = vec->v.f64[row];
+			break;
 		case TL_ICE_STRING:
 		case TL_ICE_BINARY:
 		case TL_ICE_UUID:
-			return compare_bytes(vec->v.bytes[row].ptr, vec->v.bytes[row].len, c->bytes, c->len);
+			v.bytes = vec->v.bytes[row].ptr;
+			v.len = vec->v.bytes[row].len;
+			break;
 		default:
-			return (vec->v.i64[row] > c->integer) - (vec->v.i64[row] < c->integer);
+			v.integer = vec->v.i64[row];
+			break;
 	}
+	return v;
 }
+
+/* The comparison of row `row` of vec with value v (its sign: negative, 0, positive). */
+static inline int
+compare_value(const LakeRowValue *v, tl_ice_type_id type, const tl_vector *vec, int64 row)
+{
+	LakeRowValue	at = row_value(type, vec, row);
+
+	return compare_values(type, &at, v);
+}
+
+/* Whether row `row` of vec equals one of an IN's values (sorted by compare_values): a binary search. */
+static inline bool
+in_values(const LakeRowCondition *c, tl_ice_type_id type, const tl_vector *vec, int64 row)
+{
+	LakeRowValue at = row_value(type, vec, row);
+	int			lo = 0;
+	int			hi = c->nvalues - 1;
+
+	while (lo <= hi)
+	{
+		int			mid = lo + (hi - lo) / 2;
+		int			cmp = compare_values(type, &at, &c->values[mid]);
+
+		if (cmp == 0)
+			return true;
+		if (cmp < 0)
+			hi = mid - 1;
+		else
+			lo = mid + 1;
+	}
+	return false;
+}
+
+static void narrow_selection(LakeScan *scan, const LakeRowCondition *c);
 
 /*
  * Narrows the selection of the batch's rows (scan->selected) to those
- * passing condition c (a null passes none). One condition at a time over
- * the whole batch: a tight loop whose switches always go the same way,
- * where checking row by row paid for the executor's call per row.
+ * whose value passes predicate c (a null passes none). One predicate at a
+ * time over the whole batch: a tight loop whose switches always go the
+ * same way, where checking row by row paid for the executor's call per row.
  */
 static void
-narrow_selection(LakeScan *scan, const LakeRowCondition *c)
+narrow_by_values(LakeScan *scan, const LakeRowCondition *c)
 {
 	const LakeColumn *col = &scan->columns[c->attno - 1];
 	const tl_vector *vec = &scan->batch->columns[col->batch_index];
 	const uint8_t *valid = vec->valid;
 	tl_ice_type_id type = col->field->type.id;
+	const LakeRowValue v = c->values[0];	/* a comparison's; IN looks up all of them */
 	int32	   *selected = scan->selected;
 	int64		n = scan->nselected;
 	int64		kept = 0;
@@ -557,12 +702,14 @@ narrow_selection(LakeScan *scan, const LakeRowCondition *c)
 		case TL_ICE_EXPR_LE: NARROW_ROWS(COMPARE, <= 0); break; \
 		case TL_ICE_EXPR_GT: NARROW_ROWS(COMPARE, > 0); break; \
 		case TL_ICE_EXPR_GE: NARROW_ROWS(COMPARE, >= 0); break; \
+		case TL_ICE_EXPR_IN: NARROW_ROWS(IN_VALUES, ); break; \
 		default: elog(ERROR, "unexpected lake row condition operator %d", (int) c->op); \
 	}
-#define COMPARE_INT32(row) ((vec->v.i32[row] > c->integer) - (vec->v.i32[row] < c->integer))
-#define COMPARE_INT64(row) ((vec->v.i64[row] > c->integer) - (vec->v.i64[row] < c->integer))
-#define COMPARE_DOUBLE(row) compare_real(vec->v.f64[row], c->real)
-#define COMPARE_ANY(row) compare_value(c, type, vec, row)
+#define COMPARE_INT32(row) ((vec->v.i32[row] > v.integer) - (vec->v.i32[row] < v.integer))
+#define COMPARE_INT64(row) ((vec->v.i64[row] > v.integer) - (vec->v.i64[row] < v.integer))
+#define COMPARE_DOUBLE(row) compare_real(vec->v.f64[row], v.real)
+#define COMPARE_ANY(row) compare_value(&v, type, vec, row)
+#define IN_VALUES(row) in_values(c, type, vec, row)
 
 	switch (type)
 	{
@@ -590,6 +737,97 @@ narrow_selection(LakeScan *scan, const LakeRowCondition *c)
 #undef COMPARE_INT64
 #undef COMPARE_DOUBLE
 #undef COMPARE_ANY
+}
+
+/* Narrows the selection to the rows whose value is null (IS NULL), or is not (IS NOT NULL). */
+static void
+narrow_by_nullness(LakeScan *scan, const LakeRowCondition *c)
+{
+	const tl_vector *vec = &scan->batch->columns[scan->columns[c->attno - 1].batch_index];
+	bool		want_null = c->op == TL_ICE_EXPR_IS_NULL;
+	int32	   *selected = scan->selected;
+	int64		kept = 0;
+
+	if (vec->valid == NULL)
+	{
+		/* no null in the batch */
+		if (want_null)
+			scan->nselected = 0;
+		return;
+	}
+	for (int64 i = 0; i < scan->nselected; i++)
+	{
+		int32		row = selected[i];
+
+		selected[kept] = row;
+		kept += (vec->valid[row] == 0) == want_null;
+	}
+	scan->nselected = kept;
+}
+
+/*
+ * Narrows the selection to the rows passing any of the OR's args: each
+ * arg narrows the rows no earlier one passed, and the selection keeps, in
+ * their order, the rows one did. The scratch arrays live for the batch.
+ */
+static void
+narrow_to_any(LakeScan *scan, const LakeRowCondition *c)
+{
+	int64		n = scan->nselected;
+	int32	   *input = MemoryContextAlloc(scan->batch_cxt, sizeof(int32) * Max(n, 1));
+	bool	   *passed = MemoryContextAllocZero(scan->batch_cxt, sizeof(bool) * Max(scan->batch->nrows, 1));
+	int64		kept = 0;
+	ListCell   *lc;
+
+	memcpy(input, scan->selected, sizeof(int32) * n);
+	foreach(lc, c->args)
+	{
+		int64		undecided = 0;
+
+		for (int64 i = 0; i < n; i++)
+			if (!passed[input[i]])
+				scan->selected[undecided++] = input[i];
+		if (undecided == 0)
+			break;
+		scan->nselected = undecided;
+		narrow_selection(scan, lfirst(lc));
+		for (int64 i = 0; i < scan->nselected; i++)
+			passed[scan->selected[i]] = true;
+	}
+	for (int64 i = 0; i < n; i++)
+		if (passed[input[i]])
+			scan->selected[kept++] = input[i];
+	scan->nselected = kept;
+}
+
+/* Narrows the selection of the batch's rows (scan->selected) to those passing condition c. */
+static void
+narrow_selection(LakeScan *scan, const LakeRowCondition *c)
+{
+	ListCell   *lc;
+
+	if (scan->nselected == 0)
+		return;
+	switch (c->op)
+	{
+		case TL_ICE_EXPR_FALSE:
+			scan->nselected = 0;
+			break;
+		case TL_ICE_EXPR_AND:
+			foreach(lc, c->args)
+				narrow_selection(scan, lfirst(lc));
+			break;
+		case TL_ICE_EXPR_OR:
+			narrow_to_any(scan, c);
+			break;
+		case TL_ICE_EXPR_IS_NULL:
+		case TL_ICE_EXPR_NOT_NULL:
+			narrow_by_nullness(scan, c);
+			break;
+		default:
+			narrow_by_values(scan, c);
+			break;
+	}
 }
 
 /* Selects the rows of the new batch that pass every row condition. */
@@ -647,6 +885,18 @@ reserve_external_fds(LakeScan *scan)
 	}
 }
 
+/* Clears the flags in deferred (by batch column) of the columns condition c reads. */
+static void
+mark_condition_columns(const LakeScan *scan, const LakeRowCondition *c, bool *deferred)
+{
+	ListCell   *lc;
+
+	foreach(lc, c->args)
+		mark_condition_columns(scan, lfirst(lc), deferred);
+	if (c->attno > 0)
+		deferred[scan->columns[c->attno - 1].batch_index] = false;
+}
+
 /*
  * Late materialisation: with row conditions, the columns they do not read
  * are decoded only for batches where some row passes (fetch_batch). A
@@ -666,7 +916,7 @@ defer_unfiltered_columns(LakeScan *scan)
 	deferred = palloc(sizeof(bool) * scan->nfields);
 	memset(deferred, true, sizeof(bool) * scan->nfields);
 	foreach(lc, scan->row_conditions)
-		deferred[scan->columns[((LakeRowCondition *) lfirst(lc))->attno - 1].batch_index] = false;
+		mark_condition_columns(scan, lfirst(lc), deferred);
 	for (int b = 0; b < scan->nfields; b++)
 		any |= deferred[b];
 	tl_error_clear(&err);

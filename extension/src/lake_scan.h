@@ -39,6 +39,7 @@
 #include "access/tupdesc.h"
 #include "executor/tuptable.h"
 #include "nodes/bitmapset.h"
+#include "nodes/pg_list.h"
 
 #include "tierlake_pg.h"
 
@@ -95,32 +96,48 @@ extern void lake_scan_set_filter(LakeScan *scan, const tl_ice_expr *filter);
 /*
  * A condition checked on the lake values of each row before the row is
  * converted into a tuple: rows failing one are skipped. Only for
- * comparisons whose lake outcome is exactly Postgres'
+ * conditions whose lake outcome is exactly Postgres'
  * (lake_scan_add_row_condition says which), so a caller need not check
  * an accepted condition again on the rows it gets.
+ *
+ * A tree shaped like the lake filter it usually comes with: predicates on
+ * one attribute (a comparison with values[0], IN the nvalues values, IS
+ * NULL, IS NOT NULL), AND and OR of others, and FALSE, which no row passes.
+ * A row passes a predicate only where it is true (a null passes none but
+ * IS NULL), as a WHERE clause keeps rows; with no NOT in the tree, an OR
+ * of conditions a row fails or that are null for it fails it too.
  */
-typedef struct LakeRowCondition
+typedef struct LakeRowValue
 {
-	AttrNumber	attno;
-	tl_ice_expr_op op;
 	/* The value, as the field's type stores it (not a tl_ice_value: palloc cannot align its int128). */
 	int64		integer;		/* int, long, date, time, timestamp(tz) */
 	double		real;			/* float, double */
 	bool		boolean;
 	const uint8 *bytes;			/* string, binary, uuid: owned by the caller */
 	size_t		len;
+} LakeRowValue;
+
+typedef struct LakeRowCondition
+{
+	tl_ice_expr_op op;
+	AttrNumber	attno;			/* predicates; 0 in the others */
+	int			nvalues;		/* 1 for a comparison; IN: any number, duplicates allowed */
+	LakeRowValue *values;
+	List	   *args;			/* AND, OR: LakeRowCondition * */
 } LakeRowCondition;
 
 /*
- * Sets the row conditions (copied; the value bytes must outlive the scan).
- * Accepted, and false returned for the others: any comparison of int,
- * long, date, time, timestamp and timestamptz fields; of float and double
- * fields, ordered as Postgres orders float8 (NaN equal to NaN and above
+ * Sets a row condition (copied; the value bytes must outlive the scan).
+ * Accepted, and false returned for the others: comparisons and IN of
+ * int, long, date, time, timestamp and timestamptz fields; of float and
+ * double fields, as Postgres compares float8 (NaN equal to NaN and above
  * every other value, -0 equal to +0); of string, binary and uuid fields,
  * as bytes (the caller pushes a string comparison only under a collation
  * that compares bytes: equality under a deterministic one, order under
- * "C"); and equality of boolean fields. An attribute the scan does not
- * read is not accepted.
+ * "C"); equality and IN of boolean fields; IS NULL and IS NOT NULL of
+ * any primitive field; AND and OR of accepted conditions. A condition on
+ * an attribute the scan does not read, or that reads an added column's
+ * default, is not accepted, nor is a tree holding one.
  */
 extern bool lake_scan_add_row_condition(LakeScan *scan, const LakeRowCondition *cond);
 

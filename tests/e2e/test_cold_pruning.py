@@ -6,7 +6,9 @@ and a tiered table must still answer exactly as an untiered copy.
 day), with columns of each type the cold scan pushes comparisons on:
 double precision, real, numeric(12,3), uuid, text, varchar, time, boolean,
 bytea. Every value but the boolean rises with the day, so a condition on
-one column selects whole days and the files of the others are pruned. The
+one column selects whole days and the files of the others are pruned
+(sm is the day itself; k, with nulls, repeats every day; z is null on even
+days, so null counts prune). The
 float columns hold both zeros (+0 on day 0, -0 on day 1: equal in
 Postgres, ordered apart by Iceberg) and a NaN (day 2: equal to itself and
 above every number in Postgres); the text columns mix 'a...' days and
@@ -29,7 +31,7 @@ DAYS, COLD_DAYS, PER_DAY = 10, 7, 100
 MAKE = SESSION + f"""
 CREATE TABLE m (id bigint NOT NULL, ts timestamptz NOT NULL, f8 double precision, f4 real,
                 n numeric(12,3), u uuid, s text, v varchar(20), tm time, b boolean, by bytea,
-                k integer, sm smallint, ev text,
+                k integer, sm smallint, ev text, z integer,
                 PRIMARY KEY (id, ts)) PARTITION BY RANGE (ts);
 DO $$ BEGIN FOR d IN 0..{DAYS - 1} LOOP
   EXECUTE format('CREATE TABLE %I PARTITION OF m FOR VALUES FROM (%L) TO (%L)',
@@ -44,7 +46,8 @@ SELECT d * {PER_DAY} + i + 1, timestamptz '2024-01-01 00:00:00+00' + d * interva
        make_time(d, i % 60, 0),
        d % 3 = 0,
        decode(lpad(to_hex(d * 256 + i), 8, '0'), 'hex'),
-       CASE WHEN i % 13 = 0 THEN NULL ELSE (i * 7 % 23) - 11 END, d, 'e' || (i % 5)
+       CASE WHEN i % 13 = 0 THEN NULL ELSE (i * 7 % 23) - 11 END, d, 'e' || (i % 5),
+       CASE WHEN d % 2 = 1 THEN i END
 FROM generate_series(0, {DAYS - 1}) d, generate_series(0, {PER_DAY - 1}) i,
      LATERAL (SELECT CASE WHEN d = 1 AND i = 0 THEN '-0'::float8
                           WHEN d = 2 AND i = 50 THEN 'NaN'::float8
@@ -147,6 +150,15 @@ def test_linguistic_and_nondeterministic_collations_are_not_compared_as_bytes(m)
     ("s > 'a5' COLLATE \"C\"", 3), ("tm >= '05:00'", 2), ("by < '\\x00000200'", 2),
     ("f8 > 2100", 5),
     ("f8 = 0", 2),  # +0 on day 0, -0 on day 1
+    # IN lists, null tests (null counts prune) and ORs
+    ("sm IN (1, 3)", 2), ("f8 IN (0)", 2), ("f8 IN ('-0')", 2),  # +0 on day 0, -0 on day 1
+    ("f8 = ANY ('{NaN}'::float8[])", 1), ("f8 IN (3000, 5024.5)", 2), ("s IN ('B3-010', 'a4-020')", 2),
+    ("ts IN ('2024-01-02 00:05:00+00', '2024-01-05 01:00:00+00')", 2), ("z IS NULL", 4), ("z IS NOT NULL", 3),
+    ("sm = 1 OR s = 'a4-010'", 3),  # day 3's 'é3' is above 'a4-010' too
+    ("f8 < 1000 OR f8 >= 6000", 4),  # day 2's NaN is above 6000
+    ("(sm = 2 AND k = 0) OR (sm = 5 AND z IS NULL)", 1), ("sm IN (1, 2) OR z IS NULL", 5),
+    ("(sm = 3 AND n = 3012.1251) OR sm = 5", 2),  # the AND prunes by sm alone
+    ("k IN (0, 1)", 7), ("k IS NULL", 7),
 ])
 def test_conditions_prune_lake_files_on_every_type(m, where, cold_days_kept):
     db = m
@@ -175,3 +187,231 @@ def test_generic_plans_push_parameters_of_every_type(m):
                        f"EXECUTE q('{value}');")
         want = db.query(SESSION + f"SELECT id FROM plain WHERE {col} = '{value}'")
         assert got == want and want, (col, got, want)
+
+
+# IN lists (`= ANY`), null tests and ORs: each pushed where the lake can
+# answer exactly, and the answers always the untiered copy's.
+
+# column -> IN lists (the SQL after "IN" or "= ANY"): nulls among them, duplicates, empty arrays
+IN_LISTS = {
+    "f8": ["(0, 3000, 'NaN')", "('-0')", "(3000, 3000, 1e9)", "(NULL, 3024.75)", "('Infinity', '-Infinity', 6000)",
+           "ANY ('{}'::float8[])", "ANY ('{NULL}'::float8[])", "ANY (NULL::float8[])", "ANY ('{NaN,-0}'::float8[])"],
+    "f4": ["(0::real, 'NaN'::real)", "('-0'::real, 3000::real)", "(5500.5::real, NULL::real)"],
+    "n": ["(3000, 3012.125, 5500.5)", "(3012.1251, 3000)", "('NaN', 3000)", "(1000.125, NULL)", "('Infinity', -1e30)"],
+    "u": ["('00000003-0000-4000-8000-000000000000', '00000005-0000-4000-8000-000000000063', NULL)"],
+    "s": ["('B3-050', 'a4-000', 'é3', 'zz')", "('É4', 'é3')", "ANY ('{é3,É4,e3}'::text[])", "('a0-000', NULL)",
+          "ANY ('{}'::text[])"],
+    "v": ["('B3-050', 'a4-000', 'É4')", "ANY ('{b1-001,B1-001}'::varchar[])", "ANY ('{a2-002}'::text[])"],
+    "tm": ["('03:00', '05:59:00', '23:00')"],
+    "b": ["(true)", "(true, false)", "(false, NULL)"],
+    "by": ["('\\x00000350', '\\x0000060a', '\\x00')"],
+    "k": ["(-11, 0, 11, NULL)", "(5000000000)", "(5000000000, 3)", "ANY ('{0,0,0}'::int8[])",
+          "ANY ('{{1,2},{3,NULL}}'::int[])"],
+    "sm": ["(1, 3, 5)", "(0, 70000)", "ANY ('{6,2}'::smallint[])"],
+    "id": ["(1, 150, 999, 12345678901)"],
+    "ts": ["('2024-01-02 00:05:00+00', '2024-01-09 01:00:00+00')", "('2024-01-09 01:00:00+00', '2024-01-10 01:00:00+00')",
+           "('2024-01-01 00:00:00+00', 'infinity')"],
+    "ev": ["('e1', 'e3')"],
+    "z": ["(1, 2, NULL)"],
+}
+NULL_TESTED = ["f8", "f4", "n", "u", "s", "v", "tm", "b", "by", "k", "sm", "ev", "z", "id", "ts"]
+ORS = [
+    "f8 < 1000 OR f8 >= 6000", "f8 = 'NaN' OR f8 = '-0'", "s = 'é3' OR s = 'É4' OR sm = 6",
+    "(sm = 2 AND k = 0) OR (sm = 5 AND z IS NULL)", "sm IN (1, 2) OR z IS NULL", "k IS NULL OR k > 10",
+    "f8 = NULL::float8 OR sm = 4", "n = 3012.1251 OR sm = 3", "(sm = 3 AND n = 3012.1251) OR sm = 5",
+    "s = 'a0-000' COLLATE ci OR sm = 3", "s < 'B' COLLATE \"und-x-icu\" OR sm = 6", "b OR sm = 1",
+    "u = '00000003-0000-4000-8000-000000000000' OR by = '\\x0000060a'", "tm >= '05:00' OR tm < '01:00'",
+    "(f4 = 0::real OR f4 = 'NaN'::real) AND sm < 3", "NOT (sm = 1 OR sm = 2)", "ts < '2024-01-02' OR ts >= '2024-01-09'",
+    "sm = 1 OR (sm = 2 AND (k = 1 OR k IS NULL))", "z IS NOT NULL OR s LIKE 'a%'", "sm = ANY ('{}'::int[]) OR sm = 2",
+]
+
+
+def in_condition(col, in_list):
+    return f"{col} = {in_list}" if in_list.startswith("ANY") else f"{col} IN {in_list}"
+
+
+def same_answers(db, conditions):
+    for where in conditions:
+        want = ids(db, "plain", where)
+        assert ids(db, "m", where) == want, where
+        assert ids(db, "m", where, pushdown=False) == want, where + " (pushdown off)"
+
+
+def test_in_lists_answer_as_the_untiered_copy(m):
+    same_answers(m, [in_condition(col, in_list) for col, lists in IN_LISTS.items() for in_list in lists])
+
+
+def test_null_tests_and_ors_answer_as_the_untiered_copy(m):
+    same_answers(m, [f"{col} IS {neg}NULL" for col in NULL_TESTED for neg in ("", "NOT ")] + ORS)
+
+
+def test_in_lists_of_text_follow_the_collation(m):
+    """Equality under a deterministic collation is equality of bytes ('é3'
+    and 'É4' are other strings than 'e3' and 'e4'), so an IN list is pushed
+    there; under ci, where 'É3' equals 'é3', it is not."""
+    db = m
+    for where, pushed in [("s IN ('é3', 'É4')", 1), ("s COLLATE \"und-x-icu\" IN ('é3', 'É4', 'e3')", 1),
+                          ("s COLLATE \"C\" IN ('é3', 'a0-000')", 1), ("s COLLATE ci IN ('É3', 'A0-000')", 0),
+                          ("v COLLATE ci IN ('b1-001', 'é4')", 0), ("v IN ('É4', 'B1-001')", 1),
+                          ("s = ANY ('{É3,a0-000}'::text[] COLLATE ci)", 0)]:
+        want = ids(db, "plain", where)
+        assert want != [("",)], where  # each condition selects some rows
+        assert ids(db, "m", where) == want, where
+        assert cold_scan(db, where)["Conditions Pushed to the Lake"] == pushed, where
+
+
+def cold_rows(db, where):
+    return int(db.query(SESSION + f"SELECT count(*) FROM plain WHERE ts < '2024-01-0{COLD_DAYS + 1}' AND ({where})")[0][0])
+
+
+@pytest.mark.parametrize("where, exact", [
+    ("k IN (0, 1)", True), ("k = ANY ('{0,NULL,1,1}'::int[])", True), ("k IS NULL", True), ("k IS NOT NULL", True),
+    ("f8 IN (0, 'NaN', 2024.5)", True), ("s IN ('a0-001', 'é3')", True), ("k IS NULL OR k > 10", True),
+    ("sm = 1 OR (sm = 2 AND (k = 1 OR k IS NULL))", True), ("b = ANY ('{false}'::boolean[])", True),
+    ("(sm = 3 AND n = 3012.125) OR sm = 5", False),  # numeric is not checked on the lake's values
+    ("n IN (3000, 3012.125)", False), ("s COLLATE ci IN ('A0-001')", False),
+])
+def test_rows_are_skipped_before_conversion(m, where, exact):
+    """An IN list, a null test or an OR the lake checks exactly skips the
+    rows it rules out before they become tuples, and the executor does not
+    check it again (nothing left for its filter to remove)."""
+    db = m
+    node = cold_scan(db, where)
+    passing = cold_rows(db, where)
+    read = COLD_DAYS * PER_DAY - node["Lake Files Pruned"] * PER_DAY
+    if exact:
+        assert node["Rows Skipped Before Conversion"] == read - passing, (where, node)
+        assert node["Rows Removed by Filter"] == 0 and node["Actual Rows"] == passing, (where, node)
+    else:
+        assert node["Rows Skipped Before Conversion"] == 0 and node["Rows Removed by Filter"] > 0, (where, node)
+    assert ids(db, "m", where) == ids(db, "plain", where)
+
+
+def test_empty_in_lists_and_all_null_ones_read_nothing(m):
+    """Where the planner has not already proven that no row passes, the cold scan reads nothing."""
+    db = m
+    for where in ["sm = ANY ('{}'::int[])", "k IN (NULL)", "f8 = ANY (NULL::float8[])", "k = ANY ('{NULL,NULL}'::int[])",
+                  "ts IN ('2024-01-09 01:00:00+00', '2024-01-10 01:00:00+00')"]:  # at or above T
+        for node in plan_nodes(db, f"SELECT id FROM m WHERE {where}"):
+            if node.get("Custom Plan Provider") == "TierDB Cold Scan":
+                assert node["Lake"] == "not read: no row below T meets the conditions", (where, node)
+        assert ids(db, "m", where) == ids(db, "plain", where)
+    for array in ["{}", "{NULL}"]:
+        node = custom_node(db, f"EXECUTE q('{array}')", "TierDB Cold Scan",
+                           SESSION + "SET plan_cache_mode = force_generic_plan;\n"
+                           "PREPARE q(int[]) AS SELECT id FROM m WHERE k = ANY ($1);\n")
+        assert node["Lake"] == "not read: no row below T meets the conditions", (array, node)
+
+
+GENERIC = [  # column, array type, values
+    ("f8", "float8[]", ["{0,NaN,3000}", "{-0}", "{}", "{NULL}", "{NULL,1000.25}"]),
+    ("f4", "real[]", ["{0,NaN}", "{-0,3000}"]),
+    ("n", "numeric[]", ["{3000,3012.125}", "{3012.1251}", "{3012.1251,3000}", "{NaN}"]),
+    ("u", "uuid[]", ["{00000003-0000-4000-8000-00000000000a,00000009-0000-4000-8000-000000000001}"]),
+    ("s", "text[]", ["{B3-010,é3,É4,e3}", "{}"]),
+    ("v", "varchar[]", ["{B3-010,a4-099}"]),
+    ("tm", "time[]", ["{03:10,05:00}"]),
+    ("b", "boolean[]", ["{true}", "{false,NULL}"]),
+    ("by", "bytea[]", ["{\\\\x00000350,\\\\x0000060a}"]),
+    ("k", "int[]", ["{0,NULL,5}"]),
+    ("k", "bigint[]", ["{5000000000,1}", "{-11}"]),
+    ("sm", "int[]", ["{1,3}", "{70000,2}"]),
+    ("ts", "timestamptz[]", ["{2024-01-02 00:05:00+00,2024-01-09 00:05:00+00}", "{2024-01-09 00:05:00+00}"]),
+]
+
+
+def test_generic_plans_push_in_lists_of_parameters(m):
+    """`= ANY ($1)` under force_generic_plan: the array is a parameter the
+    scan computes when it starts; as IN ($1, $2) too, and again at each
+    rescan of a correlated subquery."""
+    db = m
+    for col, typ, arrays in GENERIC:
+        for array in arrays + [None]:
+            arg = "NULL" if array is None else "'" + array.replace("'", "''") + "'"
+            got = db.query(SESSION + "SET plan_cache_mode = force_generic_plan;\n"
+                           f"PREPARE q({typ}) AS SELECT coalesce(string_agg(id::text, ',' ORDER BY id), '') FROM m"
+                           f" WHERE {col} = ANY ($1);\nEXECUTE q({arg});")
+            want = ids(db, "plain", f"{col} = ANY ({arg}::{typ})")
+            assert got == want, (col, array, got, want)
+    got = db.query(SESSION + "SET plan_cache_mode = force_generic_plan;\n"
+                   "PREPARE q(int, int, float8) AS SELECT coalesce(string_agg(id::text, ',' ORDER BY id), '') FROM m"
+                   " WHERE sm IN ($1, $2) AND (f8 IN ($3, 'NaN') OR z IS NULL);\nEXECUTE q(2, 5, 5012.5);")
+    assert got == ids(db, "plain", "sm IN (2, 5) AND (f8 IN (5012.5, 'NaN') OR z IS NULL)") != [("",)]
+    node = custom_node(db, "EXECUTE q('{1,3}')", "TierDB Cold Scan",
+                       SESSION + "SET plan_cache_mode = force_generic_plan;\n"
+                       "PREPARE q(int[]) AS SELECT id FROM m WHERE sm = ANY ($1);\n")
+    assert node["Lake Files Pruned"] == COLD_DAYS - 2 and node["Rows Removed by Filter"] == 0, node
+    for sql in ["SELECT o.x, (SELECT string_agg(id::text, ',' ORDER BY id) FROM {t}"
+                " WHERE k = ANY (ARRAY[o.x, o.x + 1, NULL]) AND (sm = o.x + 5 OR z IS NULL)) FROM generate_series(-6, 6) o(x)",
+                "SELECT o.x, (SELECT count(*) FROM {t} WHERE sm = ANY (ARRAY[o.x, 6]) AND k IS NOT NULL)"
+                " FROM generate_series(-1, 8) o(x)"]:
+        for session in ["", "SET tierdb.enable_cold_aggregate = off;\n"]:
+            got = db.query(SESSION + session + sql.format(t="m") + " ORDER BY 1")
+            assert got == db.query(SESSION + sql.format(t="plain") + " ORDER BY 1"), (sql, session)
+
+
+def test_the_cold_aggregate_takes_in_lists_and_null_tests(m):
+    """Through the cold rows reader: pruned, and checked on the lake's
+    vectors, so the aggregate reads them a batch at a time."""
+    db = m
+    for sql, vectors in [("SELECT count(*), sum(k) FROM {t} WHERE sm IN (1, 2, 5)", True),
+                         ("SELECT count(*), min(f8), max(k) FROM {t} WHERE z IS NULL", True),
+                         ("SELECT count(*), max(k) FROM {t} WHERE k = ANY ('{{0,NULL,3}}') AND f8 IS NOT NULL", True),
+                         ("SELECT count(*) FROM {t} WHERE sm = 1 OR z IS NULL", False)]:
+        got = db.query(SESSION + sql.format(t="m"))
+        assert got == db.query(SESSION + sql.format(t="plain")), sql
+        node = custom_node(db, sql.format(t="m"), "TierDB Cold Aggregate")
+        if vectors:
+            assert node["Cold Rows Aggregated From Column Vectors"] == node["Cold Rows Aggregated"] > 0, (sql, node)
+        else:
+            assert node["Cold Rows Aggregated From Column Vectors"] == 0, (sql, node)
+    prepare = SESSION + "SET plan_cache_mode = force_generic_plan;\nPREPARE q(int[]) AS SELECT count(*) FROM m WHERE sm = ANY ($1);\n"
+    for array, count in [("{}", "0"), ("{NULL}", "0"), ("{2,3,NULL}", "200")]:
+        assert db.query(prepare + f"EXECUTE q('{array}')") == [(count,)]
+        node = custom_node(db, f"EXECUTE q('{array}')", "TierDB Cold Aggregate", prepare)
+        if count == "0":
+            assert node["Lake"] == "not read: no row below T meets the conditions", node
+        else:
+            assert node["Lake Files Pruned"] == COLD_DAYS - 2, node
+
+
+def test_writes_and_corrections_meet_in_lists_and_null_tests(m):
+    """DML on cold rows selected by IN lists and null tests, then reads of
+    rows the delta corrected: its row images meet every condition."""
+    db = m
+    for t in ("m", "plain"):
+        db.query(SESSION + f"UPDATE {t} SET ev = 'upd', k = NULL WHERE sm IN (1, 3) AND z IS NOT NULL AND k IN (0, 5, NULL);"
+                 f" UPDATE {t} SET z = 7 WHERE sm = ANY ('{{2,4}}') AND k IS NULL;"
+                 f" DELETE FROM {t} WHERE (sm = 5 AND k IS NULL) OR id IN (1, 2, 3);")
+    assert db.query(SESSION + "SELECT id, ev, k, z FROM m ORDER BY id") == \
+        db.query(SESSION + "SELECT id, ev, k, z FROM plain ORDER BY id")
+    same_answers(db, ["ev IN ('upd')", "k IS NULL", "z IN (7)", "z IS NULL", "sm IN (1, 3) AND k IS NULL",
+                      "z = 7 OR ev = 'upd'", "id IN (1, 2, 3, 4)"])
+
+
+def test_columns_added_after_the_rows_went_to_the_lake(m):
+    """Files written before a column existed read it as null, or as its
+    default: null tests and IN lists give the untiered copy's answer."""
+    db = m
+    for t in ("m", "plain"):
+        db.query(SESSION + f"ALTER TABLE {t} ADD COLUMN w integer, ADD COLUMN w2 integer DEFAULT 5")
+        db.query(SESSION + f"UPDATE {t} SET w = 1, w2 = NULL WHERE id % 50 = 3")
+    same_answers(db, ["w IS NULL", "w IS NOT NULL", "w IN (1, 2)", "w2 IS NULL", "w2 IS NOT NULL", "w2 IN (5)",
+                      "w2 IN (4, NULL)", "w IS NULL OR w2 IS NULL", "w = 1 OR sm = 2"])
+
+
+def test_parallel_workers_match_the_conditions_themselves(m):
+    """Each process of a parallel cold scan finds the pushable conditions
+    among the plan's quals and computes their values (parameters too)."""
+    db = m
+    parallel = SESSION + ("SET parallel_setup_cost = 0; SET parallel_tuple_cost = 0; SET min_parallel_table_scan_size = 0;"
+                          " SET max_parallel_workers_per_gather = 2;\n")
+    for where in ["k IN (0, 1, NULL)", "sm = 1 OR z IS NULL", "f8 = ANY ('{0,NaN}'::float8[]) OR s IN ('é3', 'É4')"]:
+        sql = "SELECT id, f8, s FROM {t} WHERE " + where + " ORDER BY id"
+        assert db.query(parallel + sql.replace("{t}", "m")) == db.query(SESSION + sql.replace("{t}", "plain")), where
+        nodes = plan_nodes(db, sql.replace("{t}", "m"), parallel)
+        cold = [n for n in nodes if n.get("Custom Plan Provider") == "TierDB Cold Scan"]
+        assert len(cold) == 1 and cold[0]["Parallel Aware"] and cold[0]["Rows Removed by Filter"] == 0, (where, cold)
+    got = db.query(parallel + "SET plan_cache_mode = force_generic_plan;\n"
+                   "PREPARE q(int[]) AS SELECT id FROM m WHERE sm = ANY ($1) ORDER BY id;\nEXECUTE q('{2,4}');")
+    assert got == db.query(SESSION + "SELECT id FROM plain WHERE sm IN (2, 4) ORDER BY id")
