@@ -532,6 +532,7 @@ TEST(writer_dictionary_falls_back_to_plain_when_its_budget_is_spent)
 		tl_pq_writer_options_init(&o);
 		o.page_rows = 300;
 		o.dictionary_bytes = 8 * 1000 + 7;   /* room for exactly 1,000 values */
+		o.dictionary_early_fallback = false; /* its unique values would give it up at the first page */
 		o.write_page_crc = true;
 		written f;
 		CHECK_OK(wt_write_one(optional ? "fallback_optional" : "fallback_required", s, &o, b, &f, &err), &err);
@@ -579,6 +580,123 @@ TEST(writer_dictionary_falls_back_to_plain_when_its_budget_is_spent)
 		wt_written_free(&f);
 		tl_pq_batch_free(b);
 		tl_pq_schema_free(s);
+	}
+}
+
+/* 300 distinct values, each page of 1,000 rows holding every one of them. */
+static int64_t one_of_300(int64_t row)
+{
+	return (row * 7) % 300 - 150;
+}
+
+/* Row i's value as 16 bytes of text. */
+static void value_text(int64_t v, char out[17])
+{
+	snprintf(out, 17, "v%015lld", (long long)v);
+}
+
+/* Reads back a one-column BYTE_ARRAY file written from value_text(value(row)), nulls where !present(row). */
+static void check_texts(const char *path, int64_t rows, int64_t (*value)(int64_t), bool (*present)(int64_t))
+{
+	tl_error err;
+	tl_error_clear(&err);
+	tl_input *in = tl_input_open_file(path, &err);
+	tl_pq_reader *r = in ? tl_pq_reader_open(in, &err) : NULL;
+	CHECK_OK(r != NULL ? 0 : -1, &err);
+	tl_pq_batch *got = tl_pq_reader_batch_new(r, rows);
+	char want[17];
+	int64_t row = 0, n;
+	bool right = true;
+	while ((n = tl_pq_reader_next(r, got, &err)) > 0) {
+		for (int64_t i = 0; i < n; i++, row++) {
+			bool here = present == NULL || present(row);
+			const tl_bytes *v = &got->columns[0].v.bytes[i];
+			value_text(value(row), want);
+			right &= tl_vector_is_null(&got->columns[0], i) != here &&
+			         (!here || (v->len == 16 && memcmp(v->ptr, want, 16) == 0));
+		}
+	}
+	tl_pq_batch_free(got);
+	CHECK_INT(n, 0);
+	CHECK_INT(row, rows);
+	CHECK(right);
+	tl_pq_reader_free(r);
+	tl_input_close(in);
+}
+
+/*
+ * What the first full page of a chunk says decides whether it keeps its
+ * dictionary: values so nearly unique that the dictionary would outgrow
+ * its budget before the row group ends give it up, and that page is
+ * re-encoded PLAIN; values that repeat keep it, and so do unique values
+ * in row groups small enough for the dictionary to hold them all; with
+ * the judgement off the dictionary falls back at its budget only.
+ */
+TEST(writer_dictionary_is_given_up_at_the_first_page_when_it_would_outgrow_its_budget)
+{
+	tl_error err;
+	tl_error_clear(&err);
+	static const struct {
+		int64_t (*value)(int64_t);
+		bool nulls, early;
+		int64_t row_group_rows;
+		bool keeps;
+	} cases[] = {
+		{identity, false, true, 16000, false},   /* 16,000 distinct x 8 or 20 bytes: over the 32 KiB budget */
+		{identity, true, true, 16000, false},    /* the same with a third of the rows null */
+		{one_of_300, true, true, 16000, true},   /* 300 distinct: the dictionary pays */
+		{identity, false, true, 1000, true},     /* 1,000-row row groups: it holds every value */
+		{identity, false, false, 16000, true},   /* judgement off: kept until its budget is spent */
+	};
+	for (size_t k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
+		for (int bytes = 0; bytes < 2; bytes++) {
+			bool optional = cases[k].nulls || bytes;
+			tl_pq_schema *s = wt_one_column_schema(wt_column("v", bytes ? TL_PQ_BYTE_ARRAY : TL_PQ_INT64, !optional));
+			tl_pq_batch *b = tl_pq_batch_new(s, 16000);
+			char (*text)[17] = malloc(sizeof(*text) * 16000);
+			b->nrows = 16000;
+			for (int64_t i = 0; i < 16000; i++) {
+				int64_t v = cases[k].value(i);
+				value_text(v, text[i]);
+				if (bytes)
+					b->columns[0].v.bytes[i] = wt_text(text[i]);
+				else
+					b->columns[0].v.i64[i] = v;
+				if (optional)
+					b->columns[0].valid[i] = !cases[k].nulls || every_third_null(i);
+			}
+			tl_pq_writer_options o = wt_uncompressed_options();
+			o.page_rows = 1000;
+			o.row_group_rows = cases[k].row_group_rows;
+			o.dictionary_bytes = 32 * 1024;
+			o.dictionary_early_fallback = cases[k].early;
+			written f;
+			CHECK_OK(wt_write_one("dict_judged", s, &o, b, &f, &err), &err);
+			const pq_column_meta *m = wt_chunk_meta(&f, 0, 0);
+			page_view *pages = wt_page_buffer();
+			int npages, dictionary_pages = 0;
+			CHECK_OK(wt_chunk_pages(&f, m, pages, &npages, &err), &err);
+			for (int p = 0; p < npages; p++)
+				dictionary_pages += pages[p].h.type == PQ_PAGE_DATA &&
+				                    pages[p].h.data_page_header.encoding == PQ_ENC_RLE_DICTIONARY;
+			free(pages);
+			if (m->has_dictionary_page_offset != cases[k].keeps || (dictionary_pages > 0) != cases[k].keeps)
+				tl_test_fail(__FILE__, __LINE__, "case %zu (%s): %s dictionary page, %d dictionary-encoded pages", k,
+				             bytes ? "strings" : "numbers", m->has_dictionary_page_offset ? "a" : "no",
+				             dictionary_pages);
+			/* A page encoded with the dictionary, then re-encoded without: every value reads back. */
+			bool (*present)(int64_t) = cases[k].nulls ? every_third_null : NULL;
+			if (bytes)
+				check_texts(f.path, 16000, cases[k].value, present);
+			else
+				CHECK_OK(wt_read_back_int64(f.path, 16000, cases[k].value, present, &err), &err);
+			wt_written_free(&f);
+			free(text);
+			tl_pq_batch_free(b);
+			tl_pq_schema_free(s);
+			if (tl_test_failed())
+				return;
+		}
 	}
 }
 

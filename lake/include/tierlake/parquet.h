@@ -156,6 +156,10 @@ typedef struct tl_pq_writer_options {
 	int64_t page_rows;            /* ...or at this many rows */
 	bool dictionary;              /* try dictionary encoding first */
 	int64_t dictionary_bytes;     /* dictionary budget per column chunk before falling back to PLAIN */
+	/* Judge the dictionary when a chunk's first page fills: if its values
+	 * (nearly all distinct) say the dictionary would outgrow its budget
+	 * before the row group ends, that page and the rest are PLAIN (default on). */
+	bool dictionary_early_fallback;
 	bool write_page_crc;          /* CRC32 in every page header (default on) */
 	bool write_page_index;        /* a ColumnIndex and OffsetIndex per column chunk (default on) */
 	/* Split block bloom filters (xxHash64) for these schema columns, one per
@@ -172,8 +176,8 @@ typedef struct tl_pq_writer_options {
 
 /*
  * Fills opts with the defaults: ZSTD, 1 MiB / 20,000-row pages, 128 MiB /
- * 1M-row row groups, dictionary on, page CRCs on, page index on, no bloom
- * filters.
+ * 1M-row row groups, dictionary on (judged on the first page), page CRCs
+ * on, page index on, no bloom filters.
  */
 void tl_pq_writer_options_init(tl_pq_writer_options *opts);
 

@@ -346,6 +346,10 @@ void tl_pq_writer_options_init(tl_pq_writer_options *opts)
 	opts->page_rows = 20000;
 	opts->dictionary = true;
 	opts->dictionary_bytes = 1024 * 1024;
+	/* On: a chunk of (nearly) unique values gets no dictionary, which
+	 * would hold as many bytes as its values and leave every reader of a
+	 * page to decompress up to dictionary_bytes first. */
+	opts->dictionary_early_fallback = true;
 	/* On: a flipped bit in a stored page is then an error on read (ours,
 	 * parquet-mr's, Arrow's with verification on), never a different value. */
 	opts->write_page_crc = true;

@@ -19,8 +19,15 @@
  * the per-value loops free of bookkeeping (parquet-cpp checks at the same
  * granularity). The dictionary budget is exact, though: the dictionary
  * stops at the value that would overflow it, and that value's row starts
- * the first PLAIN page.
+ * the first PLAIN page. A dictionary is also judged once, when the chunk's
+ * first page fills: if the values so far are nearly all distinct, so that
+ * the dictionary would reach its budget before the row group ends anyway,
+ * the page is re-encoded PLAIN and so is the rest of the chunk (as
+ * parquet-mr judges its first page). Such a dictionary only costs: it
+ * holds as many bytes as the values it replaces, and every reader of one
+ * of its pages, a point lookup included, must first decompress all of it.
  */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -448,11 +455,15 @@ static void add_dictionary_hashes(column_writer *c, uint32_t from, uint32_t to)
 	}
 }
 
+static size_t dictionary_budget(const tl_pq_writer *w)
+{
+	return w->opts.dictionary_bytes > (int64_t)MAX_PAGE_BYTES ? MAX_PAGE_BYTES : (size_t)w->opts.dictionary_bytes;
+}
+
 /* Dictionary-encodes values; returns how many fit before the budget ran out. */
 static int64_t encode_dictionary(tl_pq_writer *w, column_writer *c, const void *values, int64_t n)
 {
-	size_t budget = w->opts.dictionary_bytes > (int64_t)MAX_PAGE_BYTES ? MAX_PAGE_BYTES
-	                                                                      : (size_t)w->opts.dictionary_bytes;
+	size_t budget = dictionary_budget(w);
 	uint32_t before = c->dict.count;
 	uint32_t *indices = (uint32_t *)tl_buf_extend(&c->values, (size_t)n * sizeof(uint32_t));
 	if (indices == NULL)
@@ -531,6 +542,95 @@ static bool column_failed(const tl_pq_writer *w, const column_writer *c)
 	       tl_buf_failed(&c->bloom_builder.hashes);
 }
 
+/* ------------------------------------------------------------ judging a dictionary */
+
+/* A first page with fewer values says too little about the column to judge its dictionary by. */
+#define JUDGE_MIN_VALUES 256
+
+/*
+ * How many distinct values D a column drawing uniformly from them has when
+ * n values show d < n distinct ones: the D with D (1 - e^(-n/D)) = d, by
+ * bisection. Columns are rarely uniform, but the estimate only has to
+ * tell thousands from hundreds of thousands.
+ */
+static double distinct_population(double n, double d)
+{
+	double lo = d, hi = 2.0 * d;
+	while (hi * (1.0 - exp(-n / hi)) < d && hi < 1e18)
+		hi *= 2.0;
+	for (int i = 0; i < 64; i++) {
+		double mid = (lo + hi) / 2.0;
+		if (mid * (1.0 - exp(-n / mid)) < d)
+			lo = mid;
+		else
+			hi = mid;
+	}
+	return hi;
+}
+
+/*
+ * Whether the dictionary of a chunk whose first page is full would reach
+ * its budget before the row group does: the distinct values a full row
+ * group is expected to hold, at the entries' mean size, against the
+ * budget. Only a page with nearly every value distinct gets there (a
+ * column of 10,000 distinct values keeps its dictionary), and a dictionary
+ * that would fill its budget is one a chunk falls back from anyway.
+ */
+static bool dictionary_will_overflow(const tl_pq_writer *w, const column_writer *c)
+{
+	if (c->page_values < JUDGE_MIN_VALUES || c->dict.count == 0)
+		return false;
+	double n = (double)c->page_values, d = (double)c->dict.count;
+	double chunk_values = (double)w->opts.row_group_rows * n / (double)c->page_rows;
+	double expected = chunk_values;
+	if (d < n) {
+		double population = distinct_population(n, d);
+		expected = population * (1.0 - exp(-chunk_values / population));
+	}
+	double entry_bytes = (double)c->dict.plain.len / d;
+	return expected * entry_bytes > (double)dictionary_budget(w);
+}
+
+/* Re-encodes the open page's dictionary indices as PLAIN values and leaves the chunk without a dictionary. */
+static int drop_dictionary(tl_pq_writer *w, column_writer *c, tl_error *err)
+{
+	const uint32_t *indices = (const uint32_t *)c->values.data;
+	tl_buf *plain = &w->gather;
+	tl_buf_reset(plain);
+	for (int64_t i = 0; i < c->page_values; i++) {
+		if (c->dict.by_bytes) {
+			tl_bytes v = pq_dict_entry_bytes(&c->dict, indices[i]);
+			if (c->col->physical == TL_PQ_BYTE_ARRAY)
+				pq_append_u32_le(plain, v.len);
+			tl_buf_append(plain, v.ptr, v.len);
+		} else {
+			tl_buf_append(plain, c->dict.plain.data + (size_t)indices[i] * (size_t)c->dict.width,
+			              (size_t)c->dict.width);
+		}
+	}
+	if (tl_buf_check(plain, err, "re-encoding a Parquet page without its dictionary") < 0)
+		return -1;
+	/* The page's values become the PLAIN bytes; the index buffer is the next gather scratch. */
+	tl_buf swap = c->values;
+	c->values = *plain;
+	*plain = swap;
+	c->dictionary_mode = false;
+	pq_dict_reset(&c->dict);
+	return 0;
+}
+
+/*
+ * Closes a page that reached its limits; the chunk's first one decides
+ * whether the chunk keeps its dictionary.
+ */
+static int close_full_page(tl_pq_writer *w, column_writer *c, tl_error *err)
+{
+	if (c->dictionary_mode && w->opts.dictionary_early_fallback && c->dictionary_pages == 0 &&
+	    c->plain_pages == 0 && dictionary_will_overflow(w, c) && drop_dictionary(w, c, err) < 0)
+		return -1;
+	return close_page(w, c, err);
+}
+
 /*
  * Appends rows [row, row + n) of one column (n <= PIECE_ROWS) to its open
  * page, closing pages at their limits and falling back to PLAIN when the
@@ -588,7 +688,7 @@ static int write_column_rows(tl_pq_writer *w, column_writer *c, const tl_vector 
 				return -1;
 			c->dictionary_mode = false;
 		} else if (c->page_rows >= w->opts.page_rows || page_value_bytes(c) >= w->opts.page_bytes) {
-			if (close_page(w, c, err) < 0)
+			if (close_full_page(w, c, err) < 0)
 				return -1;
 		}
 		row += rows;
