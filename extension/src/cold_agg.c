@@ -526,7 +526,6 @@ typedef struct ColdAggScanState
 	TupleTableSlot *row;		/* a cold row: the table's row type */
 	TupleTableSlot *key_slot;	/* a group's first row, for its key values */
 	TupleTableSlot *key_input;	/* a batch row's group columns, to look its group up */
-	int		   *condition_quals;	/* per condition given to the reader, the qual it came from */
 	GroupKeys  *group_keys;		/* a batch's groups by their keys' bytes */
 	PartialState **batch_groups;	/* per row of a batch, its group's states */
 	int64		rows_read;
@@ -656,40 +655,6 @@ build_groups(ColdAggScanState *s, TupleDesc rowdesc)
 									   s->group_cxt, s->css.ss.ps.ps_ExprContext->ecxt_per_tuple_memory, false);
 }
 
-/*
- * The conditions of the cold arm's quals the lake can prune with
- * (cold_scan_match_condition), their values computed now.
- */
-static ColdRowsCondition *
-pruning_conditions(ColdAggScanState *s, List *quals, int *n)
-{
-	ColdRowsCondition *conditions = palloc0(sizeof(ColdRowsCondition) * Max(list_length(quals), 1));
-	ExprContext *econtext = s->css.ss.ps.ps_ExprContext;
-	ListCell   *lc;
-
-	s->condition_quals = palloc0(sizeof(int) * Max(list_length(quals), 1));
-	*n = 0;
-	foreach(lc, quals)
-	{
-		AttrNumber	attno;
-		Oid			typid;
-		int			op;
-		Expr	   *value;
-		ExprState  *state;
-
-		if (!cold_scan_match_condition(lfirst(lc), INDEX_VAR, &attno, &typid, &op, &value))
-			continue;
-		s->condition_quals[*n] = foreach_current_index(lc);
-		state = ExecInitExpr(value, NULL);
-		conditions[*n].attno = attno;
-		conditions[*n].typid = typid;
-		conditions[*n].op = op;
-		conditions[*n].value = ExecEvalExprSwitchContext(state, econtext, &conditions[*n].isnull);
-		(*n)++;
-	}
-	return conditions;
-}
-
 /* The attributes the aggregates, the group keys and the quals read; all of them for a whole-row Var. */
 static Bitmapset *
 read_attrs(ColdAggScanState *s, List *quals)
@@ -746,16 +711,13 @@ open_cold_reader(ColdAggScanState *s)
 	List	   *quals = agg_private(cscan, 3);
 	Relation	rel;
 	TupleDesc	desc;
-	ColdRowsCondition *conditions;
-	int			nconditions;
 
 	look_up_table(s);
 	rel = table_open(relid, AccessShareLock);
 	desc = CreateTupleDescCopy(RelationGetDescr(rel));
 	table_close(rel, NoLock);
 	s->row = MakeSingleTupleTableSlot(desc, &TTSOpsVirtual);
-	conditions = pruning_conditions(s, quals, &nconditions);
-	s->reader = cold_rows_reader_open(s->table, desc, conditions, nconditions, s->shared);
+	s->reader = cold_rows_reader_open_quals(s->table, desc, quals, &s->css.ss.ps, s->shared);
 	cold_rows_reader_read_only(s->reader, read_attrs(s, quals));
 }
 
@@ -888,17 +850,13 @@ read_cold_rows(ColdAggScanState *s, List *quals)
 {
 	ExprContext *econtext = s->css.ss.ps.ps_ExprContext;
 	const Bitmapset *checked = cold_rows_reader_lake_checked(s->reader);
-	Bitmapset  *checked_quals = NULL;
 	List	   *unchecked = NIL;
 	ExprState  *all_quals = ExecInitQual(quals, NULL);
 	ExprState  *lake_quals;
 	ListCell   *lc;
-	int			c = -1;
 
-	while ((c = bms_next_member(checked, c)) >= 0)
-		checked_quals = bms_add_member(checked_quals, s->condition_quals[c]);
 	foreach(lc, quals)
-		if (!bms_is_member(foreach_current_index(lc), checked_quals))
+		if (!bms_is_member(foreach_current_index(lc), checked))
 			unchecked = lappend(unchecked, lfirst(lc));
 	lake_quals = ExecInitQual(unchecked, NULL);
 	if (unchecked == NIL)

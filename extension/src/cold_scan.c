@@ -649,6 +649,35 @@ cold_rows_reader_open(SeamTable *table, TupleDesc tupdesc, const ColdRowsConditi
 	return cr;
 }
 
+ColdRowsReader *
+cold_rows_reader_open_quals(SeamTable *table, TupleDesc tupdesc, List *quals, PlanState *parent,
+							ColdRowsShared *shared)
+{
+	ColdRowsReader *cr = palloc0(sizeof(ColdRowsReader));
+	ColdReader *r = &cr->reader;
+	ListCell   *lc;
+
+	cold_reader_begin(r, table, tupdesc, pin_of(table, shared));
+	r->shared = shared;
+	foreach(lc, quals)
+	{
+		PushedCondition *pushed = cold_condition_match(lfirst(lc), INDEX_VAR, false);
+		EvaluatedCondition *e;
+
+		if (pushed == NULL)
+			continue;
+		e = cold_condition_evaluate(pushed, parent, parent->ps_ExprContext);
+		if (rules_out_cold_rows(r, e))
+		{
+			r->skip = true;
+			break;
+		}
+		e->qual_index = foreach_current_index(lc);
+		r->conditions = lappend(r->conditions, e);
+	}
+	return cr;
+}
+
 void
 cold_rows_reader_read_only(ColdRowsReader *reader, const Bitmapset *attnos)
 {

@@ -26,6 +26,7 @@
 
 #include "access/htup.h"
 #include "executor/tuptable.h"
+#include "nodes/execnodes.h"
 #include "nodes/parsenodes.h"
 #include "nodes/pathnodes.h"
 #include "nodes/plannodes.h"
@@ -120,6 +121,15 @@ extern void cold_rows_shared_collect(ColdRowsShared *shared, ColdReadFigures *su
 extern ColdRowsReader *cold_rows_reader_open(SeamTable *table, TupleDesc tupdesc,
 											 const ColdRowsCondition *conditions, int nconditions,
 											 ColdRowsShared *shared);
+/*
+ * cold_rows_reader_open for a plan node whose quals (Vars INDEX_VAR, in the
+ * table's numbering) are `quals`: every condition the lake can push among
+ * them (comparisons, IN lists, null tests, ORs of them), their values
+ * computed in parent's expression context. A condition's index, for
+ * cold_rows_reader_lake_checked, is its qual's position in quals.
+ */
+extern ColdRowsReader *cold_rows_reader_open_quals(SeamTable *table, TupleDesc tupdesc, List *quals,
+												   PlanState *parent, ColdRowsShared *shared);
 /*
  * Reads only the attributes in attnos (1-based; the rest read as NULL)
  * instead of every one. Call before the first cold_rows_reader_next.

@@ -235,6 +235,12 @@ def test_vectors_or_rows(g):
     sql = "SELECT s, count(*), sum(k), min(f8) FROM {t} WHERE ts < '2024-01-05' GROUP BY s"
     node = cold_aggregate_node(db, sql.format(t="g"))
     assert node["Cold Rows Aggregated From Column Vectors"] == node["Cold Rows Aggregated"] == 8000, node
+    # ORs, IN lists and null tests are checked by the lake too
+    sql_or = "SELECT count(*), sum(k), max(f8) FROM {t} WHERE (k = 1 OR k IN (3, 5) OR f8 IS NULL) AND ts < '2024-01-06'"
+    node = cold_aggregate_node(db, sql_or.format(t="g"))
+    want = db.query(SESSION + "SELECT count(*) FROM gplain WHERE (k = 1 OR k IN (3, 5) OR f8 IS NULL) AND ts < '2024-01-06'")
+    assert node["Cold Rows Aggregated From Column Vectors"] == node["Cold Rows Aggregated"] == int(want[0][0]), node
+    same_g(db, sql_or)
     node = cold_aggregate_node(db, "SELECT s, count(*) FROM g WHERE length(v) > 2 GROUP BY s")
     assert node["Cold Rows Aggregated From Column Vectors"] == 0, node
     want = db.query(SESSION + f"SELECT count(*) FROM gplain WHERE length(v) > 2 AND ts < '2024-01-0{G_COLD_DAYS + 1}'")

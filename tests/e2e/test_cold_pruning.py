@@ -352,12 +352,14 @@ def test_generic_plans_push_in_lists_of_parameters(m):
 
 def test_the_cold_aggregate_takes_in_lists_and_null_tests(m):
     """Through the cold rows reader: pruned, and checked on the lake's
-    vectors, so the aggregate reads them a batch at a time."""
+    vectors, so the aggregate reads them a batch at a time (an OR too,
+    unless an arm is one the lake cannot check)."""
     db = m
     for sql, vectors in [("SELECT count(*), sum(k) FROM {t} WHERE sm IN (1, 2, 5)", True),
                          ("SELECT count(*), min(f8), max(k) FROM {t} WHERE z IS NULL", True),
                          ("SELECT count(*), max(k) FROM {t} WHERE k = ANY ('{{0,NULL,3}}') AND f8 IS NOT NULL", True),
-                         ("SELECT count(*) FROM {t} WHERE sm = 1 OR z IS NULL", False)]:
+                         ("SELECT count(*) FROM {t} WHERE sm = 1 OR z IS NULL", True),
+                         ("SELECT count(*) FROM {t} WHERE sm = 1 OR length(s) > 6", False)]:
         got = db.query(SESSION + sql.format(t="m"))
         assert got == db.query(SESSION + sql.format(t="plain")), sql
         node = custom_node(db, sql.format(t="m"), "TierDB Cold Aggregate")
