@@ -729,18 +729,34 @@ static bool stat_to_bound(const stats_column *sc, union tl_pq_stat_value stat, t
 }
 
 /*
+ * Whether the data file's metrics count no NaN in field `id`. Parquet's
+ * statistics do not count NaNs, so a row group's or page's bounds alone
+ * could never rule out `x > c` (a NaN is above every number in Postgres'
+ * and Java's order); the file's count, zero, holds for each of its parts.
+ */
+static bool file_has_no_nans(const tl_ice_data_file *file, int32_t id)
+{
+	if (file == NULL)
+		return false;
+	for (uint32_t i = 0; i < file->nan_value_counts.n; i++)
+		if (file->nan_value_counts.keys[i] == id)
+			return file->nan_value_counts.values[i] == 0;
+	return false;
+}
+
+/*
  * Row group g's statistics as a data file's metrics, allocated in arena.
  * False when out of memory: pruning is an optimisation, so the caller then
  * reads the row group.
  */
-static bool row_group_metrics(const tl_pq_reader *pq, int g, const stats_column *cols, int n, tl_arena *arena,
-                              tl_ice_data_file *df)
+static bool row_group_metrics(const tl_pq_reader *pq, int g, const stats_column *cols, int n,
+                              const tl_ice_data_file *file, tl_arena *arena, tl_ice_data_file *df)
 {
 	memset(df, 0, sizeof(*df));
 	df->record_count = tl_pq_reader_row_group_rows(pq, g);
 	size_t count = (size_t)(n ? n : 1);
-	tl_ice_long_map *maps[2] = {&df->value_counts, &df->null_value_counts};
-	for (int m = 0; m < 2; m++) {
+	tl_ice_long_map *maps[3] = {&df->value_counts, &df->null_value_counts, &df->nan_value_counts};
+	for (int m = 0; m < 3; m++) {
 		maps[m]->keys = tl_arena_alloc(arena, count * sizeof(int32_t));
 		maps[m]->values = tl_arena_alloc(arena, count * sizeof(int64_t));
 	}
@@ -750,7 +766,10 @@ static bool row_group_metrics(const tl_pq_reader *pq, int g, const stats_column 
 		bounds[m]->values = tl_arena_alloc(arena, count * sizeof(tl_bytes));
 	}
 	for (int m = 0; m < 2; m++)
-		if (maps[m]->keys == NULL || maps[m]->values == NULL || bounds[m]->keys == NULL || bounds[m]->values == NULL)
+		if (bounds[m]->keys == NULL || bounds[m]->values == NULL)
+			return false;
+	for (int m = 0; m < 3; m++)
+		if (maps[m]->keys == NULL || maps[m]->values == NULL)
 			return false;
 	for (int i = 0; i < n; i++) {
 		const tl_pq_chunk_info *chunk = tl_pq_reader_chunk(pq, g, cols[i].file_column);
@@ -762,6 +781,10 @@ static bool row_group_metrics(const tl_pq_reader *pq, int g, const stats_column 
 		if (chunk->stats.has_null_count) {
 			df->null_value_counts.keys[df->null_value_counts.n] = id;
 			df->null_value_counts.values[df->null_value_counts.n++] = chunk->stats.null_count;
+		}
+		if (file_has_no_nans(file, id)) {
+			df->nan_value_counts.keys[df->nan_value_counts.n] = id;
+			df->nan_value_counts.values[df->nan_value_counts.n++] = 0;
 		}
 		tl_bytes lo, hi;
 		if (chunk->stats.has_min_max && stat_to_bound(&cols[i], chunk->stats.min, arena, &lo) &&
@@ -775,8 +798,8 @@ static bool row_group_metrics(const tl_pq_reader *pq, int g, const stats_column 
 	return true;
 }
 
-int ice_row_groups_to_read(const tl_pq_reader *pq, const tl_ice_schema *schema, const tl_ice_expr *filter,
-                           bool *keep)
+int ice_row_groups_to_read(const tl_pq_reader *pq, const tl_ice_data_file *file, const tl_ice_schema *schema,
+                           const tl_ice_expr *filter, bool *keep)
 {
 	int ngroups = tl_pq_reader_num_row_groups(pq);
 	for (int g = 0; g < ngroups; g++)
@@ -795,7 +818,7 @@ int ice_row_groups_to_read(const tl_pq_reader *pq, const tl_ice_schema *schema, 
 			continue;
 		tl_ice_data_file df;
 		tl_arena_reset(&arena);
-		if (!row_group_metrics(pq, g, cols, n, &arena, &df))
+		if (!row_group_metrics(pq, g, cols, n, file, &arena, &df))
 			continue;
 		if (!tl_ice_expr_may_match_metrics(filter, schema, &df)) {
 			keep[g] = false;
@@ -912,6 +935,7 @@ static row_set row_set_combine(row_set a, row_set b, bool intersect)
 /* What page_ranges needs about the file and row group. */
 typedef struct page_ctx {
 	tl_pq_reader *pq;
+	const tl_ice_data_file *file;   /* its metrics (NaN counts), or NULL */
 	int row_group;
 	int64_t rows;
 	const tl_ice_schema *schema;
@@ -926,13 +950,17 @@ static bool page_metrics(page_ctx *c, const stats_column *sc, const tl_pq_page_i
 	int32_t id = sc->col.field->id;
 	memset(df, 0, sizeof(*df));
 	df->record_count = page->rows;
-	int32_t *ids = tl_arena_alloc(&c->arena, 2 * sizeof(int32_t));
-	int64_t *counts = tl_arena_alloc(&c->arena, 2 * sizeof(int64_t));
+	int32_t *ids = tl_arena_alloc(&c->arena, 3 * sizeof(int32_t));
+	int64_t *counts = tl_arena_alloc(&c->arena, 3 * sizeof(int64_t));
 	tl_bytes *bounds = tl_arena_alloc(&c->arena, 2 * sizeof(tl_bytes));
 	if (ids == NULL || counts == NULL || bounds == NULL)
 		return false;
-	ids[0] = ids[1] = id;
+	ids[0] = ids[1] = ids[2] = id;
 	counts[0] = page->rows;
+	if (file_has_no_nans(c->file, id)) {
+		counts[2] = 0;
+		df->nan_value_counts = (tl_ice_long_map){.n = 1, .keys = &ids[2], .values = &counts[2]};
+	}
 	df->value_counts = (tl_ice_long_map){.n = 1, .keys = &ids[0], .values = &counts[0]};
 	if (page->stats.has_null_count) {
 		counts[1] = page->stats.null_count;
@@ -994,8 +1022,8 @@ static row_set expr_rows(page_ctx *c, const tl_ice_expr *e)
 	}
 }
 
-int ice_page_ranges(tl_pq_reader *pq, int row_group, const tl_ice_schema *schema, const tl_ice_expr *filter,
-                    tl_pq_row_range **ranges, int *nranges)
+int ice_page_ranges(tl_pq_reader *pq, const tl_ice_data_file *file, int row_group, const tl_ice_schema *schema,
+                    const tl_ice_expr *filter, tl_pq_row_range **ranges, int *nranges)
 {
 	*ranges = NULL;
 	*nranges = 0;
@@ -1004,7 +1032,7 @@ int ice_page_ranges(tl_pq_reader *pq, int row_group, const tl_ice_schema *schema
 	stats_column *cols = tl_malloc(sizeof(*cols) * (size_t)(schema->nfields ? schema->nfields : 1));
 	if (cols == NULL)
 		return 0;
-	page_ctx c = {.pq = pq, .row_group = row_group, .rows = tl_pq_reader_row_group_rows(pq, row_group),
+	page_ctx c = {.pq = pq, .file = file, .row_group = row_group, .rows = tl_pq_reader_row_group_rows(pq, row_group),
 	              .schema = schema, .cols = cols};
 	c.ncols = map_stats_columns(pq, schema, filter, cols);
 	tl_arena_init(&c.arena, 1024);

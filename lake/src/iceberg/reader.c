@@ -415,7 +415,7 @@ static int select_pages(tl_ice_reader *r, int g, tl_error *err)
 {
 	tl_pq_row_range *ranges;
 	int nranges;
-	if (ice_page_ranges(r->pq, g, r->schema, r->filter, &ranges, &nranges) == 0)
+	if (ice_page_ranges(r->pq, &r->task->file, g, r->schema, r->filter, &ranges, &nranges) == 0)
 		return 0;
 	int rc = tl_pq_reader_select_rows(r->pq, g, ranges, nranges, err);
 	tl_free(ranges);
@@ -440,7 +440,7 @@ static int plan_row_groups(tl_ice_reader *r, tl_error *err)
 		r->row_group_start[g] = start;
 		start += tl_pq_reader_row_group_rows(r->pq, g);
 	}
-	int skipped = ice_row_groups_to_read(r->pq, r->schema, r->filter, r->keep_row_group);
+	int skipped = ice_row_groups_to_read(r->pq, &r->task->file, r->schema, r->filter, r->keep_row_group);
 	int by_bloom = ice_row_groups_by_bloom(r->pq, r->schema, r->filter, r->keep_row_group);
 	r->stats.row_groups_skipped += skipped;
 	r->stats.row_groups_skipped_by_bloom += by_bloom;

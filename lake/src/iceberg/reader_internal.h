@@ -97,10 +97,12 @@ void ice_fp_free(ice_file_projection *fp);
  * row group's column statistics converted to the table's types. keep[g]
  * is set for every row group (false for empty ones); returns how many
  * non-empty row groups the filter rules out. Statistics that do not
- * convert are ignored (the row group is kept).
+ * convert are ignored (the row group is kept). `file` (the data file's
+ * metrics, or NULL) lends its NaN counts: zero in the file, zero in each
+ * row group and page, which lets bounds rule out `x > c` on floats.
  */
-int ice_row_groups_to_read(const tl_pq_reader *pq, const tl_ice_schema *schema, const tl_ice_expr *filter,
-                           bool *keep);
+int ice_row_groups_to_read(const tl_pq_reader *pq, const tl_ice_data_file *file, const tl_ice_schema *schema,
+                           const tl_ice_expr *filter, bool *keep);
 
 /*
  * The rows of row group g the filter may match, judged page by page from
@@ -110,8 +112,8 @@ int ice_row_groups_to_read(const tl_pq_reader *pq, const tl_ice_schema *schema, 
  * disjoint; possibly none) when that rules some rows out, 0 when every row
  * may match or nothing can be judged (no page index, out of memory).
  */
-int ice_page_ranges(tl_pq_reader *pq, int row_group, const tl_ice_schema *schema, const tl_ice_expr *filter,
-                    tl_pq_row_range **ranges, int *nranges);
+int ice_page_ranges(tl_pq_reader *pq, const tl_ice_data_file *file, int row_group, const tl_ice_schema *schema,
+                    const tl_ice_expr *filter, tl_pq_row_range **ranges, int *nranges);
 
 /*
  * Clears keep[g] for each kept row group whose bloom filters prove that
