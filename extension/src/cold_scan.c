@@ -995,13 +995,75 @@ typedef struct RecordCount
 	char		location[MAXPGPATH];
 	char		metadata_file[MAXPGPATH];
 	double		records;
+	bool		has_key_low;	/* the lowest tier key the lake's files hold, canonical */
+	int64		key_low;
 } RecordCount;
 
 static HTAB *record_counts = NULL;
 
+/*
+ * The lowest tier key among the lower bounds the snapshot's data files
+ * record (canonical: Iceberg stores the tier key's types as SeamKeyKind
+ * counts them); false when a file records none.
+ */
+static bool
+lake_key_low(const tl_ice_table *lake, const tl_ice_snapshot *snap, const SeamTable *table, int64 *low)
+{
+	const tl_ice_schema *schema = tl_ice_metadata_current_schema(lake->metadata);
+	char	   *name = get_attname(table->relid, table->tier_key_attno, true);
+	const tl_ice_field *field = schema != NULL && name != NULL ? tl_ice_schema_find_name(schema, name) : NULL;
+	tl_ice_scan *plan;
+	bool		found = true;
+	tl_error	err;
+
+	if (field == NULL)
+		return false;
+	tl_error_clear(&err);
+	plan = tl_ice_scan_plan(lake->metadata, snap->snapshot_id, NULL, &err);
+	if (plan == NULL)
+		return false;
+	*low = PG_INT64_MAX;
+	for (int t = 0; t < tl_ice_scan_ntasks(plan) && found; t++)
+	{
+		const tl_ice_data_file *file = &tl_ice_scan_task_at(plan, t)->file;
+		tl_ice_value v;
+
+		found = false;
+		for (uint32_t i = 0; i < file->lower_bounds.n && !found; i++)
+		{
+			if (file->lower_bounds.keys[i] != field->id ||
+				tl_ice_value_deserialize(&field->type, file->lower_bounds.values[i].ptr,
+										 file->lower_bounds.values[i].len, &v, NULL) != 0)
+				continue;
+			if (field->type.id == TL_ICE_INT || field->type.id == TL_ICE_DATE)
+				*low = Min(*low, (int64) v.v.i32), found = true;
+			else if (field->type.id == TL_ICE_LONG || field->type.id == TL_ICE_TIMESTAMP ||
+					 field->type.id == TL_ICE_TIMESTAMPTZ)
+				*low = Min(*low, v.v.i64), found = true;
+		}
+	}
+	tl_ice_scan_free(plan);
+	return found && *low != PG_INT64_MAX;
+}
+
+/*
+ * The cached figures of the table's published lake snapshot, refreshed
+ * when its metadata file changes; NULL when there is none, or the
+ * metadata cannot be read (the scan will say why).
+ */
+static RecordCount *lake_figures(const SeamTable *table);
+
 /* -1 when unknown (no snapshot, or the metadata cannot be read: the scan will say why). */
 static double
 lake_record_count(const SeamTable *table)
+{
+	RecordCount *entry = lake_figures(table);
+
+	return entry != NULL ? entry->records : -1;
+}
+
+static RecordCount *
+lake_figures(const SeamTable *table)
 {
 	SeamPin		cut = seam_latest_cutline(table);
 	RecordCount *entry;
@@ -1013,7 +1075,7 @@ lake_record_count(const SeamTable *table)
 	const char *total;
 
 	if (!cut.has_snapshot)
-		return -1;
+		return NULL;
 	if (record_counts == NULL)
 	{
 		HASHCTL		ctl = {.keysize = MAXPGPATH, .entrysize = sizeof(RecordCount)};
@@ -1023,13 +1085,13 @@ lake_record_count(const SeamTable *table)
 	tl_error_clear(&err);
 	storage_profiles_prepare();
 	if (strlen(table->lake_location) >= MAXPGPATH)
-		return -1;
+		return NULL;
 	file = cut.metadata_location ? tl_strdup(cut.metadata_location)
 		: tl_ice_table_current_metadata(table->lake_location, NULL, &err);
 	if (file == NULL || strlen(file) >= MAXPGPATH)
 	{
 		tl_free(file);
-		return -1;
+		return NULL;
 	}
 	entry = hash_search(record_counts, table->lake_location, HASH_ENTER, &found);
 	if (!found || strcmp(entry->metadata_file, file) != 0)
@@ -1038,11 +1100,12 @@ lake_record_count(const SeamTable *table)
 		snap = lake != NULL ? tl_ice_metadata_snapshot(lake->metadata, cut.snapshot_id) : NULL;
 		total = snap != NULL ? tl_ice_snapshot_summary(snap, "total-records") : NULL;
 		entry->records = total != NULL ? strtod(total, NULL) : -1;
+		entry->has_key_low = snap != NULL && lake_key_low(lake, snap, table, &entry->key_low);
 		strlcpy(entry->metadata_file, file, sizeof(entry->metadata_file));
 		tl_ice_table_free(lake);
 	}
 	tl_free(file);
-	return entry->records;
+	return entry;
 }
 
 /*
@@ -1074,6 +1137,65 @@ references_whole_row(RelOptInfo *rel)
  * filter on a column statistics cannot prune still reads every row: this,
  * not the rows returned, is what a parallel scan divides.
  */
+/*
+ * The share of the lake's rows the conditions on the tier key leave. The
+ * cold rows have no statistics, so Postgres would guess a range at half a
+ * percent: a day of ten would look as cheap as a point, and no parallel
+ * plan pay off. Lake rows lie in [the lowest key its files record, T):
+ * constant bounds cut that span, the rows taken as spread evenly over it
+ * (history is, as a rule); other conditions get Postgres' estimate.
+ */
+static double
+tier_key_fraction(PlannerInfo *root, const SeamTable *table, List *key_quals, Index relid)
+{
+	RecordCount *figures = table != NULL ? lake_figures(table) : NULL;
+	int64		t = table != NULL ? seam_latest_cutline(table).tier_key_hi : 0;
+	int64		lo,
+				hi;
+	List	   *others = NIL;
+	bool		bounded = false;
+	ListCell   *lc;
+
+	if (figures == NULL || !figures->has_key_low || t <= figures->key_low)
+		return clauselist_selectivity(root, key_quals, 0, JOIN_INNER, NULL);
+	lo = figures->key_low;
+	hi = t;
+	foreach(lc, key_quals)
+	{
+		OpExpr	   *op = (OpExpr *) ((RestrictInfo *) lfirst(lc))->clause;
+		Var		   *var;
+		Const	   *value;
+		int			strategy;
+
+		if (!IsA(op, OpExpr) || list_length(op->args) != 2 || !IsA(linitial(op->args), Var) ||
+			!IsA(lsecond(op->args), Const) || ((Var *) linitial(op->args))->varno != relid ||
+			((Const *) lsecond(op->args))->constisnull ||
+			((Const *) lsecond(op->args))->consttype != ((Var *) linitial(op->args))->vartype ||
+			!OidIsValid(table->tier_key_opfamily) || !op_in_opfamily(op->opno, table->tier_key_opfamily))
+		{
+			others = lappend(others, lfirst(lc));
+			continue;
+		}
+		var = linitial(op->args);
+		value = lsecond(op->args);
+		strategy = get_op_opfamily_strategy(op->opno, table->tier_key_opfamily);
+		if (strategy == BTGreaterStrategyNumber || strategy == BTGreaterEqualStrategyNumber)
+			lo = Max(lo, seam_key_canonical(table->key_kind, var->vartype, value->constvalue));
+		else if (strategy == BTLessStrategyNumber || strategy == BTLessEqualStrategyNumber)
+			hi = Min(hi, seam_key_canonical(table->key_kind, var->vartype, value->constvalue));
+		else
+		{
+			others = lappend(others, lfirst(lc));
+			continue;
+		}
+		bounded = true;
+	}
+	if (!bounded)
+		return clauselist_selectivity(root, key_quals, 0, JOIN_INNER, NULL);
+	return Max(0.0, (double) hi - (double) lo) / ((double) t - (double) figures->key_low) *
+		clauselist_selectivity(root, others, 0, JOIN_INNER, NULL);
+}
+
 Cost
 cold_scan_read_cost(PlannerInfo *root, RelOptInfo *rel)
 {
@@ -1098,8 +1220,7 @@ cold_scan_read_cost(PlannerInfo *root, RelOptInfo *rel)
 			key_quals = lappend(key_quals, rinfo);
 	}
 	cost_qual_eval(&quals, rel->baserestrictinfo, root);
-	return records * clauselist_selectivity(root, key_quals, 0, JOIN_INNER, NULL) *
-		(cpu_tuple_cost / 2 + quals.per_tuple);
+	return records * tier_key_fraction(root, table, key_quals, rel->relid) * (cpu_tuple_cost / 2 + quals.per_tuple);
 }
 
 /*
