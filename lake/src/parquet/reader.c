@@ -76,9 +76,10 @@ struct tl_pq_reader {
 	bool *deferred;              /* per projected column, or NULL: decoded on request only */
 	row_selection *selections;   /* per row group (NULL until one is selected) */
 
-	/* Page indexes read so far ([row_group * ncolumns + column]), in index_arena. */
+	/* Page indexes read so far ([row_group * ncolumns + column]), in index_arena, through index_window. */
 	page_index_slot *page_indexes;
 	tl_arena index_arena;
+	pq_index_window index_window;
 
 	/* Where reading is. */
 	int row_group;               /* the row group being read, or -1 before the first */
@@ -621,6 +622,7 @@ tl_pq_reader *tl_pq_reader_open(tl_input *in, tl_error *err)
 	if (read_footer(r, err) < 0 || map_schema(r, err) < 0 || check_chunks(r, err) < 0 ||
 	    copy_key_values(r, err) < 0)
 		goto fail;
+	pq_index_window_init(&r->index_window, r->in, &r->md);
 	r->skip_row_group = tl_calloc((size_t)(r->md.nrow_groups ? r->md.nrow_groups : 1), sizeof(bool));
 	int *all = tl_malloc(sizeof(int) * (size_t)(r->schema->ncolumns ? r->schema->ncolumns : 1));
 	if (r->skip_row_group == NULL || all == NULL) {
@@ -679,6 +681,7 @@ void tl_pq_reader_free(tl_pq_reader *r)
 	tl_free(r->selections);
 	tl_free(r->page_indexes);
 	tl_arena_free(&r->index_arena);
+	pq_index_window_free(&r->index_window);
 	tl_arena_free(&r->fetched);
 	tl_free(r);
 }
@@ -835,8 +838,8 @@ static int offset_index(tl_pq_reader *r, int row_group, int column, const pq_pag
 		return -1;
 	if (!slot->offsets_loaded) {
 		const pq_row_group *rg = &r->md.row_groups[row_group];
-		int n = pq_offset_index_read(r->in, &rg->columns[column], rg->num_rows, &r->index_arena, &slot->locations,
-		                             err);
+		int n = pq_offset_index_read(&r->index_window.base, &rg->columns[column], rg->num_rows, &r->index_arena,
+		                             &slot->locations, err);
 		if (n < 0)
 			return -1;
 		slot->nlocations = n;
@@ -1040,7 +1043,7 @@ int tl_pq_reader_page_index(tl_pq_reader *r, int row_group, int column, const tl
 	page_index_slot *slot = index_slot(r, row_group, column, err);
 	if (!slot->pages_loaded) {
 		const pq_row_group *rg = &r->md.row_groups[row_group];
-		int n = pq_page_index_read(r->in, &rg->columns[column], locations, nlocations, rg->num_rows,
+		int n = pq_page_index_read(&r->index_window.base, &rg->columns[column], locations, nlocations, rg->num_rows,
 		                           &r->schema->columns[column], r->md.has_column_orders, &r->index_arena,
 		                           &slot->pages, err);
 		if (n < 0)

@@ -11,6 +11,12 @@
  * bounds are decoded as the chunk statistics are (a NaN bound, or one of
  * the wrong size, is no bound).
  *
+ * Writers put every chunk's ColumnIndex and OffsetIndex together before
+ * the footer, so when that region is small it is read whole at the first
+ * index a reader asks for (pq_index_window): a point lookup then costs one
+ * read for the indexes of all the chunks it touches, instead of one per
+ * struct, each a round trip on object storage.
+ *
  * A bloom filter is a BloomFilterHeader and a bitset of 32-byte blocks, of
  * which a value's hash picks one. A probe reads the header, then only the
  * blocks its values fall in (a few dozen bytes instead of a bitset of
@@ -31,6 +37,81 @@ static bool within_file(const tl_input *in, int64_t offset, int64_t len)
 	return offset >= 4 && len > 0 && len <= MAX_INDEX_BYTES && (uint64_t)offset <= in->size - 8 &&
 	       (uint64_t)len <= in->size - 8 - (uint64_t)offset;
 }
+
+/* ------------------------------------------------------------ the index region */
+
+/* Regions up to this size (or the input's coalesce_gap) are read whole. */
+#define INDEX_REGION_MAX (256 * 1024)
+
+/* Widens [*start, *end) to cover the struct at offset of len bytes, if it lies in the file. */
+static void cover(const tl_input *in, bool present, int64_t offset, int32_t len, uint64_t *start, uint64_t *end)
+{
+	if (!present || !within_file(in, offset, len))
+		return;
+	if ((uint64_t)offset < *start)
+		*start = (uint64_t)offset;
+	if ((uint64_t)offset + (uint64_t)len > *end)
+		*end = (uint64_t)offset + (uint64_t)len;
+}
+
+/* Reads the region of every chunk's page index when it is small; failing to is no error (reads go to the file). */
+static void read_region(pq_index_window *w)
+{
+	w->tried = true;
+	uint64_t start = UINT64_MAX, end = 0;
+	for (int g = 0; g < w->md->nrow_groups; g++) {
+		const pq_row_group *rg = &w->md->row_groups[g];
+		for (int c = 0; c < rg->ncolumns; c++) {
+			const pq_column_chunk *cc = &rg->columns[c];
+			cover(w->file, cc->has_column_index, cc->column_index_offset, cc->column_index_length, &start, &end);
+			cover(w->file, cc->has_offset_index, cc->offset_index_offset, cc->offset_index_length, &start, &end);
+		}
+	}
+	uint64_t limit = w->file->coalesce_gap > INDEX_REGION_MAX ? w->file->coalesce_gap : INDEX_REGION_MAX;
+	if (end <= start || end - start > limit)
+		return;
+	uint8_t *bytes = tl_malloc((size_t)(end - start));
+	tl_error ignored;
+	tl_error_clear(&ignored);
+	if (bytes == NULL || tl_input_read(w->file, start, bytes, (size_t)(end - start), &ignored) < 0) {
+		tl_free(bytes);
+		return;
+	}
+	w->bytes = bytes;
+	w->start = start;
+	w->len = end - start;
+}
+
+static int window_read_at(tl_input *in, uint64_t offset, void *buf, size_t len, tl_error *err)
+{
+	pq_index_window *w = (pq_index_window *)in;
+	if (!w->tried)
+		read_region(w);
+	if (w->bytes != NULL && offset >= w->start && len <= w->len && offset - w->start <= w->len - len) {
+		memcpy(buf, w->bytes + (offset - w->start), len);
+		return 0;
+	}
+	return tl_input_read(w->file, offset, buf, len, err);
+}
+
+void pq_index_window_init(pq_index_window *w, tl_input *file, const pq_file_metadata *md)
+{
+	memset(w, 0, sizeof(*w));
+	w->base.read_at = window_read_at;
+	w->base.size = file->size;
+	w->base.name = file->name;
+	w->base.coalesce_gap = file->coalesce_gap;
+	w->file = file;
+	w->md = md;
+}
+
+void pq_index_window_free(pq_index_window *w)
+{
+	tl_free(w->bytes);
+	w->bytes = NULL;
+}
+
+/* ------------------------------------------------------------ page indexes */
 
 /* Reads len bytes at offset into the arena; NULL with err set when the input fails. */
 static uint8_t *read_range(tl_input *in, int64_t offset, int32_t len, tl_arena *arena, tl_error *err)

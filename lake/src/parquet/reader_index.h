@@ -17,6 +17,28 @@
 #include "tierlake/io.h"
 #include "tierlake/parquet.h"
 
+/*
+ * An input over a file's input that serves reads inside the file's page
+ * index region from memory: the ColumnIndexes and OffsetIndexes of every
+ * chunk, which writers put together between the last row group and the
+ * footer, read in one go the first time any is read, when the region is
+ * small (256 KiB, or the input's coalesce_gap if larger). Reads elsewhere,
+ * and all reads when the indexes lie apart, go to the file.
+ */
+typedef struct pq_index_window {
+	tl_input base;
+	tl_input *file;
+	const pq_file_metadata *md;
+	bool tried;
+	uint64_t start;
+	uint64_t len;
+	uint8_t *bytes;              /* the region, once read */
+} pq_index_window;
+
+/* Sets up the window over `file`, whose footer is md (both must outlive it). */
+void pq_index_window_init(pq_index_window *w, tl_input *file, const pq_file_metadata *md);
+void pq_index_window_free(pq_index_window *w);
+
 /* A statistics value in PLAIN bytes as column c's physical type; false when it has the wrong size (reader.c). */
 bool pq_decode_stat_value(const tl_pq_column *c, tl_bytes raw, union tl_pq_stat_value *v);
 
