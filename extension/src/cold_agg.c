@@ -1043,8 +1043,7 @@ initialize_cold_agg_dsm(CustomScanState *node, ParallelContext *pcxt, void *coor
 static void
 reinitialize_cold_agg_dsm(CustomScanState *node, ParallelContext *pcxt, void *coordinate)
 {
-	cold_rows_shared_collect(coordinate, &((ColdAggScanState *) node)->workers);
-	cold_rows_shared_reset(coordinate);
+	cold_rows_shared_reset(coordinate, &((ColdAggScanState *) node)->workers);
 }
 
 /* A worker adds what it read and aggregated to the shared figures; the leader takes them for EXPLAIN. */

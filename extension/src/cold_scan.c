@@ -135,15 +135,6 @@ cold_rows_shared_init(ColdRowsShared *shared, const SeamPin *pin)
 	strcpy(shared->metadata_location, pin->metadata_location != NULL ? pin->metadata_location : "");
 }
 
-void
-cold_rows_shared_reset(ColdRowsShared *shared)
-{
-	pg_atomic_write_u32(&shared->next_task, 0);
-	pg_atomic_write_u32(&shared->upserts_taken, 0);
-	SpinLockAcquire(&shared->mutex);
-	memset(&shared->workers, 0, sizeof(shared->workers));
-	SpinLockRelease(&shared->mutex);
-}
 
 /* Adds the reading figures of `more` to `sum` (the planning ones are the same plan's in every process). */
 static void
@@ -179,6 +170,14 @@ cold_rows_shared_collect(ColdRowsShared *shared, ColdReadFigures *sum)
 	add_figures(sum, &shared->workers);
 	memset(&shared->workers, 0, sizeof(shared->workers));
 	SpinLockRelease(&shared->mutex);
+}
+
+void
+cold_rows_shared_reset(ColdRowsShared *shared, ColdReadFigures *collected)
+{
+	cold_rows_shared_collect(shared, collected);
+	pg_atomic_write_u32(&shared->next_task, 0);
+	pg_atomic_write_u32(&shared->upserts_taken, 0);
 }
 
 /* The statement's pin of the table: the leader's in a parallel worker. */
@@ -1726,8 +1725,7 @@ initialize_cold_scan_dsm(CustomScanState *node, ParallelContext *pcxt, void *coo
 static void
 reinitialize_cold_scan_dsm(CustomScanState *node, ParallelContext *pcxt, void *coordinate)
 {
-	cold_rows_shared_collect(coordinate, &((ColdScanState *) node)->workers);
-	cold_rows_shared_reset(coordinate);
+	cold_rows_shared_reset(coordinate, &((ColdScanState *) node)->workers);
 }
 
 /*

@@ -90,10 +90,9 @@ extern HeapTuple cold_scan_row_image(Oid rowtype, Datum payload);
  */
 typedef struct ColdRowsShared ColdRowsShared;
 
-/* Its size for the leader's pin (seam_pin), and its set-up by the leader; _reset before a rescan. */
+/* Its size for the leader's pin (seam_pin), and its set-up by the leader. */
 extern Size cold_rows_shared_size(const SeamPin *pin);
 extern void cold_rows_shared_init(ColdRowsShared *shared, const SeamPin *pin);
-extern void cold_rows_shared_reset(ColdRowsShared *shared);
 
 /*
  * What a process read, for EXPLAIN: each worker adds its figures to the
@@ -111,6 +110,9 @@ typedef struct ColdReadFigures
 
 extern void cold_rows_shared_add(ColdRowsShared *shared, const ColdReadFigures *mine);
 extern void cold_rows_shared_collect(ColdRowsShared *shared, ColdReadFigures *sum);
+
+/* Before a rescan: the workers' figures collected into *collected, and no task or row image claimed. */
+extern void cold_rows_shared_reset(ColdRowsShared *shared, ColdReadFigures *collected);
 
 /*
  * Nothing is read until the first cold_rows_reader_next. The caller has
