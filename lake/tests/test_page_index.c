@@ -931,6 +931,88 @@ TEST(page_indexes_of_every_chunk_come_in_one_read)
 	dataset_free(&d);
 }
 
+/* An input over a file that counts its reads and asks for reads this close together to be merged. */
+typedef struct remote_input {
+	tl_input base;
+	tl_input *file;
+	int reads;
+} remote_input;
+
+static int remote_read_at(tl_input *in, uint64_t offset, void *buf, size_t len, tl_error *err)
+{
+	remote_input *r = (remote_input *)in;
+	r->reads++;
+	return tl_input_read(r->file, offset, buf, len, err);
+}
+
+/*
+ * The reads a point lookup of row `row` takes after the footer: the page
+ * holding it, of every column, read through an input with coalesce_gap
+ * `gap`. The row's values are checked.
+ */
+static int lookup_reads(const char *path, const dataset *d, int64_t row, uint64_t gap)
+{
+	tl_error err;
+	tl_error_clear(&err);
+	remote_input in = {.base = {.read_at = remote_read_at, .coalesce_gap = gap}};
+	in.file = tl_input_open_file(path, &err);
+	if (in.file == NULL)
+		return -1;
+	in.base.size = in.file->size;
+	in.base.name = in.file->name;
+	tl_pq_reader *r = tl_pq_reader_open(&in.base, &err);
+	int opened = in.reads, reads = -1;
+	const tl_pq_page_info *pages;
+	int n = r != NULL ? tl_pq_reader_page_index(r, 0, 0, &pages, &err) : 0;
+	int p = 0;
+	while (p < n && pages[p].first_row + pages[p].rows <= row)
+		p++;
+	tl_pq_row_range want = {p < n ? pages[p].first_row : 0, p < n ? pages[p].first_row + pages[p].rows : 0};
+	tl_pq_batch *b = NULL;
+	if (p < n && tl_pq_reader_select_rows(r, 0, &want, 1, &err) == 0) {
+		b = tl_pq_reader_batch_new(r, want.end - want.start);
+		bool found = false;
+		int64_t got;
+		while ((got = tl_pq_reader_next(r, b, &err)) > 0)
+			for (int64_t i = 0; i < got; i++)
+				if (b->columns[0].v.i64[i] == row)
+					found = b->columns[4].v.bytes[i].len == strlen(d->p[row]) &&
+					        memcmp(b->columns[4].v.bytes[i].ptr, d->p[row], strlen(d->p[row])) == 0 &&
+					        b->columns[1].v.i32[i] == d->k[row];
+		if (got == 0 && found)
+			reads = in.reads - opened;
+	}
+	if (reads < 0)
+		tl_test_fail(__FILE__, __LINE__, "looking up row %lld of %s: %s", (long long)row, path, err.message);
+	tl_pq_batch_free(b);
+	tl_pq_reader_free(r);
+	tl_input_close(in.file);
+	return reads;
+}
+
+/*
+ * Over object storage each read is a round trip: a point lookup's reads
+ * are the page index region, the pages (one merged read when they lie
+ * within the input's coalesce_gap), and the dictionaries they need.
+ */
+TEST(page_fetch_merges_a_point_lookups_reads_where_the_input_asks)
+{
+	tl_error err;
+	tl_error_clear(&err);
+	shape sh = {.rows = 20000, .page_rows = 100, .row_group_rows = 20000, .sorted = true, .codec = TL_PQ_ZSTD};
+	rng_state = 0x9E3779B97F4A7C15ULL;
+	dataset d;
+	dataset_make(&d, &sh);
+	const char *path = scratch("remote.parquet");
+	CHECK_OK(write_dataset(path, &d, &sh, NULL, 0, &err), &err);
+	/* Row 17321: PLAIN pages but k's, whose dictionary comes in a second round. */
+	int apart = lookup_reads(path, &d, 17321, 0), merged = lookup_reads(path, &d, 17321, 1 << 20);
+	/* The index region, then five pages apart and one dictionary, or two merged reads. */
+	CHECK_INT(apart, 1 + 5 + 1);
+	CHECK_INT(merged, 1 + 1 + 1);
+	dataset_free(&d);
+}
+
 /* ------------------------------------------------------------ malformed indexes */
 
 /*
