@@ -7,13 +7,53 @@
  */
 #include "postgres.h"
 
+#include "access/transam.h"
+#include "catalog/pg_aggregate.h"
 #include "catalog/pg_type.h"
+#include "nodes/execnodes.h"
+#include "parser/parse_agg.h"
 #include "utils/array.h"
+#include "utils/builtins.h"
+#include "utils/datum.h"
 #include "utils/float.h"
 #include "utils/fmgroids.h"
+#include "utils/lsyscache.h"
+#include "utils/syscache.h"
 
 #include "agg_states.h"
 #include "lake_values.h"
+
+/*
+ * Whether an aggregate's own functions may compute it here: built in (its
+ * transition functions ask the AggState for nothing but its memory
+ * context, AggCheckCallContext), of at most one argument that is not
+ * polymorphic, and partial aggregation possible (a combine function, and
+ * an internal state serialized), so that the Finalize Aggregate above
+ * combines what the cold aggregate hands it.
+ */
+static bool
+transition_computable(Oid aggfnoid)
+{
+	HeapTuple	tuple;
+	Form_pg_aggregate agg;
+	Oid		   *argtypes;
+	int			nargs;
+	bool		computable;
+
+	if (aggfnoid >= FirstGenbkiObjectId)
+		return false;
+	get_func_signature(aggfnoid, &argtypes, &nargs);
+	if (nargs > 1 || (nargs == 1 && IsPolymorphicType(argtypes[0])))
+		return false;
+	tuple = SearchSysCache1(AGGFNOID, ObjectIdGetDatum(aggfnoid));
+	if (!HeapTupleIsValid(tuple))
+		return false;
+	agg = (Form_pg_aggregate) GETSTRUCT(tuple);
+	computable = agg->aggkind == AGGKIND_NORMAL && OidIsValid(agg->aggcombinefn) &&
+		(agg->aggtranstype != INTERNALOID || (OidIsValid(agg->aggserialfn) && OidIsValid(agg->aggdeserialfn)));
+	ReleaseSysCache(tuple);
+	return computable;
+}
 
 bool
 cold_agg_kind(Oid aggfnoid, ColdAggKind *kind)
@@ -63,8 +103,146 @@ cold_agg_kind(Oid aggfnoid, ColdAggKind *kind)
 			*kind = COLD_MAX;
 			return true;
 		default:
-			return false;
+			*kind = COLD_TRANSITION;
+			return transition_computable(aggfnoid);
 	}
+}
+
+/*
+ * The calls nodeAgg.c would make: the transition function with its
+ * expression (for functions that look at their argument types) and the
+ * aggregate's input collation, in the context of an AggState whose
+ * aggregate memory context is where the groups' states live.
+ */
+void
+agg_prepare_transition(ColdAggregate *a, Aggref *agg)
+{
+	TransitionCall *t = palloc0(sizeof(TransitionCall));
+	HeapTuple	tuple = SearchSysCache1(AGGFNOID, ObjectIdGetDatum(agg->aggfnoid));
+	Form_pg_aggregate form;
+	AggState   *context = makeNode(AggState);
+	FmgrInfo   *transfn = palloc0(sizeof(FmgrInfo));
+	Expr	   *transfn_expr;
+	Oid			argtype = a->attno > 0 ? a->type : InvalidOid;
+	Datum		initval;
+	bool		initval_null;
+
+	if (!HeapTupleIsValid(tuple))
+		elog(ERROR, "cache lookup failed for aggregate %u", agg->aggfnoid);
+	form = (Form_pg_aggregate) GETSTRUCT(tuple);
+	context->curaggcontext = palloc0(sizeof(ExprContext));
+	context->curaggcontext->type = T_ExprContext;
+
+	build_aggregate_transfn_expr(&argtype, a->attno > 0 ? 1 : 0, 0, false, form->aggtranstype, agg->inputcollid,
+								 form->aggtransfn, InvalidOid, &transfn_expr, NULL);
+	fmgr_info(form->aggtransfn, transfn);
+	fmgr_info_set_expr((Node *) transfn_expr, transfn);
+	t->strict = transfn->fn_strict;
+	t->fcinfo = palloc0(SizeForFunctionCallInfo(2));
+	InitFunctionCallInfoData(*t->fcinfo, transfn, a->attno > 0 ? 2 : 1, agg->inputcollid, (Node *) context, NULL);
+
+	if (OidIsValid(form->aggserialfn) && form->aggtranstype == INTERNALOID)
+	{
+		Expr	   *serialfn_expr;
+
+		build_aggregate_serialfn_expr(form->aggserialfn, &serialfn_expr);
+		fmgr_info(form->aggserialfn, &t->serialfn);
+		fmgr_info_set_expr((Node *) serialfn_expr, &t->serialfn);
+	}
+	get_typlenbyval(form->aggtranstype, &t->translen, &t->transbyval);
+	initval = SysCacheGetAttr(AGGFNOID, tuple, Anum_pg_aggregate_agginitval, &initval_null);
+	if (!initval_null)
+	{
+		Oid			input,
+					ioparam;
+
+		getTypeInputInfo(form->aggtranstype, &input, &ioparam);
+		t->initval = OidInputFunctionCall(input, TextDatumGetCString(initval), ioparam, -1);
+		t->has_initval = true;
+	}
+	ReleaseSysCache(tuple);
+	a->call = t;
+}
+
+void
+agg_states_context(ColdAggregate *a, MemoryContext states)
+{
+	if (a->call == NULL)
+		return;
+	a->call->states = states;
+	((AggState *) a->call->fcinfo->context)->curaggcontext->ecxt_per_tuple_memory = states;
+}
+
+/* A group's transition state before its first value: the initial state, or none. */
+static void
+start_transition(const TransitionCall *t, PartialState *st)
+{
+	st->has_value = true;
+	if (t->has_initval)
+	{
+		MemoryContext old = MemoryContextSwitchTo(t->states);
+
+		st->value = datumCopy(t->initval, t->transbyval, t->translen);
+		MemoryContextSwitchTo(old);
+		st->state_null = false;
+	}
+	else
+	{
+		st->state_null = true;
+		st->awaiting_first = t->strict;
+	}
+}
+
+/*
+ * One transition, as nodeAgg.c's advance_transition_function makes it: a
+ * strict function skips nulls and takes the first value as the state; a
+ * new state of a by-reference type is copied into the states' context and
+ * the old one freed (an internal state lives there already).
+ */
+static void
+advance_transition(const TransitionCall *t, PartialState *st, Datum v, bool isnull)
+{
+	FunctionCallInfo fcinfo = t->fcinfo;
+	Datum		state;
+
+	if (!st->has_value)
+		start_transition(t, st);
+	if (t->strict)
+	{
+		if (isnull && fcinfo->nargs > 1)
+			return;
+		if (st->awaiting_first)
+		{
+			MemoryContext old = MemoryContextSwitchTo(t->states);
+
+			st->value = datumCopy(v, t->transbyval, t->translen);
+			MemoryContextSwitchTo(old);
+			st->state_null = st->awaiting_first = false;
+			return;
+		}
+		if (st->state_null)
+			return;
+	}
+	fcinfo->args[0].value = st->value;
+	fcinfo->args[0].isnull = st->state_null;
+	fcinfo->args[1].value = v;
+	fcinfo->args[1].isnull = isnull;
+	fcinfo->isnull = false;
+	state = FunctionCallInvoke(fcinfo);
+	if (!t->transbyval && DatumGetPointer(state) != DatumGetPointer(st->value))
+	{
+		if (!fcinfo->isnull)
+		{
+			MemoryContext old = MemoryContextSwitchTo(t->states);
+
+			state = datumCopy(state, t->transbyval, t->translen);
+			MemoryContextSwitchTo(old);
+		}
+		if (!st->state_null)
+			pfree(DatumGetPointer(st->value));
+	}
+	st->value = state;
+	st->state_null = fcinfo->isnull;
 }
 
 /* Postgres' order of a by-value type's values: the comparison min() and max() make. */
@@ -107,6 +285,11 @@ advance(const ColdAggregate *a, PartialState *st, Datum v, bool isnull)
 		st->count++;
 		return;
 	}
+	if (a->kind == COLD_TRANSITION)
+	{
+		advance_transition(a->call, st, v, isnull);
+		return;
+	}
 	if (isnull)
 		return;					/* every other aggregate here is strict */
 	switch (a->kind)
@@ -142,6 +325,7 @@ advance(const ColdAggregate *a, PartialState *st, Datum v, bool isnull)
 			break;
 		case COLD_COUNT_STAR:
 		case COLD_COUNT_NONE:
+		case COLD_TRANSITION:
 			break;
 	}
 }
@@ -273,6 +457,38 @@ agg_advance_batch(const ColdAggregate *a, int which, LakeScan *lake, const LakeB
 	}
 }
 
+/*
+ * The state as a Partial Aggregate outputs it (nodeAgg.c's
+ * finalize_partialaggregate): an internal one serialized, NULL staying
+ * NULL; a group with no value yet (the one group of no rows) has its
+ * initial state.
+ */
+static Datum
+transition_partial_state(const TransitionCall *t, const PartialState *st, bool *isnull)
+{
+	PartialState start = {0};
+
+	if (!st->has_value)
+	{
+		start_transition(t, &start);
+		st = &start;
+	}
+	*isnull = st->state_null;
+	if (st->state_null || !OidIsValid(t->serialfn.fn_oid))
+		return st->value;
+	{
+		LOCAL_FCINFO(fcinfo, 1);
+		Datum		serialized;
+
+		InitFunctionCallInfoData(*fcinfo, (FmgrInfo *) &t->serialfn, 1, InvalidOid, t->fcinfo->context, NULL);
+		fcinfo->args[0].value = st->value;
+		fcinfo->args[0].isnull = false;
+		serialized = FunctionCallInvoke(fcinfo);
+		*isnull = fcinfo->isnull;
+		return serialized;
+	}
+}
+
 Datum
 agg_partial_state(const ColdAggregate *a, const PartialState *st, bool *isnull)
 {
@@ -293,6 +509,8 @@ agg_partial_state(const ColdAggregate *a, const PartialState *st, bool *isnull)
 				return PointerGetDatum(construct_array(pair, 2, INT8OID, sizeof(int64), FLOAT8PASSBYVAL,
 													   TYPALIGN_DOUBLE));
 			}
+		case COLD_TRANSITION:
+			return transition_partial_state(a->call, st, isnull);
 		default:
 			*isnull = !st->has_value;
 			return st->value;

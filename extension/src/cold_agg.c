@@ -327,6 +327,7 @@ gathered_cold_agg(PlannerInfo *root, RelOptInfo *cold, const CustomPath *serial,
 	Cost		fixed = 10 * seq_page_cost;
 
 	if (cold->partial_pathlist == NIL || !is_parallel_safe(root, (Node *) quals) ||
+		!is_parallel_safe(root, (Node *) target->exprs) ||
 		(quals == NIL && counts_rows_only(target)))
 		return NULL;
 	workers = ((Path *) linitial(cold->partial_pathlist))->parallel_workers;
@@ -625,6 +626,8 @@ begin_cold_agg(CustomScanState *node, EState *estate, int eflags)
 				a->attno = arg->varattno;
 				a->type = arg->vartype;
 			}
+			if (a->kind == COLD_TRANSITION)
+				agg_prepare_transition(a, agg);
 			a->output = foreach_current_index(lc);
 		}
 	}
@@ -733,6 +736,8 @@ aggregate_cold_rows(ColdAggScanState *s)
 	if (s->reader == NULL)
 		open_cold_reader(s);
 	s->group_cxt = AllocSetContextCreate(CurrentMemoryContext, "tierdb cold aggregate groups", ALLOCSET_DEFAULT_SIZES);
+	for (int i = 0; i < s->naggs; i++)
+		agg_states_context(&s->aggs[i], s->group_cxt);
 	if (s->nkeys > 0)
 	{
 		build_groups(s, s->row->tts_tupleDescriptor);
@@ -813,6 +818,7 @@ aggregate_batches(ColdAggScanState *s)
 	LakeScan   *lake;
 	LakeBatch	batch;
 	int64		room = 0;
+	MemoryContext old;
 
 	if (s->nkeys > 0)
 	{
@@ -832,8 +838,10 @@ aggregate_batches(ColdAggScanState *s)
 			}
 			group_keys_find(s->group_keys, lake, &batch, s->batch_groups);
 		}
+		old = MemoryContextSwitchTo(econtext->ecxt_per_tuple_memory);
 		for (int i = 0; i < s->naggs; i++)
 			agg_advance_batch(&s->aggs[i], i, lake, &batch, s->nkeys > 0 ? s->batch_groups : NULL, s->single);
+		MemoryContextSwitchTo(old);
 		s->rows_read += batch.nrows;
 		s->rows_from_vectors += batch.nrows;
 	}
@@ -865,6 +873,7 @@ read_cold_rows(ColdAggScanState *s, List *quals)
 	{
 		ExprState  *qual = cold_rows_reader_from_lake(s->reader) ? lake_quals : all_quals;
 		PartialState *states = s->single;
+		MemoryContext old;
 
 		CHECK_FOR_INTERRUPTS();
 		ResetExprContext(econtext);
@@ -874,6 +883,7 @@ read_cold_rows(ColdAggScanState *s, List *quals)
 		s->rows_read++;
 		if (s->groups != NULL)
 			states = find_group(s, s->row);
+		old = MemoryContextSwitchTo(econtext->ecxt_per_tuple_memory);
 		for (int i = 0; i < s->naggs; i++)
 		{
 			const ColdAggregate *a = &s->aggs[i];
@@ -883,6 +893,7 @@ read_cold_rows(ColdAggScanState *s, List *quals)
 			else
 				agg_advance_value(a, &states[i], (Datum) 0, false);
 		}
+		MemoryContextSwitchTo(old);
 	}
 }
 

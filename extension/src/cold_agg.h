@@ -18,11 +18,16 @@
  *
  * The cold part makes no tuple of the rows it reads: it checks the query's
  * conditions and updates each group's states as it goes, with the states
- * Postgres' own transition functions would make (count, sum, avg of
- * integers, sum, min and max of the types it reads; cold_agg.c lists
- * them). Any other aggregate, a DISTINCT or ORDER BY inside one, grouping
- * sets, or a group key that is not a plain column leaves the query to the
- * plain plan.
+ * Postgres' own transition functions would make: count, and sums and
+ * averages of integers and floats, min and max of by-value types, written
+ * out in loops over the lake's vectors; any other built-in aggregate of
+ * one column that Postgres can aggregate partially (sum and avg of bigint
+ * and numeric, min and max of text or numeric, variances, bool_and, ...)
+ * by calling its transition function (agg_states.h). A user-defined
+ * aggregate, a DISTINCT, ORDER BY or FILTER inside one, an aggregate of an
+ * expression, grouping sets, or a group key that is not a plain column
+ * leaves the query to the plain plan (Postgres cannot aggregate
+ * count(DISTINCT x) partially: no partial state exists to hand on).
  *
  * tierdb.enable_cold_aggregate (on) turns it off.
  *
