@@ -702,6 +702,28 @@ look_up_table(ColdAggScanState *s)
 }
 
 /*
+ * Lets the reader skip what cannot hold the answer when every aggregate is
+ * min or max of a column over every cold row: the lake's bounds say where
+ * the extremes may lie.
+ */
+static void
+seek_extremes(ColdAggScanState *s, List *quals)
+{
+	LakeExtreme *extremes = palloc(sizeof(LakeExtreme) * Max(s->naggs, 1));
+
+	if (s->nkeys > 0 || quals != NIL || s->naggs == 0)
+		return;
+	for (int i = 0; i < s->naggs; i++)
+	{
+		if ((s->aggs[i].kind != COLD_MIN && s->aggs[i].kind != COLD_MAX) || s->aggs[i].attno <= 0)
+			return;
+		extremes[i].attno = s->aggs[i].attno;
+		extremes[i].max = s->aggs[i].kind == COLD_MAX;
+	}
+	cold_rows_reader_seek_extremes(s->reader, extremes, s->naggs);
+}
+
+/*
  * Prepares the cold rows' reader (nothing read yet): the table's row type,
  * the conditions the lake prunes with, the attributes read. It stays open
  * until the scan ends or starts over, so EXPLAIN can show what it read.
@@ -722,6 +744,7 @@ open_cold_reader(ColdAggScanState *s)
 	s->row = MakeSingleTupleTableSlot(desc, &TTSOpsVirtual);
 	s->reader = cold_rows_reader_open_quals(s->table, desc, quals, &s->css.ss.ps, s->shared);
 	cold_rows_reader_read_only(s->reader, read_attrs(s, quals));
+	seek_extremes(s, quals);
 }
 
 static bool only_counts_rows(ColdAggScanState *s, List *quals);
@@ -1010,6 +1033,8 @@ explain_cold_agg(CustomScanState *node, List *ancestors, ExplainState *es)
 	if (s->reader == NULL)
 		open_cold_reader(s);	/* EXPLAIN without ANALYZE: the pin and the lake's pruning */
 	cold_rows_reader_explain(s->reader, &s->workers, es);
+	if (cold_rows_reader_narrowed(s->reader))
+		ExplainPropertyBool("Lake Narrowed to Extremes by Bounds", true, es);
 	ExplainPropertyInteger("Aggregates", NULL, s->naggs, es);
 	ExplainPropertyInteger("Group Columns", NULL, s->nkeys, es);
 	ExplainPropertyInteger("Conditions", NULL, list_length(agg_private(cscan, 3)), es);

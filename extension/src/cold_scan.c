@@ -218,6 +218,9 @@ typedef struct ColdReader
 	tl_arena	filter_arena;	/* holds filter */
 	bool		skip;			/* the conditions keep the read at or above T */
 	bool		check_split;	/* a hybrid read whose lake rows at or above T the lake did not filter out */
+	LakeExtreme *extremes;		/* the caller wants only these (cold_rows_reader_seek_extremes) */
+	int			nextremes;
+	bool		narrowed;		/* and the lake reads only what may hold them */
 	bool		opened;
 
 	LakeScan   *lake;			/* NULL until opened, and when there is no snapshot */
@@ -500,6 +503,12 @@ cold_reader_open(ColdReader *r)
 	r->lake_done = false;
 	if (r->shared != NULL)
 		lake_scan_share_tasks(r->lake, claim_lake_task, r->shared);
+	/*
+	 * Extremes of every cold row are those of the lake's rows only while no
+	 * delta row replaces one (or adds one) and no condition narrows them.
+	 */
+	if (r->nextremes > 0 && r->conditions == NIL && r->delta_keys == NULL && r->upserts == NIL)
+		r->narrowed = lake_scan_narrow_to_extremes(r->lake, r->extremes, r->nextremes, &r->filter_arena);
 	build_filter(r);
 }
 
@@ -709,6 +718,23 @@ cold_rows_reader_count(ColdRowsReader *reader, int64 *count)
 		return false;
 	*count = st.planned_records;
 	return true;
+}
+
+void
+cold_rows_reader_seek_extremes(ColdRowsReader *reader, const LakeExtreme *extremes, int n)
+{
+	ColdReader *r = &reader->reader;
+
+	Assert(!r->opened);
+	r->extremes = palloc(sizeof(LakeExtreme) * n);
+	memcpy(r->extremes, extremes, sizeof(LakeExtreme) * n);
+	r->nextremes = n;
+}
+
+bool
+cold_rows_reader_narrowed(ColdRowsReader *reader)
+{
+	return reader->reader.narrowed;
 }
 
 bool

@@ -146,6 +146,17 @@ extern void cold_rows_reader_read_only(ColdRowsReader *reader, const Bitmapset *
  * instead of the first cold_rows_reader_next.
  */
 extern bool cold_rows_reader_count(ColdRowsReader *reader, int64 *count);
+/*
+ * Tells the reader that its caller wants only the least or greatest
+ * values of these attributes over every cold row (min and max, no
+ * condition): where the lake's rows are the cold rows (the delta names no
+ * key below T, and the lake holds no row at or above T), the lake reads
+ * only the files, row groups and pages that may hold them
+ * (lake_scan_narrow_to_extremes). Call before the first read.
+ */
+extern void cold_rows_reader_seek_extremes(ColdRowsReader *reader, const LakeExtreme *extremes, int n);
+/* Whether the reader was narrowed so, once it has started reading. */
+extern bool cold_rows_reader_narrowed(ColdRowsReader *reader);
 /* The next cold row into slot (a virtual slot of tupdesc), or false at the end. */
 extern bool cold_rows_reader_next(ColdRowsReader *reader, TupleTableSlot *slot);
 /*

@@ -1266,6 +1266,140 @@ lake_scan_close(LakeScan *scan)
 	MemoryContextDelete(scan->cxt);
 }
 
+/* ------------------------------------------------------------ narrowing to extremes */
+
+/* The count of field id in a manifest's map, when the file has one. */
+static bool
+file_count(const tl_ice_long_map *m, int32 id, int64 *count)
+{
+	for (uint32 i = 0; i < m->n; i++)
+		if (m->keys[i] == id)
+		{
+			*count = m->values[i];
+			return true;
+		}
+	return false;
+}
+
+/*
+ * The file's lower or upper bound of field, when it has one that bounds
+ * an ordinary value (neither null nor NaN) the file is known to hold.
+ * Bounds are over such values; a file whose counts say it has none
+ * (every value null or NaN) gives none, whatever its bounds say.
+ */
+static bool
+file_bound(const tl_ice_data_file *file, const tl_ice_field *field, bool upper, tl_ice_value *bound)
+{
+	const tl_ice_bytes_map *m = upper ? &file->upper_bounds : &file->lower_bounds;
+	int64		values,
+				nulls,
+				nans;
+
+	if (file_count(&file->value_counts, field->id, &values) &&
+		values - (file_count(&file->null_value_counts, field->id, &nulls) ? nulls : 0)
+		- (file_count(&file->nan_value_counts, field->id, &nans) ? nans : 0) <= 0)
+		return false;
+	for (uint32 i = 0; i < m->n; i++)
+	{
+		if (m->keys[i] != field->id)
+			continue;
+		if (tl_ice_value_deserialize(&field->type, m->values[i].ptr, m->values[i].len, bound, NULL) != 0)
+			return false;
+		return !(field->type.id == TL_ICE_FLOAT && isnan(bound->v.f32)) &&
+			!(field->type.id == TL_ICE_DOUBLE && isnan(bound->v.f64));
+	}
+	return false;
+}
+
+/* The types whose bounds are exact values of the column (not truncated, as strings' may be). */
+static bool
+bounds_are_values(const tl_ice_type *type)
+{
+	switch (type->id)
+	{
+		case TL_ICE_INT:
+		case TL_ICE_LONG:
+		case TL_ICE_FLOAT:
+		case TL_ICE_DOUBLE:
+		case TL_ICE_DATE:
+		case TL_ICE_TIME:
+		case TL_ICE_TIMESTAMP:
+		case TL_ICE_TIMESTAMPTZ:
+			return true;
+		default:
+			return false;
+	}
+}
+
+/*
+ * The condition that keeps the row holding one extreme: for min(x), x <=
+ * the least upper bound over the files (that file holds a value at most
+ * that, so the minimum is too); for max(x), x >= the greatest lower bound.
+ * NULL when no file bounds the field.
+ */
+static const tl_ice_expr *
+extreme_condition(const tl_ice_scan *plan, const tl_ice_field *field, bool max, tl_arena *arena)
+{
+	tl_ice_value best;
+	bool		found = false;
+
+	for (int t = 0; t < tl_ice_scan_ntasks(plan); t++)
+	{
+		tl_ice_value bound;
+
+		if (!file_bound(&tl_ice_scan_task_at(plan, t)->file, field, !max, &bound))
+			continue;
+		if (!found || (max ? tl_ice_value_compare(&field->type, &bound, &best) > 0
+					   : tl_ice_value_compare(&field->type, &bound, &best) < 0))
+			best = bound;
+		found = true;
+	}
+	/*
+	 * Iceberg orders -0 below +0, Postgres holds them equal: at a zero bound
+	 * pruning could keep only the zeros of one sign, and the answer's sign
+	 * could differ from what reading everything gives.
+	 */
+	if (!found || (field->type.id == TL_ICE_FLOAT && best.v.f32 == 0) ||
+		(field->type.id == TL_ICE_DOUBLE && best.v.f64 == 0))
+		return NULL;
+	/* (NULL out of memory too: the scan just reads every file) */
+	return tl_ice_expr_predicate(arena, max ? TL_ICE_EXPR_GE : TL_ICE_EXPR_LE, field->id, &best, 1);
+}
+
+bool
+lake_scan_narrow_to_extremes(LakeScan *scan, const LakeExtreme *extremes, int n, tl_arena *arena)
+{
+	tl_ice_scan *plan;
+	tl_error	err;
+	const tl_ice_expr *keep = NULL;
+	bool		narrowed = true;
+
+	if (scan->plan != NULL || scan->filter != NULL)
+		elog(ERROR, "lake scan narrowed after it was filtered or planned");
+	tl_error_clear(&err);
+	plan = tl_ice_scan_plan(scan->table->metadata, scan->plan_snapshot, NULL, &err);
+	if (plan == NULL)
+		report_lake_error(scan, "planning a scan", &err);
+	/* a delete may have removed the very row whose value a bound is */
+	for (int t = 0; t < tl_ice_scan_ntasks(plan) && narrowed; t++)
+		narrowed = tl_ice_scan_task_at(plan, t)->ndeletes == 0;
+	for (int i = 0; i < n && narrowed; i++)
+	{
+		const tl_ice_field *field = lake_scan_attr_field(scan, extremes[i].attno);
+		const tl_ice_expr *one = NULL;
+
+		narrowed = field != NULL && bounds_are_values(&field->type) &&
+			(one = extreme_condition(plan, field, extremes[i].max, arena)) != NULL;
+		if (narrowed)
+			keep = keep == NULL ? one : tl_ice_expr_or(arena, keep, one);
+	}
+	tl_ice_scan_free(plan);
+	if (!narrowed)
+		return false;
+	scan->filter = keep;
+	return true;
+}
+
 /* ------------------------------------------------------------ tierdb.lake_scan() */
 
 void

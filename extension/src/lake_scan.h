@@ -160,6 +160,30 @@ typedef uint32 (*LakeTaskClaim) (void *arg);
 extern void lake_scan_share_tasks(LakeScan *scan, LakeTaskClaim claim, void *arg);
 
 /*
+ * Narrows a scan of every row (no filter set) whose caller wants only the
+ * least or greatest value of some attributes (min and max with nothing
+ * else to read) to the files, row groups and pages that may hold those
+ * rows, by the files' bounds: the least upper bound over the files bounds
+ * the minimum, and whatever cannot hold a value at most that is skipped
+ * (the greatest lower bound likewise for a maximum). Rows are not
+ * filtered: the caller takes the extremes of what it reads, which are
+ * those of every row. False, and the scan unchanged, when a delete file
+ * applies at the snapshot (its row may be the one a bound came from), or
+ * an attribute's field has no bounds that are its values (strings' are
+ * truncated) or none at all. Plans the snapshot once more; call before
+ * the scan is planned. The filter lives in arena, which must outlive the
+ * planning.
+ */
+typedef struct LakeExtreme
+{
+	AttrNumber	attno;
+	bool		max;			/* the greatest value, else the least */
+} LakeExtreme;
+
+extern bool lake_scan_narrow_to_extremes(LakeScan *scan, const LakeExtreme *extremes, int n,
+										 tl_arena *arena);
+
+/*
  * Plans the scan (manifests read, files chosen) if not done yet; the first
  * lake_scan_next does it too.  For callers that need the plan's figures,
  * such as an EXPLAIN without ANALYZE.

@@ -134,6 +134,37 @@ def test_count_of_every_row_from_the_lake_metadata(m):
     same(db, "SELECT count(*) FROM {t}")
 
 
+def test_min_and_max_read_only_what_may_hold_them(m, tierdb):
+    """min and max of columns over every cold row read only the files that
+    may hold the extremes, by the files' bounds, while no delete file and
+    no delta row applies; the answers are always the untiered copy's."""
+    db = m
+    extremes = "SELECT min(id), max(ts), min(tm), max(sm) FROM {t}"
+    node = cold_aggregate_node(db, extremes.format(t="m"))
+    # id's least, ts' greatest and sm's greatest lie in the first and last of the seven daily files;
+    # tm (make_time(day, ...)) is least in the first as well
+    assert node["Lake Narrowed to Extremes by Bounds"] and node["Lake Files Pruned"] == 5, node
+    assert node["Cold Rows Aggregated"] == 200, node
+    for sql in (extremes, QUERIES[2], "SELECT min(f4), max(z), min(k) FROM {t}"):
+        same(db, sql)
+    # a condition, a group, another aggregate: every file
+    for sql in ("SELECT min(id) FROM m WHERE k > 0", "SELECT ev, min(id) FROM m GROUP BY ev",
+                "SELECT min(id), count(*) FROM m"):
+        assert "Lake Narrowed to Extremes by Bounds" not in cold_aggregate_node(db, sql), sql
+    # every row of the first day deleted (the file the bounds point to), one of the last updated:
+    # in the delta, then folded into the lake
+    for t in ("m", "plain"):
+        db.query(SESSION + f"DELETE FROM {t} WHERE ts < '2024-01-02'; UPDATE {t} SET sm = -1 WHERE id = 700")
+    node = cold_aggregate_node(db, extremes.format(t="m"))
+    same(db, extremes)
+    assert "Lake Narrowed to Extremes by Bounds" not in node, node
+    run_once(tierdb, "2d")
+    assert int(db.query("SELECT count(*) FROM tierdb.delta")[0][0]) == 0
+    node = cold_aggregate_node(db, extremes.format(t="m"))
+    assert ("Lake Narrowed to Extremes by Bounds" in node) == (node["Lake Delete Files"] == 0), node
+    same(db, extremes)
+
+
 # ------------------------------------------------------------------ grouping on every type
 #
 # `g` has enough cold rows (14,000 in seven daily files, 6,000 in the heap) that the split
