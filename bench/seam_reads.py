@@ -135,6 +135,7 @@ def queries(rows, days, point):
     hour = f"{day(first)} + interval '13 hours'"
     return [
         Query("count(*)", "count(*)", []),
+        Query("min and max of ts", "min(ts), max(ts)", []),
         Query(f"aggregate, {span} of {days} days", "event, count(*), sum(value)",
               [f"ts >= {day(first)}", f"ts < {day(first + span)}"], " GROUP BY event ORDER BY event"),
         Query("reading > X (prunable)", "count(*), sum(value), max(ts)",

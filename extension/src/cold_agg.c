@@ -83,8 +83,12 @@ computable_aggref(Aggref *agg)
 {
 	ColdAggKind kind;
 
-	if (agg->aggdistinct != NIL || agg->aggorder != NIL || agg->aggfilter != NULL || agg->agglevelsup != 0 ||
+	if (agg->aggdistinct != NIL || agg->aggorder != NIL || agg->agglevelsup != 0 ||
 		agg->aggkind != AGGKIND_NORMAL || agg->aggvariadic || !cold_agg_kind(agg->aggfnoid, &kind))
+		return false;
+	/* FILTER: checked on each cold row, as the partial aggregate over the heap checks it */
+	if (agg->aggfilter != NULL &&
+		(contain_subplans((Node *) agg->aggfilter) || contain_volatile_functions((Node *) agg->aggfilter)))
 		return false;
 	if (kind == COLD_COUNT_STAR)
 		return agg->args == NIL;
@@ -291,20 +295,33 @@ cold_agg_path(PlannerInfo *root, RelOptInfo *cold, RangeTblEntry *rte, Oid relid
 	return path;
 }
 
-/* Whether every aggregate of the partial target is count(*): the lake's metadata may answer it. */
+/*
+ * Whether the lake's metadata may answer the partial target: every
+ * aggregate count(*), or every one min or max of a column (which read
+ * only where the files' bounds point), none with a FILTER, no group.
+ */
 static bool
-counts_rows_only(PathTarget *target)
+metadata_may_answer(PathTarget *target)
 {
+	bool		counts = false;
+	bool		extremes = false;
 	ListCell   *lc;
 
 	foreach(lc, target->exprs)
 	{
-		Node	   *expr = lfirst(lc);
+		Aggref	   *agg = lfirst(lc);
+		ColdAggKind kind;
 
-		if (!IsA(expr, Aggref) || ((Aggref *) expr)->aggfnoid != F_COUNT_)
+		if (!IsA(agg, Aggref) || agg->aggfilter != NULL || !cold_agg_kind(agg->aggfnoid, &kind))
+			return false;
+		if (agg->aggfnoid == F_COUNT_)
+			counts = true;
+		else if ((kind == COLD_MIN || kind == COLD_MAX) && IsA(((TargetEntry *) linitial(agg->args))->expr, Var))
+			extremes = true;
+		else
 			return false;
 	}
-	return true;
+	return counts != extremes;
 }
 
 /*
@@ -313,8 +330,9 @@ counts_rows_only(PathTarget *target)
  * row images): the Finalize Aggregate combines every process's partial
  * states as it combines the two arms'. Offered where the cold scan got a
  * parallel path (cold_scan.c decides: enough lake rows, not a mirror, the
- * setting on) and the quals may run in a worker; not for a count(*) with
- * no condition, which the lake's metadata answers in one process.
+ * setting on) and the quals may run in a worker; not for a count(*), min
+ * or max with no condition, which the lake's metadata answers (or points
+ * to the few row groups to read) in one process.
  */
 static Path *
 gathered_cold_agg(PlannerInfo *root, RelOptInfo *cold, const CustomPath *serial, PathTarget *target,
@@ -328,7 +346,7 @@ gathered_cold_agg(PlannerInfo *root, RelOptInfo *cold, const CustomPath *serial,
 
 	if (cold->partial_pathlist == NIL || !is_parallel_safe(root, (Node *) quals) ||
 		!is_parallel_safe(root, (Node *) target->exprs) ||
-		(quals == NIL && counts_rows_only(target)))
+		(quals == NIL && metadata_may_answer(target)))
 		return NULL;
 	workers = ((Path *) linitial(cold->partial_pathlist))->parallel_workers;
 	divisor = cold_scan_parallel_divisor(workers);
@@ -501,8 +519,12 @@ plan_cold_agg(PlannerInfo *root, RelOptInfo *rel, CustomPath *best_path, List *t
 	cscan->scan.scanrelid = 0;
 	cscan->custom_scan_tlist = scan_tlist;
 	cscan->custom_private = best_path->custom_private;
-	/* Only for the executor's bookkeeping of which parameters the scan depends on (a rescan when they change). */
+	/*
+	 * Only for the executor's bookkeeping of which parameters the scan
+	 * depends on (a rescan when they change): the quals' and the FILTERs'.
+	 */
 	exec_params_walker((Node *) lfourth(best_path->custom_private), &cscan->custom_exprs);
+	exec_params_walker((Node *) scan_tlist, &cscan->custom_exprs);
 	cscan->methods = &cold_agg_scan_methods;
 	return &cscan->scan.plan;
 }
@@ -515,6 +537,8 @@ typedef struct ColdAggScanState
 	SeamTable  *table;
 	int			naggs;
 	ColdAggregate *aggs;
+	ExprState **filters;		/* per aggregate, its FILTER, or NULL */
+	List	   *filter_exprs;	/* the FILTER expressions; NIL when no aggregate has one */
 	int			nkeys;
 	AttrNumber *key_attnos;		/* group columns (table numbering) */
 	int		   *key_outputs;	/* their columns in the output */
@@ -576,6 +600,17 @@ create_cold_agg_state(CustomScan *cscan)
 
 #define agg_private(cscan, which) ((List *) list_nth((cscan)->custom_private, (which)))
 
+/*
+ * An aggregate's FILTER, evaluated on each cold row as the quals are (its
+ * Vars, of the cold arm's relation, read the scan tuple: the cold row).
+ */
+static void
+prepare_filter(ColdAggScanState *s, int i, Expr *filter)
+{
+	s->filters[i] = ExecInitQual(list_make1(filter), NULL);
+	s->filter_exprs = lappend(s->filter_exprs, filter);
+}
+
 /* The privileges of the seam union's reference, as the cold scan checks them; the aggregates and keys. */
 static void
 begin_cold_agg(CustomScanState *node, EState *estate, int eflags)
@@ -595,6 +630,7 @@ begin_cold_agg(CustomScanState *node, EState *estate, int eflags)
 		lake_check_direct_read(relid, "tierdb.cold_rows");
 
 	s->aggs = palloc0(sizeof(ColdAggregate) * list_length(cscan->custom_scan_tlist));
+	s->filters = palloc0(sizeof(ExprState *) * list_length(cscan->custom_scan_tlist));
 	s->key_attnos = palloc0(sizeof(AttrNumber) * list_length(cscan->custom_scan_tlist));
 	s->key_outputs = palloc0(sizeof(int) * list_length(cscan->custom_scan_tlist));
 	foreach(lc, cscan->custom_scan_tlist)
@@ -628,6 +664,8 @@ begin_cold_agg(CustomScanState *node, EState *estate, int eflags)
 			}
 			if (a->kind == COLD_TRANSITION)
 				agg_prepare_transition(a, agg);
+			if (agg->aggfilter != NULL)
+				prepare_filter(s, s->naggs - 1, agg->aggfilter);
 			a->output = foreach_current_index(lc);
 		}
 	}
@@ -658,25 +696,32 @@ build_groups(ColdAggScanState *s, TupleDesc rowdesc)
 									   s->group_cxt, s->css.ss.ps.ps_ExprContext->ecxt_per_tuple_memory, false);
 }
 
-/* The attributes the aggregates, the group keys and the quals read; all of them for a whole-row Var. */
+/* Adds the attribute a Var reads to attnos; all of them for a whole-row Var. */
+static Bitmapset *
+add_var_attno(ColdAggScanState *s, Bitmapset *attnos, AttrNumber attno)
+{
+	if (attno == 0)
+		for (int a = 1; a <= s->row->tts_tupleDescriptor->natts; a++)
+			attnos = bms_add_member(attnos, a);
+	else if (attno > 0)
+		attnos = bms_add_member(attnos, attno);
+	return attnos;
+}
+
+/* The attributes the aggregates, their filters, the group keys and the quals read. */
 static Bitmapset *
 read_attrs(ColdAggScanState *s, List *quals)
 {
 	Bitmapset  *pulled = NULL;
 	Bitmapset  *attnos = NULL;
+	ListCell   *lc;
 	int			i = -1;
 
 	pull_varattnos((Node *) quals, INDEX_VAR, &pulled);
 	while ((i = bms_next_member(pulled, i)) >= 0)
-	{
-		AttrNumber	attno = i + FirstLowInvalidHeapAttributeNumber;
-
-		if (attno == 0)
-			for (int a = 1; a <= s->row->tts_tupleDescriptor->natts; a++)
-				attnos = bms_add_member(attnos, a);
-		else if (attno > 0)
-			attnos = bms_add_member(attnos, attno);
-	}
+		attnos = add_var_attno(s, attnos, i + FirstLowInvalidHeapAttributeNumber);
+	foreach(lc, pull_var_clause((Node *) s->filter_exprs, 0))
+		attnos = add_var_attno(s, attnos, ((Var *) lfirst(lc))->varattno);
 	for (int k = 0; k < s->nkeys; k++)
 		attnos = bms_add_member(attnos, s->key_attnos[k]);
 	for (int a = 0; a < s->naggs; a++)
@@ -715,7 +760,8 @@ seek_extremes(ColdAggScanState *s, List *quals)
 		return;
 	for (int i = 0; i < s->naggs; i++)
 	{
-		if ((s->aggs[i].kind != COLD_MIN && s->aggs[i].kind != COLD_MAX) || s->aggs[i].attno <= 0)
+		if ((s->aggs[i].kind != COLD_MIN && s->aggs[i].kind != COLD_MAX) || s->aggs[i].attno <= 0 ||
+			s->filters[i] != NULL)
 			return;
 		extremes[i].attno = s->aggs[i].attno;
 		extremes[i].max = s->aggs[i].kind == COLD_MAX;
@@ -788,7 +834,7 @@ only_counts_rows(ColdAggScanState *s, List *quals)
 	if (s->nkeys > 0 || quals != NIL)
 		return false;
 	for (int i = 0; i < s->naggs; i++)
-		if (s->aggs[i].kind != COLD_COUNT_STAR)
+		if (s->aggs[i].kind != COLD_COUNT_STAR || s->filters[i] != NULL)
 			return false;
 	return true;
 }
@@ -871,8 +917,9 @@ aggregate_batches(ColdAggScanState *s)
 }
 
 /*
- * Adds every cold row passing the quals to its group's states: the lake's
- * rows a batch at a time while the lake checks every qual, else row by
+ * Adds every cold row passing the quals to its group's states (each
+ * aggregate's, if it passes its FILTER): the lake's rows a batch at a time
+ * while the lake checks every qual and no aggregate has a FILTER, else row by
  * row, leaving out the quals the lake checks; the delta's row images, which
  * the lake never saw, are checked against all of them.
  */
@@ -890,7 +937,7 @@ read_cold_rows(ColdAggScanState *s, List *quals)
 		if (!bms_is_member(foreach_current_index(lc), checked))
 			unchecked = lappend(unchecked, lfirst(lc));
 	lake_quals = ExecInitQual(unchecked, NULL);
-	if (unchecked == NIL)
+	if (unchecked == NIL && s->filter_exprs == NIL)
 		aggregate_batches(s);
 	while (cold_rows_reader_next(s->reader, s->row))
 	{
@@ -911,6 +958,8 @@ read_cold_rows(ColdAggScanState *s, List *quals)
 		{
 			const ColdAggregate *a = &s->aggs[i];
 
+			if (s->filters[i] != NULL && !ExecQual(s->filters[i], econtext))
+				continue;
 			if (a->attno > 0)
 				agg_advance_value(a, &states[i], s->row->tts_values[a->attno - 1], s->row->tts_isnull[a->attno - 1]);
 			else

@@ -23,11 +23,14 @@
  * out in loops over the lake's vectors; any other built-in aggregate of
  * one column that Postgres can aggregate partially (sum and avg of bigint
  * and numeric, min and max of text or numeric, variances, bool_and, ...)
- * by calling its transition function (agg_states.h). A user-defined
- * aggregate, a DISTINCT, ORDER BY or FILTER inside one, an aggregate of an
- * expression, grouping sets, or a group key that is not a plain column
- * leaves the query to the plain plan (Postgres cannot aggregate
- * count(DISTINCT x) partially: no partial state exists to hand on).
+ * by calling its transition function (agg_states.h). An aggregate's
+ * FILTER is checked on each cold row (then the rows come one at a time,
+ * not from the vectors). A user-defined aggregate, a DISTINCT or ORDER BY
+ * inside one, a FILTER with a subquery or a volatile function, an
+ * aggregate of an expression, grouping sets, or a group key that is not a
+ * plain column leaves the query to the plain plan (Postgres cannot
+ * aggregate count(DISTINCT x) partially: no partial state exists to hand
+ * on).
  *
  * tierdb.enable_cold_aggregate (on) turns it off.
  *

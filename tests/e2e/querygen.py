@@ -313,9 +313,19 @@ class QueryGen:
             a = r.choice(AGG_NUMERIC)
             m = r.choice(MINMAX_COLS)
             having = f" HAVING count(*) > {r.randint(0, 3)}" if r.random() < 0.5 else ""
-            return Query(family, f"SELECT {g}, count(*), count({m}), min({m}), max({m}), sum({a}), avg({a}),"
-                         f" bool_and(b), string_agg(s, ',' ORDER BY id)"
-                         f" FROM {{t}} WHERE {{p0}} GROUP BY {g}{having}", [p()], consts)
+            shape = r.random()
+            if shape < 0.35:  # an ordered aggregate: the plain plan over the seam union
+                return Query(family, f"SELECT {g}, count(*), count({m}), min({m}), max({m}), sum({a}), avg({a}),"
+                             f" bool_and(b), string_agg(s, ',' ORDER BY id)"
+                             f" FROM {{t}} WHERE {{p0}} GROUP BY {g}{having}", [p()], consts)
+            if shape < 0.8:  # the cold aggregate's partial states, FILTERs checked on each cold row
+                return Query(family, f"SELECT {g}, count(*), count({m}), min({m}), max({m}), sum({a}), avg({a}),"
+                             f" bool_and(b), count(*) FILTER (WHERE {{p1}}), sum({a}) FILTER (WHERE {{p2}})"
+                             f" FROM {{t}} WHERE {{p0}} GROUP BY {g}{having}", [p(), p(), p()], consts)
+            # every row: count(*) from the lake's metadata, min and max read only where the bounds point
+            m2 = r.choice(MINMAX_COLS)
+            target = f"min({m}), max({m2}), max({m}), min({m2})" if r.random() < 0.7 else f"count(*), min({m}), sum({a})"
+            return Query(family, f"SELECT {target} FROM {{t}}", [], consts)
         if family == "window":
             g = r.choice(GROUP_COLS)
             a = r.choice(AGG_NUMERIC)

@@ -16,7 +16,7 @@ import pytest
 from test_cold_pruning import custom_node, m, plan_nodes  # noqa: F401 (m: the fixture)
 from test_tiering import SESSION, run_once
 
-NOT_HERE = "SELECT count(*) FILTER (WHERE k > 0), sum(n), count(DISTINCT ev) FROM {t}"  # the plain plan
+NOT_HERE = "SELECT count(DISTINCT ev), max(k + 1) FROM {t}"  # the plain plan: no partial state, an expression
 QUERIES = [
     "SELECT count(*) FROM {t}",
     "SELECT count(*), count(f8), count(k), sum(k), avg(k), sum(sm), avg(sm) FROM {t}",
@@ -31,12 +31,21 @@ QUERIES = [
     "SELECT count(*), max(k) FROM {t} WHERE ts >= '2024-01-09'",
     "SELECT sm, count(*) FROM {t} WHERE ts < '2024-01-04' GROUP BY sm ORDER BY sm",
     NOT_HERE,
+    # FILTER: checked on each cold row, the rows one at a time
+    "SELECT count(*) FILTER (WHERE k > 0), sum(k) FILTER (WHERE f8 > 1500), min(ts) FILTER (WHERE b),"
+    " max(f8) FILTER (WHERE s LIKE 'a%'), count(*), sum(sm) FILTER (WHERE k IS NULL) FROM {t}",
+    "SELECT ev, count(*) FILTER (WHERE k IS NULL), avg(k) FILTER (WHERE sm > 3), max(n) FILTER (WHERE f8 < 3000)"
+    " FROM {t} GROUP BY ev ORDER BY ev",
+    "SELECT count(*) FILTER (WHERE k > 0), min(id) FILTER (WHERE k < 0) FROM {t} WHERE f8 > 1500",
+    "SELECT count(*) FILTER (WHERE x IS NOT NULL), max(tm) FILTER (WHERE x.b IS NOT TRUE) FROM {t} x",
     "SELECT count(*) + 1, max(k) * 2 FROM {t} WHERE k IS NOT NULL",
     # a condition the lake does not check: the cold rows one at a time
     "SELECT ev, count(*), sum(k), max(f8) FROM {t} WHERE length(s) > 5 GROUP BY ev ORDER BY ev",
     # correlated: the aggregate runs again for each outer row, with its value
     "SELECT o.x, (SELECT count(*) FROM {t} WHERE k = o.x), (SELECT max(f8) FROM {t} WHERE sm = o.x)"
     " FROM generate_series(-12, 12) o(x) ORDER BY 1",
+    # the outer value in a FILTER: a new one rescans
+    "SELECT o.x, (SELECT count(*) FILTER (WHERE k = o.x) FROM {t}) FROM generate_series(-12, 12, 4) o(x) ORDER BY 1",
 ]
 
 
@@ -58,8 +67,10 @@ def test_aggregates_match_the_untiered_copy(m):
         same(db, sql, SESSION + "SET tierdb.enable_cold_aggregate = off;\n")
         same(db, sql, SESSION + "SET max_parallel_workers_per_gather = 0;\n")
     assert uses_cold_aggregate(db, QUERIES[0]) and uses_cold_aggregate(db, QUERIES[5])
-    assert uses_cold_aggregate(db, QUERIES[-1])  # in each correlated subplan
-    assert not uses_cold_aggregate(db, NOT_HERE)  # FILTER, DISTINCT
+    assert uses_cold_aggregate(db, QUERIES[-2]) and uses_cold_aggregate(db, QUERIES[-1])  # correlated subplans
+    assert not uses_cold_aggregate(db, NOT_HERE)  # DISTINCT, an expression
+    assert uses_cold_aggregate(db, QUERIES[QUERIES.index(NOT_HERE) + 1])  # FILTER
+    assert not uses_cold_aggregate(db, "SELECT count(*) FILTER (WHERE random() < 2) FROM {t}")
     assert not uses_cold_aggregate(db, QUERIES[0], SESSION + "SET tierdb.enable_cold_aggregate = off;\n")
 
 

@@ -8,7 +8,8 @@ order of every row, else as multisets; every value compared as its text
 The cluster runs with production defaults; each query runs in one of the
 execution modes (MODES): plain, parallel query off, prepared with custom
 and with generic plans (parameters), through a cursor, or with the cold
-scan's pushdown off (tierdb.enable_cold_pushdown). Three phases:
+scan's pushdown off (tierdb.enable_cold_pushdown), or with the cold
+aggregate off (tierdb.enable_cold_aggregate). Three phases:
 after tiering, with corrections in the delta (tierdb_upsert/tierdb_delete
 on `tiered`, the same change as plain DML on `copy`), after the fold.
 
@@ -44,7 +45,7 @@ TOTAL = int(os.environ.get("TIERDB_DIFF_QUERIES", "2400"))
 ROWS = 2000
 LAG = "2d"  # behind the newest row: whole days before 2024-01-08 go, qg.HOT_DAYS stay
 
-ALL_MODES = ["plain", "serial", "custom", "generic", "cursor", "parallel", "nopush"]
+ALL_MODES = ["plain", "serial", "custom", "generic", "cursor", "parallel", "nopush", "noagg"]
 
 
 def _listed(name, default, known):
@@ -65,6 +66,7 @@ MODE_SETTINGS = {
     "custom": "SET plan_cache_mode = force_custom_plan",
     "generic": "SET plan_cache_mode = force_generic_plan",
     "nopush": "SET tierdb.enable_cold_pushdown = off",
+    "noagg": "SET tierdb.enable_cold_aggregate = off",
 }
 
 
@@ -321,6 +323,19 @@ def _slice(phase):
 def test_after_tiering(data):
     data.all_rows_same()
     run_queries(data.conn, "tiered", SEED, _slice(0), FAMILIES, MODES)
+
+
+def test_the_aggregates_reach_the_cold_aggregate(data):
+    """The aggregate family is written to exercise the cold aggregate (its
+    states, FILTERs, metadata answers): most of its queries must plan it."""
+    gen = qg.QueryGen(SEED + 6)
+    queries = [q for q in gen.queries(60, ["aggregate"]) if "ORDER BY id" not in q.template]
+    planned = 0
+    for query in queries:
+        sql, _ = query.sql("tiered")
+        plan = data.conn.execute("EXPLAIN (FORMAT JSON) " + sql).fetchone()[0]
+        planned += '"TierDB Cold Aggregate"' in str(plan)
+    assert queries and planned >= len(queries) // 2, (planned, len(queries))
 
 
 def test_with_corrections_in_the_delta(data):
