@@ -280,13 +280,18 @@ TRANSITION = [
 ]
 
 
+def split_and_plain_agree(db, sql):
+    """sql on g uses the cold aggregate, and g gives gplain's result with it, in one process, and without it."""
+    assert uses_cold_aggregate(db, sql.replace("{t}", "g")), sql
+    same_g(db, sql)
+    same_g(db, sql, SESSION + "SET max_parallel_workers_per_gather = 0;\n")
+    same_g(db, sql, SESSION + "SET tierdb.enable_cold_aggregate = off;\n")
+
+
 def test_aggregates_by_their_own_transition_functions(g):
     db = g
     for sql in TRANSITION:
-        assert uses_cold_aggregate(db, sql.replace("{t}", "g")), sql
-        same_g(db, sql)
-        same_g(db, sql, SESSION + "SET max_parallel_workers_per_gather = 0;\n")
-        same_g(db, sql, SESSION + "SET tierdb.enable_cold_aggregate = off;\n")
+        split_and_plain_agree(db, sql)
         same_g(db, sql, PARALLEL)
     node = cold_aggregate_node(db, "SELECT s, sum(big), avg(n), min(s) FROM g WHERE ts < '2024-01-05' GROUP BY s")
     assert node["Cold Rows Aggregated From Column Vectors"] == node["Cold Rows Aggregated"] == 8000, node
@@ -304,10 +309,7 @@ def test_aggregates_by_their_own_transition_functions(g):
 def test_grouping_on_every_type(g):
     db = g
     for sql in GROUPED:
-        assert uses_cold_aggregate(db, sql.replace("{t}", "g")), sql
-        same_g(db, sql)
-        same_g(db, sql, SESSION + "SET max_parallel_workers_per_gather = 0;\n")
-        same_g(db, sql, SESSION + "SET tierdb.enable_cold_aggregate = off;\n")
+        split_and_plain_agree(db, sql)
 
 
 def test_vectors_or_rows(g):
