@@ -10,7 +10,7 @@ value that lies inside every row group's min and max but is absent skips
 the row groups by bloom filter (EXPLAIN's "Row Groups Pruned by Bloom
 Filters"), while every answer equals an untiered copy of the same rows.
 Bad policy values are refused with the column and the reason, and change
-nothing.
+nothing. A mirror's copy and batches carry them as well.
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ import pytest
 import lake_files
 from test_cold_pruning import custom_node
 from test_maintenance import run_maintain
+import test_mirrored
 from test_tiering import SESSION, cutline, run_once
 
 LAG = "2d"
@@ -69,17 +70,18 @@ def policy(tierdb, *args):
     return proc.stdout
 
 
-def live_data_files(db):
+def live_data_files(db, table="events"):
     """The data files of the current snapshot, local paths."""
+    from pyiceberg.manifest import DataFileContent
     from pyiceberg.table import StaticTable
 
-    from pyiceberg.manifest import DataFileContent
-
-    cut = cutline(db, "events")
-    table = StaticTable.from_metadata(cut["props"]["metadata_location"])
-    snap = table.metadata.snapshot_by_id(cut["S"])
-    return sorted(str(lake_files.local(e.data_file.file_path)) for m in snap.manifests(table.io)
-                  for e in m.fetch_manifest_entry(table.io, discard_deleted=True)
+    ((snapshot, location),) = db.query(
+        "SELECT c.lake_snapshot_id, c.lake_props->>'metadata_location' FROM tierdb.cutline c"
+        f" JOIN tierdb.tables t USING (table_id) WHERE t.table_name = '{table}'")
+    lake = StaticTable.from_metadata(location)
+    snap, io = lake.metadata.snapshot_by_id(int(snapshot)), lake.io
+    return sorted(str(lake_files.local(e.data_file.file_path)) for m in snap.manifests(io)
+                  for e in m.fetch_manifest_entry(io, discard_deleted=True)
                   if e.data_file.content == DataFileContent.DATA)
 
 
@@ -96,8 +98,8 @@ def bloom_columns_of(path):
     return out
 
 
-def assert_files_carry_blooms(db, named=NAMED):
-    files = live_data_files(db)
+def assert_files_carry_blooms(db, named=NAMED, table="events"):
+    files = live_data_files(db, table)
     assert files
     for path in files:
         blooms = bloom_columns_of(path)
@@ -248,3 +250,19 @@ def test_a_policy_column_the_lake_lacks_is_left_out_with_a_warning(events, tierd
         blooms = bloom_columns_of(path)
         assert {c for c, gs in blooms.items() if all(gs)} == {"id", "customer"}, (path, blooms)
     assert ids(db, "events", "customer = 2") == ids(db, "plain", "customer = 2")
+
+
+def test_a_mirror_writes_the_policy_blooms_in_its_copy_and_its_batches(db, tierdb):
+    test_mirrored.make_table(db)
+    test_mirrored.register(tierdb, "--chunk-rows", "1000")
+    proc = tierdb(["policy", "--table", "public.m", "--set", "bloom_columns=amount,blob"])
+    assert proc.returncode == 0, proc.stderr
+    run_once(tierdb, "0")
+    copied = assert_files_carry_blooms(db, {"amount", "blob"}, "m")
+    db.psql("UPDATE m SET amount = amount + 1 WHERE id % 7 = 0;"
+            " INSERT INTO m (id, ts, amount, blob) SELECT g, timestamptz '2024-01-02 00:00+00', g, '\\x01'"
+            " FROM generate_series(5001, 5100) g;")
+    run_once(tierdb, "0")
+    batched = assert_files_carry_blooms(db, {"amount", "blob"}, "m")
+    assert set(batched) - set(copied), "the batch wrote no data file"
+    test_mirrored.assert_mirrored(db)
