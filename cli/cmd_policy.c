@@ -13,6 +13,8 @@
  * --set stores a key's value after checking it, --unset returns a key to
  * its default, --reset returns them all; one UPDATE applies every change,
  * so a bad key changes nothing. Without an option the command prints both.
+ * bloom_columns is checked against the table as well: each name must be a
+ * column of it whose bloom filter a read would consult (pgmap.h).
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -25,6 +27,7 @@
 #include "maintenance_policy.h"
 #include "cli.h"
 #include "pg.h"
+#include "pgtypes.h"
 #include "profiles.h"
 #include "tiering.h"
 
@@ -44,7 +47,9 @@ static void policy_usage(FILE *out)
 	      "                         'off' to keep history from now on. The retention line never\n"
 	      "                         moves back: expired rows do not return.\n"
 	      "  --set K=V              set maintenance policy key K (repeatable), e.g.\n"
-	      "                         snapshot_max_age=1d, target_file_bytes=256MB, orphan_sweep=on;\n"
+	      "                         snapshot_max_age=1d, target_file_bytes=256MB, orphan_sweep=on,\n"
+	      "                         bloom_columns=customer_id,region (Parquet bloom filters for = and\n"
+	      "                         IN on those columns, in files written from then on);\n"
 	      "                         docs/maintenance.md lists the keys and defaults\n"
 	      "  --unset K              return key K to its default (repeatable)\n"
 	      "  --reset                return every maintenance key to its default\n"
@@ -74,6 +79,65 @@ static int check_allowed(PGconn *c, const tdb_catalog_table *t, tl_error *err)
 		                    "retention cannot apply to it",
 		                    tdb_table_label(t));
 	return 0;
+}
+
+/*
+ * Checks a bloom_columns value against the table: every name is a column
+ * of it (names are matched exactly, as Postgres stores them) whose bloom
+ * filter a read would consult. The error names the column and why.
+ */
+static int check_bloom_columns(PGconn *c, const tdb_catalog_table *t, const char *value, tl_error *err)
+{
+	json_t *policy = json_pack("{s:s}", "bloom_columns", value);
+	char **names = NULL;
+	int nnames = 0;
+	int rc = tdb_maintenance_policy_bloom_columns(policy, &names, &nnames, err);
+	json_decref(policy);
+	tdb_pg_column *cols = NULL;
+	int ncols = 0;
+	if (rc == 0 && nnames > 0)
+		rc = tdb_pg_table_columns(c, (uint32_t)t->table_id, &cols, &ncols, err);
+	PGresult *res = NULL;
+	if (rc == 0 && nnames > 0) {
+		char id[24];
+		snprintf(id, sizeof(id), "%" PRId64, t->table_id);
+		const char *params[] = {id};
+		res = tdb_pg_query(c, "reading the table's column types",
+		                   "SELECT a.attname, pg_catalog.format_type(a.atttypid, a.atttypmod),"
+		                   " pg_catalog.current_setting('server_encoding') FROM pg_catalog.pg_attribute a"
+		                   " WHERE a.attrelid = $1::oid AND a.attnum > 0 AND NOT a.attisdropped",
+		                   1, params, err);
+		rc = res != NULL ? 0 : -1;
+	}
+	for (int i = 0; rc == 0 && i < nnames; i++) {
+		const tdb_pg_column *col = NULL;
+		for (int k = 0; k < ncols && col == NULL; k++)
+			if (strcmp(cols[k].name, names[i]) == 0)
+				col = &cols[k];
+		const char *type = "?";
+		for (int k = 0; k < PQntuples(res); k++)
+			if (strcmp(PQgetvalue(res, k, 0), names[i]) == 0)
+				type = PQgetvalue(res, k, 1);
+		const char *why = col != NULL ? tdb_pg_bloom_refusal(col) : NULL;
+		if (col == NULL)
+			rc = tl_error_set(err, TL_ERR_INVALID,
+			                  "bloom_columns: \"%s\" is not a column of %s (names are matched exactly, as "
+			                  "Postgres stores them: lower case unless created quoted)",
+			                  names[i], tdb_table_label(t));
+		else if (why != NULL)
+			rc = tl_error_set(err, TL_ERR_INVALID, "bloom_columns: column \"%s\" (%s) cannot use a bloom filter: %s",
+			                  names[i], type, why);
+		else if (col->ice_type.id == TL_ICE_STRING && strcmp(PQgetvalue(res, 0, 2), "UTF8") != 0)
+			rc = tl_error_set(err, TL_ERR_INVALID,
+			                  "bloom_columns: column \"%s\" (%s) cannot use a bloom filter: the database's encoding "
+			                  "is %s, and the lake's strings (UTF-8) are compared in the lake only in a UTF8 "
+			                  "database",
+			                  names[i], type, PQgetvalue(res, 0, 2));
+	}
+	PQclear(res);
+	tdb_pg_columns_free(cols, ncols);
+	tdb_maintenance_policy_names_free(names, nnames);
+	return rc;
 }
 
 /* Sets (has_lag) or clears the lag. */
@@ -264,6 +328,9 @@ static int run_policy(int argc, char **argv)
 	else if (retention != NULL && !off && lag <= 0)
 		rc = cli_usage_error(cmd, "--lake-retention must be positive; use 'off' to keep history");
 	else if (retention != NULL && (check_allowed(c, &t, &err) < 0 || set_lag(c, &t, !off, lag, &err) < 0))
+		cli_fail("%s", err.message);
+	else if (json_object_get(set, "bloom_columns") != NULL &&
+	         check_bloom_columns(c, &t, json_string_value(json_object_get(set, "bloom_columns")), &err) < 0)
 		cli_fail("%s", err.message);
 	else if (maintenance && change_maintenance(c, t.table_id, reset, set, unset, &err) < 0)
 		cli_fail("%s", err.message);

@@ -326,9 +326,11 @@ static void after_batch(void)
 static int rewrite(compaction_run *r, tl_error *err)
 {
 	tl_ice_writer_options opts;
-	tdb_lake_writer_options(r->op_id, &opts);
+	if (tdb_lake_writer_options(r->c, r->t, r->lake, r->op_id, &opts, err) < 0)
+		return -1;
 	opts.target_file_bytes = r->policy->target_file_bytes;
 	r->writer = tl_ice_writer_open_data(r->lake, &opts, err);
+	tdb_lake_writer_options_free(&opts);
 	if (r->writer == NULL)
 		return -1;
 	const tl_ice_schema *schema = tl_ice_metadata_current_schema(r->lake->metadata);

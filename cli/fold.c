@@ -474,11 +474,11 @@ static int copy_into(fold_run *r, const char *what, const tdb_pg_column *cols, i
 static int write_files(fold_run *r, tl_error *err)
 {
 	tl_ice_writer_options opts;
-	tdb_lake_writer_options(r->op_id, &opts);
-	r->deletes = tl_ice_writer_open_deletes(r->lake, r->key_ids, r->nkey, r->key_ids, r->npk, &opts, err);
-	if (r->deletes == NULL)
+	if (tdb_lake_writer_options(r->c, r->t, r->lake, r->op_id, &opts, err) < 0)
 		return -1;
-	r->data = tl_ice_writer_open_data(r->lake, &opts, err);
+	r->deletes = tl_ice_writer_open_deletes(r->lake, r->key_ids, r->nkey, r->key_ids, r->npk, &opts, err);
+	r->data = r->deletes != NULL ? tl_ice_writer_open_data(r->lake, &opts, err) : NULL;
+	tdb_lake_writer_options_free(&opts);
 	if (r->data == NULL)
 		return -1;
 	if (copy_into(r, "writing the fold's equality deletes", r->key_cols, r->nkey, "key", "del", "loc", r->deletes,

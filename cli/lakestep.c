@@ -11,6 +11,7 @@
 #include "daemon.h"
 #include "fault.h"
 #include "lakestep.h"
+#include "maintenance_policy.h"
 #include "pg.h"
 #include "pgcopy.h"
 #include "tiering.h"
@@ -258,7 +259,64 @@ int tdb_oplog_record_files(PGconn *c, const char *op_id, const tl_ice_writer *co
 	return 0;
 }
 
-void tdb_lake_writer_options(const char *op_id, tl_ice_writer_options *opts)
+/* The table's stored maintenance policy (an empty object when none); NULL with err set. */
+static json_t *load_policy(PGconn *c, int64_t table_id, tl_error *err)
+{
+	char id[24];
+	tdb_int_text(table_id, id);
+	const char *params[] = {id};
+	PGresult *res = tdb_pg_query(c, "reading the table's policy",
+	                             "SELECT maintenance_policy::text FROM tierdb.tables WHERE table_id = $1", 1, params,
+	                             err);
+	if (res == NULL)
+		return NULL;
+	json_t *stored = PQntuples(res) == 1 && !PQgetisnull(res, 0, 0) ? json_loads(PQgetvalue(res, 0, 0), 0, NULL)
+	                                                                  : json_object();
+	PQclear(res);
+	if (stored == NULL)
+		tl_error_set(err, TL_ERR_CORRUPT, "tierdb.tables.maintenance_policy of table %" PRId64 " is not JSON", table_id);
+	return stored;
+}
+
+/* The lake field ids of the policy's bloom_columns (malloc'd into opts); names the lake lacks are logged and left out. */
+static int bloom_field_ids(const tdb_catalog_table *t, const tl_ice_table *lake, const json_t *stored,
+                           tl_ice_writer_options *opts, tl_error *err)
+{
+	char **names;
+	int n;
+	if (tdb_maintenance_policy_bloom_columns(stored, &names, &n, err) < 0) {
+		tl_error_prefix(err, "%s", tdb_table_label(t));
+		return -1;
+	}
+	const tl_ice_schema *schema = tl_ice_metadata_current_schema(lake->metadata);
+	int32_t *ids = n > 0 ? malloc(sizeof(int32_t) * (size_t)n) : NULL;
+	if (n > 0 && ids == NULL) {
+		tdb_maintenance_policy_names_free(names, n);
+		return tl_error_nomem(err, "for the bloom filter columns of %s", tdb_table_label(t));
+	}
+	int nids = 0;
+	for (int i = 0; i < n; i++) {
+		const tl_ice_field *f = NULL;
+		for (int k = 0; schema != NULL && k < schema->nfields && f == NULL; k++)
+			if (strcmp(schema->fields[k].name, names[i]) == 0)
+				f = &schema->fields[k];
+		if (f != NULL)
+			ids[nids++] = f->id;
+		else
+			tdb_log(tdb_table_label(t),
+			        "warning: bloom_columns names \"%s\", which the lake's schema does not have (dropped or "
+			        "renamed?); its files get no bloom filter on it. Fix the policy with 'tierdb policy --set "
+			        "bloom_columns=...'",
+			        names[i]);
+	}
+	tdb_maintenance_policy_names_free(names, n);
+	opts->bloom_field_ids = ids;
+	opts->nbloom_field_ids = nids;
+	return 0;
+}
+
+int tdb_lake_writer_options(PGconn *c, const tdb_catalog_table *t, const tl_ice_table *lake, const char *op_id,
+                            tl_ice_writer_options *opts, tl_error *err)
 {
 	tl_ice_writer_options_init(opts);
 	opts->file_prefix = op_id;
@@ -269,6 +327,26 @@ void tdb_lake_writer_options(const char *op_id, tl_ice_writer_options *opts)
 	 * then skips the row groups whose filter rules the key out, which
 	 * min/max cannot do for keys spread over every row group. */
 	opts->bloom_identifier_fields = true;
+	json_t *stored = load_policy(c, t->table_id, err);
+	if (stored == NULL)
+		return -1;
+	tdb_maintenance_policy policy;
+	int rc = tdb_maintenance_policy_resolve(stored, true, &policy, err);
+	if (rc < 0)
+		tl_error_prefix(err, "%s", tdb_table_label(t));
+	else
+		rc = bloom_field_ids(t, lake, stored, opts, err);
+	if (rc == 0)
+		opts->parquet.bloom_fpp = policy.bloom_fpp;
+	json_decref(stored);
+	return rc;
+}
+
+void tdb_lake_writer_options_free(tl_ice_writer_options *opts)
+{
+	free((void *)opts->bloom_field_ids);
+	opts->bloom_field_ids = NULL;
+	opts->nbloom_field_ids = 0;
 }
 
 /* "<a><sep><b>", malloc'd. */

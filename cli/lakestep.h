@@ -195,12 +195,22 @@ int tdb_oplog_record_files(PGconn *c, const char *op_id, const tl_ice_writer *co
 #define TDB_LAKE_PAGE_ROWS 4096
 
 /*
- * Writer options for an operation's files: the defaults but for the row
- * group size above, with names starting "<op_id>-" so that undoing the
- * operation finds every file it wrote, including those a crash left before
- * they were journaled.
+ * Writer options for an operation's files of table t, which every step
+ * that writes its data files takes (tiering, fold, compaction, mirroring):
+ * the defaults but for the row group and page sizes above; names starting
+ * "<op_id>-" so that undoing the operation finds every file it wrote,
+ * including those a crash left before they were journaled; bloom filters
+ * on the primary key and on the columns the table's policy names
+ * (bloom_columns, read now from tierdb.tables, mapped to the lake's
+ * current schema by name), at the policy's bloom_fpp. A named column the
+ * lake schema no longer has is left out with a logged warning, so that a
+ * dropped column never stops tiering. Free with tdb_lake_writer_options_free
+ * once the writers are open (they copy what they need). -1 with err set
+ * when the policy cannot be read or is malformed.
  */
-void tdb_lake_writer_options(const char *op_id, tl_ice_writer_options *opts);
+int tdb_lake_writer_options(PGconn *c, const tdb_catalog_table *t, const tl_ice_table *lake, const char *op_id,
+                            tl_ice_writer_options *opts, tl_error *err);
+void tdb_lake_writer_options_free(tl_ice_writer_options *opts);
 
 /*
  * Deletes the files of an interrupted operation that never reached the

@@ -19,38 +19,43 @@
 #include "maintenance_policy.h"
 #include "tierlake/buf.h"
 
-typedef enum { KIND_BOOL, KIND_BYTES, KIND_COUNT, KIND_RATIO, KIND_DURATION } value_kind;
+typedef enum { KIND_BOOL, KIND_BYTES, KIND_COUNT, KIND_RATIO, KIND_DURATION, KIND_COLUMNS, KIND_FPP } value_kind;
 
 typedef struct policy_key {
 	const char *name;
 	value_kind kind;
-	size_t offset;            /* into tdb_maintenance_policy */
+	size_t offset;            /* into tdb_maintenance_policy (KIND_COLUMNS: none, see bloom_columns) */
 	const char *dflt;         /* NULL: computed (small_file_bytes) */
+	bool table_only;          /* no TIERDB_MAINTENANCE_<KEY> default: the value names one table's columns */
 } policy_key;
 
 #define AT(field) offsetof(tdb_maintenance_policy, field)
 
 static const policy_key keys[] = {
-	{"compaction", KIND_BOOL, AT(compaction), "on"},
-	{"target_file_bytes", KIND_BYTES, AT(target_file_bytes), "512MB"},
+	{"compaction", KIND_BOOL, AT(compaction), "on", false},
+	{"target_file_bytes", KIND_BYTES, AT(target_file_bytes), "512MB", false},
 	/* Java's RewriteDataFiles: min-file-size-bytes defaults to 75% of the target */
-	{"small_file_bytes", KIND_BYTES, AT(small_file_bytes), NULL},
-	{"min_input_files", KIND_COUNT, AT(min_input_files), "5"},
-	{"delete_ratio", KIND_RATIO, AT(delete_ratio), "0.1"},
-	{"manifest_rewrite", KIND_BOOL, AT(manifest_rewrite), "on"},
-	{"max_manifests", KIND_COUNT, AT(max_manifests), "100"},
-	{"manifest_target_bytes", KIND_BYTES, AT(manifest_target_bytes), "8MB"},
-	{"expiry", KIND_BOOL, AT(expiry), "on"},
+	{"small_file_bytes", KIND_BYTES, AT(small_file_bytes), NULL, false},
+	{"min_input_files", KIND_COUNT, AT(min_input_files), "5", false},
+	{"delete_ratio", KIND_RATIO, AT(delete_ratio), "0.1", false},
+	{"manifest_rewrite", KIND_BOOL, AT(manifest_rewrite), "on", false},
+	{"max_manifests", KIND_COUNT, AT(max_manifests), "100", false},
+	{"manifest_target_bytes", KIND_BYTES, AT(manifest_target_bytes), "8MB", false},
+	{"expiry", KIND_BOOL, AT(expiry), "on", false},
 	/* Java's history.expire.max-snapshot-age-ms and min-snapshots-to-keep */
-	{"snapshot_max_age", KIND_DURATION, AT(snapshot_max_age_ms), "5d"},
-	{"min_snapshots", KIND_COUNT, AT(min_snapshots), "1"},
-	{"orphan_sweep", KIND_BOOL, AT(orphan_sweep), "off"},
+	{"snapshot_max_age", KIND_DURATION, AT(snapshot_max_age_ms), "5d", false},
+	{"min_snapshots", KIND_COUNT, AT(min_snapshots), "1", false},
+	{"orphan_sweep", KIND_BOOL, AT(orphan_sweep), "off", false},
 	/* Java's DeleteOrphanFiles: older than 3 days */
-	{"orphan_min_age", KIND_DURATION, AT(orphan_min_age_ms), "3d"},
-	{"interval", KIND_DURATION, AT(interval_ms), "1h"},
-	{"warn_small_files", KIND_COUNT, AT(warn_small_files), "100"},
-	{"warn_delete_ratio", KIND_RATIO, AT(warn_delete_ratio), "0.2"},
-	{"warn_snapshots", KIND_COUNT, AT(warn_snapshots), "1000"},
+	{"orphan_min_age", KIND_DURATION, AT(orphan_min_age_ms), "3d", false},
+	{"interval", KIND_DURATION, AT(interval_ms), "1h", false},
+	{"warn_small_files", KIND_COUNT, AT(warn_small_files), "100", false},
+	{"warn_delete_ratio", KIND_RATIO, AT(warn_delete_ratio), "0.2", false},
+	{"warn_snapshots", KIND_COUNT, AT(warn_snapshots), "1000", false},
+	/* besides the primary key's, which every data file has */
+	{"bloom_columns", KIND_COLUMNS, 0, "none", true},
+	/* the Parquet writer's default (tl_pq_writer_options_init), parquet-mr's too */
+	{"bloom_fpp", KIND_FPP, AT(bloom_fpp), "0.01", false},
 };
 
 #define NKEYS ((int)(sizeof(keys) / sizeof(keys[0])))
@@ -117,8 +122,68 @@ static const char *kind_help(value_kind kind)
 	case KIND_COUNT: return "a whole number, at least 1";
 	case KIND_RATIO: return "a fraction between 0 and 1";
 	case KIND_DURATION: return "a duration such as 90s, 15m, 12h or 5d (0 for none)";
+	case KIND_COLUMNS: return "'none' or column names separated by commas, each once, at most 32";
+	case KIND_FPP: return "a probability from 0.0001 to 0.5";
 	}
 	return "?";
+}
+
+/*
+ * Splits a bloom_columns value into names (spaces around each trimmed);
+ * "none" (any case) or an empty value is none. False for an empty name, a
+ * name longer than Postgres allows (63 bytes), one given twice, or more
+ * than TDB_MAX_BLOOM_COLUMNS; names (may be NULL: only check) then holds
+ * nothing.
+ */
+static bool split_columns(const char *text, char ***names, int *n)
+{
+	char **out = NULL;
+	int count = 0;
+	bool ok = true;
+	const char *s = text;
+	while (*s == ' ')
+		s++;
+	if (*s == '\0' || strcasecmp(s, "none") == 0)
+		s = NULL;
+	while (ok && s != NULL) {
+		const char *comma = strchr(s, ',');
+		const char *end = comma != NULL ? comma : s + strlen(s);
+		while (*s == ' ')
+			s++;
+		while (end > s && end[-1] == ' ')
+			end--;
+		size_t len = (size_t)(end - s);
+		ok = len > 0 && len <= 63 && count < TDB_MAX_BLOOM_COLUMNS;
+		for (int i = 0; ok && i < count; i++)
+			ok = strlen(out[i]) != len || strncmp(out[i], s, len) != 0;
+		if (ok) {
+			char **grown = realloc(out, sizeof(char *) * (size_t)(count + 1));
+			char *name = grown != NULL ? strndup(s, len) : NULL;
+			if (grown != NULL)
+				out = grown;
+			ok = name != NULL;
+			if (ok)
+				out[count++] = name;
+		}
+		s = comma != NULL ? comma + 1 : NULL;
+	}
+	if (!ok || names == NULL) {
+		tdb_maintenance_policy_names_free(out, count);
+		out = NULL;
+		count = 0;
+	}
+	if (names != NULL) {
+		*names = out;
+		*n = count;
+	}
+	return ok;
+}
+
+void tdb_maintenance_policy_names_free(char **names, int n)
+{
+	for (int i = 0; i < n; i++)
+		free(names[i]);
+	free(names);
 }
 
 /* Parses text as k's value into the policy (NULL: only check it). */
@@ -164,6 +229,18 @@ static bool parse_value(const policy_key *k, const char *text, tdb_maintenance_p
 			*(double *)field = v;
 		return true;
 	}
+	case KIND_FPP: {
+		errno = 0;
+		char *end;
+		double v = strtod(text, &end);
+		if (end == text || *end != '\0' || errno != 0 || !(v >= TDB_BLOOM_FPP_MIN && v <= TDB_BLOOM_FPP_MAX))
+			return false;
+		if (field)
+			*(double *)field = v;
+		return true;
+	}
+	case KIND_COLUMNS:
+		return split_columns(text, NULL, NULL);
 	}
 	return false;
 }
@@ -187,7 +264,7 @@ static const char *value_of(const policy_key *k, const json_t *stored, bool with
 		return text;
 	}
 	char name[64];
-	text = with_env ? getenv(env_name(k, name, sizeof(name))) : NULL;
+	text = with_env && !k->table_only ? getenv(env_name(k, name, sizeof(name))) : NULL;
 	if (text != NULL && *text != '\0') {
 		*source = "env";
 		return text;
@@ -217,6 +294,17 @@ int tdb_maintenance_policy_resolve(const json_t *stored, bool with_env, tdb_main
 	}
 	if (!small_set)
 		out->small_file_bytes = out->target_file_bytes / 4 * 3;
+	return 0;
+}
+
+int tdb_maintenance_policy_bloom_columns(const json_t *stored, char ***names, int *n, tl_error *err)
+{
+	const policy_key *k = find_key("bloom_columns");
+	const char *source;
+	const char *text = value_of(k, stored, false, &source);
+	if (!split_columns(text, names, n))
+		return tl_error_set(err, TL_ERR_INVALID, "maintenance policy: bloom_columns = '%s' (from %s) is not %s", text,
+		                    strcmp(source, "table") == 0 ? "tables.maintenance_policy" : source, kind_help(k->kind));
 	return 0;
 }
 

@@ -42,7 +42,15 @@ typedef struct tdb_maintenance_policy {
 	int64_t warn_small_files;
 	double warn_delete_ratio;
 	int64_t warn_snapshots;
+	/* bloom filters of the data files written (bloom_columns: tdb_maintenance_policy_bloom_columns) */
+	double bloom_fpp;              /* false positive probability of every bloom filter, the key's too */
 } tdb_maintenance_policy;
+
+/* At most this many bloom_columns: each filter costs up to 1 MiB a row group. */
+#define TDB_MAX_BLOOM_COLUMNS 32
+/* bloom_fpp's range: a smaller one makes filters larger than a point lookup gains. */
+#define TDB_BLOOM_FPP_MIN 0.0001
+#define TDB_BLOOM_FPP_MAX 0.5
 
 /*
  * The effective policy: `stored` (the maintenance_policy JSON object, may
@@ -58,6 +66,17 @@ int tdb_maintenance_policy_resolve(const json_t *stored, bool with_env, tdb_main
  * value its key does not take is TL_ERR_INVALID, listing the keys.
  */
 int tdb_maintenance_policy_parse_assignment(const char *assignment, char **key, char **value, tl_error *err);
+
+/*
+ * The column names of the policy's bloom_columns (the table's own key, not
+ * taken from the environment: names belong to one table), each once, in
+ * the order given: *names is a malloc'd array of *n malloc'd names (NULL
+ * and 0 for none; tdb_maintenance_policy_names_free). A malformed value is
+ * TL_ERR_INVALID. Whether each names a column of a type bloom filters
+ * serve is checked when it is set (cmd_policy.c).
+ */
+int tdb_maintenance_policy_bloom_columns(const json_t *stored, char ***names, int *n, tl_error *err);
+void tdb_maintenance_policy_names_free(char **names, int n);
 
 /* Whether `key` is a policy key. */
 bool tdb_maintenance_policy_is_key(const char *key);

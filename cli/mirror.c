@@ -496,8 +496,9 @@ static int copy_chunk(PGconn *c, const tdb_catalog_table *t, tl_error *err)
 		rc = op_begin(&m, err);
 	}
 	if (rc == 0) {
-		tdb_lake_writer_options(m.op_id, &opts);
-		m.data = tl_ice_writer_open_data(m.lake, &opts, err);
+		rc = tdb_lake_writer_options(m.c, m.t, m.lake, m.op_id, &opts, err);
+		m.data = rc == 0 ? tl_ice_writer_open_data(m.lake, &opts, err) : NULL;
+		tdb_lake_writer_options_free(&opts);
 		rc = m.data ? 0 : -1;
 	}
 	if (rc == 0) {
@@ -1081,9 +1082,11 @@ static int flush_batch(pump *p, tl_error *err)
 	if (rc == 0)
 		rc = record_batch_keys(p, &fresh, m.op_id, err);
 	if (rc == 0) {
-		tdb_lake_writer_options(m.op_id, &opts);
-		m.deletes = tl_ice_writer_open_deletes(m.lake, m.key_ids, m.nkey, m.key_ids, fresh.npk, &opts, err);
+		rc = tdb_lake_writer_options(m.c, m.t, m.lake, m.op_id, &opts, err);
+		m.deletes = rc == 0 ? tl_ice_writer_open_deletes(m.lake, m.key_ids, m.nkey, m.key_ids, fresh.npk, &opts, err)
+		                    : NULL;
 		m.data = m.deletes ? tl_ice_writer_open_data(m.lake, &opts, err) : NULL;
+		tdb_lake_writer_options_free(&opts);
 		rc = m.data ? 0 : -1;
 	}
 	if (rc == 0) {

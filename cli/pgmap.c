@@ -75,3 +75,20 @@ void tdb_pg_map_type(uint32_t type_oid, int32_t typmod, bool is_enum, tl_ice_typ
 	ice_type->id = TL_ICE_STRING;
 	*copy_as_text = true;
 }
+
+const char *tdb_pg_bloom_refusal(const tdb_pg_column *col)
+{
+	if (col->type_oid == TDB_BOOLOID)
+		return "a boolean has two values, which row group statistics already rule out, and Parquet writers give "
+		       "booleans no bloom filter";
+	if (col->type_oid == TDB_NUMERICOID && col->ice_type.id != TL_ICE_DECIMAL)
+		return "a numeric without a precision (or with a scale Iceberg has not) is kept in the lake as text, where "
+		       "= on it is not compared; give it a precision, numeric(p,s)";
+	if (col->copy_as_text)
+		return "its values are kept in the lake as text, where = on it is not compared, so no read would consult "
+		       "the filter";
+	if (col->ice_type.id == TL_ICE_STRING && col->type_oid != TDB_TEXTOID && col->type_oid != TDB_VARCHAROID)
+		return "= on it is not compared in the lake (of the string types only text and varchar are), so no read "
+		       "would consult the filter";
+	return NULL;
+}

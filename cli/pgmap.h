@@ -52,4 +52,13 @@ typedef struct tdb_pg_column {
  */
 void tdb_pg_map_type(uint32_t type_oid, int32_t typmod, bool is_enum, tl_ice_type *ice_type, bool *copy_as_text);
 
+/*
+ * Why a Parquet bloom filter on the column would never be read, or NULL
+ * when one would be: the lake's readers consult a bloom filter only for an
+ * = or IN the extension compares in the lake (cold_conditions.c,
+ * lake_value_of), and the Parquet writer gives booleans none. A table's
+ * policy refuses the others (bloom_columns, cmd_policy.c).
+ */
+const char *tdb_pg_bloom_refusal(const tdb_pg_column *col);
+
 #endif

@@ -291,8 +291,10 @@ static int copy_partition(tier_run *r, const tdb_heap_partition *p, tl_pq_batch 
 static int write_run(tier_run *r, tl_error *err)
 {
 	tl_ice_writer_options opts;
-	tdb_lake_writer_options(r->op_id, &opts);
+	if (tdb_lake_writer_options(r->c, r->t, r->lake, r->op_id, &opts, err) < 0)
+		return -1;
 	r->writer = tl_ice_writer_open_data(r->lake, &opts, err);
+	tdb_lake_writer_options_free(&opts);
 	if (r->writer == NULL)
 		return -1;
 	tl_pq_batch *batch = tl_pq_batch_new(tl_ice_writer_schema(r->writer), TIERING_BATCH_ROWS);

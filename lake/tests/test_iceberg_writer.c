@@ -18,6 +18,7 @@
 #include "test.h"
 #include "tierlake/iceberg_table.h"
 #include "tierlake/iceberg_writer.h"
+#include "iceberg/reader_internal.h"
 #include "iceberg/schema_json.h"
 
 /* ------------------------------------------------------------- helpers */
@@ -1143,6 +1144,131 @@ TEST(iceberg_writer_finish_open_files_starts_new_files)
 	drop_table(t, dir);
 	CHECK_OK(rc, &err);
 	CHECK(ok);
+}
+
+/*
+ * bloom_field_ids: the named fields get bloom filters besides the key, the
+ * others none, and the reader skips the row groups they rule out for = and
+ * IN on a value inside every row group's min and max (where statistics
+ * cannot help). An id that is not a field is refused.
+ */
+TEST(iceberg_writer_bloom_filters_on_named_fields)
+{
+	static const char *schema_json =
+		"{\"type\":\"struct\",\"schema-id\":0,\"identifier-field-ids\":[1],\"fields\":["
+		"{\"id\":1,\"name\":\"id\",\"required\":true,\"type\":\"long\"},"
+		"{\"id\":2,\"name\":\"ts\",\"required\":false,\"type\":\"timestamptz\"},"
+		"{\"id\":3,\"name\":\"name\",\"required\":false,\"type\":\"string\"},"
+		"{\"id\":4,\"name\":\"code\",\"required\":false,\"type\":\"int\"},"
+		"{\"id\":5,\"name\":\"flag\",\"required\":false,\"type\":\"boolean\"}]}";
+	enum { ROWS = 400, GROUP_ROWS = 100, GROUPS = ROWS / GROUP_ROWS };
+	tl_error err;
+	tl_error_clear(&err);
+	char dir[64];
+	tl_ice_table *t = new_table_of(schema_json, DAY_SPEC, dir, &err);
+	CHECK_OK(t == NULL ? -1 : 0, &err);
+	tl_ice_writer_options opts;
+	tl_ice_writer_options_init(&opts);
+	opts.bloom_identifier_fields = true;
+	opts.parquet.row_group_rows = GROUP_ROWS;
+	int32_t unknown = 99;
+	opts.bloom_field_ids = &unknown;
+	opts.nbloom_field_ids = 1;
+	CHECK(tl_ice_writer_open_data(t, &opts, &err) == NULL && err.code == TL_ERR_INVALID);
+	CHECK(strstr(err.message, "99") != NULL);
+	tl_error_clear(&err);
+	/* name and flag named, name twice and with the key: each column once, the boolean none. */
+	int32_t *named = malloc(sizeof(int32_t) * 4);
+	named[0] = 3, named[1] = 5, named[2] = 3, named[3] = 4;
+	opts.bloom_field_ids = named;
+	opts.nbloom_field_ids = 4;
+	tl_ice_writer *w = tl_ice_writer_open_data(t, &opts, &err);
+	free(named); /* copied at open */
+	CHECK(w != NULL);
+	tl_pq_batch *b = tl_pq_batch_new(tl_ice_writer_schema(w), ROWS);
+	char names[ROWS][16];
+	for (int r = 0; r < ROWS; r++) {
+		/* Every row group spans "a" to "z" and codes 0 to 1,000,000: min/max rule nothing out. */
+		int at = r % GROUP_ROWS;
+		snprintf(names[r], sizeof(names[r]), "%s%d", at == 0 ? "a" : at == 1 ? "z" : "k", r);
+		put_row(b, r, r, 0, names[r]);
+		b->columns[3].v.i32[r] = at == 0 ? 0 : at == 1 ? 1000000 : 1000 + r;
+		b->columns[3].valid[r] = 1;
+		b->columns[4].v.b[r] = r % 3 == 0;
+		b->columns[4].valid[r] = 1;
+	}
+	int rc = tl_ice_writer_write(w, b, &err);
+	if (rc == 0)
+		rc = tl_ice_writer_close(w, &err);
+	CHECK_OK(rc, &err);
+	CHECK_INT(tl_ice_writer_nfiles(w), 1);
+	const char *path = tl_ice_writer_file(w, 0)->file_path;
+	tl_input *in = tl_input_open_uri(path, &err);
+	tl_pq_reader *r = in ? tl_pq_reader_open(in, &err) : NULL;
+	CHECK_OK(r == NULL ? -1 : 0, &err);
+	CHECK_INT(tl_pq_reader_num_row_groups(r), GROUPS);
+	for (int g = 0; g < GROUPS; g++) {
+		static const bool want[5] = {true, false, true, true, false};
+		for (int c = 0; c < 5; c++)
+			if (tl_pq_reader_has_bloom_filter(r, g, c) != want[c])
+				tl_test_fail(__FILE__, __LINE__, "row group %d column %d: bloom filter %s", g, c,
+				             want[c] ? "missing" : "unexpected");
+	}
+	tl_pq_reader_free(r);
+	tl_input_close(in);
+
+	const tl_ice_schema *schema = tl_ice_metadata_current_schema(t->metadata);
+	tl_ice_scan_task task;
+	memset(&task, 0, sizeof(task));
+	task.file.content = TL_ICE_CONTENT_DATA;
+	task.file.file_path = (char *)path;
+	task.file.file_format = "PARQUET";
+	const tl_ice_scan_task *tasks[1] = {&task};
+	tl_arena arena;
+	tl_arena_init(&arena, 0);
+	struct {
+		tl_ice_expr_op op;
+		int32_t id;
+		tl_ice_value v[2];
+		int nvalues;
+		int64_t want_rows;
+		int64_t want_bloom_skips;
+	} cases[] = {
+		{TL_ICE_EXPR_EQ, 3, {{.ptr = (const uint8_t *)"m", .len = 1}}, 1, 0, GROUPS},
+		{TL_ICE_EXPR_EQ, 3, {{.ptr = (const uint8_t *)"k120", .len = 4}}, 1, 1, GROUPS - 1},
+		{TL_ICE_EXPR_IN, 3, {{.ptr = (const uint8_t *)"k5", .len = 2}, {.ptr = (const uint8_t *)"k399", .len = 4}},
+		 2, 2, GROUPS - 2},
+		{TL_ICE_EXPR_EQ, 4, {{.v.i32 = 500000}}, 1, 0, GROUPS},
+		{TL_ICE_EXPR_EQ, 4, {{.v.i32 = 1000 + 202}}, 1, 1, GROUPS - 1},
+		/* ts has no bloom filter: nothing skipped by one */
+		{TL_ICE_EXPR_EQ, 2, {{.v.i64 = (int64_t)DAY0 * MICROS_PER_DAY + 7}}, 1, 0, 0},
+	};
+	for (size_t k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
+		const tl_ice_expr *filter = tl_ice_expr_predicate(&arena, cases[k].op, cases[k].id, cases[k].v, cases[k].nvalues);
+		tl_ice_reader *ir = ice_reader_new(schema, filter, tasks, 1, NULL, 0, &err);
+		CHECK_OK(ir == NULL ? -1 : 0, &err);
+		tl_pq_batch *out = tl_ice_reader_batch_new(ir, 1000);
+		int64_t got, rows = 0;
+		while ((got = tl_ice_reader_next(ir, out, &err)) > 0)
+			for (int64_t i = 0; i < got; i++) /* the reader keeps whole row groups: filter the rows */
+				rows += cases[k].id == 3 ? (out->columns[2].v.bytes[i].len == cases[k].v[0].len &&
+				                             memcmp(out->columns[2].v.bytes[i].ptr, cases[k].v[0].ptr, cases[k].v[0].len) == 0) ||
+				                                (cases[k].nvalues > 1 && out->columns[2].v.bytes[i].len == cases[k].v[1].len &&
+				                                 memcmp(out->columns[2].v.bytes[i].ptr, cases[k].v[1].ptr, cases[k].v[1].len) == 0)
+				        : cases[k].id == 4 ? out->columns[3].v.i32[i] == cases[k].v[0].v.i32
+				                           : out->columns[1].v.i64[i] == cases[k].v[0].v.i64;
+		CHECK_OK(got < 0 ? -1 : 0, &err);
+		const tl_ice_reader_stats *st = tl_ice_reader_stats_get(ir);
+		if (rows != cases[k].want_rows || st->row_groups_skipped_by_bloom != cases[k].want_bloom_skips)
+			tl_test_fail(__FILE__, __LINE__, "case %zu: %lld rows, %lld row groups skipped by bloom filters", k,
+			             (long long)rows, (long long)st->row_groups_skipped_by_bloom);
+		tl_pq_batch_free(out);
+		tl_ice_reader_free(ir);
+	}
+	tl_arena_free(&arena);
+	tl_pq_batch_free(b);
+	tl_ice_writer_free(w);
+	drop_table(t, dir);
 }
 
 /* bloom_identifier_fields: the key columns (identifier-field-ids) get bloom filters, the others none. */

@@ -34,9 +34,12 @@ typedef struct tl_ice_writer_options {
 	                                   NULL for none; must outlive the writer */
 	bool bloom_identifier_fields;   /* data files get bloom filters on the schema's identifier fields
 	                                   (besides parquet.bloom_columns), for = and IN lookups by key */
+	const int32_t *bloom_field_ids; /* and on these top-level fields (a table policy's bloom_columns);
+	                                   copied at open; each must be a field of the current schema */
+	int nbloom_field_ids;
 } tl_ice_writer_options;
 
-/* Defaults: tl_pq_writer_options_init's (ZSTD), TL_ICE_WRITER_TARGET_FILE_BYTES. */
+/* Defaults: tl_pq_writer_options_init's (ZSTD), TL_ICE_WRITER_TARGET_FILE_BYTES, no bloom filters. */
 void tl_ice_writer_options_init(tl_ice_writer_options *opts);
 
 typedef struct tl_ice_writer tl_ice_writer;
@@ -45,6 +48,9 @@ typedef struct tl_ice_writer tl_ice_writer;
  * A writer of data files. Batches have the Parquet schema of the table's
  * current schema (tl_ice_schema_to_pq_schema), every column in order.
  * opts may be NULL for the defaults. The table must outlive the writer.
+ * A bloom_field_ids entry that is not a top-level field of the current
+ * schema is TL_ERR_INVALID; a boolean field gets none (the Parquet writer
+ * gives booleans none). Delete files get no bloom filters.
  */
 tl_ice_writer *tl_ice_writer_open_data(const tl_ice_table *t, const tl_ice_writer_options *opts,
                                        tl_error *err);

@@ -81,6 +81,8 @@ void tl_ice_writer_options_init(tl_ice_writer_options *opts)
 	opts->target_file_bytes = TL_ICE_WRITER_TARGET_FILE_BYTES;
 	opts->file_prefix = NULL;
 	opts->bloom_identifier_fields = false;
+	opts->bloom_field_ids = NULL;
+	opts->nbloom_field_ids = 0;
 }
 
 const tl_pq_schema *tl_ice_writer_schema(const tl_ice_writer *w)
@@ -193,26 +195,54 @@ static int resolve_sources(tl_ice_writer *w, const int32_t *ids, int nids, tl_er
 	return 0;
 }
 
+/* Adds data file column `column` to the bloom filter columns being built, once. */
+static void add_bloom_column(int *columns, int *n, int column)
+{
+	for (int k = 0; k < *n; k++)
+		if (columns[k] == column)
+			return;
+	columns[(*n)++] = column;
+}
+
 /*
- * Adds the columns of the schema's identifier fields (the table's key) to
- * the Parquet writer's bloom filter columns; data file column i is the
- * schema's top-level field i.
+ * Adds the columns of the schema's identifier fields (the table's key,
+ * with bloom_identifier_fields) and of bloom_field_ids (the columns a
+ * table's policy names) to the Parquet writer's bloom filter columns, each
+ * once; data file column i is the schema's top-level field i.
  */
-static int add_identifier_blooms(tl_ice_writer *w, tl_error *err)
+static int add_field_blooms(tl_ice_writer *w, tl_error *err)
 {
 	const tl_pq_writer_options *pq = &w->opts.parquet;
-	int n = pq->nbloom_columns;
-	int *columns = tl_arena_alloc(&w->arena, sizeof(int) * (size_t)(n + w->schema->nidentifier_ids + 1));
+	int nkey = w->opts.bloom_identifier_fields ? w->schema->nidentifier_ids : 0;
+	int nnamed = w->opts.nbloom_field_ids > 0 ? w->opts.nbloom_field_ids : 0;
+	if (nkey == 0 && nnamed == 0)
+		return 0;
+	if (nnamed > 0 && w->opts.bloom_field_ids == NULL)
+		return tl_error_set(err, TL_ERR_INVALID, "bloom filter field count %d without field ids", nnamed);
+	int n = 0;
+	int *columns = tl_arena_alloc(&w->arena, sizeof(int) * (size_t)(pq->nbloom_columns + nkey + nnamed + 1));
 	if (columns == NULL)
 		return tl_error_nomem(err, "for an Iceberg writer");
-	if (n > 0)
-		memcpy(columns, pq->bloom_columns, sizeof(int) * (size_t)n);
-	for (int k = 0; k < w->schema->nidentifier_ids; k++)
-		for (int i = 0; i < w->schema->nfields; i++)
-			if (w->schema->fields[i].id == w->schema->identifier_ids[k])
-				columns[n++] = i;
+	for (int k = 0; k < pq->nbloom_columns; k++)
+		add_bloom_column(columns, &n, pq->bloom_columns[k]);
+	for (int k = 0; k < nkey + nnamed; k++) {
+		int32_t id = k < nkey ? w->schema->identifier_ids[k] : w->opts.bloom_field_ids[k - nkey];
+		int column = -1;
+		for (int i = 0; i < w->schema->nfields && column < 0; i++)
+			if (w->schema->fields[i].id == id)
+				column = i;
+		if (column < 0 && k >= nkey)
+			return tl_error_set(err, TL_ERR_INVALID,
+			                    "bloom filter field id %d is not a top-level field of the table's current schema",
+			                    (int)id);
+		if (column >= 0)
+			add_bloom_column(columns, &n, column);
+	}
 	w->opts.parquet.bloom_columns = columns;
 	w->opts.parquet.nbloom_columns = n;
+	/* Copied: the caller's array need only live until open returns. */
+	w->opts.bloom_field_ids = NULL;
+	w->opts.nbloom_field_ids = 0;
 	return 0;
 }
 
@@ -239,8 +269,8 @@ tl_ice_writer *tl_ice_writer_open_data(const tl_ice_table *t, const tl_ice_write
 		ids[i] = w->schema->fields[i].id;
 	int rc = resolve_sources(w, ids, w->schema->nfields, err);
 	tl_free(ids);
-	if (rc == 0 && w->opts.bloom_identifier_fields)
-		rc = add_identifier_blooms(w, err);
+	if (rc == 0)
+		rc = add_field_blooms(w, err);
 	if (rc < 0) {
 		tl_ice_writer_free(w);
 		return NULL;
@@ -307,6 +337,9 @@ tl_ice_writer *tl_ice_writer_open_deletes(const tl_ice_table *t, const int32_t *
 		tl_ice_writer_free(w);
 		return NULL;
 	}
+	/* Delete files are read whole by the key; bloom filters would only cost bytes. */
+	w->opts.bloom_field_ids = NULL;
+	w->opts.nbloom_field_ids = 0;
 	if (build_delete_schema(w, columns, ncolumns, equality_ids, nequality_ids, err) < 0 ||
 	    resolve_sources(w, columns, ncolumns, err) < 0) {
 		tl_ice_writer_free(w);
