@@ -28,6 +28,7 @@
 #include "executor/executor.h"
 #include "mb/pg_wchar.h"
 #include "miscadmin.h"
+#include "nodes/makefuncs.h"
 #include "nodes/nodeFuncs.h"
 #include "optimizer/clauses.h"
 #include "optimizer/optimizer.h"
@@ -35,6 +36,7 @@
 #include "utils/builtins.h"
 #include "utils/date.h"
 #include "utils/datum.h"
+#include "utils/fmgroids.h"
 #include "utils/lsyscache.h"
 #include "utils/numeric.h"
 #include "utils/pg_locale.h"
@@ -123,14 +125,14 @@ compares_as_bytes(Oid collation, tl_ice_expr_op op)
 {
 	if (!OidIsValid(collation))
 		return true;
-	if (op == TL_ICE_EXPR_EQ)
+	if (op == TL_ICE_EXPR_EQ || op == TL_ICE_EXPR_NOT_EQ)
 		return get_collation_isdeterministic(collation);
 	return lc_collate_is_c(collation) || is_libc_c_utf8(collation);
 }
 
 /* The comparison an operator makes in its type's default btree family, as a lake operator. */
 static bool
-lake_op_of(Oid opno, Oid typid, bool commuted, tl_ice_expr_op *out)
+btree_lake_op_of(Oid opno, Oid typid, bool commuted, tl_ice_expr_op *out)
 {
 	/* The type cache keeps the default btree family: no catalog lookup per execution. */
 	Oid			opfamily = lookup_type_cache(typid, TYPECACHE_BTREE_OPFAMILY)->btree_opf;
@@ -161,6 +163,33 @@ lake_op_of(Oid opno, Oid typid, bool commuted, tl_ice_expr_op *out)
 		default:
 			return false;
 	}
+}
+
+/*
+ * The lake operator of operator opno, or of its negation (negate: NOT
+ * (x op v)): a comparison of the type's default btree family, or the
+ * negator of its equality (<>, which no btree family holds). The negation
+ * of a comparison is its negator's (NOT (x < 5) is x >= 5): a btree family
+ * orders its type totally (Postgres' floats too, NaN above every number),
+ * so for a non-null x exactly one of the two holds, and a WHERE keeps a
+ * null x for neither.
+ */
+static bool
+lake_op_of(Oid opno, Oid typid, bool commuted, bool negate, tl_ice_expr_op *out)
+{
+	Oid			negator;
+
+	if (negate && !OidIsValid(opno = get_negator(opno)))
+		return false;
+	if (btree_lake_op_of(opno, typid, commuted, out))
+		return true;
+	negator = get_negator(opno);
+	if (OidIsValid(negator) && btree_lake_op_of(negator, typid, commuted, out) && *out == TL_ICE_EXPR_EQ)
+	{
+		*out = TL_ICE_EXPR_NOT_EQ;
+		return true;
+	}
+	return false;
 }
 
 /* Whether node has a Var of this query level of range table entry *varno (0: of any). */
@@ -217,9 +246,39 @@ new_predicate(tl_ice_expr_op op, const Var *column, Oid typid, Expr *value)
 	return c;
 }
 
-/* "column op value" or "value op column": a comparison of the column's btree family. */
+static PushedCondition *match_clause(Expr *clause, Index self, bool outer_vars, bool negate);
+
+/*
+ * "column LIKE pattern" and "column NOT LIKE pattern" (negate: NOT of
+ * them) on a text or varchar column, as STARTS_WITH and NOT_STARTS_WITH
+ * of the pattern, which evaluating makes a prefix or a string to equal
+ * where it can (set_like_pattern). LIKE compares bytes under any
+ * deterministic collation (and refuses the others).
+ */
 static PushedCondition *
-match_comparison(OpExpr *op, Index self, bool outer_vars)
+match_like(OpExpr *op, Index self, bool outer_vars, bool negate)
+{
+	Oid			func = get_opcode(op->opno);
+	Var		   *column;
+	Node	   *pattern;
+	bool		positive;
+
+	if ((func != F_TEXTLIKE && func != F_TEXTNLIKE) || list_length(op->args) != 2)
+		return NULL;
+	column = column_of(linitial(op->args), self, outer_vars);
+	pattern = lsecond(op->args);
+	if (column == NULL || (column->vartype != TEXTOID && column->vartype != VARCHAROID) ||
+		!computable_value(pattern, self, outer_vars) || exprType(pattern) != TEXTOID ||
+		!OidIsValid(op->inputcollid) || !get_collation_isdeterministic(op->inputcollid))
+		return NULL;
+	positive = (func == F_TEXTLIKE) != negate;
+	return new_predicate(positive ? TL_ICE_EXPR_STARTS_WITH : TL_ICE_EXPR_NOT_STARTS_WITH, column, TEXTOID,
+						 (Expr *) pattern);
+}
+
+/* "column op value" or "value op column": a comparison of the column's btree family, or its negation. */
+static PushedCondition *
+match_comparison(OpExpr *op, Index self, bool outer_vars, bool negate)
 {
 	Node	   *left,
 			   *right;
@@ -246,7 +305,7 @@ match_comparison(OpExpr *op, Index self, bool outer_vars)
 	if (!comparable_types(column->vartype, exprType(value)))
 		return NULL;
 	/* The operator's family is its input type's: text's for a varchar column read as text. */
-	if (!lake_op_of(op->opno, exprType(commuted ? right : left), commuted, &lake_op) ||
+	if (!lake_op_of(op->opno, exprType(commuted ? right : left), commuted, negate, &lake_op) ||
 		!compares_as_bytes(op->inputcollid, lake_op))
 		return NULL;
 	return new_predicate(lake_op, column, exprType(value), (Expr *) value);
@@ -255,17 +314,19 @@ match_comparison(OpExpr *op, Index self, bool outer_vars)
 /*
  * "column = ANY (array)", which is what "column IN (...)" becomes: any
  * array expression the executor can compute at its start (a constant, a
- * parameter, ARRAY[$1, $2]), with the column's btree equality.
+ * parameter, ARRAY[$1, $2]), with the column's btree equality; and
+ * "column <> ALL (array)", NOT IN's form, with its negator. Negated, one
+ * is the other: NOT (x = ANY (a)) is true exactly where x <> ALL (a) is.
  */
 static PushedCondition *
-match_in_list(ScalarArrayOpExpr *saop, Index self, bool outer_vars)
+match_in_list(ScalarArrayOpExpr *saop, Index self, bool outer_vars, bool negate)
 {
 	Var		   *column;
 	Node	   *array;
 	Oid			element;
 	tl_ice_expr_op lake_op;
 
-	if (!saop->useOr || list_length(saop->args) != 2)
+	if (list_length(saop->args) != 2)
 		return NULL;
 	column = column_of(linitial(saop->args), self, outer_vars);
 	array = lsecond(saop->args);
@@ -274,35 +335,124 @@ match_in_list(ScalarArrayOpExpr *saop, Index self, bool outer_vars)
 	element = get_element_type(exprType(array));
 	if (!OidIsValid(element) || !comparable_types(column->vartype, element))
 		return NULL;
-	if (!lake_op_of(saop->opno, exprType(linitial(saop->args)), false, &lake_op) || lake_op != TL_ICE_EXPR_EQ ||
+	/* ANY with equality is IN, ALL with <> (equality's negator) NOT IN */
+	if (!lake_op_of(saop->opno, exprType(linitial(saop->args)), false, false, &lake_op) ||
+		lake_op != (saop->useOr ? TL_ICE_EXPR_EQ : TL_ICE_EXPR_NOT_EQ) ||
 		!compares_as_bytes(saop->inputcollid, TL_ICE_EXPR_EQ))
 		return NULL;
-	return new_predicate(TL_ICE_EXPR_IN, column, exprType(array), (Expr *) array);
+	return new_predicate(saop->useOr != negate ? TL_ICE_EXPR_IN : TL_ICE_EXPR_NOT_IN, column, exprType(array),
+						 (Expr *) array);
 }
 
-/* "column IS NULL", "column IS NOT NULL" (not a row's: that tests each of its fields). */
+/* "column IS NULL", "column IS NOT NULL" (not a row's: that tests each of its fields), or their negation. */
 static PushedCondition *
-match_null_test(NullTest *test, Index self, bool outer_vars)
+match_null_test(NullTest *test, Index self, bool outer_vars, bool negate)
 {
 	Var		   *column = column_of((Node *) test->arg, self, outer_vars);
 
 	if (column == NULL || test->argisrow || type_is_rowtype(column->vartype))
 		return NULL;
-	return new_predicate(test->nulltesttype == IS_NULL ? TL_ICE_EXPR_IS_NULL : TL_ICE_EXPR_NOT_NULL, column,
-						 InvalidOid, NULL);
+	return new_predicate((test->nulltesttype == IS_NULL) != negate ? TL_ICE_EXPR_IS_NULL : TL_ICE_EXPR_NOT_NULL,
+						 column, InvalidOid, NULL);
 }
 
-/* AND and OR of pushable conditions, every one of them pushable. */
+/* "column = value" for a boolean column. */
 static PushedCondition *
-match_and_or(BoolExpr *expr, Index self, bool outer_vars)
+boolean_predicate(const Var *column, bool value)
+{
+	return new_predicate(TL_ICE_EXPR_EQ, column, BOOLOID, (Expr *) makeBoolConst(value, false));
+}
+
+static PushedCondition *
+new_or(PushedCondition *left, PushedCondition *right)
 {
 	PushedCondition *c = palloc0(sizeof(PushedCondition));
+
+	c->op = TL_ICE_EXPR_OR;
+	c->args = list_make2(left, right);
+	return c;
+}
+
+/*
+ * A boolean column standing as a condition: "b" holds where b = true,
+ * and negated ("NOT b") where b = false. Neither holds for a null b.
+ */
+static PushedCondition *
+match_boolean_column(Var *var, Index self, bool outer_vars, bool negate)
+{
+	Var		   *column = column_of((Node *) var, self, outer_vars);
+
+	if (column == NULL || column->vartype != BOOLOID)
+		return NULL;
+	return boolean_predicate(column, !negate);
+}
+
+/*
+ * "x IS [NOT] TRUE / FALSE / UNKNOWN", which is never null, so its
+ * negation is the opposite test. On a boolean column each is its lake
+ * condition (b IS NOT FALSE: b = true OR b IS NULL); on another pushable
+ * condition c, IS TRUE is c itself and IS FALSE is NOT c (true exactly
+ * where c is false); the rest would need c's nullness, which no lake
+ * condition says.
+ */
+static PushedCondition *
+match_boolean_test(BooleanTest *test, Index self, bool outer_vars, bool negate)
+{
+	BoolTestType type = test->booltesttype;
+	Var		   *column = column_of((Node *) test->arg, self, outer_vars);
+
+	if (negate)
+	{
+		static const BoolTestType opposite[] = {
+			[IS_TRUE] = IS_NOT_TRUE, [IS_NOT_TRUE] = IS_TRUE, [IS_FALSE] = IS_NOT_FALSE,
+			[IS_NOT_FALSE] = IS_FALSE, [IS_UNKNOWN] = IS_NOT_UNKNOWN, [IS_NOT_UNKNOWN] = IS_UNKNOWN,
+		};
+
+		type = opposite[type];
+	}
+	if (column != NULL && column->vartype == BOOLOID)
+	{
+		switch (type)
+		{
+			case IS_TRUE:
+				return boolean_predicate(column, true);
+			case IS_FALSE:
+				return boolean_predicate(column, false);
+			case IS_NOT_TRUE:
+				return new_or(boolean_predicate(column, false),
+							  new_predicate(TL_ICE_EXPR_IS_NULL, column, InvalidOid, NULL));
+			case IS_NOT_FALSE:
+				return new_or(boolean_predicate(column, true),
+							  new_predicate(TL_ICE_EXPR_IS_NULL, column, InvalidOid, NULL));
+			case IS_UNKNOWN:
+				return new_predicate(TL_ICE_EXPR_IS_NULL, column, InvalidOid, NULL);
+			case IS_NOT_UNKNOWN:
+				return new_predicate(TL_ICE_EXPR_NOT_NULL, column, InvalidOid, NULL);
+		}
+	}
+	if (type == IS_TRUE || type == IS_FALSE)
+		return match_clause(test->arg, self, outer_vars, type == IS_FALSE);
+	return NULL;
+}
+
+/*
+ * AND and OR of pushable conditions, every one of them pushable; negated,
+ * by De Morgan (NOT (a AND b) is NOT a OR NOT b, exactly, in SQL's three
+ * values too). NOT itself negates its argument.
+ */
+static PushedCondition *
+match_bool_expr(BoolExpr *expr, Index self, bool outer_vars, bool negate)
+{
+	PushedCondition *c;
 	ListCell   *lc;
 
-	c->op = expr->boolop == AND_EXPR ? TL_ICE_EXPR_AND : TL_ICE_EXPR_OR;
+	if (expr->boolop == NOT_EXPR)
+		return list_length(expr->args) == 1 ? match_clause(linitial(expr->args), self, outer_vars, !negate) : NULL;
+	c = palloc0(sizeof(PushedCondition));
+	c->op = (expr->boolop == AND_EXPR) != negate ? TL_ICE_EXPR_AND : TL_ICE_EXPR_OR;
 	foreach(lc, expr->args)
 	{
-		PushedCondition *arg = cold_condition_match(lfirst(lc), self, outer_vars);
+		PushedCondition *arg = match_clause(lfirst(lc), self, outer_vars, negate);
 
 		if (arg == NULL)
 			return NULL;
@@ -311,25 +461,41 @@ match_and_or(BoolExpr *expr, Index self, bool outer_vars)
 	return c->args != NIL ? c : NULL;
 }
 
-PushedCondition *
-cold_condition_match(Expr *clause, Index self, bool outer_vars)
+/*
+ * The pushable condition that holds exactly where clause is true, or
+ * with negate where it is false (where NOT clause is true), or NULL.
+ */
+static PushedCondition *
+match_clause(Expr *clause, Index self, bool outer_vars, bool negate)
 {
+	PushedCondition *c;
+
 	check_stack_depth();
 	switch (nodeTag(clause))
 	{
 		case T_OpExpr:
-			return match_comparison((OpExpr *) clause, self, outer_vars);
+			if ((c = match_like((OpExpr *) clause, self, outer_vars, negate)) != NULL)
+				return c;
+			return match_comparison((OpExpr *) clause, self, outer_vars, negate);
 		case T_ScalarArrayOpExpr:
-			return match_in_list((ScalarArrayOpExpr *) clause, self, outer_vars);
+			return match_in_list((ScalarArrayOpExpr *) clause, self, outer_vars, negate);
 		case T_NullTest:
-			return match_null_test((NullTest *) clause, self, outer_vars);
+			return match_null_test((NullTest *) clause, self, outer_vars, negate);
+		case T_BooleanTest:
+			return match_boolean_test((BooleanTest *) clause, self, outer_vars, negate);
+		case T_Var:
+			return match_boolean_column((Var *) clause, self, outer_vars, negate);
 		case T_BoolExpr:
-			if (is_andclause(clause) || is_orclause(clause))
-				return match_and_or((BoolExpr *) clause, self, outer_vars);
-			return NULL;
+			return match_bool_expr((BoolExpr *) clause, self, outer_vars, negate);
 		default:
 			return NULL;
 	}
+}
+
+PushedCondition *
+cold_condition_match(Expr *clause, Index self, bool outer_vars)
+{
+	return match_clause(clause, self, outer_vars, false);
 }
 
 /* ------------------------------------------------------------ evaluating */
@@ -357,6 +523,75 @@ set_in_list(EvaluatedCondition *e, Datum value)
 		e->op = TL_ICE_EXPR_FALSE;
 }
 
+/*
+ * The NOT IN list of an array: FALSE when it holds a null (x <> null is
+ * never true, so neither is x <> ALL of it); no values, which no lake
+ * condition takes, when it is empty (x <> ALL of nothing is true, even
+ * for a null x).
+ */
+static void
+set_not_in_list(EvaluatedCondition *e, Datum value)
+{
+	ArrayType  *array = DatumGetArrayTypeP(value);
+
+	if (array_contains_nulls(array))
+	{
+		e->op = TL_ICE_EXPR_FALSE;
+		return;
+	}
+	set_in_list(e, value);
+	if (e->op == TL_ICE_EXPR_FALSE)
+		e->op = TL_ICE_EXPR_NOT_IN; /* empty: nvalues 0 keeps it out of the lake */
+}
+
+/*
+ * A LIKE pattern (in the backslash-escaped form LIKE's ESCAPE clause
+ * rewrites any other escape to) as a lake condition where it is one: a
+ * pattern without wildcards is equality with its unescaped text (LIKE
+ * compares bytes, as equality under a deterministic collation does), one
+ * whose wildcards are only '%' at its end a prefix. Other patterns ('_',
+ * an inner '%', a trailing escape, which is an error when Postgres reaches
+ * it) keep no values: the executor checks them. Negated (NOT LIKE): not
+ * equal, and no such prefix. Patterns are scanned by bytes: in UTF-8 no
+ * byte of a multibyte character is '\\', '%' or '_'.
+ */
+static void
+set_like_pattern(EvaluatedCondition *e, Datum pattern)
+{
+	text	   *t = DatumGetTextPP(pattern);
+	const char *p = VARDATA_ANY(t);
+	int			len = VARSIZE_ANY_EXHDR(t);
+	char	   *literal = palloc(len + 1);
+	int			n = 0;
+	bool		prefix = false;
+
+	for (int i = 0; i < len && !prefix; i++)
+	{
+		if (p[i] == '\\')
+		{
+			if (++i == len)
+				return;			/* a trailing escape */
+			literal[n++] = p[i];
+		}
+		else if (p[i] == '_')
+			return;
+		else if (p[i] == '%')
+		{
+			for (int j = i; j < len; j++)
+				if (p[j] != '%')
+					return;
+			prefix = true;		/* only '%' to the end */
+		}
+		else
+			literal[n++] = p[i];
+	}
+	if (!prefix)
+		e->op = e->op == TL_ICE_EXPR_STARTS_WITH ? TL_ICE_EXPR_EQ : TL_ICE_EXPR_NOT_EQ;
+	e->nvalues = 1;
+	e->values = palloc(sizeof(Datum));
+	e->values[0] = PointerGetDatum(cstring_to_text_with_len(literal, n));
+}
+
 EvaluatedCondition *
 cold_condition_of_value(tl_ice_expr_op op, AttrNumber attno, Oid typid, Datum value, bool isnull)
 {
@@ -369,9 +604,13 @@ cold_condition_of_value(tl_ice_expr_op op, AttrNumber attno, Oid typid, Datum va
 	if (op == TL_ICE_EXPR_IS_NULL || op == TL_ICE_EXPR_NOT_NULL)
 		return e;
 	if (isnull)
-		e->op = TL_ICE_EXPR_FALSE; /* a comparison with null holds for no row, nor does = ANY (null) */
+		e->op = TL_ICE_EXPR_FALSE; /* a comparison with null holds for no row, nor [NOT] IN or LIKE null */
 	else if (op == TL_ICE_EXPR_IN)
 		set_in_list(e, value);
+	else if (op == TL_ICE_EXPR_NOT_IN)
+		set_not_in_list(e, value);
+	else if (op == TL_ICE_EXPR_STARTS_WITH || op == TL_ICE_EXPR_NOT_STARTS_WITH)
+		set_like_pattern(e, value);
 	else
 	{
 		e->nvalues = 1;
@@ -683,6 +922,8 @@ predicate_for_lake(const EvaluatedCondition *c, LakeScan *lake, tl_arena *arena,
 
 	if (field == NULL || !tl_ice_type_is_primitive(field->type.id))
 		return;					/* no statistics to prune by, nor values to check */
+	if (c->nvalues == 0 && c->op != TL_ICE_EXPR_IS_NULL && c->op != TL_ICE_EXPR_NOT_NULL)
+		return;					/* a LIKE pattern or NOT IN list the lake cannot decide */
 	values = tl_arena_alloc(arena, sizeof(tl_ice_value) * Max(c->nvalues, 1));
 	if (values == NULL)
 		out_of_memory();

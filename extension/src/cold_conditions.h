@@ -9,14 +9,25 @@
  *
  *	1. matching (when the cold scan is planned, and as it starts): a qual
  *	   is pushable where the lake can give Postgres' answer to it:
- *	   "column op value" with op a btree comparison of the column's type,
- *	   "column = ANY (array)" (which IN lists become), "column IS [NOT]
- *	   NULL", and OR and AND of pushable conditions; each value an
- *	   expression free of volatile functions, subplans and the table's own
- *	   columns (a constant, a parameter, now() - interval '1 day');
+ *	   "column op value" with op a btree comparison of the column's type
+ *	   or <> (its equality's negator), "column = ANY (array)" (which IN
+ *	   lists become) and "column <> ALL (array)" (NOT IN's), "column IS
+ *	   [NOT] NULL", "column [NOT] LIKE pattern" on text and varchar under
+ *	   a deterministic collation, a boolean column alone ("b": b = true)
+ *	   or tested (b IS [NOT] TRUE/FALSE/UNKNOWN), and AND, OR and NOT of
+ *	   pushable conditions, NOT pushed down to the predicates (De Morgan;
+ *	   a comparison's negator: NOT (x < 5) is x >= 5, exact in a WHERE,
+ *	   which keeps neither for a null x); each value an expression free of
+ *	   volatile functions, subplans and the table's own columns (a
+ *	   constant, a parameter, now() - interval '1 day');
  *	2. evaluating (at executor start, and again at each rescan): the
  *	   values computed; a condition that holds for no row (a comparison
- *	   with null, = ANY of an empty array or of nulls only) becomes FALSE;
+ *	   with null, = ANY of an empty array or of nulls only, <> ALL of an
+ *	   array holding a null) becomes FALSE; a LIKE pattern becomes
+ *	   equality (no wildcard), a prefix (wildcards only '%' at its end) or
+ *	   stays without values (any other), and so does <> ALL of an empty
+ *	   array (true even for null): the lake takes no condition without
+ *	   values, and the executor checks those;
  *	3. translating (once the lake table is open): the lake filter, which
  *	   prunes files, row groups and pages by their statistics, and the row
  *	   check that decides the condition exactly on the lake's values
@@ -47,7 +58,8 @@
 /* A pushable qual as matched: its values still expressions. */
 typedef struct PushedCondition
 {
-	tl_ice_expr_op op;			/* EQ, LT, LE, GT, GE, IN, IS_NULL, NOT_NULL; AND, OR */
+	tl_ice_expr_op op;			/* EQ, LT, LE, GT, GE, IN, IS_NULL, NOT_NULL, NOT_EQ, NOT_IN; STARTS_WITH,
+								 * NOT_STARTS_WITH: [NOT] LIKE value; AND, OR */
 	AttrNumber	attno;			/* predicates: the column */
 	Oid			typid;			/* the value's type (IN: an array type) */
 	Expr	   *value;			/* a comparison's value, IN's array; NULL for null tests */
@@ -62,7 +74,9 @@ typedef struct EvaluatedCondition
 	tl_ice_expr_op op;			/* as PushedCondition's, or FALSE: holds for no row */
 	AttrNumber	attno;			/* predicates: the column */
 	Oid			typid;			/* the values' type (IN: the array's element type) */
-	int			nvalues;		/* 1 for a comparison; IN: the array's elements but its nulls */
+	int			nvalues;		/* 1 for a comparison or a prefix; [NOT] IN: the array's elements but
+								 * its nulls; 0 for a null test, and for a [NOT] LIKE or NOT IN the
+								 * lake cannot decide */
 	Datum	   *values;
 	List	   *args;			/* AND, OR: EvaluatedCondition * */
 	int			qual_index;		/* the qual it is; -1: none (a hybrid read's split) */

@@ -468,9 +468,14 @@ predicate_supported(const LakeScan *scan, const LakeRowCondition *c)
 	switch (c->op)
 	{
 		case TL_ICE_EXPR_IN:
+		case TL_ICE_EXPR_NOT_IN:
 			return c->nvalues >= 1;
 		case TL_ICE_EXPR_EQ:
+		case TL_ICE_EXPR_NOT_EQ:
 			return c->nvalues == 1;
+		case TL_ICE_EXPR_STARTS_WITH:
+		case TL_ICE_EXPR_NOT_STARTS_WITH:
+			return col->field->type.id == TL_ICE_STRING && c->nvalues == 1;
 		case TL_ICE_EXPR_LT:
 		case TL_ICE_EXPR_LE:
 		case TL_ICE_EXPR_GT:
@@ -523,7 +528,7 @@ copy_row_condition(const LakeScan *scan, const LakeRowCondition *c)
 
 		copy->values = palloc(sizeof(LakeRowValue) * c->nvalues);
 		memcpy(copy->values, c->values, sizeof(LakeRowValue) * c->nvalues);
-		if (c->op == TL_ICE_EXPR_IN)
+		if (c->op == TL_ICE_EXPR_IN || c->op == TL_ICE_EXPR_NOT_IN)
 			qsort_arg(copy->values, c->nvalues, sizeof(LakeRowValue), compare_row_values, &type);
 	}
 	return copy;
@@ -703,6 +708,8 @@ narrow_by_values(LakeScan *scan, const LakeRowCondition *c)
 		case TL_ICE_EXPR_GT: NARROW_ROWS(COMPARE, > 0); break; \
 		case TL_ICE_EXPR_GE: NARROW_ROWS(COMPARE, >= 0); break; \
 		case TL_ICE_EXPR_IN: NARROW_ROWS(IN_VALUES, ); break; \
+		case TL_ICE_EXPR_NOT_EQ: NARROW_ROWS(COMPARE, != 0); break; \
+		case TL_ICE_EXPR_NOT_IN: NARROW_ROWS(!IN_VALUES, ); break; \
 		default: elog(ERROR, "unexpected lake row condition operator %d", (int) c->op); \
 	}
 #define COMPARE_INT32(row) ((vec->v.i32[row] > v.integer) - (vec->v.i32[row] < v.integer))
@@ -737,6 +744,29 @@ narrow_by_values(LakeScan *scan, const LakeRowCondition *c)
 #undef COMPARE_INT64
 #undef COMPARE_DOUBLE
 #undef COMPARE_ANY
+}
+
+/* Narrows the selection to the rows whose string starts with c's value (STARTS_WITH), or does not. */
+static void
+narrow_by_prefix(LakeScan *scan, const LakeRowCondition *c)
+{
+	const tl_vector *vec = &scan->batch->columns[scan->columns[c->attno - 1].batch_index];
+	const uint8 *prefix = c->values[0].bytes;
+	size_t		len = c->values[0].len;
+	bool		want = c->op == TL_ICE_EXPR_STARTS_WITH;
+	int32	   *selected = scan->selected;
+	int64		kept = 0;
+
+	for (int64 i = 0; i < scan->nselected; i++)
+	{
+		int32		row = selected[i];
+		const tl_bytes *at = &vec->v.bytes[row];
+
+		selected[kept] = row;
+		kept += (vec->valid == NULL || vec->valid[row] != 0) &&
+			((at->len >= len && (len == 0 || memcmp(at->ptr, prefix, len) == 0)) == want);
+	}
+	scan->nselected = kept;
 }
 
 /* Narrows the selection to the rows whose value is null (IS NULL), or is not (IS NOT NULL). */
@@ -823,6 +853,10 @@ narrow_selection(LakeScan *scan, const LakeRowCondition *c)
 		case TL_ICE_EXPR_IS_NULL:
 		case TL_ICE_EXPR_NOT_NULL:
 			narrow_by_nullness(scan, c);
+			break;
+		case TL_ICE_EXPR_STARTS_WITH:
+		case TL_ICE_EXPR_NOT_STARTS_WITH:
+			narrow_by_prefix(scan, c);
 			break;
 		default:
 			narrow_by_values(scan, c);

@@ -101,8 +101,9 @@ extern void lake_scan_set_filter(LakeScan *scan, const tl_ice_expr *filter);
  * an accepted condition again on the rows it gets.
  *
  * A tree shaped like the lake filter it usually comes with: predicates on
- * one attribute (a comparison with values[0], IN the nvalues values, IS
- * NULL, IS NOT NULL), AND and OR of others, and FALSE, which no row passes.
+ * one attribute (a comparison with values[0] (<> too), [NOT] IN the
+ * nvalues values, [NOT] STARTS WITH values[0], IS NULL, IS NOT NULL), AND
+ * and OR of others, and FALSE, which no row passes.
  * A row passes a predicate only where it is true (a null passes none but
  * IS NULL), as a WHERE clause keeps rows; with no NOT in the tree, an OR
  * of conditions a row fails or that are null for it fails it too.
@@ -134,7 +135,9 @@ typedef struct LakeRowCondition
  * every other value, -0 equal to +0); of string, binary and uuid fields,
  * as bytes (the caller pushes a string comparison only under a collation
  * that compares bytes: equality under a deterministic one, order under
- * "C"); equality and IN of boolean fields; IS NULL and IS NOT NULL of
+ * "C"); equality and IN of boolean fields; <> and NOT IN wherever
+ * equality and IN are; STARTS WITH and NOT STARTS WITH of string fields,
+ * as bytes; IS NULL and IS NOT NULL of
  * any primitive field; AND and OR of accepted conditions. A condition on
  * an attribute the scan does not read, or that reads an added column's
  * default, is not accepted, nor is a tree holding one.

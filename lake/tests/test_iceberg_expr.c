@@ -126,6 +126,12 @@ TEST(iceberg_expr_parse_and_render)
 		{"s = '42'", "s = '42'"},
 		{"s = 42", "s = '42'"},
 		{"  i\t=\n1  ", "i = 1"},
+		{"i <> 3", "i <> 3"},
+		{"i != 3", "i <> 3"},
+		{"3 <> i", "i <> 3"},
+		{"i not in (1, 2)", "i NOT IN (1, 2)"},
+		{"s starts with 'ab''c'", "s STARTS WITH 'ab''c'"},
+		{"s Not Starts With '' OR s IS NULL", "s NOT STARTS WITH '' OR s IS NULL"},
 	};
 	for (size_t k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
 		const char *text = roundtrip(&schema, cases[k][0], &arena, &out, &err);
@@ -172,10 +178,13 @@ TEST(iceberg_expr_parse_errors_name_the_position)
 		{"i = 3000000000", "is not a valid int value"},
 		{"dec = 1.234", "is not a valid decimal(9, 2) value"},
 		{"d < 'yesterday'", "at position 5 for column \"d\""},
-		{"i != 3", "filter: operator \"!=\" is not supported (the supported operators are =, <, <=, >, >=, IN, IS NULL and IS NOT NULL"},
-		{"i <> 3", "operator \"<>\" is not supported"},
+		{"i === 3", "filter: operator \"==\" is not supported (the supported operators are =, <, <=, >, >=, <>, [NOT] IN, IS [NOT] NULL and [NOT] STARTS WITH"},
 		{"NOT i = 3", "operator \"NOT\" is not supported"},
-		{"i NOT IN (1)", "operator \"NOT\" is not supported"},
+		{"i NOT = 3", "expected IN or STARTS WITH after NOT, found \"=\" at position 7"},
+		{"i NOT NOT IN (1)", "operator \"NOT\" is not supported"},
+		{"s STARTS 'a'", "expected WITH after STARTS, found \"'a'\" at position 10"},
+		{"i STARTS WITH 'a'", "STARTS WITH takes a string column, and \"i\" is not one at position 3"},
+		{"s NOT STARTS WITH", "expected a literal"},
 		{"i == 3", "operator \"==\" is not supported"},
 		{"i = 3 AND", "filter: expected a column name, found the end of the filter at position 10"},
 		{"s = 'abc", "filter: unterminated string at position 5"},
@@ -195,7 +204,7 @@ TEST(iceberg_expr_parse_errors_name_the_position)
 		{"i ~ 3", "unexpected character '~' at position 3"},
 		{"1 = 2", "expected a column name, found \"2\" at position 5"},
 		{"st = 1", "column \"st\" is not of a primitive type"},
-		{"i", "expected a comparison operator, IN or IS, found the end of the filter at position 2"},
+		{"i", "expected a comparison operator, [NOT] IN, IS or [NOT] STARTS WITH, found the end of the filter at position 2"},
 		{"AND i = 1", "expected a column name, found \"AND\" at position 1"},
 		{"b = 1", "is not a valid boolean value"},
 		{"i = 1.5", "is not a valid int value"},
@@ -571,6 +580,120 @@ TEST(iceberg_expr_metrics_cases)
 	CHECK(metrics_match(&fx, "s < 'abc'", &f));
 	CHECK(!metrics_match(&fx, "s > 'ad'", &f));
 	CHECK(metrics_match(&fx, "s >= 'ad'", &f));
+	ex_fixture_free(&fx);
+}
+
+/*
+ * <>, NOT IN, STARTS WITH and NOT STARTS WITH: what the statistics can
+ * prove (a file of one value, bounds outside a prefix's range) and what
+ * they cannot; nulls satisfy none of them.
+ */
+TEST(iceberg_expr_negations_and_prefixes)
+{
+	ex_fixture fx;
+	CHECK_OK(ex_fixture_init(&fx), &fx.err);
+	tl_ice_type t_int = {.id = TL_ICE_INT}, t_dbl = {.id = TL_ICE_DOUBLE}, t_str = {.id = TL_ICE_STRING};
+	bool counts[3] = {true, true, false};
+	tl_ice_data_file f;
+
+	/* one value in the file: <> and NOT IN of it prune, whatever the nulls */
+	tl_ice_value seven = ex_i32(7), eight = ex_i32(8);
+	ex_column_metrics m = {.key = F_I, .values = 10, .nulls = 3};
+	m.lower = m.upper = ex_serialized(&t_int, &seven, &fx.arena);
+	ex_attach_metrics(&f, &m, counts, true, true);
+	CHECK(!metrics_match(&fx, "i <> 7", &f));
+	CHECK(metrics_match(&fx, "i <> 8", &f));
+	CHECK(!metrics_match(&fx, "i NOT IN (1, 7)", &f));
+	CHECK(metrics_match(&fx, "i NOT IN (1, 8)", &f));
+	CHECK(metrics_match(&fx, "i <> 7 OR i IS NULL", &f));
+	/* a range of values: they cannot */
+	m.upper = ex_serialized(&t_int, &eight, &fx.arena);
+	ex_attach_metrics(&f, &m, counts, true, true);
+	CHECK(metrics_match(&fx, "i <> 7", &f));
+	CHECK(metrics_match(&fx, "i NOT IN (7, 8)", &f));
+	/* one bound missing: they cannot */
+	m.upper = m.lower;
+	ex_attach_metrics(&f, &m, counts, true, false);
+	CHECK(metrics_match(&fx, "i <> 7", &f));
+	/* only nulls: nothing matches */
+	m.nulls = 10;
+	ex_attach_metrics(&f, &m, counts, false, false);
+	CHECK(!metrics_match(&fx, "i <> 7", &f));
+	CHECK(!metrics_match(&fx, "i NOT IN (7)", &f));
+
+	/* doubles: a NaN row differs from every value, and a zero bound stands for both zeros */
+	tl_ice_value one = ex_f64(1.0), zero = ex_f64(0.0);
+	ex_column_metrics md = {.key = F_F, .values = 4, .nulls = 0, .nans = 0};
+	md.lower = md.upper = ex_serialized(&t_dbl, &one, &fx.arena);
+	bool all_counts[3] = {true, true, true};
+	ex_attach_metrics(&f, &md, all_counts, true, true);
+	CHECK(!metrics_match(&fx, "f <> 1.0", &f));
+	md.nans = 1;
+	ex_attach_metrics(&f, &md, all_counts, true, true);
+	CHECK(metrics_match(&fx, "f <> 1.0", &f));
+	CHECK(metrics_match(&fx, "f NOT IN (1.0, 'NaN')", &f));
+	md.nans = 0;
+	md.lower = md.upper = ex_serialized(&t_dbl, &zero, &fx.arena);
+	ex_attach_metrics(&f, &md, all_counts, true, true);
+	CHECK(metrics_match(&fx, "f <> 0.0", &f));
+
+	/* strings between 'abc' and 'abd' */
+	tl_ice_value slo = ex_str("abc"), shi = ex_str("abd");
+	ex_column_metrics ms = {.key = F_S, .values = 5, .nulls = 1};
+	ms.lower = ex_serialized(&t_str, &slo, &fx.arena);
+	ms.upper = ex_serialized(&t_str, &shi, &fx.arena);
+	ex_attach_metrics(&f, &ms, counts, true, true);
+	CHECK(metrics_match(&fx, "s STARTS WITH 'ab'", &f));
+	CHECK(metrics_match(&fx, "s STARTS WITH 'abc'", &f));
+	CHECK(metrics_match(&fx, "s STARTS WITH 'abcz'", &f));
+	CHECK(metrics_match(&fx, "s STARTS WITH 'abd'", &f));
+	CHECK(metrics_match(&fx, "s STARTS WITH ''", &f));
+	CHECK(!metrics_match(&fx, "s STARTS WITH 'abb'", &f));   /* below the lower bound's first bytes */
+	CHECK(!metrics_match(&fx, "s STARTS WITH 'abda'", &f));  /* above the upper bound */
+	CHECK(!metrics_match(&fx, "s STARTS WITH 'b'", &f));
+	CHECK(!metrics_match(&fx, "s STARTS WITH 'aa'", &f));
+	CHECK(metrics_match(&fx, "s NOT STARTS WITH 'abc'", &f));
+	CHECK(!metrics_match(&fx, "s NOT STARTS WITH 'ab'", &f)); /* both bounds start with it; the null fails it */
+	CHECK(!metrics_match(&fx, "s NOT STARTS WITH ''", &f));
+	CHECK(!metrics_match(&fx, "s NOT STARTS WITH 'a'", &f));
+	/* a truncated upper bound ('ab' incremented to 'ac') still bounds */
+	tl_ice_value trunc_hi = ex_str("ac");
+	ms.upper = ex_serialized(&t_str, &trunc_hi, &fx.arena);
+	ex_attach_metrics(&f, &ms, counts, true, true);
+	CHECK(metrics_match(&fx, "s NOT STARTS WITH 'ab'", &f));
+	CHECK(!metrics_match(&fx, "s STARTS WITH 'ad'", &f));
+	CHECK(metrics_match(&fx, "s STARTS WITH 'ac'", &f));
+	/* no upper bound: only the lower one prunes */
+	ex_attach_metrics(&f, &ms, counts, true, false);
+	CHECK(metrics_match(&fx, "s STARTS WITH 'zz'", &f));
+	CHECK(!metrics_match(&fx, "s STARTS WITH 'aa'", &f));
+
+	/* partitions: identity decides exactly, a string truncate projects the prefixes */
+	ex_add_field(&fx, F_S, "identity");
+	CHECK(!row_may_match(&fx, "s <> 'abc'", F_S, "abc"));
+	CHECK(row_may_match(&fx, "s <> 'abc'", F_S, "abd"));
+	CHECK(!row_may_match(&fx, "s NOT IN ('x', 'abc')", F_S, "abc"));
+	CHECK(row_may_match(&fx, "s STARTS WITH 'ab'", F_S, "abc"));
+	CHECK(!row_may_match(&fx, "s STARTS WITH 'abcd'", F_S, "abc"));
+	CHECK(!row_may_match(&fx, "s NOT STARTS WITH 'ab'", F_S, "abc"));
+	CHECK(!value_may_match(&fx, "s <> 'abc'", tl_ice_null()));
+	CHECK(!value_may_match(&fx, "s NOT STARTS WITH 'abc'", tl_ice_null()));
+	tl_ice_partition_spec_free(&fx.spec);
+	ex_add_field(&fx, F_S, "truncate[3]");
+	CHECK(row_may_match(&fx, "s STARTS WITH 'ab'", F_S, "abx"));
+	CHECK(!row_may_match(&fx, "s STARTS WITH 'ab'", F_S, "aax"));
+	CHECK(row_may_match(&fx, "s STARTS WITH 'abcdef'", F_S, "abcxyz"));   /* partition 'abc' */
+	CHECK(!row_may_match(&fx, "s STARTS WITH 'abddef'", F_S, "abcxyz"));
+	CHECK(!row_may_match(&fx, "s NOT STARTS WITH 'ab'", F_S, "abcxyz"));
+	CHECK(row_may_match(&fx, "s NOT STARTS WITH 'abcd'", F_S, "abcxyz")); /* longer than the width: no projection */
+	CHECK(row_may_match(&fx, "s <> 'abc'", F_S, "abcxyz"));               /* 'abc' truncates many values */
+	CHECK(row_may_match(&fx, "s NOT IN ('abc')", F_S, "abcxyz"));
+	tl_ice_partition_spec_free(&fx.spec);
+	ex_add_field(&fx, F_I, "truncate[10]");
+	CHECK(row_may_match(&fx, "i <> 10", F_I, "10"));  /* partition 10 holds 11 too */
+	tl_ice_partition_spec_free(&fx.spec);
+	ex_add_field(&fx, F_I, "bucket[16]");
+	CHECK(row_may_match(&fx, "i <> 10", F_I, "10"));
 	ex_fixture_free(&fx);
 }
 

@@ -153,7 +153,25 @@ static bool ieee_holds(const tl_ice_type *type, tl_ice_expr_op op, const tl_ice_
 	}
 }
 
-/* Whether a row value satisfies the predicate, under either float order. */
+/* Whether a row value satisfies a negated predicate (<>, NOT IN), under either float order. */
+static bool row_differs(const tl_ice_type *type, const tl_ice_expr *pred, const tl_ice_value *x)
+{
+	bool is_float = type->id == TL_ICE_FLOAT || type->id == TL_ICE_DOUBLE;
+	bool equal_java = false, equal_ieee = false;
+	for (int i = 0; i < pred->nvalues; i++) {
+		equal_java = equal_java || tl_ice_value_compare(type, x, &pred->values[i]) == 0;
+		equal_ieee = equal_ieee || (is_float && ieee_holds(type, TL_ICE_EXPR_EQ, x, &pred->values[i]));
+	}
+	return !equal_java || (is_float && !equal_ieee);
+}
+
+/* Whether string x starts with the bytes of p. */
+static bool starts_with(const tl_ice_value *x, const tl_ice_value *p)
+{
+	return x->len >= p->len && (p->len == 0 || memcmp(x->ptr, p->ptr, p->len) == 0);
+}
+
+/* Whether a row value satisfies the predicate, under either float order (a null only IS NULL). */
 static bool row_holds(const tl_ice_type *type, const tl_ice_expr *pred, const tl_ice_value *x)
 {
 	if (pred->op == TL_ICE_EXPR_IS_NULL)
@@ -162,6 +180,12 @@ static bool row_holds(const tl_ice_type *type, const tl_ice_expr *pred, const tl
 		return !x->is_null;
 	if (x->is_null)
 		return false;
+	if (pred->op == TL_ICE_EXPR_NOT_EQ || pred->op == TL_ICE_EXPR_NOT_IN)
+		return row_differs(type, pred, x);
+	if (pred->op == TL_ICE_EXPR_STARTS_WITH)
+		return starts_with(x, &pred->values[0]);
+	if (pred->op == TL_ICE_EXPR_NOT_STARTS_WITH)
+		return !starts_with(x, &pred->values[0]);
 	for (int i = 0; i < pred->nvalues; i++) {
 		int c = tl_ice_value_compare(type, x, &pred->values[i]);
 		bool holds;
@@ -194,13 +218,27 @@ static bool row_holds(const tl_ice_type *type, const tl_ice_expr *pred, const tl
 static const tl_ice_expr *random_predicate(tl_arena *arena, int32_t field_id, const tl_ice_type *type,
                                            const tl_ice_value *near)
 {
-	static const tl_ice_expr_op ops[] = {TL_ICE_EXPR_EQ, TL_ICE_EXPR_LT, TL_ICE_EXPR_LE, TL_ICE_EXPR_GT,
-	                                     TL_ICE_EXPR_GE, TL_ICE_EXPR_IN, TL_ICE_EXPR_IS_NULL, TL_ICE_EXPR_NOT_NULL};
-	tl_ice_expr_op op = ops[rnd() % 8];
+	static const tl_ice_expr_op ops[] = {TL_ICE_EXPR_EQ,       TL_ICE_EXPR_LT,     TL_ICE_EXPR_LE,
+	                                     TL_ICE_EXPR_GT,       TL_ICE_EXPR_GE,     TL_ICE_EXPR_IN,
+	                                     TL_ICE_EXPR_IS_NULL,  TL_ICE_EXPR_NOT_NULL, TL_ICE_EXPR_NOT_EQ,
+	                                     TL_ICE_EXPR_NOT_IN,   TL_ICE_EXPR_STARTS_WITH,
+	                                     TL_ICE_EXPR_NOT_STARTS_WITH};
+	tl_ice_expr_op op = ops[rnd() % 12];
+	bool prefix = op == TL_ICE_EXPR_STARTS_WITH || op == TL_ICE_EXPR_NOT_STARTS_WITH;
+	if (prefix && type->id != TL_ICE_STRING)
+		op = TL_ICE_EXPR_NOT_EQ, prefix = false;
 	tl_ice_value lits[3];
-	int n = op == TL_ICE_EXPR_IN ? 1 + (int)(rnd() % 3) : op == TL_ICE_EXPR_IS_NULL || op == TL_ICE_EXPR_NOT_NULL ? 0 : 1;
+	int n = op == TL_ICE_EXPR_IN || op == TL_ICE_EXPR_NOT_IN ? 1 + (int)(rnd() % 3)
+	      : op == TL_ICE_EXPR_IS_NULL || op == TL_ICE_EXPR_NOT_NULL ? 0 : 1;
 	for (int i = 0; i < n; i++)
 		lits[i] = random_literal(type, near, arena);
+	if (prefix && near != NULL && !near->is_null && rnd() % 2) {
+		/* a prefix of the row's value, cut at a character's start */
+		lits[0] = *near;
+		lits[0].len = (size_t)(rnd() % (near->len + 1));
+		while (lits[0].len > 0 && lits[0].len < near->len && (near->ptr[lits[0].len] & 0xC0) == 0x80)
+			lits[0].len--;
+	}
 	return tl_ice_expr_predicate(arena, op, field_id, lits, n);
 }
 
@@ -461,7 +499,8 @@ static void random_filter(tl_buf *out, int depth)
 {
 	static const char *const columns[] = {"i", "l", "s", "d", "ts", "dec", "f", "fl", "b", "bin", "\"weird col\"",
 	                                      "\"and\"", "nope"};
-	static const char *const ops[] = {" = ", " < ", " <= ", " > ", " >= ", "=", "<"};
+	static const char *const ops[] = {" = ", " < ", " <= ", " > ", " >= ", "=", "<", " <> ", "!=",
+	                                  " STARTS WITH ", " not starts with "};
 	static const char *const literals[] = {"1", "-2", "+3", "1.5", "1e3", "-0.0", "'x'", "'it''s'", "'2024-01-01'",
 	                                       "'2024-01-01T10:00:00'", "'NaN'", "TRUE", "false", "'00ff'", "''",
 	                                       "9999999999999999999", "0.05"};
@@ -477,7 +516,7 @@ static void random_filter(tl_buf *out, int depth)
 	} else if (kind == 4) {
 		tl_buf_append_str(out, PICK(columns));
 		int n = 1 + (int)(rnd() % 3);
-		tl_buf_append_str(out, " IN (");
+		tl_buf_append_str(out, rnd() % 3 ? " IN (" : " NOT IN (");
 		for (int i = 0; i < n; i++) {
 			tl_buf_append_str(out, i ? ", " : "");
 			tl_buf_append_str(out, PICK(literals));

@@ -264,18 +264,42 @@ class QueryGen:
         if choice < 0.08:
             return Pred(f"{ref} IS {'NOT ' if r.random() < 0.5 else ''}NULL")
         if kind == "bool":
-            return Pred(r.choice([ref, f"NOT {ref}", f"{ref} IS TRUE", f"{ref} IS NOT FALSE", f"{ref} = {c()}"]))
+            return Pred(r.choice([ref, f"NOT {ref}", f"{ref} IS TRUE", f"{ref} IS NOT FALSE", f"{ref} = {c()}",
+                                  f"{ref} IS NOT TRUE", f"{ref} IS FALSE", f"{ref} IS UNKNOWN", f"{ref} IS NOT UNKNOWN",
+                                  f"{ref} <> {c()}", f"NOT ({ref} IS TRUE)", f"NOT ({ref} IS NOT FALSE)"]))
         if kind == "jsonb":
             return Pred(r.choice([f"{ref} @> '{{\"a\": 1}}'", f"{ref} ? 'k'", f"{ref} ->> 'k' = 'v'",
                                   f"{ref} = {c()}", f"jsonb_typeof({ref}) = 'object'"]))
         if kind == "text" and choice < 0.3:
-            return Pred(f"{ref} {r.choice(['LIKE', 'NOT LIKE', 'ILIKE'])} "
-                        f"{r.choice([q('a%'), q('%a_b%'), q('w1%'), q('_'), q('%é%'), q('alpha')])}")
+            return self._like(consts, ref)
         if choice < 0.2:
             return Pred(f"{ref} {'NOT ' if r.random() < 0.3 else ''}IN ({c()}, {c()}, {c()})")
+        if choice < 0.23:  # NOT IN's other forms: a null in the list, an empty array, NOT of IN
+            return Pred(r.choice([f"{ref} NOT IN ({c()}, NULL)", f"{ref} <> ALL (ARRAY[]::{PARAM_TYPE[col]}[])",
+                                  f"NOT ({ref} IN ({c()}, {c()}))", f"{ref} <> ALL (ARRAY[{c()}, {c()}])"]))
+        if choice < 0.26:
+            return Pred(f"NOT ({ref} {r.choice(['=', '<>', '<', '<=', '>', '>='])} {c()})")
         if choice < 0.3 and kind not in ("uuid", "bytea"):
             return Pred(f"{ref} {'NOT ' if r.random() < 0.2 else ''}BETWEEN {c()} AND {c()}")
         return Pred(f"{ref} {r.choice(['=', '<>', '<', '<=', '>', '>='])} {c()}")
+
+    # LIKE patterns: prefixes ('w1%', with escapes), wildcard-free ones (equality), and others the
+    # lake cannot take ('_', an inner '%'); values hold '%' and '_' too ('a%b', 'a_b').
+    LIKE_PATTERNS = ["a%", "%a_b%", "w1%", "_", "%é%", "alpha", "alpha%", "Al%", "w%z", "x%%", "", "%", "Éé%",
+                     "it''s%", "a\\%b", "a\\_b%", "a\\%%", "w1_", "gamma", "be%", "w\\1%", "zz\\"]
+
+    def _like(self, consts, ref) -> Pred:
+        r = self.rng
+        op = r.choice(["LIKE", "NOT LIKE", "LIKE", "NOT LIKE", "ILIKE"])
+        pattern = r.choice(self.LIKE_PATTERNS)
+        if r.random() < 0.15:  # another escape character, or none
+            esc = r.choice(["#", ""])
+            pattern = pattern.replace("\\", esc)
+            return Pred(f"{ref} {op} '{pattern}' ESCAPE '{esc}'")
+        if r.random() < 0.4:  # a constant of its own: a parameter in the prepared modes
+            consts.append((f"'{pattern}'", "text"))
+            return Pred(f"{ref} {op} \x00{len(consts) - 1}\x00")
+        return Pred(f"{ref} {op} '{pattern}'")
 
     def pred(self, consts, alias="", depth=0, infinite=False) -> Pred:
         r = self.rng

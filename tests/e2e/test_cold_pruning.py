@@ -159,6 +159,18 @@ def test_linguistic_and_nondeterministic_collations_are_not_compared_as_bytes(m)
     ("(sm = 2 AND k = 0) OR (sm = 5 AND z IS NULL)", 1), ("sm IN (1, 2) OR z IS NULL", 5),
     ("(sm = 3 AND n = 3012.1251) OR sm = 5", 2),  # the AND prunes by sm alone
     ("k IN (0, 1)", 7), ("k IS NULL", 7),
+    # negations: NOT pushed down to its comparisons, <> and NOT IN prune a file of one value
+    ("NOT (f8 < 5000)", 3),  # f8 >= 5000: day 2's NaN is above every number
+    ("NOT (sm <= 4 OR sm > 6)", 2), ("NOT (sm = 1) AND NOT (n < 4000)", 3), ("sm <> 3", 6),
+    ("sm NOT IN (1, 2, 3)", 4), ("sm <> ALL ('{0,6}'::int[])", 5), ("NOT (sm IN (1, 2) OR z IS NULL)", 2),
+    # LIKE 'prefix%': the bounds' first bytes; NOT LIKE where both bounds have the prefix
+    ("s LIKE 'a4%'", 2),  # day 3 ('B3-000' to 'é3') spans 'a4' too
+    ("s LIKE 'B3-01%'", 1), ("v LIKE 'a6-0%%'", 3), ("s LIKE 'a6-050'", 3),  # days 3 and 4 span 'a6' too
+    ("s NOT LIKE 'a%'", 4),  # days 0, 2 and 6 hold 'a...' only
+    ("s LIKE 'a4%' OR s LIKE 'B5%'", 3), ("NOT (s LIKE 'B%')", 5),  # days 1 and 5 hold 'B...' only
+    # boolean columns (b is d % 3 = 0: days 0, 3 and 6)
+    ("b", 3), ("NOT b", 4), ("b IS TRUE", 3), ("b IS NOT TRUE", 4), ("b IS FALSE", 4), ("b IS NOT FALSE", 3),
+    ("(sm < 3) IS FALSE", 4), ("b IS UNKNOWN", 0),
 ])
 def test_conditions_prune_lake_files_on_every_type(m, where, cold_days_kept):
     db = m
@@ -245,6 +257,80 @@ def test_null_tests_and_ors_answer_as_the_untiered_copy(m):
     same_answers(m, [f"{col} IS {neg}NULL" for col in NULL_TESTED for neg in ("", "NOT ")] + ORS)
 
 
+# NOT, <>, NOT IN, [NOT] LIKE and boolean columns: pushed where the lake
+# decides them exactly (LIKE as a prefix or as equality), the rest left to
+# the executor, and the answers always the untiered copy's.
+NEGATIONS = [
+    "NOT (f8 < 3000)", "NOT (f8 >= 'NaN')", "NOT (f8 = 0)", "f8 <> '-0'", "f8 <> 'NaN'", "f4 <> 'NaN'::real",
+    "NOT (f4 > 0::real)", "n <> 3012.125", "n <> 3012.1251", "NOT (n = 'NaN')", "u <> '00000003-0000-4000-8000-000000000000'",
+    "s <> 'é3'", "NOT (s < 'B')", "v <> 'a4-099'", "tm <> '03:00'", "b <> true", "by <> '\\x00000350'",
+    "k <> 0", "k <> 5000000000", "NOT (k > 3 AND sm < 5)", "NOT (k IS NULL OR sm = 2)", "NOT NOT (sm = 2)",
+    "NOT (k = 1 OR NOT (sm = 2))", "ts <> '2024-01-02 00:05:00+00'", "id <> 150",
+    "k NOT IN (0, 1)", "k NOT IN (0, NULL)", "k <> ALL ('{}'::int[])", "k <> ALL (NULL::int[])",
+    "f8 NOT IN (0, 'NaN')", "f8 <> ALL ('{-0,NaN}'::float8[])", "s NOT IN ('é3', 'a0-000')", "b NOT IN (true)",
+    "k <> 5000000000 AND k NOT IN (5000000000, 1)", "NOT (k = ANY ('{1,NULL}'::int[]))",
+    "NOT (k <> ALL ('{1,2}'::int[]))", "NOT (k <> ALL ('{}'::int[]))",
+    "s <> 'é3' COLLATE ci", "s COLLATE ci NOT IN ('É3')", "NOT (s < 'B' COLLATE \"und-x-icu\")",
+]
+LIKES = [
+    "s LIKE 'a4%'", "s LIKE 'a4-0%%'", "s LIKE 'B3-010'", "s LIKE ''", "s LIKE '%'", "s LIKE 'é%'", "s LIKE 'É4'",
+    "s LIKE 'a4-0_0'", "s LIKE '%4-01%'", "s LIKE 'a4\\%'", "s LIKE 'a4-01\\0%'", "s LIKE 'zz\\'",
+    "s LIKE 'a4!-0%' ESCAPE '!'", "s LIKE 'a4-01%' ESCAPE ''", "s LIKE 'a4-01#%' ESCAPE '#'",
+    "s NOT LIKE 'a%'", "s NOT LIKE 'a4-010'", "s NOT LIKE '%'", "NOT (s LIKE 'B%')", "NOT (s NOT LIKE 'B3%')",
+    "v LIKE 'a6-0%'", "v NOT LIKE 'B%'", "s ILIKE 'a4%'", "s NOT ILIKE 'b%'", "s LIKE 'A4%' COLLATE \"und-x-icu\"",
+    "s LIKE 'a4%' OR sm = 1", "s LIKE 'a4%' AND k IS NULL", "(s LIKE 'a%' OR s LIKE 'é%') AND NOT (sm = 0)",
+    "ev LIKE 'e1%'", "ev NOT LIKE 'e%'", "s LIKE NULL", "s NOT LIKE NULL",
+]
+BOOLEANS = [
+    "b", "NOT b", "b IS TRUE", "b IS NOT TRUE", "b IS FALSE", "b IS NOT FALSE", "b IS UNKNOWN", "b IS NOT UNKNOWN",
+    "NOT (b IS TRUE)", "NOT (b IS NOT FALSE)", "b OR sm = 1", "NOT b AND sm > 4", "NOT (b OR sm = 1)",
+    "(k > 0) IS TRUE", "(k > 0) IS FALSE", "(k > 0) IS NOT TRUE", "(k > 0 OR sm = 1) IS FALSE", "(k IN (1, 2)) IS FALSE",
+]
+
+
+def test_negations_likes_and_booleans_answer_as_the_untiered_copy(m):
+    same_answers(m, NEGATIONS + LIKES + BOOLEANS)
+    for t in ("m", "plain"):  # nulls in the boolean, and in the text
+        m.query(SESSION + f"UPDATE {t} SET b = NULL, s = NULL WHERE id % 7 = 0")
+    same_answers(m, NEGATIONS + LIKES + BOOLEANS)
+
+
+@pytest.mark.parametrize("where, pushed", [
+    ("s LIKE 'a4%'", 1), ("s LIKE 'a4-010'", 1), ("s NOT LIKE 'a%'", 1), ("v LIKE 'a6%'", 1),
+    ("s LIKE 'a4!-0%' ESCAPE '!'", 1), ("s LIKE 'a4-0_0'", 0), ("s LIKE '%4'", 0), ("s ILIKE 'a4%'", 0),
+    ("s LIKE 'a4%' COLLATE \"und-x-icu\"", 1),  # LIKE compares bytes under every deterministic collation
+    ("sm <> 3", 1), ("s <> 'é3' COLLATE ci", 0), ("k NOT IN (0, 1)", 1), ("k <> ALL ('{}'::int[])", 0),
+    ("b", 1), ("b IS NOT FALSE", 1), ("(k > 0) IS NOT TRUE", 0),
+    ("NOT (sm = 1 OR k IS NULL)", 2),  # the planner makes it two quals, sm <> 1 and k IS NOT NULL
+])
+def test_what_is_pushed(m, where, pushed):
+    assert cold_scan(m, where)["Conditions Pushed to the Lake"] == pushed, where
+
+
+def test_generic_plans_push_like_patterns_and_not_in_parameters(m):
+    """A LIKE pattern or a NOT IN array given as a parameter becomes its
+    lake condition when the scan starts: a prefix, an equality, or nothing
+    (the executor checks it) as the value demands."""
+    db = m
+    for pattern in ["a4%", "B3-010", "a4-0_0", "%", "", "a4\\%", "zz\\", "é%", None]:
+        arg = "NULL" if pattern is None else "'" + pattern + "'"
+        for op in ("LIKE", "NOT LIKE"):
+            got = db.query(SESSION + "SET plan_cache_mode = force_generic_plan;\n"
+                           f"PREPARE q(text) AS SELECT coalesce(string_agg(id::text, ',' ORDER BY id), '') FROM m"
+                           f" WHERE s {op} $1;\nEXECUTE q({arg});")
+            assert got == ids(db, "plain", f"s {op} {arg}::text"), (op, pattern)
+    for array in ["{0,1}", "{}", "{0,NULL}", None]:
+        arg = "NULL" if array is None else f"'{array}'"
+        got = db.query(SESSION + "SET plan_cache_mode = force_generic_plan;\n"
+                       "PREPARE q(int[]) AS SELECT coalesce(string_agg(id::text, ',' ORDER BY id), '') FROM m"
+                       f" WHERE k <> ALL ($1);\nEXECUTE q({arg});")
+        assert got == ids(db, "plain", f"k <> ALL ({arg}::int[])"), array
+    node = custom_node(db, "EXECUTE q('a4%')", "TierDB Cold Scan",
+                       SESSION + "SET plan_cache_mode = force_generic_plan;\n"
+                       "PREPARE q(text) AS SELECT id FROM m WHERE s LIKE $1;\n")
+    assert node["Lake Files Pruned"] == COLD_DAYS - 2 and node["Rows Removed by Filter"] == 0, node
+
+
 def test_in_lists_of_text_follow_the_collation(m):
     """Equality under a deterministic collation is equality of bytes ('é3'
     and 'É4' are other strings than 'e3' and 'e4'), so an IN list is pushed
@@ -270,9 +356,13 @@ def cold_rows(db, where):
     ("sm = 1 OR (sm = 2 AND (k = 1 OR k IS NULL))", True), ("b = ANY ('{false}'::boolean[])", True),
     ("(sm = 3 AND n = 3012.125) OR sm = 5", False),  # numeric is not checked on the lake's values
     ("n IN (3000, 3012.125)", False), ("s COLLATE ci IN ('A0-001')", False),
+    ("sm <> 3", True), ("k NOT IN (0, 1)", True), ("f8 <> 'NaN'", True), ("NOT (k IS NULL OR k < 0)", True),
+    ("s LIKE 'a4%'", True), ("s NOT LIKE 'a%'", True), ("s LIKE 'a4-010'", True), ("b", True), ("NOT b", True),
+    ("b IS NOT FALSE OR k = 1", True), ("s LIKE 'a4-0_0'", False), ("s ILIKE 'a4%'", False),
 ])
 def test_rows_are_skipped_before_conversion(m, where, exact):
-    """An IN list, a null test or an OR the lake checks exactly skips the
+    """An IN list, a null test, an OR, a negation, a LIKE prefix or a
+    boolean column the lake checks exactly skips the
     rows it rules out before they become tuples, and the executor does not
     check it again (nothing left for its filter to remove)."""
     db = m

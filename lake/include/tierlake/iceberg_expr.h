@@ -4,7 +4,11 @@
  * rows.
  *
  * A filter is a tree of AND/OR over predicates on a field (by Iceberg field
- * id): =, <, <=, >, >=, IN, IS NULL, IS NOT NULL. The evaluators are
+ * id): =, <, <=, >, >=, IN, IS NULL, IS NOT NULL, <>, NOT IN, STARTS WITH
+ * and NOT STARTS WITH. Every predicate but IS NULL fails a null, as SQL's
+ * WHERE does (unlike Java Iceberg's notEq, notIn and notStartsWith, which
+ * hold for nulls): x <> 5 is false for a null x. STARTS WITH compares the
+ * bytes of strings (a string starts with itself and with ''). The evaluators are
  * "inclusive": they answer false only when the statistics prove that no
  * row matches, so a file they keep may still hold non-matching rows (the
  * caller filters rows). Predicates on fields the partition spec does not
@@ -35,7 +39,12 @@ typedef enum tl_ice_expr_op {
 	TL_ICE_EXPR_GE,
 	TL_ICE_EXPR_IN,
 	TL_ICE_EXPR_IS_NULL,
-	TL_ICE_EXPR_NOT_NULL
+	TL_ICE_EXPR_NOT_NULL,
+	/* appended, so that the values above keep their numbers */
+	TL_ICE_EXPR_NOT_EQ,
+	TL_ICE_EXPR_NOT_IN,
+	TL_ICE_EXPR_STARTS_WITH,
+	TL_ICE_EXPR_NOT_STARTS_WITH
 } tl_ice_expr_op;
 
 typedef struct tl_ice_expr tl_ice_expr;
@@ -44,7 +53,7 @@ struct tl_ice_expr {
 	const tl_ice_expr *left;    /* AND, OR */
 	const tl_ice_expr *right;
 	int32_t field_id;           /* predicates */
-	int nvalues;                /* 1 for comparisons, >= 1 for IN, 0 for null tests */
+	int nvalues;                /* 1 for comparisons and prefixes, >= 1 for [NOT] IN, 0 for null tests */
 	const tl_ice_value *values; /* non-null, of the field's type */
 };
 
@@ -63,7 +72,9 @@ const tl_ice_expr *tl_ice_expr_predicate(tl_arena *arena, tl_ice_expr_op op, int
 /*
  * Parses a filter over the schema's top-level columns, for tools and
  * tests: `col = 'text'`, `n >= 42`, `ts < '2024-01-01T00:00:00'`,
- * `k IN (1, 2, 3)`, `x IS NULL`, `x IS NOT NULL`, joined with AND and OR
+ * `k IN (1, 2, 3)`, `x IS NULL`, `x IS NOT NULL`, `n <> 42` (or `n != 42`),
+ * `k NOT IN (1, 2)`, `s STARTS WITH 'ab'`, `s NOT STARTS WITH 'ab'`
+ * (string columns only), joined with AND and OR
  * and grouped with parentheses (AND binds tighter). Literals are numbers
  * or single-quoted text in the form tl_ice_value_parse takes. Unknown
  * columns, literals that do not fit the type and syntax errors are
@@ -78,7 +89,9 @@ void tl_ice_expr_text(const tl_ice_expr *expr, const tl_ice_schema *schema, tl_b
 /*
  * True unless the partition tuple proves no row matches: predicates are
  * projected through each partition field's transform (identity, truncate,
- * year/month/day/hour exactly; bucket for = and IN; void never prunes).
+ * year/month/day/hour exactly; bucket for = and IN; void never prunes;
+ * <>, NOT IN and the prefixes through identity, and the prefixes through
+ * a string truncate).
  */
 bool tl_ice_expr_may_match_partition(const tl_ice_expr *expr, const tl_ice_schema *schema,
                                      const tl_ice_partition_spec *spec, const tl_ice_value *partition);

@@ -243,6 +243,12 @@ static const char *comparison_text(tl_ice_expr_op op)
 		return ">";
 	case TL_ICE_EXPR_GE:
 		return ">=";
+	case TL_ICE_EXPR_NOT_EQ:
+		return "<>";
+	case TL_ICE_EXPR_STARTS_WITH:
+		return "STARTS WITH";
+	case TL_ICE_EXPR_NOT_STARTS_WITH:
+		return "NOT STARTS WITH";
 	default:
 		return "?";
 	}
@@ -261,7 +267,8 @@ static void append_predicate(const tl_ice_expr *e, const tl_ice_schema *schema, 
 		tl_buf_append_str(out, " IS NOT NULL");
 		return;
 	case TL_ICE_EXPR_IN:
-		tl_buf_append_str(out, " IN (");
+	case TL_ICE_EXPR_NOT_IN:
+		tl_buf_append_str(out, e->op == TL_ICE_EXPR_IN ? " IN (" : " NOT IN (");
 		for (int i = 0; i < e->nvalues; i++) {
 			if (i > 0)
 				tl_buf_append_str(out, ", ");

@@ -152,6 +152,65 @@ static bool ordinary_matches(const tl_ice_type *type, tl_ice_expr_op op, const t
 	}
 }
 
+/* Whether the bounds prove every ordinary value equal to lit (both are lit; never so for a zero, widened). */
+static bool only_value(const tl_ice_type *type, const value_range *r, const tl_ice_value *lit)
+{
+	return r->has_lower && r->has_upper && tl_ice_value_compare(type, &r->lower, lit) == 0 &&
+	       tl_ice_value_compare(type, &r->upper, lit) == 0;
+}
+
+/* Whether the ordinary values of the range may differ from each of the n values (x <> v, x NOT IN). */
+static bool ordinary_may_differ(const tl_ice_type *type, const value_range *r, const tl_ice_value *values, int n)
+{
+	if (!r->may_ordinary)
+		return false;
+	for (int i = 0; i < n; i++)
+		if (only_value(type, r, &values[i]))
+			return false;
+	return true;
+}
+
+/* The first `n` bytes of bound b (all of it when shorter) against prefix p, bytewise: negative, 0, positive. */
+static int compare_truncated(const tl_ice_value *b, const tl_ice_value *p)
+{
+	size_t n = b->len < p->len ? b->len : p->len;
+	int c = n ? memcmp(b->ptr, p->ptr, n) : 0;
+	if (c != 0)
+		return c < 0 ? -1 : 1;
+	return b->len < p->len ? -1 : 0;
+}
+
+/*
+ * Whether a string of the range may start with p. A string starting with
+ * p has its first len(p) bytes equal to p, so the lower bound's first
+ * len(p) bytes are at most p and the upper bound's at least p (Java's
+ * InclusiveMetricsEvaluator.startsWith; truncated bounds are still bounds).
+ */
+static bool may_start_with(const value_range *r, const tl_ice_value *p)
+{
+	if (!r->may_ordinary)
+		return false;
+	if (r->has_lower && compare_truncated(&r->lower, p) > 0)
+		return false;
+	if (r->has_upper && compare_truncated(&r->upper, p) < 0)
+		return false;
+	return true;
+}
+
+/*
+ * Whether a string of the range may not start with p: the strings that
+ * start with p are all those from p up to (not including) the next string
+ * without that prefix, so two bounds both starting with p hold only such
+ * strings. Nulls do not matter: they satisfy no NOT STARTS WITH.
+ */
+static bool may_not_start_with(const value_range *r, const tl_ice_value *p)
+{
+	if (!r->may_ordinary)
+		return false;
+	return !(r->has_lower && r->has_upper && compare_truncated(&r->lower, p) == 0 &&
+	         compare_truncated(&r->upper, p) == 0);
+}
+
 /* Whether some value of the range may satisfy the predicate `x op values`. */
 static bool range_may_match(const tl_ice_type *type, tl_ice_expr_op op, const tl_ice_value *values, int n,
                             const value_range *r)
@@ -171,6 +230,17 @@ static bool range_may_match(const tl_ice_type *type, tl_ice_expr_op op, const tl
 			return true;  /* malformed predicate: nothing to prove with */
 		return ordinary_matches(type, op, values, n, r) ||
 		       (r->may_nan && nan_matches(type, op, values, n));
+	case TL_ICE_EXPR_NOT_EQ:
+	case TL_ICE_EXPR_NOT_IN:
+		if (n < 1 || values == NULL)
+			return true;
+		/* A NaN differs from every other value (and from itself, in IEEE's eyes): it may match. */
+		return r->may_nan || ordinary_may_differ(type, r, values, op == TL_ICE_EXPR_NOT_EQ ? 1 : n);
+	case TL_ICE_EXPR_STARTS_WITH:
+	case TL_ICE_EXPR_NOT_STARTS_WITH:
+		if (n < 1 || values == NULL || type->id != TL_ICE_STRING)
+			return true;
+		return op == TL_ICE_EXPR_STARTS_WITH ? may_start_with(r, &values[0]) : may_not_start_with(r, &values[0]);
 	default:
 		return true;
 	}
@@ -319,6 +389,32 @@ static bool project_monotonic(const tl_ice_partition_field *pf, const tl_ice_typ
 	return true;
 }
 
+/*
+ * Projects a prefix test through a string truncate (Java's
+ * ProjectionUtil.truncateString): when p is no longer than the width,
+ * truncate(x) starts with p exactly when x does, so the test carries
+ * over; when p is longer, every x starting with p truncates to
+ * truncate(p), and NOT STARTS WITH has no projection.
+ */
+static bool project_prefix(const tl_ice_partition_field *pf, const tl_ice_type *source, const tl_ice_expr *pred,
+                           projection *out)
+{
+	tl_ice_value t;
+	if (tl_ice_transform_apply(&pf->transform, source, &pred->values[0], &t, NULL) < 0 || t.is_null)
+		return false;
+	if (t.len != pred->values[0].len) {
+		if (pred->op != TL_ICE_EXPR_STARTS_WITH)
+			return false;
+		out->op = TL_ICE_EXPR_EQ;
+	}
+	out->values = tl_malloc(sizeof(tl_ice_value));
+	if (out->values == NULL)
+		return false; /* out of memory: no projection, so nothing is pruned */
+	out->values[0] = t;
+	out->nvalues = 1;
+	return true;
+}
+
 /* Projects pred (on pf's source column) onto pf. False: no projection, keep everything. */
 static bool project(const tl_ice_partition_field *pf, const tl_ice_type *source, const tl_ice_expr *pred,
                     projection *out)
@@ -340,6 +436,11 @@ static bool project(const tl_ice_partition_field *pf, const tl_ice_type *source,
 		out->nvalues = pred->nvalues;
 		return true;
 	}
+	/* x <> v says nothing of a many-to-one transform's value; prefixes project through a string truncate. */
+	if (pred->op == TL_ICE_EXPR_NOT_EQ || pred->op == TL_ICE_EXPR_NOT_IN)
+		return false;
+	if (pred->op == TL_ICE_EXPR_STARTS_WITH || pred->op == TL_ICE_EXPR_NOT_STARTS_WITH)
+		return kind == TL_ICE_TRUNCATE && source->id == TL_ICE_STRING && project_prefix(pf, source, pred, out);
 	if (kind == TL_ICE_BUCKET) {
 		/* buckets do not keep order: only equality projects */
 		if (pred->op != TL_ICE_EXPR_EQ && pred->op != TL_ICE_EXPR_IN)

@@ -7,15 +7,18 @@
  *   and        := primary { AND primary }
  *   primary    := '(' or ')' | TRUE | FALSE | predicate
  *   predicate  := column op literal | literal op column
- *               | column IN '(' literal { ',' literal } ')'
+ *               | column [NOT] IN '(' literal { ',' literal } ')'
  *               | column IS [NOT] NULL
- *   op         := '=' | '<' | '<=' | '>' | '>='
+ *               | column [NOT] STARTS WITH literal
+ *   op         := '=' | '<' | '<=' | '>' | '>=' | '<>' | '!='
  *
  * Columns are top-level names, bare (letters, digits, '_') or double-quoted
  * ("" for a quote). Literals are numbers, TRUE/FALSE or single-quoted text
  * ('' for a quote); each is converted by tl_ice_value_parse for the
  * column's type from its source text, so decimals keep their exact digits.
- * Keywords are case-insensitive. Errors name the 1-based character position.
+ * Keywords are case-insensitive; STARTS and WITH are keywords only where
+ * an operator is expected, so columns may still have those names. STARTS
+ * WITH takes string columns only. Errors name the 1-based character position.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,7 +30,9 @@
 /* Deeper nesting than any person writes; it bounds the recursion. */
 #define MAX_DEPTH 200
 
-#define SUPPORTED_OPERATORS "the supported operators are =, <, <=, >, >=, IN, IS NULL and IS NOT NULL, joined with AND and OR"
+#define SUPPORTED_OPERATORS                                                                                   \
+	"the supported operators are =, <, <=, >, >=, <>, [NOT] IN, IS [NOT] NULL and [NOT] STARTS WITH, joined " \
+	"with AND and OR"
 
 typedef enum token_kind {
 	TOK_END,
@@ -39,7 +44,7 @@ typedef enum token_kind {
 	TOK_RPAREN,
 	TOK_COMMA,
 	TOK_OP,         /* one of the comparison operators */
-	TOK_BAD_OP      /* an operator we do not support, such as != */
+	TOK_BAD_OP      /* an operator we do not support, such as == */
 } token_kind;
 
 typedef struct token {
@@ -155,8 +160,8 @@ static int lex_operator(parser *p, token *t)
 		token_kind kind;
 		tl_ice_expr_op op;
 	} ops[] = {
-		{"<=", TOK_OP, TL_ICE_EXPR_LE}, {">=", TOK_OP, TL_ICE_EXPR_GE}, {"<>", TOK_BAD_OP, 0},
-		{"!=", TOK_BAD_OP, 0},          {"==", TOK_BAD_OP, 0},          {"=", TOK_OP, TL_ICE_EXPR_EQ},
+		{"<=", TOK_OP, TL_ICE_EXPR_LE}, {">=", TOK_OP, TL_ICE_EXPR_GE}, {"<>", TOK_OP, TL_ICE_EXPR_NOT_EQ},
+		{"!=", TOK_OP, TL_ICE_EXPR_NOT_EQ},          {"==", TOK_BAD_OP, 0},          {"=", TOK_OP, TL_ICE_EXPR_EQ},
 		{"<", TOK_OP, TL_ICE_EXPR_LT},  {">", TOK_OP, TL_ICE_EXPR_GT},  {"!", TOK_BAD_OP, 0},
 	};
 	for (size_t i = 0; i < sizeof(ops) / sizeof(ops[0]); i++) {
@@ -328,8 +333,8 @@ static int list_push(parser *p, const tl_ice_value *v)
 	return 0;
 }
 
-/* column IN ( literal, ... ): the current token follows IN. */
-static const tl_ice_expr *in_list(parser *p, const tl_ice_field *f)
+/* column [NOT] IN ( literal, ... ): the current token follows IN; op is IN or NOT_IN. */
+static const tl_ice_expr *in_list(parser *p, const tl_ice_field *f, tl_ice_expr_op op)
 {
 	if (p->tok.kind != TOK_LPAREN) {
 		unexpected(p, "\"(\" after IN");
@@ -347,7 +352,26 @@ static const tl_ice_expr *in_list(parser *p, const tl_ice_field *f)
 	}
 	if (next(p) < 0)
 		return NULL;
-	return tl_ice_expr_predicate(p->arena, TL_ICE_EXPR_IN, f->id, p->list, p->nlist);
+	return tl_ice_expr_predicate(p->arena, op, f->id, p->list, p->nlist);
+}
+
+/* column [NOT] STARTS WITH 'prefix': the current token follows STARTS; op is STARTS_WITH or NOT_STARTS_WITH. */
+static const tl_ice_expr *prefix_test(parser *p, const tl_ice_field *f, size_t starts_pos, tl_ice_expr_op op)
+{
+	if (!is_keyword(&p->tok, "with")) {
+		unexpected(p, "WITH after STARTS");
+		return NULL;
+	}
+	if (f->type.id != TL_ICE_STRING) {
+		char what[TL_ERROR_MESSAGE_MAX / 2];
+		snprintf(what, sizeof(what), "STARTS WITH takes a string column, and \"%s\" is not one", f->name);
+		fail(p, starts_pos, what);
+		return NULL;
+	}
+	tl_ice_value v;
+	if (next(p) < 0 || expect_literal(p, f, &v) < 0)
+		return NULL;
+	return tl_ice_expr_predicate(p->arena, op, f->id, &v, 1);
 }
 
 /* column IS [NOT] NULL: the current token follows IS. */
@@ -419,10 +443,23 @@ static const tl_ice_expr *predicate(parser *p)
 	const tl_ice_field *f = column(p);
 	if (f == NULL)
 		return NULL;
+	bool negated = is_keyword(&p->tok, "not");
+	if (negated && next(p) < 0)
+		return NULL;
 	if (is_keyword(&p->tok, "in")) {
 		if (next(p) < 0)
 			return NULL;
-		return in_list(p, f);
+		return in_list(p, f, negated ? TL_ICE_EXPR_NOT_IN : TL_ICE_EXPR_IN);
+	}
+	if (is_keyword(&p->tok, "starts")) {
+		size_t pos = p->tok.pos;
+		if (next(p) < 0)
+			return NULL;
+		return prefix_test(p, f, pos, negated ? TL_ICE_EXPR_NOT_STARTS_WITH : TL_ICE_EXPR_STARTS_WITH);
+	}
+	if (negated) {
+		unexpected(p, "IN or STARTS WITH after NOT");
+		return NULL;
 	}
 	if (is_keyword(&p->tok, "is")) {
 		if (next(p) < 0)
@@ -430,7 +467,7 @@ static const tl_ice_expr *predicate(parser *p)
 		return null_test(p, f);
 	}
 	if (p->tok.kind != TOK_OP) {
-		unexpected(p, "a comparison operator, IN or IS");
+		unexpected(p, "a comparison operator, [NOT] IN, IS or [NOT] STARTS WITH");
 		return NULL;
 	}
 	tl_ice_expr_op op = p->tok.op;
