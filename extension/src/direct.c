@@ -632,6 +632,53 @@ key_columns(const DirectCommit *c, const tdb_pg_column *cols, int ncols, int32 *
 	return keys;
 }
 
+/*
+ * The bloom filters the daemon's writers put in a table's data files
+ * (cli/lakestep.c, tdb_lake_writer_options): on the primary key, and on the
+ * columns the table's policy names (bloom_columns, checked when `tierdb
+ * policy` set it) at its bloom_fpp; a name the lake's schema lacks is left
+ * out, as the daemon leaves it out. The daemon's environment defaults
+ * (TIERDB_MAINTENANCE_BLOOM_FPP) do not reach the backend: without a
+ * value in the table's policy the writer's own default holds.
+ */
+static void
+policy_bloom_filters(DirectCommit *c, tl_ice_writer_options *opts)
+{
+	const tl_ice_schema *schema = tl_ice_metadata_current_schema(c->lake->metadata);
+	Oid			types[] = {INT8OID};
+	Datum		values[] = {Int64GetDatum(c->table->table_id)};
+	int32	   *ids;
+	int			n = 0;
+
+	opts->bloom_identifier_fields = true;
+	run_sql("SELECT (maintenance_policy->>'bloom_fpp')::float8 FROM tierdb.tables"
+			" WHERE table_id = $1 AND maintenance_policy ? 'bloom_fpp'", 1, types, values, NULL, InvalidSnapshot,
+			SPI_OK_SELECT);
+	if (SPI_processed == 1)
+	{
+		bool		isnull;
+
+		opts->parquet.bloom_fpp = DatumGetFloat8(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1,
+															   &isnull));
+	}
+	/* (split as cli/maintenance_policy.c splits it: at commas, spaces around a name trimmed, "none" for none) */
+	run_sql("SELECT btrim(name) FROM tierdb.tables t,"
+			" regexp_split_to_table(t.maintenance_policy->>'bloom_columns', ',') name"
+			" WHERE t.table_id = $1 AND lower(btrim(name)) NOT IN ('', 'none')", 1, types, values, NULL,
+			InvalidSnapshot, SPI_OK_SELECT);
+	ids = palloc(sizeof(int32) * Max(SPI_processed, 1));
+	for (uint64 r = 0; r < SPI_processed; r++)
+	{
+		char	   *name = SPI_getvalue(SPI_tuptable->vals[r], SPI_tuptable->tupdesc, 1);
+
+		for (int k = 0; k < schema->nfields; k++)
+			if (strcmp(schema->fields[k].name, name) == 0)
+				ids[n++] = schema->fields[k].id;
+	}
+	opts->bloom_field_ids = ids;
+	opts->nbloom_field_ids = n;
+}
+
 /* Writes the captured rows into the delete and data writers. */
 static void
 write_rows(DirectCommit *c, Relation rel, SPITupleTable *captured, uint64 rows)
@@ -649,6 +696,7 @@ write_rows(DirectCommit *c, Relation rel, SPITupleTable *captured, uint64 rows)
 	tl_error_clear(&err);
 	tl_ice_writer_options_init(&opts);
 	opts.file_prefix = c->op_id;
+	policy_bloom_filters(c, &opts);
 	/* the pk columns match; the tier key only places the delete in its partition */
 	c->deletes = tl_ice_writer_open_deletes(c->lake, key_ids, nkey, key_ids, c->table->npk, &opts, &err);
 	if (c->deletes != NULL)

@@ -10,7 +10,8 @@ value that lies inside every row group's min and max but is absent skips
 the row groups by bloom filter (EXPLAIN's "Row Groups Pruned by Bloom
 Filters"), while every answer equals an untiered copy of the same rows.
 Bad policy values are refused with the column and the reason, and change
-nothing. A mirror's copy and batches carry them as well.
+nothing. A mirror's copy and batches carry them as well, and so do the
+files a direct table's transactions write in the backend.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ import pytest
 
 import lake_files
 from test_cold_pruning import custom_node
+from test_direct import as_server_user, direct  # noqa: F401 (fixtures)
 from test_maintenance import run_maintain
 import test_mirrored
 from test_tiering import SESSION, cutline, run_once
@@ -266,3 +268,21 @@ def test_a_mirror_writes_the_policy_blooms_in_its_copy_and_its_batches(db, tierd
     batched = assert_files_carry_blooms(db, {"amount", "blob"}, "m")
     assert set(batched) - set(copied), "the batch wrote no data file"
     test_mirrored.assert_mirrored(db)
+
+
+def test_a_direct_tables_transactions_write_the_policy_blooms(direct, as_server_user):
+    """Direct mode writes its files in the backend (extension/src/direct.c): the key's bloom filter and the
+    policy's, as the daemon's writers do."""
+    db = direct
+    proc = as_server_user(["policy", "--table", "public.events", "--set", "bloom_columns=v", "--set", "bloom_fpp=0.001"])
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    before = set(live_data_files(db))
+    for t in ("events", "plain"):
+        db.psql(SESSION + f"UPDATE {t} SET v = 'direct ' || id WHERE id % 40 = 0 AND ts < '2024-01-06'")
+    written = set(live_data_files(db)) - before
+    assert written, "the direct commit wrote no data file"
+    for path in written:
+        blooms = bloom_columns_of(path)
+        assert {c for c, gs in blooms.items() if all(gs)} == {"id", "v"}, (path, blooms)
+    for where in ("v = 'direct 40'", "v = 'absent'", "v IN ('direct 80', 'v7')"):
+        assert ids(db, "events", where) == ids(db, "plain", where), where
