@@ -303,3 +303,4 @@ def test_a_bad_port_or_address_is_refused_at_start(db, tierdb, env, named):
     assert proc.returncode != 0
     assert named in proc.stderr, proc.stderr
     assert "leading" not in proc.stderr, proc.stderr
+
