@@ -13,6 +13,8 @@
  */
 #include <errno.h>
 #include <netdb.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -109,10 +111,20 @@ int tdb_metrics_listen(const char *address, int64_t port, tl_error *err)
 	int fd = listen_on(address, port, err);
 	if (fd < 0)
 		return -1;
-	/* One internal thread: a scrape costs a copy under a mutex, so a pool would only add threads. */
+	/*
+	 * One internal thread: a scrape costs a copy under a mutex, so a pool
+	 * would only add threads. It starts with SIGTERM and SIGINT blocked, so
+	 * they reach the daemon's thread, whose sleeps and waits they end.
+	 */
+	sigset_t stops, saved;
+	sigemptyset(&stops);
+	sigaddset(&stops, SIGTERM);
+	sigaddset(&stops, SIGINT);
+	pthread_sigmask(SIG_BLOCK, &stops, &saved);
 	http = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_AUTO, 0, NULL, NULL, answer, NULL,
 	                        MHD_OPTION_LISTEN_SOCKET, (MHD_socket)fd, MHD_OPTION_CONNECTION_TIMEOUT,
 	                        (unsigned int)30, MHD_OPTION_CONNECTION_LIMIT, (unsigned int)64, MHD_OPTION_END);
+	pthread_sigmask(SIG_SETMASK, &saved, NULL);
 	if (http == NULL) {
 		close(fd);
 		return tl_error_set(err, TL_ERR_IO, "cannot start the /metrics endpoint on %s port %d (TIERDB_METRICS_PORT)",

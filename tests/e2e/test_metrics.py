@@ -304,3 +304,50 @@ def test_a_bad_port_or_address_is_refused_at_start(db, tierdb, env, named):
     assert named in proc.stderr, proc.stderr
     assert "leading" not in proc.stderr, proc.stderr
 
+
+
+def test_a_mirror_s_frontier_lag_and_slot_wal(db, tierdb, tierdb_bin, lake):
+    """A mirrored table's frontier lag and the WAL its slot keeps, served by a daemon that waits while a
+    session holds the leader lock (so nothing moves F or the slot): each lies between what the server says
+    just before that daemon starts and just after the scrape."""
+    from test_daemon_coordination import Session
+    from test_mirrored import make_table, register
+
+    make_table(db)
+    register(tierdb)
+    leader = Daemon(tierdb_bin, db, lake)
+    try:
+        wait_for(db, "SELECT NOT EXISTS (SELECT FROM tierdb.copy_progress)"
+                     " AND (SELECT replicated_lsn IS NOT NULL FROM tierdb.cutline)", "the initial copy")
+        s = settled(leader)
+        assert value(s, "tierdb_mirror_copying", table="public.m") == 0
+        assert value(s, "tierdb_table_info", table="public.m", mode="mirrored", tier_key_type="timestamptz") == 1
+        assert "tierdb_cutline_lag_seconds" not in s  # a mirror without a heap window has no T to trail
+    finally:
+        leader.stop()
+    db.psql("INSERT INTO m (id, ts, note) VALUES (990001, '2024-01-03 00:00+00', 'after the daemon')")
+    holder = Session(db)
+    holder.send("SELECT tierdb.try_become_leader();")
+    frontier = "pg_wal_lsn_diff(pg_current_wal_lsn(), '0/0'::pg_lsn + (SELECT replicated_lsn FROM tierdb.cutline))"
+    retained = ("pg_wal_lsn_diff(pg_current_wal_insert_lsn(), (SELECT restart_lsn FROM pg_replication_slots"
+                " WHERE slot_name = (SELECT slot_name FROM tierdb.tables)))")
+    measure = f"SELECT {frontier}::bigint, {retained}::bigint"
+    try:
+        time.sleep(0.5)  # the session has taken the lock (a daemon below says so if not)
+        before = [int(x) for x in db.query(measure)[0]]
+        follower = Daemon(tierdb_bin, db, lake)
+        try:
+            deadline = time.monotonic() + 60
+            while "tierdb_metrics_snapshot_timestamp_seconds" not in (s := follower.scrape()):
+                assert time.monotonic() < deadline
+                time.sleep(0.2)
+            after = [int(x) for x in db.query(measure)[0]]
+        finally:
+            assert "another tierdb daemon leads" in follower.stop()
+    finally:
+        holder.close()
+    assert value(s, "tierdb_daemon_leader") == 0
+    lag = value(s, "tierdb_mirror_frontier_lag_bytes", table="public.m")
+    kept = value(s, "tierdb_mirror_slot_retained_wal_bytes", table="public.m")
+    assert 0 < before[0] <= lag <= after[0]
+    assert 0 < before[1] <= kept <= after[1]
