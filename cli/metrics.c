@@ -408,25 +408,32 @@ static void render_tables(tl_buf *out, const PGresult *res, const table_view *v,
 				tdb_prom_double(out, cutline[f].name, (const char *const[]){"table", v[i].table, NULL},
 				                cutline[f].lag ? v[i].lag : v[i].t_value);
 	}
-	column_family(out, res, v, n, "tierdb_cutline_updated_timestamp_seconds",
-	              "When the table's cut-line row last changed (an advance of T, a new lake snapshot S, the retention "
-	              "line), in seconds since 1970.",
-	              "cutline_updated_epoch");
-	column_family(out, res, v, n, "tierdb_delta_backlog_rows",
-	              "Rows in the delta (corrections of cold rows) not yet folded into the lake.", "delta_backlog");
-	column_family(out, res, v, n, "tierdb_unfoldable_delta_rows",
-	              "Delta rows the fold cannot write into the lake (tierdb status says why).", "unfoldable");
-	column_family(out, res, v, n, "tierdb_read_pins", "Unexpired read pins (external readers holding (T, S)).",
-	              "read_pins");
+	/* The integer columns of the status rows, one family each. */
+	static const struct {
+		const char *name, *column, *help;
+	} columns[] = {
+		{"tierdb_cutline_updated_timestamp_seconds", "cutline_updated_epoch",
+		 "When the table's cut-line row last changed (an advance of T, a new lake snapshot S, the retention line), "
+		 "in seconds since 1970."},
+		{"tierdb_delta_backlog_rows", "delta_backlog",
+		 "Rows in the delta (corrections of cold rows) not yet folded into the lake."},
+		{"tierdb_unfoldable_delta_rows", "unfoldable",
+		 "Delta rows the fold cannot write into the lake (tierdb status says why)."},
+		{"tierdb_read_pins", "read_pins", "Unexpired read pins (external readers holding (T, S))."},
+		{"tierdb_mirror_frontier_lag_bytes", "mirror_frontier_lag_bytes",
+		 "Mirrored tables: WAL written since the mirror's frontier F, in bytes (how far the lake trails the heap)."},
+		{"tierdb_mirror_slot_retained_wal_bytes", "slot_wal_bytes",
+		 "Mirrored tables: WAL the replication slot keeps on the server's disk, in bytes."},
+		{"tierdb_lake_stats_timestamp_seconds", "lake_stats_epoch",
+		 "When the lake statistics (tierdb_lake_*) were collected from the lake's metadata (by the daemon's "
+		 "maintenance step: after each new snapshot of a tiered table, at most once a minute for mirrored and "
+		 "direct tables), in seconds since 1970."},
+	};
+	for (size_t f = 0; f < sizeof(columns) / sizeof(columns[0]); f++)
+		column_family(out, res, v, n, columns[f].name, columns[f].help, columns[f].column);
 	static const char *const partition_states[] = {"hot", "sealing", "tiering", "tiered", "dropped", NULL};
 	state_family(out, v, n, offsetof(table_view, partition_states), "tierdb_partitions",
 	             "Heap range partitions the catalog tracks, by state.", "state", partition_states);
-	column_family(out, res, v, n, "tierdb_mirror_frontier_lag_bytes",
-	              "Mirrored tables: WAL written since the mirror's frontier F, in bytes (how far the lake trails the "
-	              "heap).",
-	              "mirror_frontier_lag_bytes");
-	column_family(out, res, v, n, "tierdb_mirror_slot_retained_wal_bytes",
-	              "Mirrored tables: WAL the replication slot keeps on the server's disk, in bytes.", "slot_wal_bytes");
 	tdb_prom_family(out, "tierdb_mirror_copying", "gauge",
 	                "Mirrored tables: 1 while the initial copy into the lake is running.");
 	for (int i = 0; i < n; i++)
@@ -439,14 +446,21 @@ static void render_tables(tl_buf *out, const PGresult *res, const table_view *v,
 	             "0 until it is).",
 	             "state", label_states);
 
-	lake_family(out, v, n, "tierdb_lake_snapshots", "Snapshots in the lake table's metadata.", "snapshots");
-	lake_family(out, v, n, "tierdb_lake_manifests", "Manifests of the lake's current snapshot.", "manifests");
-	lake_family(out, v, n, "tierdb_lake_data_files", "Data files of the lake's current snapshot.", "data_files");
-	lake_family(out, v, n, "tierdb_lake_small_data_files",
-	            "Data files smaller than the table's maintenance policy small_file_bytes.", "small_files");
-	lake_family(out, v, n, "tierdb_lake_data_bytes", "Bytes of the current snapshot's data files.", "data_bytes");
-	lake_family(out, v, n, "tierdb_lake_records", "Rows in the current snapshot's data files (before deletes).",
-	            "records");
+	/* The integers of the recorded lake statistics (maintenance.c's health_json), one family each. */
+	static const struct {
+		const char *name, *key, *help;
+	} lake[] = {
+		{"tierdb_lake_snapshots", "snapshots", "Snapshots in the lake table's metadata."},
+		{"tierdb_lake_manifests", "manifests", "Manifests of the lake's current snapshot."},
+		{"tierdb_lake_data_files", "data_files", "Data files of the lake's current snapshot."},
+		{"tierdb_lake_small_data_files", "small_files",
+		 "Data files smaller than the table's maintenance policy small_file_bytes."},
+		{"tierdb_lake_data_bytes", "data_bytes", "Bytes of the current snapshot's data files."},
+		{"tierdb_lake_records", "records", "Rows in the current snapshot's data files (before deletes)."},
+		{"tierdb_lake_delete_records", "delete_records", "Rows in the current snapshot's delete files."},
+	};
+	for (size_t f = 0; f < sizeof(lake) / sizeof(lake[0]); f++)
+		lake_family(out, v, n, lake[f].name, lake[f].help, lake[f].key);
 	tdb_prom_family(out, "tierdb_lake_delete_files", "gauge",
 	                "Delete files of the lake's current snapshot, by kind (position, equality).");
 	for (int i = 0; i < n; i++) {
@@ -459,13 +473,6 @@ static void render_tables(tl_buf *out, const PGresult *res, const table_view *v,
 			             (const char *const[]){"table", v[i].table, "kind", "equality", NULL}, json_integer_value(eq));
 		}
 	}
-	lake_family(out, v, n, "tierdb_lake_delete_records", "Rows in the current snapshot's delete files.",
-	            "delete_records");
-	column_family(out, res, v, n, "tierdb_lake_stats_timestamp_seconds",
-	              "When the lake statistics above were collected from the lake's metadata (by the daemon's "
-	              "maintenance step: after each new snapshot of a tiered table, at most once a minute for mirrored "
-	              "and direct tables), in seconds since 1970.",
-	              "lake_stats_epoch");
 }
 
 /*

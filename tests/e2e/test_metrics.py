@@ -103,6 +103,15 @@ def settled(daemon, more_cycles=2, timeout=120):
         time.sleep(0.2)
 
 
+def first_snapshot(daemon, timeout=60):
+    """A scrape once the daemon has read the catalog for the first time."""
+    deadline = time.monotonic() + timeout
+    while "tierdb_metrics_snapshot_timestamp_seconds" not in (s := daemon.scrape()):
+        assert time.monotonic() < deadline, "the daemon did not read the catalog"
+        time.sleep(0.2)
+    return s
+
+
 def wait_for(db, sql, what, timeout=120):
     deadline = time.monotonic() + timeout
     while db.query(sql) != [("t",)]:
@@ -241,10 +250,7 @@ def test_metrics_follow_tiering_a_pinned_backlog_and_the_fold(events, tierdb, ti
         # 4. A second daemon waits (another leads) and still serves the catalog's view.
         follower = Daemon(tierdb_bin, db, lake)
         try:
-            deadline = time.monotonic() + 60
-            while "tierdb_metrics_snapshot_timestamp_seconds" not in (f := follower.scrape()):
-                assert time.monotonic() < deadline
-                time.sleep(0.2)
+            f = first_snapshot(follower)
             assert value(f, "tierdb_daemon_leader") == 0
             assert cycles(f) == 0
             assert value(f, "tierdb_delta_backlog_rows", **labels) == 0
@@ -337,10 +343,7 @@ def test_a_mirror_s_frontier_lag_and_slot_wal(db, tierdb, tierdb_bin, lake):
         before = [int(x) for x in db.query(measure)[0]]
         follower = Daemon(tierdb_bin, db, lake)
         try:
-            deadline = time.monotonic() + 60
-            while "tierdb_metrics_snapshot_timestamp_seconds" not in (s := follower.scrape()):
-                assert time.monotonic() < deadline
-                time.sleep(0.2)
+            s = first_snapshot(follower)
             after = [int(x) for x in db.query(measure)[0]]
         finally:
             assert "another tierdb daemon leads" in follower.stop()
