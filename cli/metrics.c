@@ -515,6 +515,28 @@ static int read_lags(PGconn *c, table_view *v, int n)
 	return rc;
 }
 
+/*
+ * Drops the counters of tables no longer registered (called with the lock
+ * held), so that /metrics does not keep describing a table unregistered
+ * long ago; one registered again starts from zero, as after a restart.
+ */
+static void forget_unregistered(const table_view *v, int n)
+{
+	int kept = 0;
+	for (int i = 0; i < state.ntables; i++) {
+		bool registered = false;
+		for (int k = 0; k < n && !registered; k++)
+			registered = strcmp(v[k].table, state.tables[i].table) == 0;
+		if (registered) {
+			state.tables[kept++] = state.tables[i];
+		} else {
+			free(state.tables[i].table);
+			free(state.tables[i].steps);
+		}
+	}
+	state.ntables = kept;
+}
+
 void tdb_metrics_refresh(PGconn *c)
 {
 	tl_error err;
@@ -552,13 +574,6 @@ void tdb_metrics_refresh(PGconn *c)
 	tl_buf_init(&out);
 	if (rc == 0)
 		render_tables(&out, res, v, n);
-	for (int i = 0; v != NULL && i < n; i++) {
-		json_decref(v[i].partition_states);
-		json_decref(v[i].load_labels);
-		json_decref(v[i].lake_stats);
-	}
-	free(v);
-	PQclear(res);
 	pthread_mutex_lock(&lock);
 	if (rc < 0 || tl_buf_failed(&out)) {
 		state.snapshot_failures++;
@@ -568,6 +583,14 @@ void tdb_metrics_refresh(PGconn *c)
 		state.snapshot = (char *)out.data;
 		state.snapshot_len = out.len;
 		state.snapshot_at = wall_clock();
+		forget_unregistered(v, n);
 	}
 	pthread_mutex_unlock(&lock);
+	for (int i = 0; v != NULL && i < n; i++) {
+		json_decref(v[i].partition_states);
+		json_decref(v[i].load_labels);
+		json_decref(v[i].lake_stats);
+	}
+	free(v);
+	PQclear(res);
 }

@@ -286,6 +286,12 @@ def test_paths_methods_and_label_escaping(db, tierdb, tierdb_bin, lake):
             assert headers["Allow"] == "GET, HEAD"
         status, headers, body = daemon.request("/metrics", "HEAD")
         assert status == 200 and body == ""
+        # unregistered, the table leaves every family, the process's counters included
+        assert any(l["table"] == name for l, _ in s["tierdb_daemon_steps_total"])
+        proc = tierdb(["unregister", "--table", 'public."odd""na\\me"'])
+        assert proc.returncode == 0, proc.stderr
+        s = settled(daemon, more_cycles=1)
+        assert not any(l.get("table") == name for samples in s.values() for l, _ in samples), s
     finally:
         daemon.stop()
 
