@@ -18,7 +18,7 @@ PG_CONFIG ?= pg_config
 PQ_CFLAGS := -I$(shell $(PG_CONFIG) --includedir 2>/dev/null || echo /usr/include/postgresql)
 PQ_LIBS   := -lpq
 # The daemon's /metrics endpoint (cli/metrics_http.c) runs in libmicrohttpd's own thread.
-HTTP_LIBS := -lmicrohttpd -pthread
+HTTP_LIBS := -lmicrohttpd
 
 RELEASE_CFLAGS := $(CSTD) $(WARN) $(INCLUDE) -O2 -g -fPIC
 ASAN_CFLAGS    := $(CSTD) $(WARN) $(INCLUDE) -O1 -g -fno-omit-frame-pointer \

@@ -737,15 +737,14 @@ static int run_fold(fold_run *r, tl_error *err)
 		return -1;
 	}
 	r->published = true;
-	if (r->committed)
-		tdb_metrics_moved(r->label, TDB_METRICS_FOLD, r->rows, written_bytes(r), tdb_metrics_clock() - started);
-	if (r->committed)
+	if (r->committed) {
 		tdb_log(r->label,
 		        "fold: operation %s folded %" PRId64 " delta row%s (%" PRId64 " equality deletes, %" PRId64
 		        " upserted rows, up to version %" PRId64 ") as snapshot %" PRId64,
 		        r->op_id, r->rows, r->rows == 1 ? "" : "s", r->delete_rows, r->data_rows, r->max_version,
 		        r->snapshot_id);
-	else
+		tdb_metrics_moved(r->label, TDB_METRICS_FOLD, r->rows, written_bytes(r), tdb_metrics_clock() - started);
+	} else
 		tdb_log(r->label, "fold: operation %s cleared %" PRId64 " delta row%s below the retention line", r->op_id,
 		        r->rows, r->rows == 1 ? "" : "s");
 	return 0;
