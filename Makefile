@@ -17,6 +17,8 @@ LIBS    := -ljansson -lzstd -lsnappy -lz -llz4 -lbrotlidec -lcurl -lm
 PG_CONFIG ?= pg_config
 PQ_CFLAGS := -I$(shell $(PG_CONFIG) --includedir 2>/dev/null || echo /usr/include/postgresql)
 PQ_LIBS   := -lpq
+# The daemon's /metrics endpoint (cli/metrics_http.c) runs in libmicrohttpd's own thread.
+HTTP_LIBS := -lmicrohttpd
 
 RELEASE_CFLAGS := $(CSTD) $(WARN) $(INCLUDE) -O2 -g -fPIC
 ASAN_CFLAGS    := $(CSTD) $(WARN) $(INCLUDE) -O1 -g -fno-omit-frame-pointer \
@@ -86,7 +88,7 @@ $(BUILD)/asan/liblake.a: $(ASAN_OBJ)
 $(TIERDB): $(CLI_SRC) $(CLI_HDR) $(BUILD)/release/liblake.a
 	@mkdir -p $(dir $@)
 	@echo "  LINK    $@"
-	@$(CC) $(RELEASE_CFLAGS) $(PQ_CFLAGS) -Icli $(CLI_SRC) $(BUILD)/release/liblake.a $(LIBS) $(PQ_LIBS) -o $@
+	@$(CC) $(RELEASE_CFLAGS) -pthread $(PQ_CFLAGS) -Icli $(CLI_SRC) $(BUILD)/release/liblake.a $(LIBS) $(PQ_LIBS) $(HTTP_LIBS) -o $@
 
 $(LAKE_TEST): $(TEST_SRC) lake/tests/test.h $(BUILD)/asan/liblake.a
 	@mkdir -p $(dir $@)

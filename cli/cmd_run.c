@@ -6,12 +6,17 @@
  * SIGINT. A lost connection is retried next cycle (the leader lock went
  * with it, so leadership is contested again). `--once` runs one cycle and
  * exits: 0 when it succeeded or another daemon leads, 1 when a step failed.
+ *
+ * With TIERDB_METRICS_PORT set, /metrics (metrics.h) listens from the start;
+ * this loop records each cycle and re-reads the catalog's view for it after
+ * each cycle, or after each wait of a daemon that does not lead.
  */
 #include <stdio.h>
 #include <stdlib.h>
 
 #include "cli.h"
 #include "daemon.h"
+#include "metrics.h"
 #include "mirror.h"
 #include "pg.h"
 
@@ -42,6 +47,9 @@ static void usage(FILE *out)
 	      "  TIERDB_LOCK_TIMEOUT_MS         the longest the daemon waits for one lock (5000); a table\n"
 	      "                                 whose lock is held longer is retried next cycle, and the\n"
 	      "                                 sessions holding it are logged\n"
+	      "  TIERDB_METRICS_PORT            serve Prometheus metrics at http://ADDRESS:PORT/metrics\n"
+	      "                                 (unset: no endpoint; docs/metrics.md)\n"
+	      "  TIERDB_METRICS_ADDRESS         the address /metrics listens on (127.0.0.1)\n"
 	      "  TIERDB_WAREHOUSE               the lake's warehouse when the profile names none\n"
 	      "  TIERDB_CREDENTIALS_<REF>       the S3 credentials a storage profile names by REF:\n"
 	      "                                 access_key_id=...;secret_access_key=...[;session_token=...]\n"
@@ -85,15 +93,30 @@ static int prepare(PGconn **conn, bool *leader, const char *dsn, const tdb_daemo
 	return 1;
 }
 
+/* After a cycle or a wait: who we are, and the catalog's view for /metrics (when it is served). */
+static void update_metrics(PGconn *conn, bool leader, const tdb_daemon_config *cfg)
+{
+	tdb_metrics_set_role(conn != NULL, leader);
+	if (cfg->metrics_port != 0 && conn != NULL && !tdb_daemon_stopping())
+		tdb_metrics_refresh(conn);
+}
+
 static int run_loop(const char *dsn, bool once, const tdb_daemon_config *cfg)
 {
 	PGconn *conn = NULL;
 	bool leader = false;
 	int status = CLI_EXIT_OK;
+	bool first = true;
 	while (!tdb_daemon_stopping()) {
 		int ready = prepare(&conn, &leader, dsn, cfg);
+		/* At start, before the first cycle (which may take long): the catalog as it is. */
+		if (first)
+			update_metrics(conn, leader, cfg);
+		first = false;
 		if (ready > 0) {
+			double started = tdb_metrics_clock();
 			int rc = tdb_daemon_cycle(conn, cfg);
+			tdb_metrics_cycle_done(rc, tdb_metrics_clock() - started);
 			if (rc < 0) {
 				/* Reconnect next cycle; the leader lock died with the session, and the mirrors' streams go. */
 				tdb_mirror_close_streams();
@@ -106,6 +129,7 @@ static int run_loop(const char *dsn, bool once, const tdb_daemon_config *cfg)
 		} else if (ready < 0) {
 			status = CLI_EXIT_FAILURE;
 		}
+		update_metrics(conn, leader, cfg);
 		if (once)
 			break;
 		status = CLI_EXIT_OK;
@@ -118,6 +142,7 @@ static int run_loop(const char *dsn, bool once, const tdb_daemon_config *cfg)
 				PQfinish(conn);
 				conn = NULL;
 				leader = false;
+				tdb_metrics_set_role(false, false);
 			}
 		}
 	}
@@ -158,7 +183,15 @@ static int run_run(int argc, char **argv)
 	if (tdb_daemon_config_from_env(&cfg, &err) < 0)
 		return cli_fail("%s", err.message);
 	tdb_daemon_install_signals();
-	return run_loop(dsn, once, &cfg);
+	tdb_metrics_set_role(false, false);
+	if (cfg.metrics_port != 0) {
+		if (tdb_metrics_listen(cfg.metrics_address, cfg.metrics_port, &err) < 0)
+			return cli_fail("%s", err.message);
+		tdb_log(NULL, "serving metrics at http://%s:%lld/metrics", cfg.metrics_address, (long long)cfg.metrics_port);
+	}
+	int status = run_loop(dsn, once, &cfg);
+	tdb_metrics_stop();
+	return status;
 }
 
 const cli_command cli_run_command = {"run", "the daemon: premake and tier registered tables", run_run};

@@ -3,8 +3,8 @@
  * registered tables, as an aligned text table or as JSON.
  *
  * The view (extension SQL) is the one definition of status, shared with
- * anyone who queries it directly; this command only selects from it and
- * formats. JSON is produced by the server (json_agg of the view's rows), so
+ * anyone who queries it directly; this command only selects from it
+ * (status.h, the query the daemon's /metrics reads too) and formats. JSON is produced by the server (json_agg of the view's rows), so
  * numbers stay numbers and partition_states stays an object.
  */
 #include <stdbool.h>
@@ -16,6 +16,7 @@
 #include "catalog.h"
 #include "cli.h"
 #include "pg.h"
+#include "status.h"
 
 static void status_usage(FILE *out)
 {
@@ -29,13 +30,13 @@ static void status_usage(FILE *out)
 }
 
 /*
- * After the table: one line per delta row the fold cannot write (the last
- * column, unfoldable_rows, is JSON and not part of the table).
+ * After the table: one line per delta row the fold cannot write (the
+ * column unfoldable_rows is JSON and not part of the table).
  */
 static void print_unfoldable(const PGresult *res)
 {
-	int col = PQnfields(res) - 1;
-	for (int i = 0; i < PQntuples(res); i++) {
+	int col = PQfnumber(res, "unfoldable_rows");
+	for (int i = 0; col >= 0 && i < PQntuples(res); i++) {
 		json_t *rows = json_loads(PQgetvalue(res, i, col), 0, NULL);
 		size_t k;
 		json_t *w;
@@ -105,18 +106,17 @@ static int show_status(PGconn *c, const tdb_table_name *name, bool json)
 			                name->table);
 		tdb_catalog_table_free(&t);
 	}
-	const char *params[] = {name ? name->schema : NULL, name ? name->table : NULL};
-	const char *sql =
-		json ? "SELECT coalesce(json_agg(s ORDER BY s.schema_name, s.table_name), '[]')::text"
-		       " FROM tierdb.status s WHERE ($1::text IS NULL OR (s.schema_name = $1 AND s.table_name = $2))"
-		     : "SELECT s.schema_name || '.' || s.table_name AS \"table\", s.mode, s.cutline_t, s.cutline_s,"
-		       " s.mirror_frontier, s.slot_wal_bytes, s.retention_line, s.delta_backlog, s.read_pins, s.staged_loads,"
-		       " s.copying, s.partition_states, s.cutline_updated_at,"
-		       " jsonb_array_length(s.unfoldable_rows) AS unfoldable,"
-		       " s.lake_warnings, s.unfoldable_rows"
-		       " FROM tierdb.status s WHERE ($1::text IS NULL OR (s.schema_name = $1 AND s.table_name = $2))"
-		       " ORDER BY s.schema_name, s.table_name";
-	PGresult *res = tdb_pg_query(c, "reading tierdb.status", sql, 2, params, &err);
+	const char *schema = name ? name->schema : NULL, *table = name ? name->table : NULL;
+	PGresult *res;
+	if (json) {
+		const char *params[] = {schema, table};
+		res = tdb_pg_query(c, "reading tierdb.status",
+		                   "SELECT coalesce(json_agg(s ORDER BY s.schema_name, s.table_name), '[]')::text"
+		                   " FROM tierdb.status s WHERE ($1::text IS NULL OR (s.schema_name = $1 AND s.table_name = $2))",
+		                   2, params, &err);
+	} else {
+		res = tdb_status_rows(c, schema, table, &err);
+	}
 	if (res == NULL)
 		return cli_fail("%s", err.message);
 	if (json)
@@ -124,8 +124,8 @@ static int show_status(PGconn *c, const tdb_table_name *name, bool json)
 	else if (PQntuples(res) == 0)
 		printf("no tables are registered; register one with 'tierdb register'\n");
 	else {
-		/* All but the last two columns, which print_lake_warnings and print_unfoldable say in sentences. */
-		cli_print_aligned(res, PQnfields(res) - 2);
+		/* The shown columns; print_lake_warnings and print_unfoldable say the rest in sentences. */
+		cli_print_aligned(res, TDB_STATUS_SHOWN_COLUMNS);
 		print_lake_warnings(res);
 		print_unfoldable(res);
 		print_slot_warnings(res);

@@ -23,6 +23,7 @@
 #include "direct.h"
 #include "fault.h"
 #include "maintenance.h"
+#include "metrics.h"
 #include "fold.h"
 #include "pg.h"
 #include "pgtypes.h"
@@ -62,8 +63,11 @@ int tdb_daemon_config_from_env(tdb_daemon_config *cfg, tl_error *err)
 	    env_int("TIERDB_MIRROR_BATCH", 100000, 1, 100000000, &cfg->mirror_batch, err) < 0 ||
 	    env_int("TIERDB_MIRROR_FLUSH_MILLIS", 1000, 1, 3600000, &cfg->mirror_flush_millis, err) < 0 ||
 	    env_int("TIERDB_SLOT_WARN_BYTES", INT64_C(1) << 30, 1, INT64_MAX, &cfg->slot_warn_bytes, err) < 0 ||
+	    env_int("TIERDB_METRICS_PORT", 0, 1, 65535, &cfg->metrics_port, err) < 0 ||
 	    tdb_fault_check_env(err) < 0)
 		return -1;
+	const char *address = getenv("TIERDB_METRICS_ADDRESS");
+	cfg->metrics_address = (address != NULL && *address != '\0') ? address : "127.0.0.1";
 	const char *lag = getenv("TIERDB_TIERING_LAG");
 	cfg->tiering_lag = (lag != NULL && *lag != '\0') ? lag : "0";
 	/*
@@ -480,8 +484,11 @@ static int cycle_table(PGconn *c, int64_t table_id, const tdb_daemon_config *cfg
 			int kind = strcmp(t.mode, "mirrored") != 0 ? FOR_TIERED
 			           : t.has_heap_retention     ? FOR_MIRRORED | FOR_WINDOW
 			                                      : FOR_MIRRORED;
-			if (rc > 0 && (steps[i].tables & kind) != 0)
+			if (rc > 0 && (steps[i].tables & kind) != 0) {
+				double started = tdb_metrics_clock();
 				rc = steps[i].run(c, &t, cfg, &err);
+				tdb_metrics_step_done(tdb_table_label(&t), steps[i].name, rc >= 0, tdb_metrics_clock() - started);
+			}
 		}
 		if (rc < 0) {
 			bool lock_timeout = strcmp(tdb_pg_last_sqlstate(), "55P03") == 0;

@@ -32,6 +32,8 @@ typedef struct tdb_daemon_config {
 	int64_t mirror_batch;       /* TIERDB_MIRROR_BATCH (100000): changes per lake commit of a mirror */
 	int64_t mirror_flush_millis; /* TIERDB_MIRROR_FLUSH_MILLIS (1000): the longest a mirror's batch gathers */
 	int64_t slot_warn_bytes;    /* TIERDB_SLOT_WARN_BYTES (1 GiB): WAL a mirror's slot may hold before a warning */
+	int64_t metrics_port;       /* TIERDB_METRICS_PORT (unset: 0, no /metrics endpoint) */
+	const char *metrics_address; /* TIERDB_METRICS_ADDRESS ("127.0.0.1"): where /metrics listens */
 } tdb_daemon_config;
 
 /* Reads the settings from the environment; a malformed one is an error naming it. */

@@ -63,6 +63,7 @@
 #include "fault.h"
 #include "fold.h"
 #include "lakestep.h"
+#include "metrics.h"
 #include "pg.h"
 #include "pgcopy.h"
 #include "pgtypes.h"
@@ -693,8 +694,20 @@ static void abort_fold(fold_run *r)
 		tdb_log(r->label, "fold: could not mark operation %s aborted: %s", r->op_id, ignored.message);
 }
 
+/* Bytes of the Parquet files the fold wrote (its delete and data files). */
+static int64_t written_bytes(const fold_run *r)
+{
+	int64_t bytes = 0;
+	const tl_ice_writer *const writers[] = {r->deletes, r->data};
+	for (int k = 0; k < 2; k++)
+		for (int i = 0; writers[k] != NULL && i < tl_ice_writer_nfiles(writers[k]); i++)
+			bytes += tl_ice_writer_file(writers[k], i)->file_size_in_bytes;
+	return bytes;
+}
+
 static int run_fold(fold_run *r, tl_error *err)
 {
+	double started = tdb_metrics_clock();
 	r->lake = tdb_lake_open(r->t, err);
 	/* The upserted rows are written with the heap's columns: the lake's fields must be those. */
 	if (r->lake == NULL || tdb_pg_table_columns(r->c, (uint32_t)r->t->table_id, &r->cols, &r->ncols, err) < 0 ||
@@ -724,13 +737,14 @@ static int run_fold(fold_run *r, tl_error *err)
 		return -1;
 	}
 	r->published = true;
-	if (r->committed)
+	if (r->committed) {
 		tdb_log(r->label,
 		        "fold: operation %s folded %" PRId64 " delta row%s (%" PRId64 " equality deletes, %" PRId64
 		        " upserted rows, up to version %" PRId64 ") as snapshot %" PRId64,
 		        r->op_id, r->rows, r->rows == 1 ? "" : "s", r->delete_rows, r->data_rows, r->max_version,
 		        r->snapshot_id);
-	else
+		tdb_metrics_moved(r->label, TDB_METRICS_FOLD, r->rows, written_bytes(r), tdb_metrics_clock() - started);
+	} else
 		tdb_log(r->label, "fold: operation %s cleared %" PRId64 " delta row%s below the retention line", r->op_id,
 		        r->rows, r->rows == 1 ? "" : "s");
 	return 0;

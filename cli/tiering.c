@@ -41,6 +41,7 @@
 #include "lake_catalog.h"
 #include "fault.h"
 #include "lakestep.h"
+#include "metrics.h"
 #include "mirror.h"
 #include "pg.h"
 #include "pgcopy.h"
@@ -417,6 +418,7 @@ static int commit_and_publish(tier_run *r, tl_error *err)
 
 static int run_tiering(tier_run *r, tl_error *err)
 {
+	double started = tdb_metrics_clock();
 	r->lake = tdb_lake_open(r->t, err);
 	if (r->lake == NULL)
 		return -1;
@@ -470,6 +472,7 @@ static int run_tiering(tier_run *r, tl_error *err)
 	        "(%.1f MB) as snapshot %" PRId64 "; T %" PRId64 " -> %" PRId64,
 	        r->op_id, r->rows, (double)r->bytes / 1e6, nfiles, nfiles == 1 ? "" : "s", (double)lake_bytes / 1e6,
 	        r->snapshot_id, r->t->cutline_t, r->new_t);
+	tdb_metrics_moved(r->label, TDB_METRICS_TIERING, r->rows, lake_bytes, tdb_metrics_clock() - started);
 	return 0;
 }
 
