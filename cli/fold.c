@@ -18,8 +18,8 @@
  *      every file as one row-delta snapshot stamped with the op id
  *      (phase 'committed');
  *   5. in one transaction: advance S and lake_props, and delete exactly the
- *      folded (pk, version) pairs from the delta (phase 'published', then
- *      'done'). A pk corrected again meanwhile has a newer version, so its
+ *      folded (pk, version) pairs from the delta (phase 'done', in the
+ *      same transaction). A pk corrected again meanwhile has a newer version, so its
  *      row stays for the next fold.
  *
  * Why equality deletes carry the tier key: a table is partitioned on it, and
@@ -538,10 +538,11 @@ static int publish(fold_run *r, tl_error *err)
 	                "DELETE FROM tierdb.delta WHERE table_id = $1"
 	                " AND (pk, version) IN (SELECT * FROM unnest($2::text[], $3::bigint[]))",
 	                3, params, err) < 0 ||
-	    tdb_oplog_set_phase(r->c, r->op_id, "published", NULL, err) < 0 ||
+	    /* done with the publishing itself: nothing follows that a crash could leave half made */
+	    tdb_oplog_set_phase(r->c, r->op_id, "done", NULL, err) < 0 ||
 	    tdb_pg_exec(r->c, "committing the fold", "COMMIT", 0, NULL, err) < 0)
 		return -1;
-	return tdb_oplog_set_phase(r->c, r->op_id, "done", NULL, err);
+	return 0;
 }
 
 static int commit_step(void *arg, tl_error *err)

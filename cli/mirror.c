@@ -267,10 +267,11 @@ static int publish(mirror_op *m, tl_error *err)
 	                               m->has_base ? m->base_snapshot : TL_ICE_NO_SNAPSHOT, m->snapshot_id, m->lake,
 	                               err) < 0 ||
 	    (copy ? publish_copy(m, id, err) : publish_frontier(m, id, err)) < 0 ||
-	    tdb_oplog_set_phase(m->c, m->op_id, "published", NULL, err) < 0 ||
+	    /* done with the publishing itself: nothing follows that a crash could leave half made */
+	    tdb_oplog_set_phase(m->c, m->op_id, "done", NULL, err) < 0 ||
 	    tdb_pg_exec(m->c, "committing the mirror's progress", "COMMIT", 0, NULL, err) < 0)
 		return -1;
-	return tdb_oplog_set_phase(m->c, m->op_id, "done", NULL, err);
+	return 0;
 }
 
 /*
