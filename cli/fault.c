@@ -54,6 +54,8 @@ static const char *const known_points[] = {
 	"expiry-before-delete",
 	"expiry-during-delete",
 	"orphans-during-delete",
+	"load-trickle-before-commit",
+	"load-trickle-after-commit",
 };
 
 #define NPOINTS (sizeof(known_points) / sizeof(known_points[0]))
