@@ -28,6 +28,7 @@
 #include "pg.h"
 #include "pgtypes.h"
 #include "recovery.h"
+#include "ingest.h"
 #include "retention.h"
 #include "mirror.h"
 #include "schema_evolution.h"
@@ -340,6 +341,9 @@ static int step_recover(PGconn *c, const tdb_catalog_table *t, const tdb_daemon_
 		return -1;
 	/* Retention and maintenance runs left open block every other lake step (tdb_oplog_unfinished): settle them here too. */
 	if (tdb_recover_retention(c, t, err) < 0)
+		return -1;
+	/* An ingest or Stream Load a crash interrupted holds back every later lake step too. */
+	if (tdb_recover_ingests(c, t, err) < 0)
 		return -1;
 	return tdb_recover_maintenance(c, t, err) < 0 ? -1 : 0;
 }
