@@ -12,6 +12,7 @@
 #include <jansson.h>
 
 #include "catalog.h"
+#include "daemon.h"
 #include "cli.h"
 #include "ingest.h"
 #include "pg.h"
@@ -126,6 +127,7 @@ static int run_ingest(int argc, char **argv)
 		tdb_table_name_free(&name);
 		return status;
 	}
+	tdb_log_set_program("tierdb ingest");
 	PGconn *c = tdb_pg_connect(dsn, &err);
 	tdb_catalog_table t;
 	memset(&t, 0, sizeof(t));

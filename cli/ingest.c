@@ -752,6 +752,8 @@ int tdb_ingest_add_parquet(tdb_ingest *in, const char *path, tl_error *err)
 	}
 	rc = end_copy(in, err);
 	tdb_adopt_check_partition(&s->adopted, in->lake);
+	if (rc == 0 && !s->adopted.adopt)
+		tdb_log(in->label, "ingest: %s is rewritten, not adopted as it is: %s", path, s->adopted.why_not);
 	progress_add(&in->progress, 0, (int64_t)size);
 done:
 	free(map);

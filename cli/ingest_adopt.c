@@ -62,7 +62,8 @@ void tdb_adopt_consider(tdb_adopted_file *a, const tl_ice_table *lake, const cha
 		if (col->field_id < 0)
 			a->why_not = "its columns carry no Iceberg field ids (they were matched by name)";
 		else if (tl_ice_field_to_pq_column(field, &want, &ignored) < 0 || !same_column_type(col, &want))
-			a->why_not = "a column's Parquet type differs from the one the lake writes for its field";
+			a->why_not = "a column's Parquet type differs from the one the lake writes for its field "
+			             "(tierdb parquet schema shows both)";
 		else if (field->required && !col->required)
 			a->why_not = "a column the lake requires is optional in the file";
 		present[map[i]] = true;
