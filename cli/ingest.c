@@ -35,6 +35,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -152,7 +153,7 @@ static void progress_print(ingest_progress *p, bool final)
 			fprintf(stderr, ", ETA %d:%02d", eta / 60, eta % 60);
 		}
 	}
-	fprintf(stderr, ", %.0f rows/s, %.1f s%s", rate, secs, final ? "\n" : "\n");
+	fprintf(stderr, ", %.0f rows/s, %.1f s\n", rate, secs);
 }
 
 static void progress_add(ingest_progress *p, int64_t rows, int64_t bytes)
@@ -624,6 +625,9 @@ int tdb_ingest_add_jsonl_file(tdb_ingest *in, const char *name, FILE *f, tl_erro
 {
 	if (tdb_ingest_begin_jsonl(in, name, err) < 0)
 		return -1;
+	struct stat st;
+	if (fstat(fileno(f), &st) == 0 && S_ISREG(st.st_mode))
+		in->progress.total_bytes += (int64_t)st.st_size; /* for the ETA */
 	char *line = NULL;
 	size_t cap = 0;
 	ssize_t n;
