@@ -1066,22 +1066,41 @@ static uint64_t pk_hash(const tl_pq_schema *schema, const tl_pq_batch *batch, in
 	return tdb_digest_row_hash(&v.schema, &v.batch, row);
 }
 
+/*
+ * The batch's keys: their hashes, and for a one-column integer or temporal
+ * key its least and greatest value, so that the lake scan skips the files,
+ * row groups and pages whose bounds lie outside (a backfill of new keys
+ * then reads next to nothing).
+ */
 typedef struct key_sink {
 	hash_set *set;
 	const tl_pq_schema *schema;
 	int npk;
+	bool ranged;          /* the key is one INT32/INT64 column */
+	bool seen;
+	int64_t lo, hi;
 } key_sink;
 
 static int add_key_hashes(void *arg, tl_pq_batch *batch, tl_error *err)
 {
 	key_sink *k = arg;
-	for (int64_t row = 0; row < batch->nrows; row++)
+	for (int64_t row = 0; row < batch->nrows; row++) {
 		hash_set_add(k->set, pk_hash(k->schema, batch, k->npk, row));
+		if (!k->ranged || tl_vector_is_null(&batch->columns[0], row))
+			continue;
+		int64_t v = k->schema->columns[0].physical == TL_PQ_INT32 ? batch->columns[0].v.i32[row]
+		                                                          : batch->columns[0].v.i64[row];
+		if (!k->seen || v < k->lo)
+			k->lo = v;
+		if (!k->seen || v > k->hi)
+			k->hi = v;
+		k->seen = true;
+	}
 	return 0;
 }
 
 /* The hashes of the cold staged rows' keys, decoded as the lake's reader decodes its own. */
-static int staged_key_hashes(tdb_ingest *in, hash_set *set, tl_error *err)
+static int staged_key_hashes(tdb_ingest *in, key_sink *sink, tl_error *err)
 {
 	tl_pq_schema *schema = tl_pq_schema_new();
 	const tl_ice_schema *lake = tl_ice_metadata_current_schema(in->lake->metadata);
@@ -1106,9 +1125,14 @@ static int staged_key_hashes(tdb_ingest *in, hash_set *set, tl_error *err)
 	append_cold(in, NULL, &sql);
 	tl_buf_append_str(&sql, ") TO STDOUT (FORMAT binary)");
 	tl_pq_batch *batch = tl_pq_batch_new(schema, BATCH_ROWS);
-	key_sink sink = {set, schema, in->t.npk};
+	sink->schema = schema;
+	sink->npk = in->t.npk;
+	tl_ice_type_id type = lake->fields[in->pk[0]].type.id;
+	sink->ranged = in->t.npk == 1 && (type == TL_ICE_INT || type == TL_ICE_LONG || type == TL_ICE_DATE ||
+	                                  type == TL_ICE_TIMESTAMP || type == TL_ICE_TIMESTAMPTZ);
 	rc = tdb_copy_batches(in->c, tdb_buf_cstr(&sql), "reading the ingested keys", in->key_cols, in->t.npk, batch,
-	                      NULL, add_key_hashes, &sink, err);
+	                      NULL, add_key_hashes, sink, err);
+	sink->schema = NULL;
 	tl_pq_batch_free(batch);
 	tl_buf_free(&sql);
 	tl_pq_schema_free(schema);
@@ -1120,8 +1144,27 @@ static int staged_key_hashes(tdb_ingest *in, hash_set *set, tl_error *err)
  * columns (and tier key) are staged in LAKE_KEYS, and the exact match
  * happens in SQL, so a hash collision never deletes a row.
  */
-static int stage_lake_candidates(tdb_ingest *in, const hash_set *set, tl_error *err)
+/* pk >= lo AND pk <= hi, for the lake scan; NULL (no filter) when the key has no range. */
+static const tl_ice_expr *key_range(const tdb_ingest *in, const key_sink *keys, tl_arena *arena)
 {
+	if (!keys->ranged || !keys->seen)
+		return NULL;
+	const tl_ice_field *field = &tl_ice_metadata_current_schema(in->lake->metadata)->fields[in->pk[0]];
+	tl_ice_value lo = {0}, hi = {0};
+	if (field->type.id == TL_ICE_INT || field->type.id == TL_ICE_DATE) {
+		lo.v.i32 = (int32_t)keys->lo;
+		hi.v.i32 = (int32_t)keys->hi;
+	} else {
+		lo.v.i64 = keys->lo;
+		hi.v.i64 = keys->hi;
+	}
+	return tl_ice_expr_and(arena, tl_ice_expr_predicate(arena, TL_ICE_EXPR_GE, field->id, &lo, 1),
+	                       tl_ice_expr_predicate(arena, TL_ICE_EXPR_LE, field->id, &hi, 1));
+}
+
+static int stage_lake_candidates(tdb_ingest *in, const key_sink *keys, tl_error *err)
+{
+	const hash_set *set = keys->set;
 	tl_buf sql;
 	tl_buf_init(&sql);
 	tl_buf_append_str(&sql, "CREATE TEMPORARY TABLE tierdb_ingest_lake AS SELECT ");
@@ -1135,7 +1178,10 @@ static int stage_lake_candidates(tdb_ingest *in, const hash_set *set, tl_error *
 	tl_buf_free(&sql);
 	if (rc < 0 || !in->has_base)
 		return rc;
-	tl_ice_scan *scan = tl_ice_scan_plan(in->lake->metadata, in->base_s, NULL, err);
+	tl_arena arena;
+	tl_arena_init(&arena, 1024);
+	tl_ice_scan *scan = tl_ice_scan_plan(in->lake->metadata, in->base_s, key_range(in, keys, &arena), err);
+	tl_arena_free(&arena); /* the plan keeps its own copy of the filter */
 	tl_ice_reader *r = scan != NULL ? tl_ice_reader_open(scan, in->key_ids, in->nkey, err) : NULL;
 	if (r == NULL) {
 		tl_ice_scan_free(scan);
@@ -1189,9 +1235,10 @@ static int stage_lake_candidates(tdb_ingest *in, const hash_set *set, tl_error *
 static int find_lake_keys(tdb_ingest *in, tl_error *err)
 {
 	hash_set set = {tl_calloc(1024, sizeof(uint64_t)), 1023, 0};
-	int rc = staged_key_hashes(in, &set, err);
+	key_sink keys = {.set = &set};
+	int rc = staged_key_hashes(in, &keys, err);
 	if (rc == 0)
-		rc = stage_lake_candidates(in, &set, err);
+		rc = stage_lake_candidates(in, &keys, err);
 	free(set.slots);
 	return rc;
 }
