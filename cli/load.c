@@ -691,8 +691,8 @@ static int check_repeated_keys(tdb_load *l, tl_error *err)
 	if (PQntuples(res) == 1) {
 		tl_error_clear(err);
 		rc = tl_error_set(err, TL_ERR_INVALID,
-		                  "request body line %s: the key %s was already given on line %s; one load may give each key "
-		                  "once: keep one of the two lines",
+		                  "request body: row %s: the key %s was already given on row %s; one load may give each key "
+		                  "once: keep one of the two rows",
 		                  PQgetvalue(res, 0, 1), PQgetvalue(res, 0, 2), PQgetvalue(res, 0, 0));
 	}
 	PQclear(res);
@@ -789,7 +789,7 @@ static int route_rows(tdb_load *l, bool hot_only, int64_t *heap, int64_t *delta,
 	              "  GET STACKED DIAGNOSTICS d = PG_EXCEPTION_DETAIL, h = PG_EXCEPTION_HINT;\n"
 	              "  RAISE EXCEPTION USING ERRCODE = SQLSTATE, DETAIL = coalesce(d, ''), HINT = coalesce(h, ''),"
 	              " MESSAGE = CASE WHEN line IS NULL THEN SQLERRM"
-	              " ELSE format('request body line %%s: %%s', line, SQLERRM) END;\n"
+	              " ELSE format('request body: row %%s: %%s', line, SQLERRM) END;\n"
 	              "END\n"
 	              "$tierdb_load$",
 	              l->table_id);

@@ -208,7 +208,7 @@ def test_an_orphaned_label_is_failed_and_says_so(daemon, events):
     table_id = scalar(events, "SELECT table_id FROM tierdb.tables")
     events.psql(f"INSERT INTO tierdb.load_labels (table_id, label) VALUES ({table_id}, 'orphan')")
     status, headers, body = daemon.load(rows(100000, 3, HOT_TS), label="orphan")
-    assert_failed(status, body, 500, "interrupted", "new label")
+    assert_failed(status, body, 500, "interrupted", "nothing of it was applied", "new label")
     assert body["replayed"] is True and headers["X-TierDB-Replayed"] == "true"
     assert label_row(events, "orphan")[0] == "failed"
     assert count(events, "id >= 100000") == 0
@@ -307,12 +307,12 @@ def test_bad_bodies_are_400_and_apply_nothing(events, tierdb_bin, lake, case, de
     good = rows(100000, 3, HOT_TS) + rows(200000, 3, COLD_TS)
     lines = [json.dumps(r) for r in good]
     bad_line, words = {
-        "malformed": ('{"id": 300000, "ts": "2024-01-09T00:00:00Z", ', ["line 4"]),
-        "unknown_column": (json.dumps({"id": 300000, "ts": HOT_TS, "colour": "red"}), ["line 4", "colour"]),
-        "bad_value": (json.dumps({"id": 300000, "ts": HOT_TS, "amount": "lots"}), ["line 4", "lots"]),
-        "below_retention": (json.dumps({"id": 300000, "ts": "2024-01-01T06:00:00Z"}), ["line 4", "retention"]),
-        "repeated_key": (json.dumps({"id": 100001, "ts": COLD_TS}), ["line 4", "line 2"]),
-        "not_null": (json.dumps({"id": 300000, "v": "no ts"}), ["line 4", "ts"]),
+        "malformed": ('{"id": 300000, "ts": "2024-01-09T00:00:00Z", ', ["row 4"]),
+        "unknown_column": (json.dumps({"id": 300000, "ts": HOT_TS, "colour": "red"}), ["row 4", "colour"]),
+        "bad_value": (json.dumps({"id": 300000, "ts": HOT_TS, "amount": "lots"}), ["row 4", "lots"]),
+        "below_retention": (json.dumps({"id": 300000, "ts": "2024-01-01T06:00:00Z"}), ["row 4", "retention"]),
+        "repeated_key": (json.dumps({"id": 100001, "ts": COLD_TS}), ["row 4", "row 2"]),
+        "not_null": (json.dumps({"id": 300000, "v": "no ts"}), ["row 4", "ts"]),
     }[case]
     lines.insert(3, bad_line)
     body = ("\n".join(lines) + "\n").encode()
@@ -380,7 +380,7 @@ def test_a_daemon_killed_mid_load_applies_the_label_once_or_not_at_all(events, t
             assert state == "committed" and body["rows"] == 10
             assert count(events) == before + 10
         else:
-            assert_failed(status, body, 500, "interrupted")
+            assert_failed(status, body, 500, "nothing of it was applied")
             assert state == "failed"
             assert count(events) == before
             assert count(events, "id >= 100000") == 0
