@@ -803,11 +803,13 @@ static int route_rows(tdb_load *l, bool hot_only, int64_t *heap, int64_t *delta,
 		 * load's transaction holds as many locks as it routes rows, from the
 		 * server's shared lock table.
 		 */
-		if (strcmp(state, "53200") == 0)
+		if (strcmp(state, "53200") == 0) {
+			*status = 413;
 			tl_error_prefix(err, "the load routes one row at a time and holds a lock per row until it commits, "
 			                     "more than the server's lock table holds now (max_locks_per_transaction x "
 			                     "max_connections): send fewer rows per load, or fewer loads at once, or raise "
 			                     "max_locks_per_transaction; ");
+		}
 		return -1;
 	}
 	PQclear(res);
