@@ -9,7 +9,9 @@ The table is test_tiering's `events` (daily partitions 2024-01-01 to
 
 from __future__ import annotations
 
+import http.client
 import json
+import socket
 import subprocess
 import threading
 import time
@@ -334,6 +336,45 @@ def test_bad_bodies_are_400_and_apply_nothing(events, tierdb_bin, lake, case, de
         assert count(events, "id >= 100000") == 0
     finally:
         d.stop()
+
+
+def test_a_chunked_body_with_lines_split_across_chunks(daemon, events):
+    """Transfer-Encoding: chunked, each line cut in three pieces that arrive as separate chunks,
+    CRLF line ends and a last line without one: every row arrives whole."""
+    load = rows(100000, 30, HOT_TS) + rows(200000, 4, COLD_TS)
+    text = "\r\n".join(json.dumps(r) for r in load).encode()
+    pieces = [text[i:i + 37] for i in range(0, len(text), 37)]
+    conn = http.client.HTTPConnection("127.0.0.1", daemon.port, timeout=120)
+    conn.request("POST", f"/api/load/{TABLE}", body=iter(pieces), encode_chunked=True,
+                 headers={"Authorization": f"Bearer {TOKEN}", "X-TierDB-Label": "chunked"})
+    resp = conn.getresponse()
+    body = json.loads(resp.read())
+    conn.close()
+    assert resp.status == 200, body
+    assert (body["rows"], body["heap_rows"], body["delta_rows"]) == (34, 30, 4)
+    got = events.query(SESSION + "SELECT id, v, amount FROM events WHERE id >= 100000 ORDER BY id")
+    assert got == [(str(r["id"]), r["v"], r["amount"]) for r in load]
+
+
+def test_a_client_gone_mid_body_fails_its_label_and_applies_nothing(daemon, events):
+    body = "".join(json.dumps(r) + "\n" for r in rows(100000, 10, HOT_TS)).encode()
+    with socket.create_connection(("127.0.0.1", daemon.port), timeout=30) as s:
+        s.sendall(f"POST /api/load/{TABLE} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {TOKEN}\r\n"
+                  f"X-TierDB-Label: gone\r\nContent-Length: {len(body)}\r\n\r\n".encode() + body[:len(body) // 2])
+        deadline = time.monotonic() + 30
+        while label_row(events, "gone") is None:  # the label is taken before the body is read
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+    deadline = time.monotonic() + 30
+    while label_row(events, "gone")[0] == "staged":
+        assert time.monotonic() < deadline, "the label of the cut-off load stayed staged"
+        time.sleep(0.1)
+    state, result = label_row(events, "gone")
+    assert state == "failed" and "closed before the body ended" in result["error"], result
+    assert count(events, "id >= 100000") == 0
+    status, _, answer = daemon.load(rows(100000, 10, HOT_TS), label="gone")
+    assert status == 400 and answer["replayed"] is True
+    assert count(events, "id >= 100000") == 0
 
 
 # ------------------------------------------------------------ crashes
