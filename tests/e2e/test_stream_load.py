@@ -23,6 +23,7 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from pg_cluster import clean_env, free_port
+from test_direct import as_server_user, direct  # noqa: F401  (fixtures)
 from test_tiering import SESSION, make_events
 
 TABLE = "public.events"
@@ -37,14 +38,17 @@ class LoadDaemon:
     Its cycles are an hour apart: the only cycle during a test is the first,
     which finds nothing to do (the table was tiered with the same lag)."""
 
-    def __init__(self, tierdb_bin, db, lake, **env):
+    def __init__(self, tierdb_bin, db, lake, as_user=None, **env):
         self.port = free_port()
         self.metrics_port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.env = {**clean_env(), **db.env, "TIERDB_WAREHOUSE": str(lake), "TIERDB_TIERING_LAG": LAG,
                     "TIERDB_CYCLE_INTERVAL_SECONDS": "3600", "TIERDB_LOAD_TOKEN": TOKEN,
                     "TIERDB_LOAD_PORT": str(self.port), "TIERDB_METRICS_PORT": str(self.metrics_port), **env}
-        self.proc = subprocess.Popen([str(tierdb_bin), "run"], env=self.env, text=True,
+        command = [str(tierdb_bin), "run"]
+        if as_user is not None:
+            command = ["runuser", "-u", as_user, "--", *command]
+        self.proc = subprocess.Popen(command, env=self.env, text=True,
                                      stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         deadline = time.monotonic() + 60
         while True:
@@ -205,6 +209,32 @@ def test_a_label_in_progress_elsewhere_is_409(daemon, events):
     assert count(events, "id >= 100000") == 0
 
 
+def test_a_concurrent_duplicate_of_a_real_load_is_409(daemon, events):
+    """Two requests under one label: the second arrives while the first's body is still coming."""
+    load = rows(100000, 8, HOT_TS)
+    body = "".join(json.dumps(r) + "\n" for r in load).encode()
+    with socket.create_connection(("127.0.0.1", daemon.port), timeout=60) as first:
+        first.sendall(f"POST /api/load/{TABLE} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {TOKEN}\r\n"
+                      f"X-TierDB-Label: twice\r\nContent-Length: {len(body)}\r\nConnection: close\r\n\r\n".encode()
+                      + body[:50])
+        deadline = time.monotonic() + 30
+        while label_row(events, "twice") is None:  # the first holds the label
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        status, _, answer = daemon.load(load, label="twice")
+        assert_failed(status, answer, 409, "in progress")
+        first.sendall(body[50:])
+        reply = b""
+        while chunk := first.recv(65536):
+            reply += chunk
+    head, _, payload = reply.partition(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 200"), reply
+    assert json.loads(payload)["rows"] == 8
+    status, _, again = daemon.load(load, label="twice")
+    assert status == 200 and again["replayed"] is True
+    assert count(events, "id >= 100000") == 8
+
+
 def test_an_orphaned_label_is_failed_and_says_so(daemon, events):
     """'staged' with its lock free: the load that staged it is gone, and nothing of it applied."""
     table_id = scalar(events, "SELECT table_id FROM tierdb.tables")
@@ -295,6 +325,27 @@ def test_volume_load_commits_one_lake_snapshot(events, tierdb, tierdb_bin, lake)
         status, _, again = d.load(load, label="volume-1")
         assert status == 200 and again["snapshot_id"] == body["snapshot_id"]
         assert count(events) == before + 46
+    finally:
+        d.stop()
+
+
+def test_a_direct_table_takes_its_cold_rows_into_the_lake(direct, tierdb_bin, lake, as_server_user):
+    """Direct tables have no delta: even a few cold rows are committed to the lake, in one snapshot."""
+    db = direct
+    snapshot = scalar(db, "SELECT lake_snapshot_id FROM tierdb.cutline")
+    before = count(db)
+    d = LoadDaemon(tierdb_bin, db, lake, as_user="postgres")
+    try:
+        status, _, body = d.load(rows(100000, 3, HOT_TS) + rows(200000, 2, COLD_TS), label="direct-1")
+        assert status == 200, body
+        assert (body["rows"], body["heap_rows"], body["delta_rows"], body["lake_rows"]) == (5, 3, 0, 2)
+        assert body["snapshot_id"] is not None
+        assert scalar(db, "SELECT lake_snapshot_id FROM tierdb.cutline") != snapshot
+        assert count(db) == before + 5
+        assert count(db, "id >= 200000 AND v LIKE 'loaded%'") == 2
+        assert int(scalar(db, "SELECT count(*) FROM tierdb.delta")) == 0
+        proc = as_server_user(["verify", "--table", TABLE])
+        assert proc.returncode == 0, proc.stdout + proc.stderr
     finally:
         d.stop()
 
