@@ -179,6 +179,10 @@ static const char *label_problem(const char *label)
 	for (size_t i = 0; i < n; i++)
 		if ((unsigned char)label[i] < 0x20 || label[i] == 0x7f)
 			return "X-TierDB-Label holds a control character: use printable text";
+	json_t *utf8 = json_string(label); /* NULL unless valid UTF-8, which the catalog's text needs */
+	if (utf8 == NULL)
+		return "X-TierDB-Label is not UTF-8 text: use printable UTF-8 (or ASCII)";
+	json_decref(utf8);
 	return NULL;
 }
 
