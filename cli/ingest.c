@@ -737,10 +737,8 @@ int tdb_ingest_add_parquet(tdb_ingest *in, const char *path, tl_error *err)
 	int *map = NULL;
 	int rc = -1;
 	if (tl_storage_stat(path, &size, &is_dir, err) < 0 || (input = tl_storage_open_read(path, err)) == NULL ||
-	    (r = tl_pq_reader_open(input, err)) == NULL) {
-		tl_error_prefix(err, "%s", path);
-		goto done;
-	}
+	    (r = tl_pq_reader_open(input, err)) == NULL)
+		goto done; /* the message names the file */
 	const tl_pq_schema *schema = tl_pq_reader_schema(r);
 	map = tl_calloc((size_t)schema->ncolumns + 1, sizeof(int));
 	if (map_parquet_columns(in, path, schema, map, err) < 0)
