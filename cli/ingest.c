@@ -987,6 +987,9 @@ static int count_rows(tdb_ingest *in, tl_error *err)
 
 static int check_rules(tdb_ingest *in, tl_error *err)
 {
+	/* Autovacuum never analyzes temporary tables: without statistics the joins below would be planned blind. */
+	if (tdb_pg_exec(in->c, "analyzing the staged rows", "ANALYZE " STAGING, 0, NULL, err) < 0)
+		return -1;
 	if (key_literals(in, err) < 0 || check_null_keys(in, err) < 0 || check_ranges(in, err) < 0 ||
 	    check_duplicates(in, err) < 0 || check_heap_keys(in, err) < 0)
 		return -1;
