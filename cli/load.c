@@ -728,106 +728,6 @@ static int count_rows(tdb_load *l, int64_t *cold, int64_t *rows, tl_error *err)
 	return 0;
 }
 
-/*
- * Staged rows whose key the heap already holds (hot_only: among the rows
- * at or above T): what "replaced" counts for rows routed with
- * tierdb_upsert. The session reads the heap alone (tdb_ingest_begin turns
- * transparent reads off), so this never reads the lake.
- */
-static int count_heap_replaced(tdb_load *l, bool hot_only, int64_t *out, tl_error *err)
-{
-	tl_buf sql;
-	tl_buf_init(&sql);
-	tl_buf_append_str(&sql, "SELECT count(*) FROM pg_temp.tierdb_ingest s WHERE EXISTS (SELECT 1 FROM ");
-	tdb_pg_quote_qualified(l->t.schema_name, l->t.table_name, &sql);
-	tl_buf_append_str(&sql, " h WHERE (");
-	append_pk(&l->t, "h", &sql);
-	tl_buf_append_str(&sql, ") IS NOT DISTINCT FROM (");
-	append_pk(&l->t, "s", &sql);
-	tl_buf_append_str(&sql, "))");
-	if (hot_only) {
-		tl_buf_append_str(&sql, " AND ");
-		append_tier_key(&l->t, &sql);
-		tl_buf_append_str(&sql, " >= (SELECT tier_key_hi FROM tierdb.cutline WHERE table_id = $1)");
-	}
-	const char *params[] = {l->table_id};
-	PGresult *res = query(l, "counting the keys the load replaces", cstr(&sql), hot_only ? 1 : 0, params, err, NULL);
-	tl_buf_free(&sql);
-	if (res == NULL)
-		return -1;
-	*out = strtoll(PQgetvalue(res, 0, 0), NULL, 10);
-	PQclear(res);
-	return 0;
-}
-
-/*
- * Routes staged rows with tierdb_upsert, in line order, inside the
- * caller's transaction (hot_only: the rows at or above T). One PL/pgSQL
- * block, so that a failing row's error names its line (one subtransaction
- * for the block, not one per row). *heap and *delta count the routes.
- * On failure err holds the message and *status the HTTP status.
- */
-static int route_rows(tdb_load *l, bool hot_only, int64_t *heap, int64_t *delta, unsigned *status, tl_error *err)
-{
-	tl_buf sql;
-	tl_buf_init(&sql);
-	tl_buf_append_str(&sql, "DO $tierdb_load$\n"
-	                        "DECLARE r record; line bigint; heap bigint := 0; delta bigint := 0;"
-	                        " d text; h text;\n"
-	                        "BEGIN\n"
-	                        "  FOR r IN SELECT s.tierdb_row, to_jsonb(s) - 'tierdb_source' - 'tierdb_row' AS image"
-	                        " FROM pg_temp.tierdb_ingest s");
-	if (hot_only) {
-		tl_buf_append_str(&sql, " WHERE ");
-		append_tier_key(&l->t, &sql);
-		tl_buf_printf(&sql, " >= (SELECT tier_key_hi FROM tierdb.cutline WHERE table_id = %s)", l->table_id);
-	}
-	tl_buf_printf(&sql,
-	              " ORDER BY s.tierdb_row LOOP\n"
-	              "    line := r.tierdb_row;\n"
-	              "    IF pg_catalog.tierdb_upsert(%s::oid::regclass, r.image) = 'heap' THEN heap := heap + 1;"
-	              " ELSE delta := delta + 1; END IF;\n"
-	              "  END LOOP;\n"
-	              "  PERFORM set_config('tierdb_load.routed', heap || ' ' || delta, true);\n"
-	              "EXCEPTION WHEN OTHERS THEN\n"
-	              "  GET STACKED DIAGNOSTICS d = PG_EXCEPTION_DETAIL, h = PG_EXCEPTION_HINT;\n"
-	              "  RAISE EXCEPTION USING ERRCODE = SQLSTATE, DETAIL = coalesce(d, ''), HINT = coalesce(h, ''),"
-	              " MESSAGE = CASE WHEN line IS NULL THEN SQLERRM"
-	              " ELSE format('request body: row %%s: %%s', line, SQLERRM) END;\n"
-	              "END\n"
-	              "$tierdb_load$",
-	              l->table_id);
-	char state[6] = "";
-	PGresult *res = query(l, "routing the load's rows", cstr(&sql), 0, NULL, err, state);
-	tl_buf_free(&sql);
-	if (res == NULL) {
-		*status = status_of_sqlstate(state);
-		/*
-		 * tierdb_upsert holds a transaction lock per key it writes, so one
-		 * load's transaction holds as many locks as it routes rows, from the
-		 * server's shared lock table.
-		 */
-		if (strcmp(state, "53200") == 0) {
-			*status = 413;
-			tl_error_prefix(err, "the load routes one row at a time and holds a lock per row until it commits, "
-			                     "more than the server's lock table holds now (max_locks_per_transaction x "
-			                     "max_connections): send fewer rows per load, or fewer loads at once, or raise "
-			                     "max_locks_per_transaction; ");
-		}
-		return -1;
-	}
-	PQclear(res);
-	res = query(l, "reading the routes", "SELECT current_setting('tierdb_load.routed')", 0, NULL, err, state);
-	if (res == NULL) {
-		*status = 500;
-		return -1;
-	}
-	*heap = *delta = 0;
-	sscanf(PQgetvalue(res, 0, 0), "%" SCNd64 " %" SCNd64, heap, delta);
-	PQclear(res);
-	return 0;
-}
-
 /* Sets the label 'committed' with `result` inside the open transaction; -1 unless it was ours and 'staged'. */
 static int mark_committed(tdb_load *l, json_t *result, tl_error *err)
 {
@@ -853,121 +753,101 @@ static int mark_committed(tdb_load *l, json_t *result, tl_error *err)
 	return 0;
 }
 
-static json_t *result_object(tdb_load *l, int64_t rows, int64_t heap, int64_t delta, int64_t lake, int64_t replaced,
-                             const tdb_ingest_result *lake_res)
+static json_t *result_object(tdb_load *l, const tdb_ingest_result *res)
 {
 	json_t *o = json_object();
 	json_object_set_new(o, "status", json_string("committed"));
 	json_object_set_new(o, "label", json_string(l->label));
 	json_object_set_new(o, "table", json_string(l->table));
-	json_object_set_new(o, "rows", json_integer(rows));
-	json_object_set_new(o, "heap_rows", json_integer(heap));
-	json_object_set_new(o, "delta_rows", json_integer(delta));
-	json_object_set_new(o, "lake_rows", json_integer(lake));
-	json_object_set_new(o, "replaced", json_integer(replaced));
-	bool snapshot = lake_res != NULL && lake_res->committed;
-	json_object_set_new(o, "snapshot_id", snapshot ? json_integer(lake_res->snapshot_id) : json_null());
-	json_object_set_new(o, "op_id",
-	                    lake_res != NULL && lake_res->op_id[0] != '\0' ? json_string(lake_res->op_id) : json_null());
+	json_object_set_new(o, "rows", json_integer(res->heap_rows + res->delta_rows + res->rows));
+	json_object_set_new(o, "heap_rows", json_integer(res->heap_rows));
+	json_object_set_new(o, "delta_rows", json_integer(res->delta_rows));
+	json_object_set_new(o, "lake_rows", json_integer(res->rows));
+	json_object_set_new(o, "replaced", json_integer(res->replaced));
+	json_object_set_new(o, "snapshot_id", res->committed ? json_integer(res->snapshot_id) : json_null());
+	json_object_set_new(o, "op_id", res->op_id[0] != '\0' ? json_string(res->op_id) : json_null());
 	return o;
-}
-
-/*
- * The trickle: every row routed by tierdb_upsert (hot ones to the heap,
- * cold ones to the delta, each checked against R) and the label marked
- * committed, in one transaction: it commits whole or not at all.
- */
-static void apply_trickle(tdb_load *l, int64_t rows, tdb_load_response *resp)
-{
-	tl_error err;
-	tl_error_clear(&err);
-	unsigned status = 500;
-	int64_t heap = 0, delta = 0, replaced = 0;
-	PGresult *begun = query(l, "starting the load's transaction", "BEGIN", 0, NULL, &err, NULL);
-	if (begun == NULL)
-		goto failed;
-	PQclear(begun);
-	if (count_heap_replaced(l, false, &replaced, &err) < 0 || route_rows(l, false, &heap, &delta, &status, &err) < 0)
-		goto failed;
-	json_t *result = result_object(l, rows, heap, delta, 0, replaced, NULL);
-	status = 500;
-	if (mark_committed(l, result, &err) < 0) {
-		json_decref(result);
-		goto failed;
-	}
-	tdb_fault("load-trickle-before-commit");
-	PGresult *res = PQexec(l->c, "COMMIT");
-	bool committed = PQresultStatus(res) == PGRES_COMMAND_OK;
-	PQclear(res);
-	l->done = true;
-	if (!committed) {
-		/* The COMMIT's outcome is unknown on a broken connection: never claim either. */
-		json_decref(result);
-		respond_json(resp, 503,
-		             error_object(l->label, l->table,
-		                          "the database connection broke while the load committed, so this daemon cannot "
-		                          "tell whether it applied: send the same request with the same label again to "
-		                          "learn its outcome"));
-		return;
-	}
-	tdb_fault("load-trickle-after-commit");
-	respond_json(resp, 200, result);
-	return;
-failed:
-	fail(l, status, err.message, resp);
 }
 
 /* What the publish hook needs and leaves. */
 typedef struct publish_state {
 	tdb_load *l;
 	int64_t rows;
+	bool trickle;
 	json_t *result;
 } publish_state;
 
 /*
- * Runs in the transaction that publishes the lake snapshot (ingest.h):
- * the hot rows are routed to the heap and the label is marked committed,
- * so the rows, the snapshot and the label commit together or not at all.
+ * Runs last in the transaction that applies the rows (ingest.h): after
+ * the hot rows went to the heap, the trickle to the delta and, for a
+ * volume, with the lake snapshot being published: the label is marked
+ * committed there, so the rows and the label commit together or not at
+ * all.
  */
 static int publish_hook(void *arg, PGconn *c, const tdb_ingest_result *res, tl_error *err)
 {
 	publish_state *p = arg;
-	tdb_load *l = p->l;
 	(void)c; /* the load's own connection, which ingest.c was given */
-	int64_t heap = 0, delta = 0, replaced = 0;
-	unsigned status = 500;
-	if (count_heap_replaced(l, true, &replaced, err) < 0 || route_rows(l, true, &heap, &delta, &status, err) < 0) {
-		err->code = status == 400 ? TL_ERR_INVALID : TL_ERR_IO;
-		return -1;
-	}
-	if (heap + delta != res->hot_rows)
+	if (res->heap_rows + res->delta_rows + res->rows != p->rows)
 		return tl_error_set(err, TL_ERR_CONFLICT,
-		                    "the cut-line moved while the load committed (%" PRId64 " rows routed at or above T, "
-		                    "%" PRId64 " expected): nothing was applied; send the load again under a new label",
-		                    heap + delta, res->hot_rows);
-	json_t *result = result_object(l, p->rows, heap, delta, res->rows, replaced + res->replaced, res);
-	if (mark_committed(l, result, err) < 0) {
+		                    "%" PRId64 " of the load's %" PRId64 " rows were applied (the cut-line moved?): nothing "
+		                    "was applied; send the load again",
+		                    res->heap_rows + res->delta_rows + res->rows, p->rows);
+	json_t *result = result_object(p->l, res);
+	if (mark_committed(p->l, result, err) < 0) {
 		json_decref(result);
 		return -1;
 	}
 	p->result = result;
+	if (p->trickle)
+		tdb_fault("load-trickle-before-commit");
 	return 0;
 }
 
-/* The volume: cold rows into the lake in one snapshot, hot rows and the label in its publishing transaction. */
-static void apply_volume(tdb_load *l, int64_t rows, tdb_load_response *resp)
+/*
+ * Applies the staged rows: a trickle (tdb_ingest_route: the cold rows into
+ * the delta) or a volume (tdb_ingest_commit: the cold rows into the lake in
+ * one snapshot); either way the hot rows go to the heap and the label is
+ * marked committed in the same transaction.
+ */
+static void apply(tdb_load *l, int64_t rows, bool trickle, tdb_load_response *resp)
 {
 	tl_error err;
 	tl_error_clear(&err);
-	publish_state p = {.l = l, .rows = rows};
+	publish_state p = {.l = l, .rows = rows, .trickle = trickle};
 	tdb_ingest_result res;
 	memset(&res, 0, sizeof(res));
-	if (tdb_ingest_commit(l->in, publish_hook, &p, &res, &err) < 0) {
+	int rc = trickle ? tdb_ingest_route(l->in, publish_hook, &p, &res, &err)
+	                 : tdb_ingest_commit(l->in, publish_hook, &p, &res, &err);
+	if (rc < 0) {
 		json_decref(p.result);
-		fail(l, status_of_error(&err), err.message, resp);
+		if (p.result != NULL && PQstatus(l->c) != CONNECTION_OK) {
+			/* The COMMIT's outcome is unknown on a broken connection: never claim either. */
+			l->done = true;
+			respond_json(resp, 503,
+			             error_object(l->label, l->table,
+			                          "the database connection broke while the load committed, so this daemon "
+			                          "cannot tell whether it applied: send the same request with the same label "
+			                          "again to learn its outcome"));
+			return;
+		}
+		/* A statement's failure says by its SQLSTATE whose fault it was (a row's values: the client's). */
+		const char *state = res.sqlstate;
+		unsigned status = err.code == TL_ERR_IO && state[0] != '\0' ? status_of_sqlstate(state) : status_of_error(&err);
+		if (strcmp(state, "53200") == 0) {
+			/* tierdb_upsert holds a transaction lock per key it routes */
+			status = 413;
+			tl_error_prefix(&err, "the load routes its trickle one row at a time and holds a lock per row until it "
+			                      "commits, more than the server's lock table holds now (max_locks_per_transaction "
+			                      "x max_connections): send fewer cold rows per load, lower TIERDB_LOAD_DELTA_ROWS, "
+			                      "or raise max_locks_per_transaction; ");
+		}
+		fail(l, status, err.message, resp);
 		return;
 	}
 	l->done = true;
+	if (trickle)
+		tdb_fault("load-trickle-after-commit");
 	respond_json(resp, 200, p.result);
 }
 
@@ -998,10 +878,7 @@ void tdb_load_finish(tdb_load *l, tdb_load_response *resp)
 		return;
 	}
 	bool trickle = strcmp(l->t.mode, "direct") != 0 && cold <= l->cfg->delta_rows;
-	if (trickle)
-		apply_trickle(l, rows, resp);
-	else
-		apply_volume(l, rows, resp);
+	apply(l, rows, trickle, resp);
 	tdb_log(l->table, "Stream Load label %s: %u, %" PRId64 " rows (%" PRId64 " below T, %s)", l->label, resp->status,
 	        rows, cold, trickle ? "routed" : "into the lake");
 }
