@@ -1132,26 +1132,69 @@ static uint64_t pk_hash(const tl_pq_schema *schema, const tl_pq_batch *batch, in
 }
 
 /*
- * The batch's keys: their hashes, and for a one-column integer or temporal
- * key its least and greatest value, so that the lake scan skips the files,
- * row groups and pages whose bounds lie outside (a backfill of new keys
- * then reads next to nothing).
+ * The batch's keys: their hashes and, for a one-column key, what lets the
+ * lake scan skip files, row groups and pages that cannot hold one of them:
+ * up to IN_LIST_KEYS of the values themselves (an IN filter, which bounds
+ * and the key's bloom filters prune: a Stream Load of new keys then reads
+ * next to nothing, whatever the key's type) and, for an integer or
+ * temporal key, its least and greatest value (a range, for batches too
+ * large for a list).
  */
+#define IN_LIST_KEYS 20000
+
 typedef struct key_sink {
 	hash_set *set;
 	const tl_pq_schema *schema;
 	int npk;
+	tl_ice_type_id type;  /* the one key column's lake type */
 	bool ranged;          /* the key is one INT32/INT64 column */
 	bool seen;
 	int64_t lo, hi;
+	bool listed;          /* values holds every key (false once there are too many, or the type has no list) */
+	tl_ice_value *values;
+	int64_t nvalues, cap;
+	tl_arena arena;       /* the listed strings' bytes */
 } key_sink;
+
+/* Adds the row's key to the IN list, or gives the list up when it grows too long. */
+static void list_key(key_sink *k, const tl_vector *vec, int64_t row)
+{
+	if (k->nvalues == IN_LIST_KEYS) {
+		k->listed = false;
+		return;
+	}
+	if (k->nvalues == k->cap) {
+		k->cap = k->cap ? 2 * k->cap : 256;
+		k->values = tl_realloc(k->values, (size_t)k->cap * sizeof(tl_ice_value));
+	}
+	tl_ice_value *v = &k->values[k->nvalues++];
+	memset(v, 0, sizeof(*v));
+	switch (k->type) {
+	case TL_ICE_INT:
+	case TL_ICE_DATE: v->v.i32 = vec->v.i32[row]; break;
+	case TL_ICE_LONG:
+	case TL_ICE_TIMESTAMP:
+	case TL_ICE_TIMESTAMPTZ: v->v.i64 = vec->v.i64[row]; break;
+	default: { /* string, uuid */
+		tl_bytes b = tl_arena_copy(&k->arena, vec->v.bytes[row].ptr, vec->v.bytes[row].len);
+		v->ptr = b.ptr;
+		v->len = b.len;
+		if (b.ptr == NULL && b.len > 0)
+			k->listed = false;
+	}
+	}
+}
 
 static int add_key_hashes(void *arg, tl_pq_batch *batch, tl_error *err)
 {
 	key_sink *k = arg;
 	for (int64_t row = 0; row < batch->nrows; row++) {
 		hash_set_add(k->set, pk_hash(k->schema, batch, k->npk, row));
-		if (!k->ranged || tl_vector_is_null(&batch->columns[0], row))
+		if (tl_vector_is_null(&batch->columns[0], row))
+			continue;
+		if (k->listed)
+			list_key(k, &batch->columns[0], row);
+		if (!k->ranged)
 			continue;
 		int64_t v = k->schema->columns[0].physical == TL_PQ_INT32 ? batch->columns[0].v.i32[row]
 		                                                          : batch->columns[0].v.i64[row];
@@ -1196,8 +1239,10 @@ static int staged_key_hashes(tdb_ingest *in, key_sink *sink, tl_error *err)
 	sink->schema = schema;
 	sink->npk = in->t.npk;
 	tl_ice_type_id type = lake->fields[in->pk[0]].type.id;
+	sink->type = type;
 	sink->ranged = in->t.npk == 1 && (type == TL_ICE_INT || type == TL_ICE_LONG || type == TL_ICE_DATE ||
 	                                  type == TL_ICE_TIMESTAMP || type == TL_ICE_TIMESTAMPTZ);
+	sink->listed = in->t.npk == 1 && (sink->ranged || type == TL_ICE_STRING || type == TL_ICE_UUID);
 	rc = tdb_copy_batches(in->c, tdb_buf_cstr(&sql), "reading the ingested keys", in->key_cols, in->t.npk, batch,
 	                      NULL, add_key_hashes, sink, err);
 	sink->schema = NULL;
@@ -1212,12 +1257,14 @@ static int staged_key_hashes(tdb_ingest *in, key_sink *sink, tl_error *err)
  * columns (and tier key) are staged in LAKE_KEYS, and the exact match
  * happens in SQL, so a hash collision never deletes a row.
  */
-/* pk >= lo AND pk <= hi, for the lake scan; NULL (no filter) when the key has no range. */
+/* pk IN (...), else pk >= lo AND pk <= hi, for the lake scan; NULL (no filter) when neither applies. */
 static const tl_ice_expr *key_range(const tdb_ingest *in, const key_sink *keys, tl_arena *arena)
 {
+	const tl_ice_field *field = &tl_ice_metadata_current_schema(in->lake->metadata)->fields[in->pk[0]];
+	if (keys->listed && keys->nvalues > 0)
+		return tl_ice_expr_predicate(arena, TL_ICE_EXPR_IN, field->id, keys->values, (int)keys->nvalues);
 	if (!keys->ranged || !keys->seen)
 		return NULL;
-	const tl_ice_field *field = &tl_ice_metadata_current_schema(in->lake->metadata)->fields[in->pk[0]];
 	tl_ice_value lo = {0}, hi = {0};
 	if (field->type.id == TL_ICE_INT || field->type.id == TL_ICE_DATE) {
 		lo.v.i32 = (int32_t)keys->lo;
@@ -1304,10 +1351,13 @@ static int find_lake_keys(tdb_ingest *in, tl_error *err)
 {
 	hash_set set = {tl_calloc(1024, sizeof(uint64_t)), 1023, 0};
 	key_sink keys = {.set = &set};
+	tl_arena_init(&keys.arena, 64 * 1024);
 	int rc = staged_key_hashes(in, &keys, err);
 	if (rc == 0)
 		rc = stage_lake_candidates(in, &keys, err);
 	free(set.slots);
+	free(keys.values);
+	tl_arena_free(&keys.arena);
 	return rc;
 }
 
