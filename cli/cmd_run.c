@@ -20,6 +20,8 @@
 #include "cli.h"
 #include "daemon.h"
 #include "load.h"
+#include "profiles.h"
+#include "tiering.h"
 #include "metrics.h"
 #include "mirror.h"
 #include "pg.h"
@@ -141,6 +143,13 @@ static int run_loop(const char *dsn, bool once, const tdb_daemon_config *cfg)
 				status = CLI_EXIT_FAILURE;
 		} else if (ready < 0) {
 			status = CLI_EXIT_FAILURE;
+		} else {
+			/* Not the leader: still serve the profiles' storages, which this daemon's Stream Loads use. */
+			tl_error err;
+			tl_error_clear(&err);
+			if (tdb_profiles_serve(conn, NULL, &err) < 0)
+				tdb_log(NULL, "%s", err.message);
+			tdb_abort_transaction(conn);
 		}
 		update_metrics(conn, leader, cfg);
 		if (once)
