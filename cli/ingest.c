@@ -256,12 +256,15 @@ static int check_mode(const tdb_catalog_table *t, tl_error *err)
 
 /*
  * The session as the lake's streams need it (pgtypes.h), reading the
- * heap alone (the user's table name means the heap, not the union).
+ * heap alone (the user's table name means the heap, not the union), and
+ * waiting as long as it takes for the table's lake lock: another ingest,
+ * load or daemon step holds it only while it commits.
  */
 static int set_session(tdb_ingest *in, tl_error *err)
 {
 	return tdb_pg_exec(in->c, "preparing the ingest's session",
 	                   "SELECT set_config('tierdb.transparent_reads', 'off', false),"
+	                   " set_config('lock_timeout', '0', false),"
 	                   " set_config('DateStyle', 'ISO', false), set_config('IntervalStyle', 'postgres', false),"
 	                   " set_config('TimeZone', 'UTC', false), set_config('extra_float_digits', '3', false),"
 	                   " set_config('bytea_output', 'hex', false)",
