@@ -242,9 +242,11 @@ def events(db, tierdb):
     return make_tiered_events(db, tierdb)
 
 
-# New rows of events' shape: keys 100000 + g, two per hour from 2024-01-02 on (cold days).
+# New rows of events' shape: keys 100000 + g, g = first .. first + count - 1, two an hour from `day` on (48 fit
+# in one day; T is 2024-01-08).
 def new_rows(first, count, src="ingest", day="2024-01-02"):
-    return (f"SELECT 100000 + g, timestamptz '{day} 00:00:00+00' + g * interval '30 minutes 1.000001 second',"
+    return (f"SELECT 100000 + g, timestamptz '{day} 00:00:00+00'"
+            f" + (g - {first}) * interval '29 minutes 59.000001 second',"
             f" CASE WHEN g % 7 = 0 THEN NULL ELSE '{src} ' || g || repeat('é', g % 3) END,"
             " CASE WHEN g % 5 = 0 THEN NULL ELSE (g * 37 % 20000 - 10000) / 100.0 END, "
             f"'{src}' FROM generate_series({first}, {first + count - 1}) g")
@@ -667,8 +669,7 @@ def test_parquet_written_by_spark(events, tierdb, tmp_path):
         pytest.skip(f"Spark cannot start here: {e}")
     from pyspark.sql import types as T
 
-    stage(db, "incoming", new_rows(1, 200, "spark", day="2024-01-04") + " UNION ALL "
-          + new_rows(201, 100, "spark", day="2024-01-06"))
+    stage(db, "incoming", new_rows(1, 150, "spark") + " UNION ALL " + new_rows(151, 150, "spark", day="2024-01-05"))
     rows = db.query(READ + "SELECT id, (extract(epoch FROM ts) * 1000000)::bigint, v, amount::text, src"
                            " FROM incoming ORDER BY id")
     epoch = datetime.datetime(1970, 1, 1, tzinfo=datetime.timezone.utc)
@@ -729,7 +730,7 @@ def test_pyiceberg_and_duckdb_read_the_ingested_lake(events, tierdb, tmp_path):
     duckdb = pytest.importorskip("duckdb")
     # appends only (new keys): no equality deletes, which pyiceberg cannot apply
     stage(db, "a", new_rows(1, 80, "jsonl"))
-    stage(db, "b", new_rows(81, 50, "adopted", day="2024-01-06"))
+    stage(db, "b", new_rows(81, 40, "adopted", day="2024-01-06"))
     source = write_parquet(events_arrow(db, "SELECT * FROM b", lake_fields(db)), tmp_path / "b.parquet")
     result = ingested(ingest(tierdb, "--jsonl", "-", "--file", source, input=jsonl_of(db, "SELECT * FROM a")))
     upsert_plain(db, "a")
