@@ -61,6 +61,7 @@ extern const cli_command cli_verify_command;
 extern const cli_command cli_maintain_command;
 extern const cli_command cli_profile_command;
 extern const cli_command cli_policy_command;
+extern const cli_command cli_ingest_command;
 
 /*
  * Runs the subcommand named by argv[1] from commands (n of them). `path`

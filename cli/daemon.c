@@ -28,6 +28,7 @@
 #include "pg.h"
 #include "pgtypes.h"
 #include "recovery.h"
+#include "ingest.h"
 #include "retention.h"
 #include "mirror.h"
 #include "schema_evolution.h"
@@ -192,6 +193,14 @@ void tdb_daemon_sleep_ms(int64_t millis)
 
 /* ------------------------------------------------------------ log */
 
+/* Who logs: the daemon, or a command that shares its steps (`tierdb ingest`). */
+static const char *log_program = "tierdb run";
+
+void tdb_log_set_program(const char *program)
+{
+	log_program = program;
+}
+
 static void vlog(const char *table, const char *fmt, va_list ap)
 {
 	struct timespec now;
@@ -204,9 +213,9 @@ static void vlog(const char *table, const char *fmt, va_list ap)
 	char message[2048];
 	vsnprintf(message, sizeof(message), fmt, ap);
 	if (table != NULL)
-		fprintf(stderr, "%s.%03ldZ tierdb run: %s: %s\n", stamp, now.tv_nsec / 1000000, table, message);
+		fprintf(stderr, "%s.%03ldZ %s: %s: %s\n", stamp, now.tv_nsec / 1000000, log_program, table, message);
 	else
-		fprintf(stderr, "%s.%03ldZ tierdb run: %s\n", stamp, now.tv_nsec / 1000000, message);
+		fprintf(stderr, "%s.%03ldZ %s: %s\n", stamp, now.tv_nsec / 1000000, log_program, message);
 }
 
 void tdb_log(const char *table, const char *fmt, ...)
@@ -340,6 +349,9 @@ static int step_recover(PGconn *c, const tdb_catalog_table *t, const tdb_daemon_
 		return -1;
 	/* Retention and maintenance runs left open block every other lake step (tdb_oplog_unfinished): settle them here too. */
 	if (tdb_recover_retention(c, t, err) < 0)
+		return -1;
+	/* An ingest or Stream Load a crash interrupted holds back every later lake step too. */
+	if (tdb_recover_ingests(c, t, err) < 0)
 		return -1;
 	return tdb_recover_maintenance(c, t, err) < 0 ? -1 : 0;
 }

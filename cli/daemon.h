@@ -79,6 +79,8 @@ bool tdb_daemon_stopping(void);
 
 /* Writes "<UTC time> <table>: <message>" to stderr (table may be NULL). */
 void tdb_log(const char *table, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* The program name tdb_log's lines start with ("tierdb run" unless a command sets its own; a string constant). */
+void tdb_log_set_program(const char *program);
 
 /* Progress of a long data movement, logged every few seconds and at the end. */
 typedef struct tdb_progress {

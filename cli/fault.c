@@ -54,6 +54,12 @@ static const char *const known_points[] = {
 	"expiry-before-delete",
 	"expiry-during-delete",
 	"orphans-during-delete",
+	"ingest-before-commit",
+	"ingest-after-commit",
+	"ingest-after-commit-recorded",
+	"load-before-commit",
+	"load-after-commit",
+	"load-after-commit-recorded",
 };
 
 #define NPOINTS (sizeof(known_points) / sizeof(known_points[0]))

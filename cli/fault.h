@@ -96,6 +96,20 @@
  *                                 (unsealed) and retried.
  *   heap-retention-after-publish  T is past them and they are tiered: the
  *                                 drop step drops them.
+ *
+ * The points of an ingest (`tierdb ingest`, prefix "ingest") and of Stream
+ * Load's cold volume (prefix "load"), ingest.c, settled by
+ * tdb_recover_ingests (the daemon's recovery step, or the next ingest):
+ *
+ *   ingest-before-commit      files written and journaled, no lake commit:
+ *                             the files are deleted, the op aborted.
+ *   ingest-after-commit       the snapshot landed, the journal says
+ *   ingest-after-commit-recorded   'writing' / 'committed', S not
+ *                             published: adopted (published).
+ *   load-before-commit        as ingest-before-commit; the label 'failed'.
+ *   load-after-commit         the snapshot landed but the load's hot rows
+ *   load-after-commit-recorded     died with its session: the lake is
+ *                             rolled back to S, the label 'failed'.
  */
 #ifndef TIERDB_FAULT_H
 #define TIERDB_FAULT_H

@@ -18,6 +18,7 @@ static const cli_command *const commands[] = {
 	&cli_verify_command,
 	&cli_profile_command,
 	&cli_policy_command,
+	&cli_ingest_command,
 	&cli_maintain_command,
 };
 
