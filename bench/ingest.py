@@ -21,10 +21,13 @@ over the D cold days, are made once in Arrow and written out as
                                   pyiceberg's add_files requires)
 
 and each side's time is the wall time of one call: `tierdb ingest --table
-... --json` for ours (reading, checking, writing and committing), one
-`table.append(arrow)` or one `table.add_files(paths)` on a pyiceberg
-SqlCatalog (sqlite in the work directory) table with the same schema,
-partitioned by day(ts). Every side's rows are counted back afterwards (ours
+... --json` for ours (reading, checking, writing and committing); on a
+pyiceberg SqlCatalog (sqlite in the work directory) table with the same
+schema, partitioned by day(ts): `table.append` of the Arrow table already
+in memory, `append` after reading rows.jsonl with pyarrow.json (what a
+script loading JSONL would do), `append` after reading plain/*.parquet with
+pyarrow.parquet, and `table.add_files` of plain/*.parquet (which reads only
+their footers). Every side's rows are counted back afterwards (ours
 through transparent reads); a wrong count exits 1.
 
 The peers do less: they check no key, no range and no constraint and replace
@@ -210,6 +213,12 @@ def peer_table(catalog, name):
                                 properties={"write.parquet.compression-codec": "zstd"})
 
 
+def pa_concat(tables):
+    import pyarrow as pa
+
+    return pa.concat_tables(tables)
+
+
 def timed(fn):
     start = time.perf_counter()
     fn()
@@ -255,14 +264,22 @@ def measure(args, work, dsn):
             if result.get("files_adopted") != expected_adopted:
                 problems.append(f"{side}: {result.get('files_adopted')} files adopted, expected {expected_adopted}")
 
+        import pyarrow.json as pj
+        import pyarrow.parquet as pq
+
         catalog = peer_catalog(work)
-        appended = peer_table(catalog, "appended")
+        peers = {name: peer_table(catalog, name) for name in ("append", "append_jsonl", "append_parquet", "add_files")}
         say("pyiceberg append")
-        timings["append"] = timed(lambda: appended.append(rows))
-        added = peer_table(catalog, "added")
+        timings["append"] = timed(lambda: peers["append"].append(rows))
+        say("pyarrow.json + pyiceberg append")
+        timings["append_jsonl"] = timed(lambda: peers["append_jsonl"].append(pj.read_json(
+            inputs / "rows.jsonl", parse_options=pj.ParseOptions(explicit_schema=rows.schema))))
+        say("pyarrow.parquet + pyiceberg append")
+        timings["append_parquet"] = timed(lambda: peers["append_parquet"].append(
+            pa_concat([pq.read_table(p) for p in plain])))
         say("pyiceberg add_files")
-        timings["add_files"] = timed(lambda: added.add_files([f"file://{p}" for p in plain]))
-        for name, table in (("append", appended), ("add_files", added)):
+        timings["add_files"] = timed(lambda: peers["add_files"].add_files([f"file://{p}" for p in plain]))
+        for name, table in peers.items():
             if records(table) != args.rows:
                 problems.append(f"pyiceberg {name}: {records(table)} records, expected {args.rows}")
     report(args, timings)
@@ -275,15 +292,21 @@ def report(args, t):
     n = args.rows
     print()
     print(f"Ingest benchmark: {n:,} new rows over {args.days} cold days into a table of {args.seed_rows:,} rows")
-    print(f"  {'side':<52}{'seconds':>9}{'rows/s':>12}{'vs append':>11}{'vs add_files':>14}")
-    lines = [("tierdb ingest --jsonl (one file)", "jsonl"),
-             ("tierdb ingest --file, adopted (field ids, a file a day)", "adopted"),
-             ("tierdb ingest --file, rewritten (no field ids)", "rewritten"),
-             ("pyiceberg append (Arrow table in memory)", "append"),
-             ("pyiceberg add_files (the no-field-id files)", "add_files")]
-    for label, side in lines:
+    # each of ours against the peer doing the nearest thing
+    lines = [("tierdb ingest --jsonl (one file)", "jsonl", "append_jsonl"),
+             ("tierdb ingest --file, adopted (field ids, a file a day)", "adopted", "add_files"),
+             ("tierdb ingest --file, rewritten (no field ids)", "rewritten", "append_parquet"),
+             ("pyiceberg append (Arrow table in memory)", "append", None),
+             ("pyarrow.json read + pyiceberg append", "append_jsonl", None),
+             ("pyarrow.parquet read + pyiceberg append", "append_parquet", None),
+             ("pyiceberg add_files (footers only)", "add_files", None)]
+    print(f"  {'side':<58}{'seconds':>9}{'rows/s':>12}{'vs append':>11}{'vs its peer':>13}")
+    for label, side, peer in lines:
         s = t[side]
-        print(f"  {label:<52}{s:>9.2f}{n / s:>12,.0f}{s / t['append']:>10.2f}x{s / t['add_files']:>13.2f}x")
+        against = f"{s / t[peer]:>12.2f}x" if peer else ""
+        print(f"  {label:<58}{s:>9.2f}{n / s:>12,.0f}{s / t['append']:>10.2f}x{against}")
+    print("  (peers: --jsonl against pyarrow.json + append, adopted against add_files, rewritten against "
+          "pyarrow.parquet + append)")
 
 
 def main():
