@@ -600,6 +600,46 @@ def test_upsert_over_delta_rows_before_and_after_the_fold(events, tierdb):
     assert result["replaced"] == 4, result
 
 
+def test_an_empty_batch_commits_nothing(events, tierdb, tmp_path):
+    db = events
+    before = state(db)
+    (tmp_path / "empty.jsonl").write_text("\n\n")
+    result = ingested(ingest(tierdb, "--jsonl", tmp_path / "empty.jsonl", "--jsonl", "-", input=""))
+    assert (result["rows"], result["committed"], result["files_written"], result["files_adopted"]) == (0, False, 0, 0)
+    assert state(db) == before
+
+
+def test_a_read_pin_stops_an_ingest_that_would_clear_delta_rows(events, tierdb):
+    """A pinned reader still merges the delta's corrections of S: an ingest replacing keys that have some stops
+    without committing; one that clears none commits under the pin."""
+    db = events
+    c = cutline(db, "events")
+    for table in ("events", "plain"):
+        db.psql(READ + f"UPDATE {table} SET v = 'corrected' WHERE id = 20")
+    db.psql("INSERT INTO tierdb.read_pins (table_id, pinned_lake_snapshot_id, pinned_tier_key_hi, expires_at)"
+            f" VALUES ({c['table_id']}, {c['S']}, {c['T']}, now() + interval '1 hour')")
+    stage(db, "clean", new_rows(1, 10))
+    result = ingested(ingest(tierdb, "--jsonl", "-", input=jsonl_of(db, "SELECT * FROM clean")))
+    upsert_plain(db, "clean")
+    check_committed(db, result)
+    assert_same(db)
+
+    before = state(db)
+    stage(db, "over_delta", "SELECT id, ts, 'ingested', amount, src FROM plain WHERE id IN (20, 21)")
+    proc = ingest(tierdb, "--jsonl", "-", input=jsonl_of(db, "SELECT * FROM over_delta"))
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "pin" in proc.stderr, proc.stderr
+    assert state(db) == before
+    assert_same(db)
+
+    db.psql("DELETE FROM tierdb.read_pins")
+    result = ingested(ingest(tierdb, "--jsonl", "-", input=jsonl_of(db, "SELECT * FROM over_delta")))
+    upsert_plain(db, "over_delta")
+    check_committed(db, result)
+    assert db.query(f"SELECT count(*) FROM tierdb.delta WHERE table_id = {c['table_id']}") == [("0",)]
+    assert_same(db)
+
+
 # ------------------------------------------------------------------ Parquet sources
 
 
