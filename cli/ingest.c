@@ -90,6 +90,8 @@ struct tdb_ingest {
 	int ncols;
 	int tk;                    /* the tier key's column index */
 	int *pk;                   /* the pk columns' indexes */
+	bool *generated;           /* per column: GENERATED ALWAYS AS (...) STORED, computed by the staging table */
+	char *copy_columns;        /* the staging COPY's column list (every column but the generated ones) */
 	ingest_source *sources;
 	int nsources;
 	/* the COPY into the staging table in progress */
@@ -319,10 +321,45 @@ static int create_staging(tdb_ingest *in, tl_error *err)
 	tl_buf_init(&sql);
 	tl_buf_append_str(&sql, "CREATE TEMPORARY TABLE tierdb_ingest (LIKE ");
 	tdb_pg_quote_qualified(in->t.schema_name, in->t.table_name, &sql);
-	tl_buf_append_str(&sql, " INCLUDING CONSTRAINTS, tierdb_source int, tierdb_row bigint)");
+	tl_buf_append_str(&sql, " INCLUDING CONSTRAINTS INCLUDING GENERATED,"
+	                       " tierdb_source int, tierdb_row bigint)");
 	int rc = tdb_pg_exec(in->c, "creating the ingest's staging table", tdb_buf_cstr(&sql), 0, NULL, err);
 	tl_buf_free(&sql);
 	return rc;
+}
+
+/*
+ * The generated columns: the staging table computes them as the table
+ * would (LIKE ... INCLUDING GENERATED), so no source may give their values.
+ */
+static int find_generated(tdb_ingest *in, tl_error *err)
+{
+	char oid[24];
+	tdb_int_text(in->t.table_id, oid);
+	const char *params[] = {oid};
+	PGresult *res = tdb_pg_query(in->c, "reading the generated columns",
+	                             "SELECT attname FROM pg_attribute WHERE attrelid = $1::oid AND attnum > 0"
+	                             " AND NOT attisdropped AND attgenerated <> ''",
+	                             1, params, err);
+	if (res == NULL)
+		return -1;
+	in->generated = tl_calloc((size_t)in->ncols + 1, sizeof(bool));
+	for (int r = 0; r < PQntuples(res); r++)
+		for (int i = 0; i < in->ncols; i++)
+			if (strcmp(in->cols[i].name, PQgetvalue(res, r, 0)) == 0)
+				in->generated[i] = true;
+	PQclear(res);
+	tl_buf list;
+	tl_buf_init(&list);
+	for (int i = 0; i < in->ncols; i++)
+		if (!in->generated[i]) {
+			append_col(NULL, in->cols[i].name, &list);
+			tl_buf_append_str(&list, ", ");
+		}
+	tl_buf_append_str(&list, "tierdb_source, tierdb_row");
+	in->copy_columns = tl_strdup(tdb_buf_cstr(&list));
+	tl_buf_free(&list);
+	return 0;
 }
 
 static int find_columns(tdb_ingest *in, tl_error *err)
@@ -345,7 +382,7 @@ static int find_columns(tdb_ingest *in, tl_error *err)
 		return tl_error_set(err, TL_ERR_INVALID, "%s has no column \"%s\" (its tier key)", in->label,
 		                    in->t.tier_key_col);
 	in->fields = tl_calloc((size_t)in->ncols, sizeof(json_t *));
-	return 0;
+	return find_generated(in, err);
 }
 
 static int copy_table(const tdb_catalog_table *src, tdb_catalog_table *dst, PGconn *c, tl_error *err)
@@ -410,7 +447,11 @@ static int flush_copy(tdb_ingest *in, tl_error *err)
 
 static int start_copy(tdb_ingest *in, tl_error *err)
 {
-	PGresult *res = PQexec(in->c, "COPY " STAGING " FROM STDIN");
+	tl_buf sql;
+	tl_buf_init(&sql);
+	tl_buf_printf(&sql, "COPY " STAGING " (%s) FROM STDIN", in->copy_columns);
+	PGresult *res = PQexec(in->c, tdb_buf_cstr(&sql));
+	tl_buf_free(&sql);
 	if (PQresultStatus(res) != PGRES_COPY_IN) {
 		tl_error_set(err, TL_ERR_IO, "staging rows: %s", PQerrorMessage(in->c));
 		PQclear(res);
@@ -511,10 +552,10 @@ static int end_copy(tdb_ingest *in, tl_error *err)
 	return rc;
 }
 
-/* Ends the staged line: the source and row columns, then the newline. */
+/* Ends the staged line (each column's field followed by a tab): the source and row columns, then the newline. */
 static int end_line(tdb_ingest *in, tl_error *err)
 {
-	tl_buf_printf(&in->out, "\t%d\t%" PRId64 "\n", in->nsources - 1, in->source_row);
+	tl_buf_printf(&in->out, "%d\t%" PRId64 "\n", in->nsources - 1, in->source_row);
 	in->copy_lines++;
 	if (in->out.len >= COPY_CHUNK)
 		return flush_copy(in, err);
@@ -594,11 +635,16 @@ int tdb_ingest_add_jsonl_line(tdb_ingest *in, const char *line, size_t len, tl_e
 			json_decref(doc);
 			return rc;
 		}
+		if (in->generated[col]) {
+			int rc = json_line_error(in, err, "column \"%s\" is generated: %s computes its value", key, in->label);
+			json_decref(doc);
+			return rc;
+		}
 		in->fields[col] = value;
 	}
 	for (int i = 0; i < in->ncols; i++) {
-		if (i > 0)
-			tl_buf_append_byte(&in->out, '\t');
+		if (in->generated[i])
+			continue;
 		tl_error why;
 		tl_error_clear(&why);
 		if (tdb_copy_text_from_json(in->fields[i], &in->cols[i], &in->out, &why) < 0) {
@@ -606,6 +652,7 @@ int tdb_ingest_add_jsonl_line(tdb_ingest *in, const char *line, size_t len, tl_e
 			json_decref(doc);
 			return rc;
 		}
+		tl_buf_append_byte(&in->out, '\t');
 	}
 	json_decref(doc);
 	progress_add(&in->progress, 1, 0);
@@ -704,13 +751,14 @@ static int stage_parquet_rows(tdb_ingest *in, tl_pq_reader *r, const int *map, t
 		for (int64_t row = 0; row < n && rc == 0; row++) {
 			in->source_row++;
 			for (int k = 0; k < in->ncols && rc == 0; k++) {
-				if (k > 0)
-					tl_buf_append_byte(&in->out, '\t');
+				if (in->generated[k])
+					continue; /* computed by the staging table; the file's value is not taken */
 				if (from[k] < 0)
 					tl_buf_append_str(&in->out, TDB_COPY_TEXT_NULL);
 				else
 					rc = tdb_copy_text_from_parquet(&schema->columns[from[k]], &batch->columns[from[k]], row,
 					                                &in->cols[k], &in->out, err);
+				tl_buf_append_byte(&in->out, '\t');
 			}
 			if (rc == 0)
 				rc = end_line(in, err);
@@ -737,15 +785,18 @@ int tdb_ingest_add_parquet(tdb_ingest *in, const char *path, tl_error *err)
 	int *map = NULL;
 	int rc = -1;
 	if (tl_storage_stat(path, &size, &is_dir, err) < 0 || (input = tl_storage_open_read(path, err)) == NULL ||
-	    (r = tl_pq_reader_open(input, err)) == NULL) {
-		tl_error_prefix(err, "%s", path);
-		goto done;
-	}
+	    (r = tl_pq_reader_open(input, err)) == NULL)
+		goto done; /* the message names the file */
 	const tl_pq_schema *schema = tl_pq_reader_schema(r);
 	map = tl_calloc((size_t)schema->ncolumns + 1, sizeof(int));
 	if (map_parquet_columns(in, path, schema, map, err) < 0)
 		goto done;
 	tdb_adopt_consider(&s->adopted, in->lake, path, size, schema, map, in->tk);
+	for (int i = 0; i < schema->ncolumns && s->adopted.adopt; i++)
+		if (in->generated[map[i]]) {
+			s->adopted.adopt = false;
+			s->adopted.why_not = "it holds a generated column, whose value the table computes";
+		}
 	in->progress.total_bytes += (int64_t)size;
 	if (start_copy(in, err) < 0)
 		goto done;
@@ -936,6 +987,9 @@ static int count_rows(tdb_ingest *in, tl_error *err)
 
 static int check_rules(tdb_ingest *in, tl_error *err)
 {
+	/* Autovacuum never analyzes temporary tables: without statistics the joins below would be planned blind. */
+	if (tdb_pg_exec(in->c, "analyzing the staged rows", "ANALYZE " STAGING, 0, NULL, err) < 0)
+		return -1;
 	if (key_literals(in, err) < 0 || check_null_keys(in, err) < 0 || check_ranges(in, err) < 0 ||
 	    check_duplicates(in, err) < 0 || check_heap_keys(in, err) < 0)
 		return -1;
@@ -1595,6 +1649,8 @@ void tdb_ingest_free(tdb_ingest *in)
 	free(in->key_cols);
 	free(in->key_ids);
 	free(in->pk);
+	free(in->generated);
+	free(in->copy_columns);
 	free(in->fields);
 	free(in->pks);
 	free(in->versions);
