@@ -81,14 +81,18 @@ def rows_of(db, table, order="id", where="true"):
     return db.query(READ + f"SELECT * FROM {table} WHERE {where} ORDER BY {order}")
 
 
-def assert_same(db, table="events", plain="plain", order="id"):
+# Narrower queries assert_same runs on both sides ({t}), besides the whole table.
+ID_TS_QUERIES = ("SELECT count(*), sum(id) FROM {t} WHERE ts < '" + T_TEXT + "'",
+                 "SELECT date_trunc('day', ts), count(*) FROM {t} GROUP BY 1 ORDER BY 1")
+
+
+def assert_same(db, table="events", plain="plain", order="id", queries=ID_TS_QUERIES):
     """The tiered table reads exactly as its untiered copy, whole and through a few narrower queries."""
     got, want = rows_of(db, table, order), rows_of(db, plain, order)
     assert len(got) == len(want), (len(got), len(want))
     diff = [(g, w) for g, w in zip(got, want) if g != w]
     assert not diff, f"{len(diff)} rows differ, first: {diff[:3]}"
-    for sql in ("SELECT count(*), sum(id) FROM {t} WHERE ts < '" + T_TEXT + "'",
-                "SELECT date_trunc('day', ts), count(*) FROM {t} GROUP BY 1 ORDER BY 1"):
+    for sql in queries:
         assert db.query(READ + sql.format(t=table)) == db.query(READ + sql.format(t=plain)), sql
 
 
@@ -638,6 +642,66 @@ def test_a_read_pin_stops_an_ingest_that_would_clear_delta_rows(events, tierdb):
     check_committed(db, result)
     assert db.query(f"SELECT count(*) FROM tierdb.delta WHERE table_id = {c['table_id']}") == [("0",)]
     assert_same(db)
+
+
+METER_DDL = (
+    "CREATE TABLE meter (site int NOT NULL, seq int NOT NULL, k bigint NOT NULL, note text, reading float8)"
+    " PARTITION BY RANGE (k);\n"
+    "DO $$ BEGIN FOR p IN 0..9 LOOP"
+    "  EXECUTE format('CREATE TABLE %I PARTITION OF meter FOR VALUES FROM (%s) TO (%s)',"
+    "    'meter_' || p, p * 1000, (p + 1) * 1000);"
+    " END LOOP; END $$;\n"
+    # (site, seq) is unique (g = 7 * seq + site); k scatters the rows over 0 .. 7999.
+    "INSERT INTO meter SELECT g % 7, g / 7, (g * 7919) % 8000, 'n' || g, g / 3.0 FROM generate_series(1, 4000) g;\n"
+    "CREATE TABLE plain_meter (LIKE meter); ALTER TABLE plain_meter ADD PRIMARY KEY (site, seq);"
+    " INSERT INTO plain_meter SELECT * FROM meter;\n"
+)
+
+
+METER_QUERIES = ("SELECT count(*), sum(seq), sum(k) FROM {t} WHERE k < 4000",
+                 "SELECT site, count(*), max(note) FROM {t} GROUP BY 1 ORDER BY 1",
+                 "SELECT * FROM {t} WHERE site = 3 AND seq BETWEEN 100 AND 120 ORDER BY seq")
+
+
+def test_a_composite_key_and_an_integer_tier_key(db, tierdb):
+    """pk (site, seq), tier key k bigint, T = 4000: upserts match on both key columns, a key moved to another
+    k is deleted where it was, and the rules name the composite key."""
+    db.psql(f'ALTER DATABASE "{db.name}" SET tierdb.transparent_reads = on')
+    db.psql(METER_DDL)
+    proc = tierdb(["register", "--table", "public.meter", "--pk", "site,seq", "--tier-key", "k"])
+    assert proc.returncode == 0, proc.stderr
+    run_once(tierdb, "3500")
+    assert cutline(db, "meter")["T"] == 4000
+    # Existing cold keys (some moved to another k below T), keys sharing a site or a seq with them, new keys.
+    stage(db, "incoming", "SELECT site, seq, CASE WHEN seq % 2 = 0 THEN (k + 1500) % 4000 ELSE k END, 'ingested', -1"
+                          " FROM plain_meter WHERE k < 4000 AND seq % 5 = 0"
+                          " UNION ALL SELECT 7 + g % 3, g, g * 3, 'new', g FROM generate_series(1, 300) g",
+          table="meter")
+    result = ingested(ingest(tierdb, "--table", "public.meter", "--jsonl", "-",
+                             input=jsonl_of(db, "SELECT * FROM incoming")))
+    db.psql("DELETE FROM plain_meter WHERE (site, seq) IN (SELECT site, seq FROM incoming);"
+            " INSERT INTO plain_meter SELECT * FROM incoming")
+    replaced = int(db.query("SELECT count(*) FROM incoming WHERE site < 7")[0][0])
+    assert (result["rows"], result["replaced"]) == (int(db.query("SELECT count(*) FROM incoming")[0][0]), replaced)
+    check_committed(db, result, table="meter")
+    assert_same(db, table="meter", plain="plain_meter", order="site, seq", queries=METER_QUERIES)
+
+    before = state(db, "meter", plain_order="site, seq")
+    (hot_site, hot_seq) = db.query("SELECT site, seq FROM plain_meter WHERE k >= 4000 ORDER BY 1, 2 LIMIT 1")[0]
+    for lines, row, words in [
+        ([{"site": 20, "seq": 1, "k": 5}, {"site": 20, "seq": 2, "k": 6}, {"site": 20, "seq": 1, "k": 7}], 3,
+         ["repeats"]),
+        ([{"site": 20, "seq": 1, "k": 5}, {"site": int(hot_site), "seq": int(hot_seq), "k": 6}], 2, ["heap"]),
+        ([{"site": 20, "seq": 1, "k": 3999}, {"site": 20, "seq": 2, "k": 4000}], 2, ["cut-line"]),
+        ([{"site": 20, "seq": 1, "k": 5}, {"site": None, "seq": 2, "k": 6}], 2, ["site"]),
+    ]:
+        proc = ingest(tierdb, "--table", "public.meter", "--jsonl", "-",
+                      input="".join(json.dumps(line) + "\n" for line in lines))
+        assert proc.returncode == 1, proc.stdout + proc.stderr
+        assert f": row {row}:" in proc.stderr and any(w in proc.stderr for w in words), proc.stderr
+        assert state(db, "meter", plain_order="site, seq") == before
+    run_once(tierdb, "3500")
+    assert_same(db, table="meter", plain="plain_meter", order="site, seq", queries=METER_QUERIES)
 
 
 # ------------------------------------------------------------------ Parquet sources
