@@ -704,6 +704,48 @@ def test_a_composite_key_and_an_integer_tier_key(db, tierdb):
     assert_same(db, table="meter", plain="plain_meter", order="site, seq", queries=METER_QUERIES)
 
 
+def test_generated_columns_are_computed_never_taken(db, tierdb, tmp_path):
+    """docs/ingest.md: a generated column is computed as the table computes it; a JSONL key naming one is an
+    error, a Parquet column for one is not taken (and the file is rewritten)."""
+    import pyarrow as pa
+
+    make_events(db)
+    db.psql(f'ALTER DATABASE "{db.name}" SET tierdb.transparent_reads = on')
+    db.psql("ALTER TABLE events ADD COLUMN doubled numeric GENERATED ALWAYS AS (amount * 2) STORED;"
+            " CREATE TABLE plain (LIKE events INCLUDING GENERATED); INSERT INTO plain (id, ts, v, amount)"
+            " SELECT id, ts, v, amount FROM events")
+    proc = tierdb(["register", "--table", "public.events", "--pk", "id", "--tier-key", "ts"])
+    assert proc.returncode == 0, proc.stderr
+    run_once(tierdb, LAG)
+    stage(db, "incoming", "SELECT 100000 + g, timestamptz '2024-01-03 00:00+00' + g * interval '1 minute',"
+                          " 'gen ' || g, g * 1.25 FROM generate_series(1, 40) g")
+    body = jsonl_of(db, "SELECT id, ts, v, amount FROM incoming WHERE id <= 100020")
+    source = tmp_path / "with-doubled.parquet"
+    rows = db.query(READ + "SELECT id, (extract(epoch FROM ts) * 1000000)::bigint, v, amount::text FROM incoming"
+                           " WHERE id > 100020 ORDER BY id")
+    epoch = datetime.datetime(1970, 1, 1, tzinfo=datetime.timezone.utc)
+    write_parquet(pa.table({
+        "id": pa.array([int(r[0]) for r in rows], pa.int64()),
+        "ts": pa.array([epoch + datetime.timedelta(microseconds=int(r[1])) for r in rows], pa.timestamp("us", tz="UTC")),
+        "v": [r[2] for r in rows],
+        "amount": pa.array([decimal.Decimal(r[3]) for r in rows], pa.decimal128(12, 2)),
+        "doubled": pa.array([decimal.Decimal(-1)] * len(rows), pa.decimal128(12, 2)),  # wrong on purpose
+    }), source)
+    result = ingested(ingest(tierdb, "--jsonl", "-", "--file", source, input=body))
+    assert (result["rows"], result["files_adopted"]) == (40, 0)
+    db.psql("INSERT INTO plain (id, ts, v, amount) SELECT id, ts, v, amount FROM incoming")
+    assert_same(db)
+    assert db.query("SELECT count(*) FROM events WHERE id > 100000 AND doubled = amount * 2") == [("40",)]
+
+    before = state(db)
+    proc = ingest(tierdb, "--jsonl", "-", input=json.dumps(
+        {"id": 100100, "ts": "2024-01-03T05:00:00Z", "amount": 1}) + "\n" + json.dumps(
+        {"id": 100101, "ts": "2024-01-03T05:00:01Z", "amount": 1, "doubled": 2}) + "\n")
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert ": row 2:" in proc.stderr and "doubled" in proc.stderr, proc.stderr
+    assert state(db) == before
+
+
 # ------------------------------------------------------------------ Parquet sources
 
 
