@@ -1129,6 +1129,28 @@ def test_keep_heap_tables_are_refused(db, tierdb):
     assert db.query("SELECT count(*) FROM events WHERE id = 999999") == [("0",)]
 
 
+@pytest.mark.parametrize("setup, words", [
+    ("GRANT INSERT ON events TO {role}", ["UPDATE", "privilege"]),
+    ("GRANT SELECT, UPDATE ON events TO {role}", ["INSERT", "privilege"]),
+    ("GRANT INSERT, UPDATE, SELECT ON events TO {role}; ALTER TABLE events ENABLE ROW LEVEL SECURITY;"
+     " CREATE POLICY only_some ON events USING (id % 2 = 0)", ["row-level security", "policy"]),
+])
+def test_a_caller_without_the_rights_of_an_insert_and_update_is_refused(events, tierdb, setup, words):
+    db = events
+    role = f"loader_{db.name}"
+    db.psql(f'CREATE ROLE "{role}" LOGIN; GRANT USAGE ON SCHEMA tierdb TO "{role}";'
+            f' GRANT SELECT ON ALL TABLES IN SCHEMA tierdb TO "{role}";' + setup.format(role=f'"{role}"'))
+    try:
+        before = state(db)
+        proc = ingest(tierdb, "--jsonl", "-", env={"PGUSER": role},
+                      input=json.dumps(good(1)) + "\n")
+        assert proc.returncode == 1, proc.stdout + proc.stderr
+        assert any(w in proc.stderr for w in words), proc.stderr
+        assert state(db) == before
+    finally:
+        db.psql(f'DROP OWNED BY "{role}"; DROP ROLE "{role}"')
+
+
 # ------------------------------------------------------------------ crashes
 
 
