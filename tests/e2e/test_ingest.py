@@ -746,6 +746,47 @@ def test_generated_columns_are_computed_never_taken(db, tierdb, tmp_path):
     assert state(db) == before
 
 
+def test_jsonl_with_crlf_line_ends_and_a_long_value(events, tierdb, tmp_path):
+    """A JSONL file written on Windows (CRLF), and a line of several megabytes."""
+    db = events
+    stage(db, "incoming", new_rows(1, 20))
+    db.psql("UPDATE incoming SET v = repeat('long é ' || id, 400000) WHERE id = 100007")  # ~4.4 MB
+    (tmp_path / "crlf.jsonl").write_bytes(jsonl_of(db, "SELECT * FROM incoming").replace("\n", "\r\n").encode())
+    result = ingested(ingest(tierdb, "--jsonl", tmp_path / "crlf.jsonl"))
+    upsert_plain(db, "incoming")
+    assert result["rows"] == 20
+    assert_same(db)
+
+
+def test_names_that_need_quoting(db, tierdb):
+    """A schema, a table and columns whose names need quotes in SQL (mixed case, spaces, a quote)."""
+    db.psql(f'ALTER DATABASE "{db.name}" SET tierdb.transparent_reads = on')
+    db.psql('CREATE SCHEMA "Sales Data";'
+            ' CREATE TABLE "Sales Data"."My ""Events""" ("Id" bigint NOT NULL, "Happened At" timestamptz NOT NULL,'
+            ' "Note\'s" text) PARTITION BY RANGE ("Happened At");'
+            " DO $$ BEGIN FOR d IN 0..9 LOOP"
+            "  EXECUTE format('CREATE TABLE %I.%I PARTITION OF \"Sales Data\".\"My \"\"Events\"\"\" FOR VALUES"
+            " FROM (%L) TO (%L)', 'Sales Data', 'part ' || d, timestamptz '2024-01-01 00:00+00' + d * interval '1 day',"
+            "    timestamptz '2024-01-01 00:00+00' + (d + 1) * interval '1 day');"
+            " END LOOP; END $$;"
+            ' INSERT INTO "Sales Data"."My ""Events""" SELECT g, timestamptz \'2024-01-01 00:00+00\''
+            " + g * interval '5 minutes', 'n' || g FROM generate_series(1, 2800) g;"
+            ' CREATE TABLE quoted_plain (LIKE "Sales Data"."My ""Events"""); INSERT INTO quoted_plain'
+            ' SELECT * FROM "Sales Data"."My ""Events"""')
+    proc = tierdb(["register", "--table", 'Sales Data.My "Events"', "--pk", "Id", "--tier-key", "Happened At"])
+    if proc.returncode != 0:
+        pytest.skip(f"register does not take these names: {proc.stderr.strip()}")
+    run_once(tierdb, LAG)
+    lines = [{"Id": 90000 + i, "Happened At": f"2024-01-0{2 + i % 4}T10:00:00Z", "Note's": f"quoted {i}"}
+             for i in range(10)] + [{"Id": 3, "Happened At": "2024-01-01T00:15:00Z", "Note's": "replaced"}]
+    result = ingested(ingest(tierdb, "--table", 'Sales Data.My "Events"', "--jsonl", "-",
+                             input="".join(json.dumps(line) + "\n" for line in lines)))
+    assert (result["rows"], result["replaced"]) == (11, 1)
+    db.psql("DELETE FROM quoted_plain WHERE \"Id\" = 3; INSERT INTO quoted_plain VALUES (3, '2024-01-01 00:15+00',"
+            " 'replaced')" + "".join(f", ({90000 + i}, '2024-01-0{2 + i % 4} 10:00+00', 'quoted {i}')" for i in range(10)))
+    assert_same(db, table='"Sales Data"."My ""Events"""', plain="quoted_plain", order='"Id"', queries=())
+
+
 # ------------------------------------------------------------------ Parquet sources
 
 
@@ -993,6 +1034,14 @@ FAILURES = {
     "malformed-json": ([("jsonl", "a.jsonl", [good(1), good(2), '{"id": 700003, "ts": ', good(4)])],
                        [("a.jsonl", 3)], ["json", "JSON"]),
     "not-an-object": ([("jsonl", "a.jsonl", [good(1), "[1, 2]"])], [("a.jsonl", 2)], ["object"]),
+    # blank lines are skipped but counted
+    "after-blank-lines": ([("jsonl", "a.jsonl", [good(1), "", "   ", good(2), good(3, amount="x")])],
+                          [("a.jsonl", 5)], ["amount"]),
+    # a row of the second row group of a Parquet file (10 rows a group) is numbered in the whole file
+    "parquet-check-in-a-later-row-group": ([("parquet-groups-check", "p.parquet", None)], [("p.parquet", 25)],
+                                           ["amount_in_range"]),
+    "parquet-above-T-in-a-later-row-group": ([("parquet-groups-hot", "p.parquet", None)], [("p.parquet", 27)],
+                                             ["cut-line", "cutline", "cut line", "heap"]),
     "parquet-unknown-column": ([("jsonl", "a.jsonl", [good(1)]), ("parquet-extra", "p.parquet", None)],
                                [("p.parquet", None)], ["colour"]),
     "parquet-duplicate-of-jsonl": ([("jsonl", "a.jsonl", [good(1), good(2)]), ("parquet", "p.parquet", None)],
@@ -1003,12 +1052,18 @@ FAILURES = {
 
 
 def parquet_source(kind):
-    """A three-row Parquet file of events' columns (keys 700001..3), or worse."""
+    """A three-row Parquet file of events' columns (keys 700001..3), or worse; "-groups-" ones have 30 rows."""
     import pyarrow as pa
 
     rows = [good(1), good(2), good(3)]
     if kind == "parquet-hot":
         rows[2]["ts"] = "2024-01-08T00:00:00.000001Z"
+    if "-groups-" in kind:
+        rows = [good(i) for i in range(1, 31)]
+        if kind.endswith("check"):
+            rows[24]["amount"] = "-50000.01"
+        else:
+            rows[26]["ts"] = "2024-01-09T00:00:00Z"
     table = pa.table({
         "id": pa.array([r["id"] for r in rows], pa.int64()),
         "ts": pa.array([datetime.datetime.fromisoformat(r["ts"].replace("Z", "+00:00")) for r in rows],
@@ -1040,7 +1095,7 @@ def test_a_failed_validation_changes_nothing(events, tierdb, tmp_path, case):
             path.write_text(bad_jsonl(db, content))
             args += ["--jsonl", path]
         else:
-            write_parquet(parquet_source(kind), path)
+            write_parquet(parquet_source(kind), path, row_group_size=10)
             args += ["--file", path]
     proc = ingest(tierdb, *args)
     assert proc.returncode == 1, f"rc {proc.returncode}\nstdout: {proc.stdout}\nstderr: {proc.stderr}"
