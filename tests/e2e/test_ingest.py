@@ -787,6 +787,28 @@ def test_names_that_need_quoting(db, tierdb):
     assert_same(db, table='"Sales Data"."My ""Events"""', plain="quoted_plain", order='"Id"', queries=())
 
 
+def test_history_before_the_first_tiering(db, tierdb):
+    """A table registered but never tiered (T is its lowest partition bound, the lake has no snapshot) takes
+    history below T as the lake's first snapshot; tiering then appends to it."""
+    make_events(db)
+    db.psql(f'ALTER DATABASE "{db.name}" SET tierdb.transparent_reads = on')
+    db.psql("ALTER TABLE events ADD COLUMN src text; CREATE TABLE plain (LIKE events); INSERT INTO plain"
+            " SELECT * FROM events")
+    proc = tierdb(["register", "--table", "public.events", "--pk", "id", "--tier-key", "ts"])
+    assert proc.returncode == 0, proc.stderr
+    assert cutline(db, "events")["S"] is None
+    stage(db, "incoming", "SELECT 500000 + g, timestamptz '2023-01-01 00:00+00' + g * interval '7 hours',"
+                          " 'history ' || g, g / 4.0, 'ingest' FROM generate_series(1, 1200) g")
+    result = ingested(ingest(tierdb, "--jsonl", "-", input=jsonl_of(db, "SELECT * FROM incoming")))
+    upsert_plain(db, "incoming")
+    assert (result["rows"], result["replaced"]) == (1200, 0)
+    check_committed(db, result)
+    assert_same(db)
+    run_once(tierdb, LAG)
+    assert cutline(db, "events")["S"] != int(result["snapshot_id"])
+    assert_same(db)
+
+
 # ------------------------------------------------------------------ Parquet sources
 
 
