@@ -1228,6 +1228,56 @@ def test_a_caller_without_the_rights_of_an_insert_and_update_is_refused(events, 
         db.psql(f'DROP OWNED BY "{role}"; DROP ROLE "{role}"')
 
 
+# The small ingest's start is swept over the daemon's first few hundred milliseconds: on this machine its
+# commit lands inside the daemon's tiering or between tiering and fold at some of these delays.
+@pytest.mark.parametrize("ingest_rows, ingest_delay", [(60000, 0.0)] + [(10, d / 100) for d in range(0, 40, 4)])
+def test_an_ingest_beside_the_daemon_moving_t_and_folding(events, tierdb, ingest_rows, ingest_delay):
+    """An ingest and a daemon cycle that tiers another day (T moves from 2024-01-08 to 01-09; the day holds
+    100,000 rows, so tiering holds the table's lake lock a while) and folds delta rows, one of them for a key the
+    ingest replaces, run at the same time: a large ingest started first, or a small one that arrives while
+    tiering holds the lock and commits as soon as it is released. Whichever goes first, both succeed, the
+    ingested rows are read back, the ingested row wins over the older correction, nothing else changes."""
+    import threading
+    import time
+
+    db = events
+    for table in ("events", "plain"):
+        db.psql(READ + f"INSERT INTO {table} SELECT 400000 + g, timestamptz '2024-01-08 00:00+00'"
+                       " + g * interval '800 milliseconds', 'day 8', 1, 'seed' FROM generate_series(1, 100000) g")
+        db.psql(READ + f"UPDATE {table} SET v = 'corrected' WHERE id IN (20, 21)")
+    stage(db, "incoming", "SELECT 300000 + g, timestamptz '2024-01-01 00:00+00' + g * interval '3 seconds',"
+                          f" 'bulk ' || g, g % 1000, 'ingest' FROM generate_series(1, {ingest_rows}) g"
+                          " UNION ALL SELECT id, ts, 'ingested', amount, 'ingest' FROM plain WHERE id = 20")
+    body = jsonl_of(db, "SELECT * FROM incoming")
+    results = {}
+
+    def run_ingest():
+        time.sleep(ingest_delay)
+        results["ingest"] = ingest(tierdb, "--jsonl", "-", input=body)
+
+    def run_daemon():
+        results["run"] = tierdb(["run", "--once"], env={"TIERDB_TIERING_LAG": "1d"})
+
+    threads = [threading.Thread(target=run_ingest), threading.Thread(target=run_daemon)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    result = ingested(results["ingest"])
+    upsert_plain(db, "incoming")
+    assert result["rows"] == ingest_rows + 1
+    assert_same(db)
+    # the next cycle finishes whatever the first left (nothing, when it waited for the ingest as it should)
+    run_once(tierdb, "1d")
+    assert cutline(db, "events")["T"] == int(db.query(
+        "SELECT (extract(epoch FROM timestamptz '2024-01-09 00:00+00') * 1000000)::bigint")[0][0])
+    assert db.query("SELECT count(*) FROM tierdb.delta") == [("0",)]
+    assert_same(db)
+    # docs/ingest.md: the daemon's tiering, fold and retention of the table wait for the ingest's lake lock;
+    # they must not fail because an ingest committed while the cycle ran.
+    assert results["run"].returncode == 0, results["run"].stderr
+
+
 # ------------------------------------------------------------------ crashes
 
 
