@@ -10,12 +10,18 @@
  * With TIERDB_METRICS_PORT set, /metrics (metrics.h) listens from the start;
  * this loop records each cycle and re-reads the catalog's view for it after
  * each cycle, or after each wait of a daemon that does not lead.
+ *
+ * With TIERDB_LOAD_TOKEN set, Stream Load (load.h) listens too, in its own
+ * thread pool with a connection per request; it needs nothing of this loop.
  */
 #include <stdio.h>
 #include <stdlib.h>
 
 #include "cli.h"
 #include "daemon.h"
+#include "load.h"
+#include "profiles.h"
+#include "tiering.h"
 #include "metrics.h"
 #include "mirror.h"
 #include "pg.h"
@@ -50,6 +56,15 @@ static void usage(FILE *out)
 	      "  TIERDB_METRICS_PORT            serve Prometheus metrics at http://ADDRESS:PORT/metrics\n"
 	      "                                 (unset: no endpoint; docs/metrics.md)\n"
 	      "  TIERDB_METRICS_ADDRESS         the address /metrics listens on (127.0.0.1)\n"
+	      "  TIERDB_LOAD_TOKEN              serve Stream Load, POST http://ADDRESS:PORT/api/load/<schema>.<table>,\n"
+	      "                                 to clients sending 'Authorization: Bearer <token>' (unset: no\n"
+	      "                                 endpoint; at least 16 characters; docs/stream-load.md)\n"
+	      "  TIERDB_LOAD_ADDRESS            the address Stream Load listens on (127.0.0.1)\n"
+	      "  TIERDB_LOAD_PORT               its port (8040)\n"
+	      "  TIERDB_LOAD_THREADS            loads served at once (4)\n"
+	      "  TIERDB_LOAD_MAX_BYTES          the largest body of one load (1073741824); larger: 413\n"
+	      "  TIERDB_LOAD_DELTA_ROWS         the most rows below T one load sends to the delta (1000);\n"
+	      "                                 a load with more writes them to the lake in one snapshot\n"
 	      "  TIERDB_WAREHOUSE               the lake's warehouse when the profile names none\n"
 	      "  TIERDB_CREDENTIALS_<REF>       the S3 credentials a storage profile names by REF:\n"
 	      "                                 access_key_id=...;secret_access_key=...[;session_token=...]\n"
@@ -128,6 +143,13 @@ static int run_loop(const char *dsn, bool once, const tdb_daemon_config *cfg)
 				status = CLI_EXIT_FAILURE;
 		} else if (ready < 0) {
 			status = CLI_EXIT_FAILURE;
+		} else {
+			/* Not the leader: still serve the profiles' storages, which this daemon's Stream Loads use. */
+			tl_error err;
+			tl_error_clear(&err);
+			if (tdb_profiles_serve(conn, NULL, &err) < 0)
+				tdb_log(NULL, "%s", err.message);
+			tdb_abort_transaction(conn);
 		}
 		update_metrics(conn, leader, cfg);
 		if (once)
@@ -189,7 +211,23 @@ static int run_run(int argc, char **argv)
 			return cli_fail("%s", err.message);
 		tdb_log(NULL, "serving metrics at http://%s:%lld/metrics", cfg.metrics_address, (long long)cfg.metrics_port);
 	}
+	tdb_load_config load;
+	if (tdb_load_config_from_env(&load, &err) < 0) {
+		tdb_metrics_stop();
+		return cli_fail("%s", err.message);
+	}
+	if (load.token != NULL) {
+		load.dsn = dsn;
+		load.daemon = &cfg;
+		if (tdb_load_listen(&load, &err) < 0) {
+			tdb_metrics_stop();
+			return cli_fail("%s", err.message);
+		}
+		tdb_log(NULL, "serving Stream Load at http://%s:%lld/api/load/<schema>.<table> (%lld threads)", load.address,
+		        (long long)load.port, (long long)load.threads);
+	}
 	int status = run_loop(dsn, once, &cfg);
+	tdb_load_stop();
 	tdb_metrics_stop();
 	return status;
 }

@@ -60,6 +60,8 @@ static const char *const known_points[] = {
 	"load-before-commit",
 	"load-after-commit",
 	"load-after-commit-recorded",
+	"load-trickle-before-commit",
+	"load-trickle-after-commit",
 };
 
 #define NPOINTS (sizeof(known_points) / sizeof(known_points[0]))

@@ -110,6 +110,17 @@
  *   load-after-commit         the snapshot landed but the load's hot rows
  *   load-after-commit-recorded     died with its session: the lake is
  *                             rolled back to S, the label 'failed'.
+ *
+ * The points of a Stream Load trickle (load.c: rows routed with
+ * tierdb_upsert in one transaction with the label's 'committed'), settled
+ * when the label is sent again:
+ *
+ *   load-trickle-before-commit    rows routed and the label marked in the
+ *                                 open transaction, COMMIT not sent: the
+ *                                 kill rolls it back; the label, 'staged'
+ *                                 with its lock gone, is failed.
+ *   load-trickle-after-commit     committed, no answer sent: the label
+ *                                 answers its result again.
  */
 #ifndef TIERDB_FAULT_H
 #define TIERDB_FAULT_H

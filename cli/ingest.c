@@ -118,6 +118,7 @@ struct tdb_ingest {
 	bool committed;
 	char *pks, *versions, *locations; /* the delta pairs the ingest clears, as array literals */
 	int64_t delta_rows;
+	bool route_cold;           /* tdb_ingest_route: cold rows go to the delta, not the lake */
 	tdb_ingest_publish_hook hook;
 	void *hook_arg;
 	tdb_ingest_result res;
@@ -200,6 +201,13 @@ static void append_cold(const tdb_ingest *in, const char *alias, tl_buf *sql)
 {
 	append_col(alias, in->t.tier_key_col, sql);
 	tl_buf_printf(sql, " < %s", in->t_literal);
+}
+
+/* The staged row (alias s or none) goes to the lake: below T and not routed row by row. */
+static void append_lake_bound(const tdb_ingest *in, const char *alias, tl_buf *sql)
+{
+	append_cold(in, alias, sql);
+	tl_buf_printf(sql, " AND NOT %s%stierdb_route", alias != NULL ? alias : "", alias != NULL ? "." : "");
 }
 
 /* Runs a query expected to return at most one row; *row is NULL when it returned none. */
@@ -322,7 +330,7 @@ static int create_staging(tdb_ingest *in, tl_error *err)
 	tl_buf_append_str(&sql, "CREATE TEMPORARY TABLE tierdb_ingest (LIKE ");
 	tdb_pg_quote_qualified(in->t.schema_name, in->t.table_name, &sql);
 	tl_buf_append_str(&sql, " INCLUDING CONSTRAINTS INCLUDING GENERATED,"
-	                       " tierdb_source int, tierdb_row bigint)");
+	                       " tierdb_source int, tierdb_row bigint, tierdb_route boolean NOT NULL DEFAULT false)");
 	int rc = tdb_pg_exec(in->c, "creating the ingest's staging table", tdb_buf_cstr(&sql), 0, NULL, err);
 	tl_buf_free(&sql);
 	return rc;
@@ -973,14 +981,16 @@ static int count_rows(tdb_ingest *in, tl_error *err)
 	tl_buf sql;
 	tl_buf_init(&sql);
 	tl_buf_append_str(&sql, "SELECT count(*) FILTER (WHERE ");
+	append_lake_bound(in, NULL, &sql);
+	tl_buf_append_str(&sql, "), count(*) FILTER (WHERE NOT (");
 	append_cold(in, NULL, &sql);
-	tl_buf_append_str(&sql, "), count(*) FROM " STAGING);
+	tl_buf_append_str(&sql, ")) FROM " STAGING);
 	PGresult *res = tdb_pg_query(in->c, "counting the staged rows", tdb_buf_cstr(&sql), 0, NULL, err);
 	tl_buf_free(&sql);
 	if (res == NULL)
 		return -1;
 	in->res.rows = strtoll(PQgetvalue(res, 0, 0), NULL, 10);
-	in->res.hot_rows = strtoll(PQgetvalue(res, 0, 1), NULL, 10) - in->res.rows;
+	in->res.hot_rows = strtoll(PQgetvalue(res, 0, 1), NULL, 10);
 	PQclear(res);
 	return 0;
 }
@@ -991,9 +1001,10 @@ static int check_rules(tdb_ingest *in, tl_error *err)
 	if (tdb_pg_exec(in->c, "analyzing the staged rows", "ANALYZE " STAGING, 0, NULL, err) < 0)
 		return -1;
 	if (key_literals(in, err) < 0 || check_null_keys(in, err) < 0 || check_ranges(in, err) < 0 ||
-	    check_duplicates(in, err) < 0 || check_heap_keys(in, err) < 0)
+	    check_duplicates(in, err) < 0)
 		return -1;
-	return count_rows(in, err);
+	/* Stream Load moves such keys between the tiers instead (mark_routed). */
+	return in->opts.allow_hot ? 0 : check_heap_keys(in, err);
 }
 
 /* ------------------------------------------------------------ what the batch replaces */
@@ -1046,7 +1057,7 @@ static int capture_delta(tdb_ingest *in, tl_error *err)
 	char id[24];
 	tdb_int_text(in->t.table_id, id);
 	tl_buf_printf(&sql, " WHERE d.table_id = %s AND ", id);
-	append_cold(in, "s", &sql);
+	append_lake_bound(in, "s", &sql);
 	PGresult *res = tdb_pg_query(in->c, "reading the delta rows of the ingested keys", tdb_buf_cstr(&sql), 0, NULL,
 	                             err);
 	tl_buf_free(&sql);
@@ -1121,26 +1132,69 @@ static uint64_t pk_hash(const tl_pq_schema *schema, const tl_pq_batch *batch, in
 }
 
 /*
- * The batch's keys: their hashes, and for a one-column integer or temporal
- * key its least and greatest value, so that the lake scan skips the files,
- * row groups and pages whose bounds lie outside (a backfill of new keys
- * then reads next to nothing).
+ * The batch's keys: their hashes and, for a one-column key, what lets the
+ * lake scan skip files, row groups and pages that cannot hold one of them:
+ * up to IN_LIST_KEYS of the values themselves (an IN filter, which bounds
+ * and the key's bloom filters prune: a Stream Load of new keys then reads
+ * next to nothing, whatever the key's type) and, for an integer or
+ * temporal key, its least and greatest value (a range, for batches too
+ * large for a list).
  */
+#define IN_LIST_KEYS 20000
+
 typedef struct key_sink {
 	hash_set *set;
 	const tl_pq_schema *schema;
 	int npk;
+	tl_ice_type_id type;  /* the one key column's lake type */
 	bool ranged;          /* the key is one INT32/INT64 column */
 	bool seen;
 	int64_t lo, hi;
+	bool listed;          /* values holds every key (false once there are too many, or the type has no list) */
+	tl_ice_value *values;
+	int64_t nvalues, cap;
+	tl_arena arena;       /* the listed strings' bytes */
 } key_sink;
+
+/* Adds the row's key to the IN list, or gives the list up when it grows too long. */
+static void list_key(key_sink *k, const tl_vector *vec, int64_t row)
+{
+	if (k->nvalues == IN_LIST_KEYS) {
+		k->listed = false;
+		return;
+	}
+	if (k->nvalues == k->cap) {
+		k->cap = k->cap ? 2 * k->cap : 256;
+		k->values = tl_realloc(k->values, (size_t)k->cap * sizeof(tl_ice_value));
+	}
+	tl_ice_value *v = &k->values[k->nvalues++];
+	memset(v, 0, sizeof(*v));
+	switch (k->type) {
+	case TL_ICE_INT:
+	case TL_ICE_DATE: v->v.i32 = vec->v.i32[row]; break;
+	case TL_ICE_LONG:
+	case TL_ICE_TIMESTAMP:
+	case TL_ICE_TIMESTAMPTZ: v->v.i64 = vec->v.i64[row]; break;
+	default: { /* string, uuid */
+		tl_bytes b = tl_arena_copy(&k->arena, vec->v.bytes[row].ptr, vec->v.bytes[row].len);
+		v->ptr = b.ptr;
+		v->len = b.len;
+		if (b.ptr == NULL && b.len > 0)
+			k->listed = false;
+	}
+	}
+}
 
 static int add_key_hashes(void *arg, tl_pq_batch *batch, tl_error *err)
 {
 	key_sink *k = arg;
 	for (int64_t row = 0; row < batch->nrows; row++) {
 		hash_set_add(k->set, pk_hash(k->schema, batch, k->npk, row));
-		if (!k->ranged || tl_vector_is_null(&batch->columns[0], row))
+		if (tl_vector_is_null(&batch->columns[0], row))
+			continue;
+		if (k->listed)
+			list_key(k, &batch->columns[0], row);
+		if (!k->ranged)
 			continue;
 		int64_t v = k->schema->columns[0].physical == TL_PQ_INT32 ? batch->columns[0].v.i32[row]
 		                                                          : batch->columns[0].v.i64[row];
@@ -1176,14 +1230,19 @@ static int staged_key_hashes(tdb_ingest *in, key_sink *sink, tl_error *err)
 	tl_buf_append_str(&sql, "COPY (SELECT ");
 	tdb_pg_copy_select_list(in->key_cols, in->t.npk, &sql);
 	tl_buf_append_str(&sql, " FROM " STAGING " WHERE ");
-	append_cold(in, NULL, &sql);
+	if (in->opts.allow_hot)
+		tl_buf_append_str(&sql, "true"); /* a hot row's key may live in the lake too (mark_routed) */
+	else
+		append_cold(in, NULL, &sql);
 	tl_buf_append_str(&sql, ") TO STDOUT (FORMAT binary)");
 	tl_pq_batch *batch = tl_pq_batch_new(schema, BATCH_ROWS);
 	sink->schema = schema;
 	sink->npk = in->t.npk;
 	tl_ice_type_id type = lake->fields[in->pk[0]].type.id;
+	sink->type = type;
 	sink->ranged = in->t.npk == 1 && (type == TL_ICE_INT || type == TL_ICE_LONG || type == TL_ICE_DATE ||
 	                                  type == TL_ICE_TIMESTAMP || type == TL_ICE_TIMESTAMPTZ);
+	sink->listed = in->t.npk == 1 && (sink->ranged || type == TL_ICE_STRING || type == TL_ICE_UUID);
 	rc = tdb_copy_batches(in->c, tdb_buf_cstr(&sql), "reading the ingested keys", in->key_cols, in->t.npk, batch,
 	                      NULL, add_key_hashes, sink, err);
 	sink->schema = NULL;
@@ -1198,12 +1257,14 @@ static int staged_key_hashes(tdb_ingest *in, key_sink *sink, tl_error *err)
  * columns (and tier key) are staged in LAKE_KEYS, and the exact match
  * happens in SQL, so a hash collision never deletes a row.
  */
-/* pk >= lo AND pk <= hi, for the lake scan; NULL (no filter) when the key has no range. */
+/* pk IN (...), else pk >= lo AND pk <= hi, for the lake scan; NULL (no filter) when neither applies. */
 static const tl_ice_expr *key_range(const tdb_ingest *in, const key_sink *keys, tl_arena *arena)
 {
+	const tl_ice_field *field = &tl_ice_metadata_current_schema(in->lake->metadata)->fields[in->pk[0]];
+	if (keys->listed && keys->nvalues > 0)
+		return tl_ice_expr_predicate(arena, TL_ICE_EXPR_IN, field->id, keys->values, (int)keys->nvalues);
 	if (!keys->ranged || !keys->seen)
 		return NULL;
-	const tl_ice_field *field = &tl_ice_metadata_current_schema(in->lake->metadata)->fields[in->pk[0]];
 	tl_ice_value lo = {0}, hi = {0};
 	if (field->type.id == TL_ICE_INT || field->type.id == TL_ICE_DATE) {
 		lo.v.i32 = (int32_t)keys->lo;
@@ -1290,11 +1351,192 @@ static int find_lake_keys(tdb_ingest *in, tl_error *err)
 {
 	hash_set set = {tl_calloc(1024, sizeof(uint64_t)), 1023, 0};
 	key_sink keys = {.set = &set};
+	tl_arena_init(&keys.arena, 64 * 1024);
 	int rc = staged_key_hashes(in, &keys, err);
 	if (rc == 0)
 		rc = stage_lake_candidates(in, &keys, err);
 	free(set.slots);
+	free(keys.values);
+	tl_arena_free(&keys.arena);
 	return rc;
+}
+
+/* ------------------------------------------------------------ rows at or above T (Stream Load) */
+
+/*
+ * Marks the staged rows that are routed one by one with tierdb_upsert
+ * rather than written as a set: those whose key lives in the other tier
+ * (a hot row whose key is in the lake at S or in the delta, a cold row
+ * whose key is in the heap) and, for tdb_ingest_route, every cold row.
+ * tierdb_upsert moves a key between the tiers through the delta, which
+ * every reader merges live, so a reader holding an older pin sees the key
+ * once too (a new snapshot would hide the move from it).
+ */
+static int mark_routed(tdb_ingest *in, tl_error *err)
+{
+	tl_buf sql;
+	tl_buf_init(&sql);
+	char id[24];
+	tdb_int_text(in->t.table_id, id);
+	tl_buf_append_str(&sql, "UPDATE " STAGING " s SET tierdb_route = true WHERE CASE WHEN ");
+	append_cold(in, "s", &sql);
+	if (in->route_cold)
+		tl_buf_append_str(&sql, " THEN true");
+	else {
+		tl_buf_append_str(&sql, " THEN EXISTS (SELECT FROM ");
+		tdb_pg_quote_qualified(in->t.schema_name, in->t.table_name, &sql);
+		tl_buf_append_str(&sql, " h WHERE ");
+		append_pk_join(in, "s", "h", &sql);
+		tl_buf_append_str(&sql, " AND NOT (");
+		append_cold(in, "h", &sql);
+		tl_buf_append_str(&sql, "))");
+	}
+	tl_buf_append_str(&sql, " ELSE EXISTS (SELECT FROM " LAKE_KEYS " l WHERE ");
+	append_pk_join(in, "s", "l", &sql);
+	tl_buf_printf(&sql, ") OR EXISTS (SELECT FROM tierdb.delta d WHERE d.table_id = %s AND d.pk = ", id);
+	if (pk_text_sql(in, "s", &sql, err) < 0) {
+		tl_buf_free(&sql);
+		return -1;
+	}
+	tl_buf_append_str(&sql, ") END");
+	int rc = tdb_pg_exec(in->c, "finding the keys that move between the tiers", tdb_buf_cstr(&sql), 0, NULL, err);
+	tl_buf_free(&sql);
+	return rc;
+}
+
+/* Appends the columns a source gives (every one but the generated ones), with an optional alias. */
+static void append_given_columns(const tdb_ingest *in, const char *alias, tl_buf *sql)
+{
+	bool first = true;
+	for (int i = 0; i < in->ncols; i++) {
+		if (in->generated[i])
+			continue;
+		if (!first)
+			tl_buf_append_str(sql, ", ");
+		append_col(alias, in->cols[i].name, sql);
+		first = false;
+	}
+}
+
+/*
+ * The hot rows that stay in the heap's tier upsert into it as a set: the
+ * heap rows of their keys go, and they are inserted with a plain INSERT
+ * (the table's triggers, constraints and privileges apply as to any).
+ */
+static int upsert_heap(tdb_ingest *in, tl_error *err)
+{
+	tl_buf sql;
+	tl_buf_init(&sql);
+	tl_buf_append_str(&sql, "WITH d AS (DELETE FROM ");
+	tdb_pg_quote_qualified(in->t.schema_name, in->t.table_name, &sql);
+	tl_buf_append_str(&sql, " h USING " STAGING " s WHERE ");
+	append_pk_join(in, "s", "h", &sql);
+	tl_buf_append_str(&sql, " AND NOT (");
+	append_cold(in, "h", &sql);
+	tl_buf_append_str(&sql, ") AND NOT (");
+	append_cold(in, "s", &sql);
+	tl_buf_append_str(&sql, ") AND NOT s.tierdb_route RETURNING 1) SELECT count(*) FROM d");
+	PGresult *res = tdb_pg_query(in->c, "replacing the heap rows of the loaded keys", tdb_buf_cstr(&sql), 0, NULL,
+	                             err);
+	tl_buf_free(&sql);
+	if (res == NULL)
+		return -1;
+	in->res.replaced += strtoll(PQgetvalue(res, 0, 0), NULL, 10);
+	PQclear(res);
+	tl_buf_init(&sql);
+	tl_buf_append_str(&sql, "WITH i AS (INSERT INTO ");
+	tdb_pg_quote_qualified(in->t.schema_name, in->t.table_name, &sql);
+	tl_buf_append_str(&sql, " (");
+	append_given_columns(in, NULL, &sql);
+	tl_buf_append_str(&sql, ") SELECT ");
+	append_given_columns(in, NULL, &sql);
+	tl_buf_append_str(&sql, " FROM " STAGING " WHERE NOT (");
+	append_cold(in, NULL, &sql);
+	tl_buf_append_str(&sql, ") AND NOT tierdb_route ORDER BY tierdb_source, tierdb_row RETURNING 1)"
+	                        " SELECT count(*) FROM i");
+	res = tdb_pg_query(in->c, "inserting the loaded rows into the heap", tdb_buf_cstr(&sql), 0, NULL, err);
+	tl_buf_free(&sql);
+	if (res == NULL)
+		return -1;
+	in->res.heap_rows += strtoll(PQgetvalue(res, 0, 0), NULL, 10);
+	PQclear(res);
+	return 0;
+}
+
+/*
+ * The marked rows, one by one with tierdb_upsert in source order, inside
+ * the caller's transaction: one PL/pgSQL block (one subtransaction, not
+ * one per row) whose error names the failing row's source and row.
+ * tierdb_upsert holds a lock per key until the transaction ends, so the
+ * rows routed this way are few by design (a trickle, the keys that move).
+ */
+static int route_rows(tdb_ingest *in, tl_error *err)
+{
+	tl_buf sql, names;
+	tl_buf_init(&sql);
+	tl_buf_init(&names);
+	tl_buf_append_str(&names, "ARRAY[");
+	for (int i = 0; i < in->nsources; i++) {
+		if (i > 0)
+			tl_buf_append_str(&names, ", ");
+		tdb_pg_quote_literal(in->sources[i].name, &names);
+	}
+	tl_buf_append_str(&names, "]::text[]");
+	char oid[24];
+	tdb_int_text(in->t.table_id, oid);
+	tl_buf image;
+	tl_buf_init(&image);
+	tl_buf_append_str(&image, "to_jsonb(s) - 'tierdb_source' - 'tierdb_row' - 'tierdb_route'");
+	for (int i = 0; i < in->ncols; i++)
+		if (in->generated[i]) { /* computed again by the row's own INSERT */
+			tl_buf_append_str(&image, " - ");
+			tdb_pg_quote_literal(in->cols[i].name, &image);
+		}
+	tl_buf_printf(&sql,
+	              "DO $tierdb_ingest$\n"
+	              "DECLARE r record; src int; line bigint; heap bigint := 0; delta bigint := 0; d text; h text;\n"
+	              "BEGIN\n"
+	              "  FOR r IN SELECT s.tierdb_source, s.tierdb_row,"
+	              " %s AS image"
+	              " FROM " STAGING " s WHERE s.tierdb_route ORDER BY s.tierdb_source, s.tierdb_row LOOP\n"
+	              "    src := r.tierdb_source; line := r.tierdb_row;\n"
+	              "    IF pg_catalog.tierdb_upsert(%s::oid::regclass, r.image) = 'heap' THEN heap := heap + 1;"
+	              " ELSE delta := delta + 1; END IF;\n"
+	              "  END LOOP;\n"
+	              "  PERFORM set_config('tierdb_ingest.routed', heap || ' ' || delta, true);\n"
+	              "EXCEPTION WHEN OTHERS THEN\n"
+	              "  GET STACKED DIAGNOSTICS d = PG_EXCEPTION_DETAIL, h = PG_EXCEPTION_HINT;\n"
+	              "  RAISE EXCEPTION USING ERRCODE = SQLSTATE, DETAIL = coalesce(d, ''), HINT = coalesce(h, ''),"
+	              " MESSAGE = CASE WHEN line IS NULL THEN SQLERRM"
+	              " ELSE format('%%s: row %%s: %%s', (%s)[src + 1], line, SQLERRM) END;\n"
+	              "END\n"
+	              "$tierdb_ingest$",
+	              tdb_buf_cstr(&image), oid, tdb_buf_cstr(&names));
+	tl_buf_free(&names);
+	tl_buf_free(&image);
+	int rc = tdb_pg_exec(in->c, "routing rows with tierdb_upsert", tdb_buf_cstr(&sql), 0, NULL, err);
+	tl_buf_free(&sql);
+	if (rc < 0)
+		return -1;
+	PGresult *res = tdb_pg_query(in->c, "reading the routes", "SELECT current_setting('tierdb_ingest.routed', true)",
+	                             0, NULL, err);
+	if (res == NULL)
+		return -1;
+	int64_t heap = 0, delta = 0;
+	if (sscanf(PQgetvalue(res, 0, 0), "%" SCNd64 " %" SCNd64, &heap, &delta) == 2) {
+		in->res.heap_rows += heap;
+		in->res.delta_rows += delta;
+	}
+	PQclear(res);
+	return 0;
+}
+
+/* What the transaction that publishes (or, without a lake commit, applies) the rows does besides S. */
+static int apply_in_transaction(tdb_ingest *in, tl_error *err)
+{
+	if (in->opts.allow_hot && (upsert_heap(in, err) < 0 || route_rows(in, err) < 0))
+		return -1;
+	return in->hook != NULL ? in->hook(in->hook_arg, in->c, &in->res, err) : 0;
 }
 
 /* ------------------------------------------------------------ files */
@@ -1329,7 +1571,7 @@ static int write_deletes(tdb_ingest *in, tl_error *err)
 	tl_buf_append_str(&from, LAKE_KEYS " l WHERE EXISTS (SELECT FROM " STAGING " s WHERE ");
 	append_pk_join(in, "s", "l", &from);
 	tl_buf_append_str(&from, " AND ");
-	append_cold(in, "s", &from);
+	append_lake_bound(in, "s", &from);
 	tl_buf_append_str(&from, ")");
 	tl_buf order;
 	tl_buf_init(&order);
@@ -1349,7 +1591,7 @@ static int write_data(tdb_ingest *in, tl_error *err)
 	tl_buf from;
 	tl_buf_init(&from);
 	tl_buf_append_str(&from, STAGING " WHERE ");
-	append_cold(in, NULL, &from);
+	append_lake_bound(in, NULL, &from);
 	for (int i = 0; i < in->nsources; i++)
 		if (in->sources[i].adopted.adopt)
 			tl_buf_printf(&from, " AND tierdb_source <> %d", i);
@@ -1471,8 +1713,7 @@ static int publish(tdb_ingest *in, tl_error *err)
 	                               in->has_base ? in->base_s : TL_ICE_NO_SNAPSHOT, in->snapshot_id, in->lake,
 	                               err) < 0 ||
 	    clear_delta(in->c, in->t.table_id, in->pks, in->versions, in->locations, err) < 0 ||
-	    (in->hook != NULL && in->hook(in->hook_arg, in->c, &in->res, err) < 0) ||
-	    tdb_oplog_set_phase(in->c, in->op_id, "done", NULL, err) < 0 ||
+	    apply_in_transaction(in, err) < 0 || tdb_oplog_set_phase(in->c, in->op_id, "done", NULL, err) < 0 ||
 	    tdb_pg_exec(in->c, "committing the ingest", "COMMIT", 0, NULL, err) < 0)
 		return -1;
 	return 0;
@@ -1542,13 +1783,12 @@ static void undo(tdb_ingest *in)
 		tdb_log(in->label, "ingest: could not mark operation %s aborted: %s", in->op_id, ignored.message);
 }
 
-/* The hook alone, in its own transaction: nothing cold came. */
+/* No row for the lake: the rest in a transaction of its own. */
 static int publish_without_lake(tdb_ingest *in, tl_error *err)
 {
-	if (in->hook == NULL)
+	if (in->hook == NULL && !in->opts.allow_hot)
 		return 0;
-	if (tdb_pg_exec(in->c, "starting the load", "BEGIN", 0, NULL, err) < 0 ||
-	    in->hook(in->hook_arg, in->c, &in->res, err) < 0 ||
+	if (tdb_pg_exec(in->c, "starting the load", "BEGIN", 0, NULL, err) < 0 || apply_in_transaction(in, err) < 0 ||
 	    tdb_pg_exec(in->c, "committing the load", "COMMIT", 0, NULL, err) < 0) {
 		tdb_abort_transaction(in->c);
 		return -1;
@@ -1569,15 +1809,15 @@ static int run_commit(tdb_ingest *in, tl_error *err)
 	in->t = fresh;
 	in->has_base = in->t.has_snapshot;
 	in->base_s = in->t.snapshot_id;
-	if (check_rules(in, err) < 0)
-		return -1;
-	if (in->res.rows == 0)
-		return publish_without_lake(in, err);
-	if (tl_ice_table_refresh(in->lake, err) < 0 ||
+	if (check_rules(in, err) < 0 || tl_ice_table_refresh(in->lake, err) < 0 ||
 	    tdb_lake_check_published(in->lake, in->has_base ? in->base_s : TL_ICE_NO_SNAPSHOT, "the ingest", err) < 0 ||
 	    tdb_lake_key_columns(in->lake, &in->t, in->cols, in->ncols, in->label, &in->key_cols, &in->key_ids, &in->nkey,
 	                         err) < 0 ||
-	    capture_delta(in, err) < 0)
+	    find_lake_keys(in, err) < 0 || (in->opts.allow_hot && mark_routed(in, err) < 0) || count_rows(in, err) < 0)
+		return -1;
+	if (in->res.rows == 0)
+		return publish_without_lake(in, err);
+	if (capture_delta(in, err) < 0)
 		return -1;
 	char *details = journal_details(in);
 	int rc = tdb_oplog_begin(in->c, in->t.table_id, in->opts.op_kind, "writing", details, in->op_id, err);
@@ -1586,7 +1826,7 @@ static int run_commit(tdb_ingest *in, tl_error *err)
 		return -1;
 	in->journaled = true;
 	snprintf(in->res.op_id, sizeof(in->res.op_id), "%s", in->op_id);
-	if (find_lake_keys(in, err) < 0 || write_files(in, err) < 0 || journal_files(in, err) < 0)
+	if (write_files(in, err) < 0 || journal_files(in, err) < 0)
 		return -1;
 	bool blocked;
 	tdb_lake_op op = {.c = in->c, .table_id = in->t.table_id, .op_id = in->op_id, .step = "the ingest",
@@ -1604,12 +1844,21 @@ static int run_commit(tdb_ingest *in, tl_error *err)
 	return 0;
 }
 
+int tdb_ingest_route(tdb_ingest *in, tdb_ingest_publish_hook hook, void *hook_arg, tdb_ingest_result *res,
+                     tl_error *err)
+{
+	in->route_cold = true;
+	return tdb_ingest_commit(in, hook, hook_arg, res, err);
+}
+
 int tdb_ingest_commit(tdb_ingest *in, tdb_ingest_publish_hook hook, void *hook_arg, tdb_ingest_result *res,
                       tl_error *err)
 {
 	in->hook = hook;
 	in->hook_arg = hook_arg;
 	int rc = run_commit(in, err);
+	if (rc < 0)
+		snprintf(in->res.sqlstate, sizeof(in->res.sqlstate), "%s", tdb_pg_last_sqlstate());
 	if (rc < 0 && PQstatus(in->c) == CONNECTION_OK)
 		undo(in);
 	if (in->locked) {

@@ -47,9 +47,12 @@ typedef struct tdb_ingest tdb_ingest;
 typedef struct tdb_ingest_options {
 	const char *op_kind;   /* "ingest" (tierdb ingest) or "load" (Stream Load) */
 	/*
-	 * Rows at or above T are accepted and left in the staging table for
-	 * the caller (Stream Load upserts them into the heap in its publish
-	 * hook); otherwise they are an error. Rows below R are always errors.
+	 * Stream Load: rows at or above T are accepted and upsert into the heap
+	 * as a set (their keys' heap rows deleted, the rows INSERTed) in the
+	 * transaction that publishes the lake rows; a row whose key lives in
+	 * the other tier moves there through tierdb_upsert (see ingest.c
+	 * mark_routed). Without it, rows at or above T and cold rows whose key
+	 * lives in the heap are errors. Rows below R are always errors.
 	 */
 	bool allow_hot;
 	/* Prints progress (rows/s, bytes, ETA) to stderr while sources are read and files written. */
@@ -95,20 +98,24 @@ int tdb_ingest_add_parquet(tdb_ingest *in, const char *path, tl_error *err);
 typedef struct tdb_ingest_result {
 	char op_id[37];
 	int64_t rows;             /* rows committed (cold; hot rows stay in staging, see allow_hot) */
-	int64_t hot_rows;         /* rows at or above T left in the staging table (allow_hot only) */
-	int64_t replaced;         /* keys that were already in the lake or the delta */
+	int64_t hot_rows;         /* staged rows at or above T (allow_hot only) */
+	int64_t heap_rows;        /* rows that went to the heap (allow_hot only) */
+	int64_t delta_rows;       /* rows routed into the delta (tdb_ingest_route, or keys that moved cold) */
+	int64_t replaced;         /* keys that were already in the lake (or, allow_hot, in the heap) */
 	int64_t files_adopted;    /* Parquet sources committed as they are */
 	int64_t files_written;    /* data files written from the staging table */
 	int64_t bytes;            /* bytes of the committed data files */
 	bool committed;           /* a lake snapshot was committed (false when no cold row came) */
+	char sqlstate[6];         /* on failure, the SQLSTATE of the statement that failed ("" for none) */
 	int64_t snapshot_id;
 } tdb_ingest_result;
 
 /*
  * Runs inside the transaction that publishes S, before it commits (and,
- * when no cold row came, in a transaction of its own): Stream Load marks
- * its label committed and upserts the hot rows here. An error aborts the
- * publishing; the lake snapshot is then rolled back.
+ * when no row goes to the lake, in a transaction of its own), after the
+ * rows at or above T were applied: Stream Load marks its label committed
+ * here. An error aborts the publishing; the lake snapshot is then rolled
+ * back.
  */
 typedef int (*tdb_ingest_publish_hook)(void *arg, PGconn *c, const tdb_ingest_result *res, tl_error *err);
 
@@ -120,6 +127,14 @@ typedef int (*tdb_ingest_publish_hook)(void *arg, PGconn *c, const tdb_ingest_re
  */
 int tdb_ingest_commit(tdb_ingest *in, tdb_ingest_publish_hook hook, void *hook_arg, tdb_ingest_result *res,
                       tl_error *err);
+
+/*
+ * Stream Load's trickle: tdb_ingest_commit with every cold row routed into
+ * the delta by tierdb_upsert instead of written to the lake; no lake
+ * commit, one transaction (hot rows as there, then the hook).
+ */
+int tdb_ingest_route(tdb_ingest *in, tdb_ingest_publish_hook hook, void *hook_arg, tdb_ingest_result *res,
+                     tl_error *err);
 
 /* Drops the staging table (when the connection is still usable) and frees the ingest. */
 void tdb_ingest_free(tdb_ingest *in);

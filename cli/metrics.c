@@ -49,6 +49,10 @@ typedef struct step_record {
 	double seconds;
 } step_record;
 
+/* The statuses Stream Load answers with (load_http.c, load.c); any other is counted as the last. */
+static const unsigned load_statuses[] = {200, 400, 401, 404, 405, 409, 413, 500, 503, 0};
+#define NLOAD_STATUSES (sizeof(load_statuses) / sizeof(load_statuses[0]))
+
 typedef struct table_record {
 	char *table; /* schema.name */
 	step_record *steps;
@@ -58,6 +62,7 @@ typedef struct table_record {
 	int64_t bytes[TDB_METRICS_NOPS];
 	double last_at[TDB_METRICS_NOPS]; /* seconds since 1970; meaningful when operations > 0 */
 	double last_seconds[TDB_METRICS_NOPS];
+	int64_t load_requests[NLOAD_STATUSES];
 } table_record;
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
@@ -76,6 +81,7 @@ static struct {
 	size_t snapshot_len;
 	double snapshot_at;
 	int64_t snapshot_failures;
+	int64_t load_unresolved[NLOAD_STATUSES]; /* Stream Load requests that named no registered table */
 } state;
 
 static double wall_clock(void)
@@ -183,7 +189,39 @@ void tdb_metrics_moved(const char *table, tdb_metrics_op op, int64_t rows, int64
 	pthread_mutex_unlock(&lock);
 }
 
+static size_t load_status_index(unsigned status)
+{
+	size_t i = 0;
+	while (load_statuses[i] != 0 && load_statuses[i] != status)
+		i++;
+	return i;
+}
+
+void tdb_metrics_load_request(const char *table, unsigned status)
+{
+	size_t i = load_status_index(status);
+	pthread_mutex_lock(&lock);
+	table_record *t = table != NULL ? table_record_of(table) : NULL;
+	if (t != NULL)
+		t->load_requests[i]++;
+	else
+		state.load_unresolved[i]++;
+	pthread_mutex_unlock(&lock);
+}
+
 /* ------------------------------------------------------------ the process's families */
+
+/* One sample of tierdb_load_requests_total, when the count is not 0. Called with the lock held. */
+static void load_sample(tl_buf *out, const char *table, size_t i, int64_t count)
+{
+	if (count == 0)
+		return;
+	char status[16];
+	snprintf(status, sizeof(status), "%u", load_statuses[i]);
+	tdb_prom_int(out, "tierdb_load_requests_total",
+	             (const char *const[]){"table", table, "status", load_statuses[i] != 0 ? status : "other", NULL},
+	             count);
+}
 
 /* Called with the lock held. */
 static void render_process(tl_buf *out)
@@ -279,6 +317,17 @@ static void render_process(tl_buf *out)
 					tdb_prom_double(out, moved[f].name, labels, f == 3 ? t->last_at[op] : t->last_seconds[op]);
 			}
 	}
+
+	tdb_prom_family(out, "tierdb_load_requests_total", "counter",
+	                "Stream Load requests this daemon answered, by table and HTTP status (200 committed or replayed, "
+	                "400 bad body, 401 bad token, 404 unknown table, 405 not POST, 409 concurrent duplicate label, "
+	                "413 body too large, 500/503 the daemon's side); table=\"\" for requests that named no "
+	                "registered table. A status appears at its first request.");
+	for (size_t k = 0; k < NLOAD_STATUSES; k++)
+		load_sample(out, "", k, state.load_unresolved[k]);
+	for (int i = 0; i < state.ntables; i++)
+		for (size_t k = 0; k < NLOAD_STATUSES; k++)
+			load_sample(out, state.tables[i].table, k, state.tables[i].load_requests[k]);
 
 	tdb_prom_family(out, "tierdb_metrics_snapshot_timestamp_seconds", "gauge",
 	                "When the daemon last read the catalog for the per-table metrics below (after each cycle, or each "
@@ -442,8 +491,8 @@ static void render_tables(tl_buf *out, const PGresult *res, const table_view *v,
 			             strcmp(value_or_null(res, v[i].row, "copying"), "t") == 0);
 	static const char *const label_states[] = {"staged", "committed", "failed", NULL};
 	state_family(out, v, n, offsetof(table_view, load_labels), "tierdb_load_labels",
-	             "Stream Load labels in tierdb.load_labels, by state (Stream Load itself is not built yet: these stay "
-	             "0 until it is).",
+	             "Stream Load labels in tierdb.load_labels, by state (staged: a load in progress, or one a crash "
+	             "interrupted that is settled when its label is sent again).",
 	             "state", label_states);
 
 	/* The integers of the recorded lake statistics (maintenance.c's health_json), one family each. */

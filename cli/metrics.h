@@ -52,6 +52,13 @@ typedef enum tdb_metrics_op {
 /* A published operation of table `table`: rows it moved, lake bytes it wrote, how long it took. */
 void tdb_metrics_moved(const char *table, tdb_metrics_op op, int64_t rows, int64_t bytes, double seconds);
 
+/*
+ * A Stream Load request answered with HTTP `status`; `table` is the
+ * registered table it named ("schema.table"), or NULL when it named none
+ * (bad path, method or token, unknown table), counted under table="".
+ */
+void tdb_metrics_load_request(const char *table, unsigned status);
+
 /* Seconds on a monotonic clock, for the durations above. */
 double tdb_metrics_clock(void);
 

@@ -25,7 +25,7 @@ const char *tdb_buf_cstr(tl_buf *b)
 
 const char *tdb_table_label(const tdb_catalog_table *t)
 {
-	static char label[300];
+	static _Thread_local char label[300]; /* per thread: Stream Load's ingests run on its threads */
 	snprintf(label, sizeof(label), "%s.%s", t->schema_name, t->table_name);
 	return label;
 }

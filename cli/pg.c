@@ -187,7 +187,7 @@ PGconn *tdb_pg_connect(const char *dsn, tl_error *err)
 /* ------------------------------------------------------------ statements */
 
 /* The SQLSTATE of the last failed statement (tdb_pg_last_sqlstate). */
-static char last_sqlstate[6];
+static _Thread_local char last_sqlstate[6]; /* per thread: Stream Load runs statements on its own threads */
 
 const char *tdb_pg_last_sqlstate(void)
 {

@@ -274,6 +274,14 @@ static served *served_list;
 static int served_count;
 
 /*
+ * Storages of profiles that changed, kept rather than freed: another
+ * thread (a Stream Load) may still be using one it looked up before the
+ * change. A profile changes rarely (credentials rotated), so they are few.
+ */
+static tl_storage **retired;
+static int nretired;
+
+/*
  * TIERDB_CREDENTIALS_FILE, read once per tdb_profiles_serve call when a
  * reference is not in the environment: the same format as the server's
  * credentials file, so the embedded worker (or a systemd unit) can point
@@ -355,7 +363,13 @@ static void served_free(served *s)
 	free(s->name);
 	free(s->warehouse);
 	free(s->signature);
-	tl_profile_storage_free(s->storage);
+	if (s->storage != NULL) {
+		tl_storage **grown = tl_realloc(retired, (size_t)(nretired + 1) * sizeof(*retired));
+		if (grown != NULL) { /* out of memory: leaked, never freed under a user */
+			retired = grown;
+			retired[nretired++] = s->storage;
+		}
+	}
 }
 
 /* The storage for one row: the previous one when nothing changed, else a new one. */

@@ -63,7 +63,7 @@ int tdb_heap_max_key(PGconn *c, const tdb_catalog_table *t, bool *has, int64_t *
  */
 int tdb_key_literal(PGconn *c, tdb_key_type type, int64_t v, tl_buf *out, tl_error *err);
 
-/* "schema.table" for messages; static storage, valid until the next call. */
+/* "schema.table" for messages; static storage of the calling thread, valid until its next call. */
 const char *tdb_table_label(const tdb_catalog_table *t);
 
 /* Makes b's contents a NUL-terminated string (the NUL is not counted in len). */

@@ -37,7 +37,7 @@ static void libc_free(void *p, void *arg)
 static tl_mem_methods methods = {libc_malloc, libc_realloc, libc_free, NULL};
 static unsigned long failures;
 
-static int json_loading;
+static _Thread_local int json_loading; /* per thread: a parse on one thread says nothing of another's */
 
 static tl_interrupt_fn interrupt_fn;
 static void *interrupt_arg;

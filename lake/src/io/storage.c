@@ -7,6 +7,7 @@
  * the environment for s3: and s3a:.
  */
 #include <ctype.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -25,6 +26,15 @@ typedef struct registered {
 
 static registered *registry;
 static size_t registry_count;
+
+/*
+ * Guards the registry and the environment's S3 storage: a host may look
+ * storages up from several threads (the daemon's Stream Load threads)
+ * while one of them registers (its cycle re-serves the profiles). What a
+ * lookup returns stays valid: hosts keep a storage alive after replacing
+ * its registration (cli/profiles.c).
+ */
+static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;
 
 /*
  * The scheme of a location, lower-cased, into out: "file" for plain paths
@@ -59,7 +69,7 @@ static registered *find_registered(const char *match, bool is_prefix)
 	return NULL;
 }
 
-static tl_storage *set_registered(const char *match, bool is_prefix, tl_storage *storage)
+static tl_storage *set_registered_locked(const char *match, bool is_prefix, tl_storage *storage)
 {
 	registered *r = find_registered(match, is_prefix);
 	tl_storage *previous = r ? r->storage : NULL;
@@ -77,6 +87,14 @@ static tl_storage *set_registered(const char *match, bool is_prefix, tl_storage 
 		if (copy)
 			registry[registry_count++] = (registered){copy, is_prefix, storage};
 	}
+	return previous;
+}
+
+static tl_storage *set_registered(const char *match, bool is_prefix, tl_storage *storage)
+{
+	pthread_mutex_lock(&registry_lock);
+	tl_storage *previous = set_registered_locked(match, is_prefix, storage);
+	pthread_mutex_unlock(&registry_lock);
 	return previous;
 }
 
@@ -142,14 +160,8 @@ static tl_storage *environment_s3(tl_error *err)
 	return s3;
 }
 
-tl_storage *tl_storage_for(const char *location, tl_error *err)
+static tl_storage *storage_for_locked(const char *location, const char *scheme, tl_error *err)
 {
-	char scheme[SCHEME_MAX];
-	if (!location_scheme(location, scheme)) {
-		tl_error_set(err, TL_ERR_UNSUPPORTED, "cannot use %s: its scheme is not a storage this build knows",
-		             location);
-		return NULL;
-	}
 	tl_storage *s = by_prefix(location);
 	if (s != NULL)
 		return s;
@@ -167,6 +179,20 @@ tl_storage *tl_storage_for(const char *location, tl_error *err)
 	tl_error_set(err, TL_ERR_UNSUPPORTED, "cannot use %s: only local files (a path or file://) and s3:// are "
 	             "supported", location);
 	return NULL;
+}
+
+tl_storage *tl_storage_for(const char *location, tl_error *err)
+{
+	char scheme[SCHEME_MAX];
+	if (!location_scheme(location, scheme)) {
+		tl_error_set(err, TL_ERR_UNSUPPORTED, "cannot use %s: its scheme is not a storage this build knows",
+		             location);
+		return NULL;
+	}
+	pthread_mutex_lock(&registry_lock);
+	tl_storage *s = storage_for_locked(location, scheme, err);
+	pthread_mutex_unlock(&registry_lock);
+	return s;
 }
 
 void tl_storage_list_free(tl_storage_list *list)
