@@ -45,6 +45,7 @@
 #include "digest.h"
 #include "ingest.h"
 #include "ingest_adopt.h"
+#include "jsonl.h"
 #include "lake_catalog.h"
 #include "lakestep.h"
 #include "pg.h"
@@ -99,7 +100,8 @@ struct tdb_ingest {
 	int64_t copy_lines;        /* lines sent in this COPY */
 	int64_t source_row;        /* the source's row (JSONL: line) number */
 	tl_buf out;
-	const json_t **fields;     /* per column, the current JSON line's value */
+	tdb_json_object doc;       /* the current JSON line */
+	const tdb_json_member **fields; /* per column, its value in the line (NULL: absent) */
 	int next_field;            /* where the next JSON key is looked for first */
 	ingest_progress progress;
 	/* the commit */
@@ -392,7 +394,7 @@ static int find_columns(tdb_ingest *in, tl_error *err)
 	if (in->tk < 0)
 		return tl_error_set(err, TL_ERR_INVALID, "%s has no column \"%s\" (its tier key)", in->label,
 		                    in->t.tier_key_col);
-	in->fields = tl_calloc((size_t)in->ncols, sizeof(json_t *));
+	in->fields = tl_calloc((size_t)in->ncols, sizeof(*in->fields));
 	return find_generated(in, err);
 }
 
@@ -414,6 +416,7 @@ tdb_ingest *tdb_ingest_begin(PGconn *c, const tdb_catalog_table *t, const tdb_in
 	in->opts = *opts;
 	in->opts.label = opts->label != NULL ? tl_strdup(opts->label) : NULL;
 	tl_buf_init(&in->out);
+	tdb_json_object_init(&in->doc);
 	in->progress.on = opts->progress;
 	in->progress.phase = "reading";
 	clock_gettime(CLOCK_MONOTONIC, &in->progress.start);
@@ -509,10 +512,11 @@ static int copy_failure(tdb_ingest *in, const PGresult *res, tl_error *err)
 	const char *detail = PQresultErrorField(res, PG_DIAG_MESSAGE_DETAIL);
 	const char *context = PQresultErrorField(res, PG_DIAG_CONTEXT);
 	const char *column = PQresultErrorField(res, PG_DIAG_COLUMN_NAME);
+	/* The COPY's own line, not one a value's parser names first ("JSON data, line 1: ..."). */
 	long long line = 0;
-	const char *at = context != NULL ? strstr(context, ", line ") : NULL;
+	const char *at = context != NULL ? strstr(context, "COPY tierdb_ingest, line ") : NULL;
 	if (at != NULL)
-		line = strtoll(at + 7, NULL, 10);
+		line = strtoll(at + strlen("COPY tierdb_ingest, line "), NULL, 10);
 	tl_buf msg;
 	tl_buf_init(&msg);
 	const char *text = primary != NULL ? primary : PQresultErrorMessage(res);
@@ -527,7 +531,7 @@ static int copy_failure(tdb_ingest *in, const PGresult *res, tl_error *err)
 		tl_buf_append_str(&msg, rel2 + strlen("relation \"tierdb_ingest\""));
 	} else
 		tl_buf_append_str(&msg, text);
-	const char *col_at = context != NULL ? strstr(context, ", column ") : NULL;
+	const char *col_at = at != NULL ? strstr(at, ", column ") : NULL;
 	if (col_at != NULL && column == NULL) {
 		const char *end = strchr(col_at + 9, ':');
 		if (end != NULL)
@@ -625,47 +629,29 @@ int tdb_ingest_add_jsonl_line(tdb_ingest *in, const char *line, size_t len, tl_e
 		s->blank_lines[s->nblank++] = in->source_row;
 		return 0;
 	}
-	json_error_t jerr;
-	json_t *doc = json_loadb(line, len, JSON_REJECT_DUPLICATES | JSON_DECODE_ANY, &jerr);
-	if (doc == NULL) {
-		char where[64];
-		snprintf(where, sizeof(where), "%d", jerr.column);
-		return json_line_error(in, err, "not valid JSON: %s (at character %s)", jerr.text, where);
-	}
-	if (!json_is_object(doc)) {
-		json_decref(doc);
-		return json_line_error(in, err, "%s%s", "each line must be one JSON object (keys are column names)", "");
-	}
-	memset(in->fields, 0, (size_t)in->ncols * sizeof(json_t *));
-	const char *key;
-	json_t *value;
-	json_object_foreach(doc, key, value) {
-		int col = find_field(in, key);
-		if (col < 0) {
-			int rc = json_line_error(in, err, "\"%s\" is not a column of %s", key, in->label);
-			json_decref(doc);
-			return rc;
-		}
-		if (in->generated[col]) {
-			int rc = json_line_error(in, err, "column \"%s\" is generated: %s computes its value", key, in->label);
-			json_decref(doc);
-			return rc;
-		}
-		in->fields[col] = value;
+	char why[256];
+	if (tdb_json_parse_object(line, len, &in->doc, why, sizeof(why)) < 0)
+		return json_line_error(in, err, "not valid JSON: %s%s", why, "");
+	memset(in->fields, 0, (size_t)in->ncols * sizeof(*in->fields));
+	for (int m = 0; m < in->doc.nmembers; m++) {
+		const tdb_json_member *member = &in->doc.members[m];
+		int col = find_field(in, member->key);
+		if (col < 0)
+			return json_line_error(in, err, "\"%s\" is not a column of %s", member->key, in->label);
+		if (in->generated[col])
+			return json_line_error(in, err, "column \"%s\" is generated: %s computes its value", member->key,
+			                       in->label);
+		in->fields[col] = member;
 	}
 	for (int i = 0; i < in->ncols; i++) {
 		if (in->generated[i])
 			continue;
-		tl_error why;
-		tl_error_clear(&why);
-		if (tdb_copy_text_from_json(in->fields[i], &in->cols[i], &in->out, &why) < 0) {
-			int rc = json_line_error(in, err, "column \"%s\": the value %s", in->cols[i].name, why.message);
-			json_decref(doc);
-			return rc;
-		}
+		tl_error bad;
+		tl_error_clear(&bad);
+		if (tdb_copy_text_from_json(in->fields[i], &in->cols[i], &in->out, &bad) < 0)
+			return json_line_error(in, err, "column \"%s\": the value %s", in->cols[i].name, bad.message);
 		tl_buf_append_byte(&in->out, '\t');
 	}
-	json_decref(doc);
 	progress_add(&in->progress, 1, 0);
 	if (end_line(in, err) < 0) {
 		cancel_copy(in);
@@ -806,7 +792,8 @@ int tdb_ingest_add_parquet(tdb_ingest *in, const char *path, tl_error *err)
 	for (int i = 0; i < schema->ncolumns && s->adopted.adopt; i++)
 		if (in->generated[map[i]]) {
 			s->adopted.adopt = false;
-			s->adopted.why_not = "it holds a generated column, whose value the table computes";
+			snprintf(s->adopted.why_not, sizeof(s->adopted.why_not),
+			         "column \"%s\" is generated: the table computes its value", schema->columns[i].name);
 		}
 	in->progress.total_bytes += (int64_t)size;
 	if (start_copy(in, err) < 0)
@@ -1070,6 +1057,34 @@ static int capture_delta(tdb_ingest *in, tl_error *err)
 	in->pks = tl_strdup(PQgetvalue(res, 0, 1));
 	in->versions = tl_strdup(PQgetvalue(res, 0, 2));
 	in->locations = tl_strdup(PQgetvalue(res, 0, 3));
+	PQclear(res);
+	return 0;
+}
+
+/*
+ * The replaced keys that lived only in the delta (rows a correction put
+ * below T): `replaced` counts them beside the lake rows the equality
+ * deletes replace.
+ */
+static int count_delta_only_keys(tdb_ingest *in, tl_error *err)
+{
+	if (in->delta_rows == 0)
+		return 0;
+	tl_buf sql;
+	tl_buf_init(&sql);
+	tl_buf_append_str(&sql, "SELECT count(DISTINCT p) FROM unnest($1::text[]) p WHERE NOT EXISTS (SELECT FROM " LAKE_KEYS
+	                        " l WHERE ");
+	if (pk_text_sql(in, "l", &sql, err) < 0) {
+		tl_buf_free(&sql);
+		return -1;
+	}
+	tl_buf_append_str(&sql, " = p)");
+	const char *params[] = {in->pks};
+	PGresult *res = tdb_pg_query(in->c, "counting the keys replaced in the delta", tdb_buf_cstr(&sql), 1, params, err);
+	tl_buf_free(&sql);
+	if (res == NULL)
+		return -1;
+	in->res.replaced += strtoll(PQgetvalue(res, 0, 0), NULL, 10);
 	PQclear(res);
 	return 0;
 }
@@ -1829,7 +1844,7 @@ static int run_commit(tdb_ingest *in, tl_error *err)
 		return -1;
 	in->journaled = true;
 	snprintf(in->res.op_id, sizeof(in->res.op_id), "%s", in->op_id);
-	if (write_files(in, err) < 0 || journal_files(in, err) < 0)
+	if (write_files(in, err) < 0 || count_delta_only_keys(in, err) < 0 || journal_files(in, err) < 0)
 		return -1;
 	bool blocked;
 	tdb_lake_op op = {.c = in->c, .table_id = in->t.table_id, .op_id = in->op_id, .step = "the ingest",
@@ -1904,6 +1919,7 @@ void tdb_ingest_free(tdb_ingest *in)
 	free(in->generated);
 	free(in->copy_columns);
 	free(in->fields);
+	tdb_json_object_free(&in->doc);
 	free(in->pks);
 	free(in->versions);
 	free(in->locations);

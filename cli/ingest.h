@@ -81,9 +81,10 @@ tdb_ingest *tdb_ingest_begin(PGconn *c, const tdb_catalog_table *t, const tdb_in
  * Adds the rows of a JSONL stream: one JSON object per line, keys naming
  * columns (an unknown key is an error; a missing one is NULL), values in
  * Postgres input syntax where JSON has none (timestamps, uuids, numerics as
- * strings or numbers; bytea as "\\x..." hex or base64; json/jsonb columns
- * take any JSON value). Blank lines are skipped. `name` names the source
- * in errors ("events.jsonl", "request body").
+ * strings or numbers, numbers kept exactly as written; bytea as "\\x..."
+ * hex or base64; json/jsonb columns take any JSON value, a JSON string
+ * being read as JSON text). Blank lines are skipped. `name` names the
+ * source in errors ("events.jsonl", "request body").
  */
 int tdb_ingest_add_jsonl_file(tdb_ingest *in, const char *name, FILE *f, tl_error *err);
 
@@ -101,7 +102,7 @@ typedef struct tdb_ingest_result {
 	int64_t hot_rows;         /* staged rows at or above T (allow_hot only) */
 	int64_t heap_rows;        /* rows that went to the heap (allow_hot only) */
 	int64_t delta_rows;       /* rows routed into the delta (tdb_ingest_route, or keys that moved cold) */
-	int64_t replaced;         /* keys that were already in the lake (or, allow_hot, in the heap) */
+	int64_t replaced;         /* keys already in the lake or the delta (allow_hot: hot rows' in the heap too) */
 	int64_t files_adopted;    /* Parquet sources committed as they are */
 	int64_t files_written;    /* data files written from the staging table */
 	int64_t bytes;            /* bytes of the committed data files */

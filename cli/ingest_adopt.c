@@ -1,6 +1,7 @@
 /*
  * ingest_adopt.c: Parquet files committed to the lake as they are (ingest_adopt.h).
  */
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -42,6 +43,15 @@ static bool same_column_type(const tl_pq_column *file, const tl_pq_column *lake)
 	}
 }
 
+static void set_why(tdb_adopted_file *a, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void set_why(tdb_adopted_file *a, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(a->why_not, sizeof(a->why_not), fmt, ap);
+	va_end(ap);
+}
+
 void tdb_adopt_consider(tdb_adopted_file *a, const tl_ice_table *lake, const char *path, uint64_t size,
                         const tl_pq_schema *schema, const int *map, int tk)
 {
@@ -52,31 +62,39 @@ void tdb_adopt_consider(tdb_adopted_file *a, const tl_ice_table *lake, const cha
 	const tl_ice_schema *fields = tl_ice_metadata_current_schema(lake->metadata);
 	a->tk_field = fields->fields[tk].id;
 	bool *present = tl_calloc((size_t)fields->nfields + 1, sizeof(bool));
-	a->why_not = NULL;
-	for (int i = 0; i < schema->ncolumns && a->why_not == NULL; i++) {
+	for (int i = 0; i < schema->ncolumns && a->why_not[0] == '\0'; i++) {
 		const tl_pq_column *col = &schema->columns[i];
 		const tl_ice_field *field = &fields->fields[map[i]];
 		tl_pq_column want;
 		tl_error ignored;
 		tl_error_clear(&ignored);
 		if (col->field_id < 0)
-			a->why_not = "its columns carry no Iceberg field ids (they were matched by name)";
-		else if (tl_ice_field_to_pq_column(field, &want, &ignored) < 0 || !same_column_type(col, &want))
-			a->why_not = "a column's Parquet type differs from the one the lake writes for its field "
-			             "(tierdb parquet schema shows both)";
-		else if (field->required && !col->required)
-			a->why_not = "a column the lake requires is optional in the file";
+			set_why(a, "its columns carry no Iceberg field ids (they were matched by name)");
+		else if (tl_ice_field_to_pq_column(field, &want, &ignored) < 0 || !same_column_type(col, &want)) {
+			tl_buf have, lake;
+			tl_buf_init(&have);
+			tl_buf_init(&lake);
+			tl_pq_column_type_text(col, &have);
+			tl_pq_column_type_text(&want, &lake);
+			tl_buf_append_byte(&have, 0);
+			tl_buf_append_byte(&lake, 0);
+			set_why(a, "column \"%s\" is %s in the file, where the lake writes %s", col->name,
+			        (const char *)have.data, (const char *)lake.data);
+			tl_buf_free(&have);
+			tl_buf_free(&lake);
+		} else if (field->required && !col->required)
+			set_why(a, "column \"%s\" is optional in the file, and the lake requires it", col->name);
 		present[map[i]] = true;
 	}
-	for (int k = 0; k < fields->nfields && a->why_not == NULL; k++)
+	for (int k = 0; k < fields->nfields && a->why_not[0] == '\0'; k++)
 		if (fields->fields[k].required && !present[k])
-			a->why_not = "a column the lake requires is missing from the file";
+			set_why(a, "a column the lake requires is missing from the file");
 	const tl_ice_partition_spec *spec = tl_ice_metadata_default_spec(lake->metadata);
-	for (int k = 0; k < spec->nfields && a->why_not == NULL; k++)
+	for (int k = 0; k < spec->nfields && a->why_not[0] == '\0'; k++)
 		if (spec->fields[k].source_id != a->tk_field)
-			a->why_not = "the lake table is partitioned on a column other than the tier key";
+			set_why(a, "the lake table is partitioned on a column other than the tier key");
 	free(present);
-	a->adopt = a->why_not == NULL;
+	a->adopt = a->why_not[0] == '\0';
 }
 
 void tdb_adopt_note_keys(tdb_adopted_file *a, const tl_pq_column *col, const tl_vector *vec, int64_t n)
@@ -118,7 +136,7 @@ void tdb_adopt_check_partition(tdb_adopted_file *a, const tl_ice_table *lake)
 		return;
 	if (!a->seen_key) {
 		a->adopt = false;
-		a->why_not = "it holds no rows";
+		set_why(a, "it holds no rows");
 		return;
 	}
 	const tl_ice_schema *schema = tl_ice_metadata_current_schema(lake->metadata);
@@ -140,7 +158,7 @@ void tdb_adopt_check_partition(tdb_adopted_file *a, const tl_ice_table *lake)
 		    tl_ice_transform_apply(&spec->fields[k].transform, &field->type, &hi, &at_hi, &err) < 0 ||
 		    !same_result(&a->partition[k], &at_hi)) {
 			a->adopt = false;
-			a->why_not = "its rows span several partitions of the lake table";
+			set_why(a, "its rows span several partitions of the lake table");
 			return;
 		}
 	}
@@ -150,7 +168,7 @@ void tdb_adopt_check_partition(tdb_adopted_file *a, const tl_ice_table *lake)
 	tl_error_clear(&err);
 	if (tl_ice_partition_path(spec, schema, a->partition, &path, &err) < 0) {
 		a->adopt = false;
-		a->why_not = "its partition has no path";
+		set_why(a, "its partition has no path");
 	} else {
 		tl_buf_append_byte(&path, 0);
 		a->partition_path = tl_strdup((const char *)path.data);

@@ -27,7 +27,7 @@
 
 typedef struct tdb_adopted_file {
 	bool adopt;              /* the file is committed as it is */
-	const char *why_not;     /* when not: why it is rewritten (a constant string) */
+	char why_not[300];       /* when not: why it is rewritten */
 	char *source;            /* the file as given */
 	uint64_t size;
 	int32_t tk_field;        /* the tier key's lake field id */

@@ -15,8 +15,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include <jansson.h>
-
+#include "jsonl.h"
 #include "pgmap.h"
 #include "tierlake/buf.h"
 #include "tierlake/error.h"
@@ -39,13 +38,14 @@ int tdb_copy_text_from_parquet(const tl_pq_column *col, const tl_vector *vec, in
                                const tdb_pg_column *target, tl_buf *out, tl_error *err);
 
 /*
- * Appends a JSON value as a COPY text field for column `target`: null as
- * \N; strings as their text (for bytea, "\x..." hex is taken as is and
- * anything else is decoded as base64; for json and jsonb, a string is the
- * JSON text); numbers and booleans as their JSON text (booleans as t/f for
- * boolean columns); objects and arrays only for json and jsonb columns.
- * -1 with err saying why the value does not fit the column.
+ * Appends a JSON member's value (NULL: the key was absent) as a COPY text
+ * field for column `target`: null as \N; strings as their text (for bytea,
+ * "\x..." hex is taken as is and anything else is decoded as base64; for
+ * json and jsonb, a string is the JSON text); numbers exactly as written
+ * and booleans (t/f for boolean columns) as their JSON text; objects and
+ * arrays only for json and jsonb columns. -1 with err saying why the value
+ * does not fit the column.
  */
-int tdb_copy_text_from_json(const json_t *value, const tdb_pg_column *target, tl_buf *out, tl_error *err);
+int tdb_copy_text_from_json(const tdb_json_member *value, const tdb_pg_column *target, tl_buf *out, tl_error *err);
 
 #endif
