@@ -468,6 +468,20 @@ static const struct {
 	{"mirror slot", step_mirror_slot, FOR_MIRRORED},
 };
 
+/* Whether the table's S differs now from what `t` (loaded before a step) says. */
+static bool published_meanwhile(PGconn *c, const tdb_catalog_table *t)
+{
+	tl_error err;
+	tl_error_clear(&err);
+	tdb_abort_transaction(c);
+	tdb_catalog_table now;
+	if (tdb_catalog_load_table_by_id(c, t->table_id, &now, &err) <= 0)
+		return false;
+	bool moved = now.has_snapshot != t->has_snapshot || now.snapshot_id != t->snapshot_id;
+	tdb_catalog_table_free(&now);
+	return moved;
+}
+
 /*
  * Runs the steps for one table, reloading its catalog row before each (a
  * step advances the cut-line the next one starts from). 0 ok, 1 a step
@@ -501,6 +515,18 @@ static int cycle_table(PGconn *c, int64_t table_id, const tdb_daemon_config *cfg
 				rc = steps[i].run(c, &t, cfg, &err);
 				tdb_metrics_step_done(tdb_table_label(&t), steps[i].name, rc >= 0, tdb_metrics_clock() - started);
 			}
+		}
+		if (rc < 0 && err.code == TL_ERR_CONFLICT && t.schema_name != NULL && published_meanwhile(c, &t)) {
+			/*
+			 * An ingest, a Stream Load or a direct-mode transaction published a
+			 * new S while the step prepared its commit (they take the lake lock
+			 * only to commit). The step gave its work up cleanly; it is no
+			 * failure, and the next cycle starts from the new S.
+			 */
+			tdb_abort_transaction(c);
+			tdb_log(tdb_table_label(&t), "%s: another writer published a new lake snapshot meanwhile; retrying next "
+			        "cycle (%s)", steps[i].name, err.message);
+			rc = 0;
 		}
 		if (rc < 0) {
 			bool lock_timeout = strcmp(tdb_pg_last_sqlstate(), "55P03") == 0;

@@ -73,6 +73,8 @@ typedef struct tier_run {
 	int64_t rows;
 	int64_t bytes;
 	int64_t snapshot_id;
+	bool has_base;              /* the S the run commits on: t's, or a newer one another writer published */
+	int64_t base_s;
 	json_t *digests; /* partition_id -> the digest of the rows copied (digest.h), for `tierdb verify` */
 } tier_run;
 
@@ -114,6 +116,8 @@ static int plan_run(PGconn *c, const tdb_catalog_table *t, int64_t cutoff, tier_
 		return -1;
 	r->c = c;
 	r->t = t;
+	r->has_base = t->has_snapshot;
+	r->base_s = t->snapshot_id;
 	r->label = tdb_table_label(t);
 	r->nparts = choose_run(t, *parts, *n, cutoff, &first);
 	r->parts = &(*parts)[first];
@@ -128,8 +132,7 @@ static int plan_run(PGconn *c, const tdb_catalog_table *t, int64_t cutoff, tier_
  */
 static int check_lake_at_s(const tier_run *r, tl_error *err)
 {
-	return tdb_lake_check_published(r->lake, r->t->has_snapshot ? r->t->snapshot_id : TL_ICE_NO_SNAPSHOT,
-	                                "tiering", err);
+	return tdb_lake_check_published(r->lake, r->has_base ? r->base_s : TL_ICE_NO_SNAPSHOT, "tiering", err);
 }
 
 /* ------------------------------------------------------------ journal and seal */
@@ -365,7 +368,7 @@ static int publish_run(tier_run *r, tl_error *err)
 	/* The guard on the old (T, S) refuses to publish over anyone else's advance. */
 	bool published;
 	if (tdb_cutline_publish(r->c, r->t->table_id, true, r->t->cutline_t, r->new_t,
-	                        r->t->has_snapshot ? r->t->snapshot_id : TL_ICE_NO_SNAPSHOT, r->snapshot_id, r->lake,
+	                        r->has_base ? r->base_s : TL_ICE_NO_SNAPSHOT, r->snapshot_id, r->lake,
 	                        &published, err) < 0)
 		return -1;
 	if (!published)
@@ -387,13 +390,42 @@ static int publish_run(tier_run *r, tl_error *err)
 	return 0;
 }
 
+/*
+ * Under the lake lock: the S the run commits on. An ingest, a Stream Load
+ * or a direct-mode transaction may have published a newer S while the run
+ * copied its partitions (they hold the lock only to commit); the run's
+ * files then go on top of it. That is safe: their rows are all below T,
+ * the run's at or above it, and the equality deletes they committed apply
+ * only to older files than the run's. T itself moves only by tiering.
+ */
+static int rebase(tier_run *r, tl_error *err)
+{
+	tdb_catalog_table now;
+	int found = tdb_catalog_load_table_by_id(r->c, r->t->table_id, &now, err);
+	if (found <= 0)
+		return found < 0 ? -1 : tl_error_set(err, TL_ERR_NOT_FOUND, "%s was unregistered", r->label);
+	int rc = 0;
+	if (now.cutline_t != r->t->cutline_t)
+		rc = tl_error_set(err, TL_ERR_CONFLICT, "the cut-line of %s moved while tiering ran", r->label);
+	else if (now.has_snapshot != r->has_base || now.snapshot_id != r->base_s) {
+		tdb_log(r->label, "tiering: operation %s commits on snapshot %" PRId64 ", which another writer published "
+		        "while it copied", r->op_id, now.snapshot_id);
+		r->has_base = now.has_snapshot;
+		r->base_s = now.snapshot_id;
+	}
+	tdb_catalog_table_free(&now);
+	return rc;
+}
+
 /* Steps 4 and 5 under the lake lock. */
 static int commit_and_publish(tier_run *r, tl_error *err)
 {
 	if (tdb_lake_lock(r->c, r->t->table_id, true, err) < 0)
 		return -1;
-	bool landed;
-	int rc = commit_run(r, &landed, err);
+	bool landed = false;
+	int rc = rebase(r, err);
+	if (rc == 0)
+		rc = commit_run(r, &landed, err);
 	if (rc < 0 && !landed) {
 		tdb_lake_remove_files(r->writer, r->label, "tiering");
 		abandon_run(r);
@@ -556,6 +588,8 @@ static int mirror_past_seal(PGconn *c, const tdb_catalog_table *t, const tdb_mir
 static int publish_retired(tier_run *r, const tdb_catalog_table *fresh, tl_error *err)
 {
 	r->t = fresh;
+	r->has_base = fresh->has_snapshot;
+	r->base_s = fresh->snapshot_id;
 	r->snapshot_id = fresh->snapshot_id;
 	r->lake = tdb_lake_open(fresh, err);
 	if (r->lake == NULL || tdb_lake_lock(r->c, fresh->table_id, true, err) < 0)
