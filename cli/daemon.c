@@ -37,8 +37,7 @@
 
 /* ------------------------------------------------------------ settings */
 
-/* An integer setting from the environment in [min, max], or its default when unset or empty. */
-static int env_int(const char *name, int64_t dflt, int64_t min, int64_t max, int64_t *out, tl_error *err)
+int tdb_env_int(const char *name, int64_t dflt, int64_t min, int64_t max, int64_t *out, tl_error *err)
 {
 	const char *text = getenv(name);
 	if (text == NULL || *text == '\0') {
@@ -57,14 +56,14 @@ static int env_int(const char *name, int64_t dflt, int64_t min, int64_t max, int
 
 int tdb_daemon_config_from_env(tdb_daemon_config *cfg, tl_error *err)
 {
-	if (env_int("TIERDB_CYCLE_INTERVAL_SECONDS", 10, 1, 86400, &cfg->interval_seconds, err) < 0 ||
-	    env_int("TIERDB_PREMAKE_PARTITIONS", 2, 0, 1000, &cfg->premake_partitions, err) < 0 ||
-	    env_int("TIERDB_COMPACTION_BATCH", 1000, 1, 100000000, &cfg->compaction_batch, err) < 0 ||
-	    env_int("TIERDB_LOCK_TIMEOUT_MS", 5000, 1, 3600000, &cfg->lock_timeout_ms, err) < 0 ||
-	    env_int("TIERDB_MIRROR_BATCH", 100000, 1, 100000000, &cfg->mirror_batch, err) < 0 ||
-	    env_int("TIERDB_MIRROR_FLUSH_MILLIS", 1000, 1, 3600000, &cfg->mirror_flush_millis, err) < 0 ||
-	    env_int("TIERDB_SLOT_WARN_BYTES", INT64_C(1) << 30, 1, INT64_MAX, &cfg->slot_warn_bytes, err) < 0 ||
-	    env_int("TIERDB_METRICS_PORT", 0, 1, 65535, &cfg->metrics_port, err) < 0 ||
+	if (tdb_env_int("TIERDB_CYCLE_INTERVAL_SECONDS", 10, 1, 86400, &cfg->interval_seconds, err) < 0 ||
+	    tdb_env_int("TIERDB_PREMAKE_PARTITIONS", 2, 0, 1000, &cfg->premake_partitions, err) < 0 ||
+	    tdb_env_int("TIERDB_COMPACTION_BATCH", 1000, 1, 100000000, &cfg->compaction_batch, err) < 0 ||
+	    tdb_env_int("TIERDB_LOCK_TIMEOUT_MS", 5000, 1, 3600000, &cfg->lock_timeout_ms, err) < 0 ||
+	    tdb_env_int("TIERDB_MIRROR_BATCH", 100000, 1, 100000000, &cfg->mirror_batch, err) < 0 ||
+	    tdb_env_int("TIERDB_MIRROR_FLUSH_MILLIS", 1000, 1, 3600000, &cfg->mirror_flush_millis, err) < 0 ||
+	    tdb_env_int("TIERDB_SLOT_WARN_BYTES", INT64_C(1) << 30, 1, INT64_MAX, &cfg->slot_warn_bytes, err) < 0 ||
+	    tdb_env_int("TIERDB_METRICS_PORT", 0, 1, 65535, &cfg->metrics_port, err) < 0 ||
 	    tdb_fault_check_env(err) < 0)
 		return -1;
 	const char *address = getenv("TIERDB_METRICS_ADDRESS");

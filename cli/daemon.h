@@ -78,6 +78,9 @@ void tdb_daemon_install_signals(void);
 bool tdb_daemon_stopping(void);
 
 /* Writes "<UTC time> <table>: <message>" to stderr (table may be NULL). */
+/* An integer setting from the environment in [min, max], or its default when unset or empty; -1 with err naming it. */
+int tdb_env_int(const char *name, int64_t dflt, int64_t min, int64_t max, int64_t *out, tl_error *err);
+
 void tdb_log(const char *table, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* The program name tdb_log's lines start with ("tierdb run" unless a command sets its own; a string constant). */
 void tdb_log_set_program(const char *program);

@@ -458,16 +458,8 @@ static int copy_into(fold_run *r, const char *what, const tdb_pg_column *cols, i
 	tl_buf_append_str(&sql, " FROM (SELECT k.* FROM " FOLD_TABLE " f, jsonb_populate_record(NULL::");
 	tdb_pg_quote_qualified(r->t->schema_name, r->t->table_name, &sql);
 	tl_buf_printf(&sql, ", f.%s) k WHERE f.%s ORDER BY f.%s) AS r) TO STDOUT (FORMAT binary)", json, filter, order);
-	tl_pq_batch *batch = tl_pq_batch_new(tl_ice_writer_schema(w), FOLD_BATCH_ROWS);
-	int rc = tdb_copy_into_writer(r->c, tdb_buf_cstr(&sql), what, cols, ncols, w, batch, NULL, NULL, NULL, err);
+	int rc = tdb_copy_into_closed_writer(r->c, tdb_buf_cstr(&sql), what, cols, ncols, w, FOLD_BATCH_ROWS, closed, err);
 	tl_buf_free(&sql);
-	tl_pq_batch_free(batch);
-	if (rc == 0) {
-		rc = tl_ice_writer_close(w, err);
-		if (rc < 0)
-			tl_error_prefix(err, "%s", what);
-	}
-	*closed = rc == 0;
 	return rc;
 }
 

@@ -1568,16 +1568,8 @@ static int copy_into(tdb_ingest *in, const char *what, const tdb_pg_column *cols
 	tl_buf_append_str(&sql, "COPY (SELECT ");
 	tdb_pg_copy_select_list(cols, ncols, &sql);
 	tl_buf_printf(&sql, " FROM (SELECT * FROM %s ORDER BY %s) AS r) TO STDOUT (FORMAT binary)", from_where, order);
-	tl_pq_batch *batch = tl_pq_batch_new(tl_ice_writer_schema(w), BATCH_ROWS);
-	int rc = tdb_copy_into_writer(in->c, tdb_buf_cstr(&sql), what, cols, ncols, w, batch, NULL, NULL, NULL, err);
+	int rc = tdb_copy_into_closed_writer(in->c, tdb_buf_cstr(&sql), what, cols, ncols, w, BATCH_ROWS, closed, err);
 	tl_buf_free(&sql);
-	tl_pq_batch_free(batch);
-	if (rc == 0) {
-		rc = tl_ice_writer_close(w, err);
-		if (rc < 0)
-			tl_error_prefix(err, "%s", what);
-	}
-	*closed = rc == 0;
 	return rc;
 }
 

@@ -622,3 +622,18 @@ int tdb_wait_out_readers(PGconn *c, int64_t table_id, tl_error *err)
 		tdb_abort_transaction(c);
 	return rc;
 }
+
+int tdb_copy_into_closed_writer(PGconn *c, const char *copy_sql, const char *what, const tdb_pg_column *cols,
+                                int ncols, tl_ice_writer *w, int64_t batch_rows, bool *closed, tl_error *err)
+{
+	tl_pq_batch *batch = tl_pq_batch_new(tl_ice_writer_schema(w), batch_rows);
+	int rc = tdb_copy_into_writer(c, copy_sql, what, cols, ncols, w, batch, NULL, NULL, NULL, err);
+	tl_pq_batch_free(batch);
+	if (rc == 0) {
+		rc = tl_ice_writer_close(w, err);
+		if (rc < 0)
+			tl_error_prefix(err, "%s", what);
+	}
+	*closed = rc == 0;
+	return rc;
+}

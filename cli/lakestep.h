@@ -44,6 +44,14 @@ int tdb_copy_into_writer(PGconn *c, const char *copy_sql, const char *what, cons
                          tl_ice_writer *w, tl_pq_batch *batch, tdb_progress *progress, tdb_digest *digest,
                          void (*after_flush)(void), tl_error *err);
 
+/*
+ * tdb_copy_into_writer of `copy_sql` in batches of batch_rows, then closes
+ * the writer; *closed says whether it closed (its files then stay until
+ * they are committed or removed). An error starts with `what`.
+ */
+int tdb_copy_into_closed_writer(PGconn *c, const char *copy_sql, const char *what, const tdb_pg_column *cols,
+                                int ncols, tl_ice_writer *w, int64_t batch_rows, bool *closed, tl_error *err);
+
 /* An integer as text, for query parameters. */
 void tdb_int_text(int64_t v, char out[24]);
 

@@ -38,23 +38,6 @@
 
 /* ------------------------------------------------------------ settings */
 
-static int env_int(const char *name, int64_t dflt, int64_t min, int64_t max, int64_t *out, tl_error *err)
-{
-	const char *text = getenv(name);
-	if (text == NULL || *text == '\0') {
-		*out = dflt;
-		return 0;
-	}
-	char *end;
-	errno = 0;
-	long long v = strtoll(text, &end, 10);
-	if (errno != 0 || end == text || *end != '\0' || v < min || v > max)
-		return tl_error_set(err, TL_ERR_INVALID, "%s='%s' is not a whole number from %lld to %lld", name, text,
-		                    (long long)min, (long long)max);
-	*out = v;
-	return 0;
-}
-
 int tdb_load_config_from_env(tdb_load_config *cfg, tl_error *err)
 {
 	memset(cfg, 0, sizeof(*cfg));
@@ -62,10 +45,10 @@ int tdb_load_config_from_env(tdb_load_config *cfg, tl_error *err)
 	cfg->token = (token != NULL && *token != '\0') ? token : NULL;
 	const char *address = getenv("TIERDB_LOAD_ADDRESS");
 	cfg->address = (address != NULL && *address != '\0') ? address : "127.0.0.1";
-	if (env_int("TIERDB_LOAD_PORT", TDB_LOAD_DEFAULT_PORT, 1, 65535, &cfg->port, err) < 0 ||
-	    env_int("TIERDB_LOAD_THREADS", 4, 1, 1024, &cfg->threads, err) < 0 ||
-	    env_int("TIERDB_LOAD_MAX_BYTES", INT64_C(1) << 30, 1, INT64_MAX, &cfg->max_bytes, err) < 0 ||
-	    env_int("TIERDB_LOAD_DELTA_ROWS", 1000, 0, 100000000, &cfg->delta_rows, err) < 0)
+	if (tdb_env_int("TIERDB_LOAD_PORT", TDB_LOAD_DEFAULT_PORT, 1, 65535, &cfg->port, err) < 0 ||
+	    tdb_env_int("TIERDB_LOAD_THREADS", 4, 1, 1024, &cfg->threads, err) < 0 ||
+	    tdb_env_int("TIERDB_LOAD_MAX_BYTES", INT64_C(1) << 30, 1, INT64_MAX, &cfg->max_bytes, err) < 0 ||
+	    tdb_env_int("TIERDB_LOAD_DELTA_ROWS", 1000, 0, 100000000, &cfg->delta_rows, err) < 0)
 		return -1;
 	/* A short token is guessable by anyone who can reach the port. */
 	if (cfg->token != NULL && strlen(cfg->token) < 16)

@@ -12,7 +12,6 @@
  * reason and the variables to change, instead of a bare failure.
  */
 #include <errno.h>
-#include <netdb.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -22,6 +21,7 @@
 
 #include <microhttpd.h>
 
+#include "listen.h"
 #include "metrics.h"
 #include "promtext.h"
 
@@ -69,46 +69,10 @@ static enum MHD_Result answer(void *cls, struct MHD_Connection *conn, const char
 	return rc;
 }
 
-/* A listening TCP socket on address:port, or -1 with err naming the variables. */
-static int listen_on(const char *address, int64_t port, tl_error *err)
-{
-	char service[16];
-	snprintf(service, sizeof(service), "%d", (int)port);
-	struct addrinfo hints, *found = NULL;
-	memset(&hints, 0, sizeof(hints));
-	hints.ai_family = AF_UNSPEC;
-	hints.ai_socktype = SOCK_STREAM;
-	hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
-	int gai = getaddrinfo(address, service, &hints, &found);
-	if (gai != 0)
-		return tl_error_set(err, TL_ERR_INVALID, "TIERDB_METRICS_ADDRESS='%s' is not an address to listen on: %s",
-		                    address, gai_strerror(gai));
-	int fd = -1, saved = 0;
-	for (struct addrinfo *a = found; a != NULL && fd < 0; a = a->ai_next) {
-		fd = socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC, a->ai_protocol);
-		if (fd < 0) {
-			saved = errno;
-			continue;
-		}
-		int on = 1;
-		setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on, sizeof(on));
-		if (bind(fd, a->ai_addr, a->ai_addrlen) < 0 || listen(fd, 64) < 0) {
-			saved = errno;
-			close(fd);
-			fd = -1;
-		}
-	}
-	freeaddrinfo(found);
-	if (fd < 0)
-		return tl_error_set(err, TL_ERR_IO,
-		                    "cannot listen for /metrics on %s port %d (TIERDB_METRICS_ADDRESS, TIERDB_METRICS_PORT): %s",
-		                    address, (int)port, strerror(saved));
-	return fd;
-}
-
 int tdb_metrics_listen(const char *address, int64_t port, tl_error *err)
 {
-	int fd = listen_on(address, port, err);
+	int fd = tdb_listen_tcp(address, port, 64, "/metrics", "TIERDB_METRICS_ADDRESS", "TIERDB_METRICS_PORT",
+	                        err);
 	if (fd < 0)
 		return -1;
 	/*
