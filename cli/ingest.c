@@ -13,25 +13,29 @@
  *      retention moves S, T or R meanwhile), check the rules no constraint
  *      can state: key columns not null, the tier key in [R, T), no key twice,
  *      no key living in the heap;
- *   3. find the keys the batch replaces: the delta rows of those keys
- *      (cleared when S is published) and the lake rows at S (a scan of the
- *      key columns, matched by hash in memory and then exactly in SQL);
+ *   3. find the keys the batch replaces: the lake rows at S
+ *      (ingest_keys.h) and the delta rows of those keys (cleared when S is
+ *      published); for Stream Load (allow_hot), mark the rows whose key
+ *      lives in the other tier, which move there through tierdb_upsert;
  *   4. journal the operation, write the equality deletes (each carrying the
  *      old row's tier key, so it lands in that row's partition) and the data
  *      files (from the staging table, ordered by tier key), and copy or
  *      reference the Parquet files adopted as they are;
  *   5. commit everything as one row-delta snapshot stamped with the op id
  *      (tdb_lake_op_finish), then publish it: S advances, the replaced keys'
- *      delta rows leave, the caller's hook runs, and the journal says done,
- *      all in one transaction.
+ *      delta rows leave, the rows at or above T upsert into the heap and the
+ *      marked ones are routed (Stream Load), the caller's hook runs, and the
+ *      journal says done, all in one transaction. With no row for the lake
+ *      (or for tdb_ingest_route, whose cold rows are routed into the delta)
+ *      that transaction is the whole of it.
  *
  * A failure before the commit deletes every file written; a failure to
  * publish a landed commit rolls the lake back to S when the connection
  * still works, else leaves the journal for tdb_recover_ingests.
  */
 #include <errno.h>
-#include <stdarg.h>
 #include <inttypes.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -45,6 +49,7 @@
 #include "digest.h"
 #include "ingest.h"
 #include "ingest_adopt.h"
+#include "ingest_keys.h"
 #include "jsonl.h"
 #include "lake_catalog.h"
 #include "lakestep.h"
@@ -1089,217 +1094,16 @@ static int count_delta_only_keys(tdb_ingest *in, tl_error *err)
 	return 0;
 }
 
-/* A set of 64-bit key hashes (open addressing; 0 marks a free slot, so hash 0 is stored as 1). */
-typedef struct hash_set {
-	uint64_t *slots;
-	size_t mask;
-	size_t count;
-} hash_set;
-
-static void hash_set_add(hash_set *s, uint64_t h);
-
-static void hash_set_grow(hash_set *s)
-{
-	hash_set bigger = {tl_calloc((s->mask + 1) * 2, sizeof(uint64_t)), (s->mask + 1) * 2 - 1, 0};
-	for (size_t i = 0; i <= s->mask; i++)
-		if (s->slots[i] != 0)
-			hash_set_add(&bigger, s->slots[i]);
-	free(s->slots);
-	*s = bigger;
-}
-
-static void hash_set_add(hash_set *s, uint64_t h)
-{
-	if (h == 0)
-		h = 1;
-	if ((s->count + 1) * 2 > s->mask + 1)
-		hash_set_grow(s);
-	size_t i = (size_t)h & s->mask;
-	while (s->slots[i] != 0 && s->slots[i] != h)
-		i = (i + 1) & s->mask;
-	if (s->slots[i] == 0) {
-		s->slots[i] = h;
-		s->count++;
-	}
-}
-
-static bool hash_set_has(const hash_set *s, uint64_t h)
-{
-	if (h == 0)
-		h = 1;
-	size_t i = (size_t)h & s->mask;
-	while (s->slots[i] != 0) {
-		if (s->slots[i] == h)
-			return true;
-		i = (i + 1) & s->mask;
-	}
-	return false;
-}
-
-/* The pk columns of a key batch (pk columns first, then perhaps the tier key), for hashing. */
-typedef struct pk_view {
-	tl_pq_schema schema;
-	tl_pq_batch batch;
-} pk_view;
-
-static uint64_t pk_hash(const tl_pq_schema *schema, const tl_pq_batch *batch, int npk, int64_t row)
-{
-	pk_view v = {{npk, schema->columns}, *batch};
-	v.batch.ncolumns = npk;
-	return tdb_digest_row_hash(&v.schema, &v.batch, row);
-}
-
 /*
- * The batch's keys: their hashes and, for a one-column key, what lets the
- * lake scan skip files, row groups and pages that cannot hold one of them:
- * up to IN_LIST_KEYS of the values themselves (an IN filter, which bounds
- * and the key's bloom filters prune: a Stream Load of new keys then reads
- * next to nothing, whatever the key's type) and, for an integer or
- * temporal key, its least and greatest value (a range, for batches too
- * large for a list).
+ * The lake rows at S whose keys the batch holds (every staged row for
+ * Stream Load, whose hot rows may move a key out of the lake; the cold ones
+ * otherwise), staged in LAKE_KEYS with their key columns and tier key.
  */
-#define IN_LIST_KEYS 20000
-
-typedef struct key_sink {
-	hash_set *set;
-	const tl_pq_schema *schema;
-	int npk;
-	tl_ice_type_id type;  /* the one key column's lake type */
-	bool ranged;          /* the key is one INT32/INT64 column */
-	bool seen;
-	int64_t lo, hi;
-	bool listed;          /* values holds every key (false once there are too many, or the type has no list) */
-	tl_ice_value *values;
-	int64_t nvalues, cap;
-	tl_arena arena;       /* the listed strings' bytes */
-} key_sink;
-
-/* Adds the row's key to the IN list, or gives the list up when it grows too long. */
-static void list_key(key_sink *k, const tl_vector *vec, int64_t row)
+static int find_lake_keys(tdb_ingest *in, tl_error *err)
 {
-	if (k->nvalues == IN_LIST_KEYS) {
-		k->listed = false;
-		return;
-	}
-	if (k->nvalues == k->cap) {
-		k->cap = k->cap ? 2 * k->cap : 256;
-		k->values = tl_realloc(k->values, (size_t)k->cap * sizeof(tl_ice_value));
-	}
-	tl_ice_value *v = &k->values[k->nvalues++];
-	memset(v, 0, sizeof(*v));
-	switch (k->type) {
-	case TL_ICE_INT:
-	case TL_ICE_DATE: v->v.i32 = vec->v.i32[row]; break;
-	case TL_ICE_LONG:
-	case TL_ICE_TIMESTAMP:
-	case TL_ICE_TIMESTAMPTZ: v->v.i64 = vec->v.i64[row]; break;
-	default: { /* string, uuid */
-		tl_bytes b = tl_arena_copy(&k->arena, vec->v.bytes[row].ptr, vec->v.bytes[row].len);
-		v->ptr = b.ptr;
-		v->len = b.len;
-		if (b.ptr == NULL && b.len > 0)
-			k->listed = false;
-	}
-	}
-}
-
-static int add_key_hashes(void *arg, tl_pq_batch *batch, tl_error *err)
-{
-	key_sink *k = arg;
-	for (int64_t row = 0; row < batch->nrows; row++) {
-		hash_set_add(k->set, pk_hash(k->schema, batch, k->npk, row));
-		if (tl_vector_is_null(&batch->columns[0], row))
-			continue;
-		if (k->listed)
-			list_key(k, &batch->columns[0], row);
-		if (!k->ranged)
-			continue;
-		int64_t v = k->schema->columns[0].physical == TL_PQ_INT32 ? batch->columns[0].v.i32[row]
-		                                                          : batch->columns[0].v.i64[row];
-		if (!k->seen || v < k->lo)
-			k->lo = v;
-		if (!k->seen || v > k->hi)
-			k->hi = v;
-		k->seen = true;
-	}
-	return 0;
-}
-
-/* The hashes of the cold staged rows' keys, decoded as the lake's reader decodes its own. */
-static int staged_key_hashes(tdb_ingest *in, key_sink *sink, tl_error *err)
-{
-	tl_pq_schema *schema = tl_pq_schema_new();
-	const tl_ice_schema *lake = tl_ice_metadata_current_schema(in->lake->metadata);
-	int rc = 0;
-	for (int i = 0; i < in->t.npk && rc == 0; i++) {
-		tl_pq_column col;
-		rc = tl_ice_field_to_pq_column(&lake->fields[in->pk[i]], &col, err);
-		if (rc == 0) {
-			col.required = false;
-			tl_pq_schema_add(schema, &col);
-		}
-	}
-	if (rc < 0) {
-		tl_pq_schema_free(schema);
-		return -1;
-	}
-	tl_buf sql;
+	tl_buf sql, from;
 	tl_buf_init(&sql);
-	tl_buf_append_str(&sql, "COPY (SELECT ");
-	tdb_pg_copy_select_list(in->key_cols, in->t.npk, &sql);
-	tl_buf_append_str(&sql, " FROM " STAGING " WHERE ");
-	if (in->opts.allow_hot)
-		tl_buf_append_str(&sql, "true"); /* a hot row's key may live in the lake too (mark_routed) */
-	else
-		append_cold(in, NULL, &sql);
-	tl_buf_append_str(&sql, ") TO STDOUT (FORMAT binary)");
-	tl_pq_batch *batch = tl_pq_batch_new(schema, BATCH_ROWS);
-	sink->schema = schema;
-	sink->npk = in->t.npk;
-	tl_ice_type_id type = lake->fields[in->pk[0]].type.id;
-	sink->type = type;
-	sink->ranged = in->t.npk == 1 && (type == TL_ICE_INT || type == TL_ICE_LONG || type == TL_ICE_DATE ||
-	                                  type == TL_ICE_TIMESTAMP || type == TL_ICE_TIMESTAMPTZ);
-	sink->listed = in->t.npk == 1 && (sink->ranged || type == TL_ICE_STRING || type == TL_ICE_UUID);
-	rc = tdb_copy_batches(in->c, tdb_buf_cstr(&sql), "reading the ingested keys", in->key_cols, in->t.npk, batch,
-	                      NULL, add_key_hashes, sink, err);
-	sink->schema = NULL;
-	tl_pq_batch_free(batch);
-	tl_buf_free(&sql);
-	tl_pq_schema_free(schema);
-	return rc;
-}
-
-/*
- * The lake rows at S whose key hash is among the batch's: their key
- * columns (and tier key) are staged in LAKE_KEYS, and the exact match
- * happens in SQL, so a hash collision never deletes a row.
- */
-/* pk IN (...), else pk >= lo AND pk <= hi, for the lake scan; NULL (no filter) when neither applies. */
-static const tl_ice_expr *key_range(const tdb_ingest *in, const key_sink *keys, tl_arena *arena)
-{
-	const tl_ice_field *field = &tl_ice_metadata_current_schema(in->lake->metadata)->fields[in->pk[0]];
-	if (keys->listed && keys->nvalues > 0)
-		return tl_ice_expr_predicate(arena, TL_ICE_EXPR_IN, field->id, keys->values, (int)keys->nvalues);
-	if (!keys->ranged || !keys->seen)
-		return NULL;
-	tl_ice_value lo = {0}, hi = {0};
-	if (field->type.id == TL_ICE_INT || field->type.id == TL_ICE_DATE) {
-		lo.v.i32 = (int32_t)keys->lo;
-		hi.v.i32 = (int32_t)keys->hi;
-	} else {
-		lo.v.i64 = keys->lo;
-		hi.v.i64 = keys->hi;
-	}
-	return tl_ice_expr_and(arena, tl_ice_expr_predicate(arena, TL_ICE_EXPR_GE, field->id, &lo, 1),
-	                       tl_ice_expr_predicate(arena, TL_ICE_EXPR_LE, field->id, &hi, 1));
-}
-
-static int stage_lake_candidates(tdb_ingest *in, const key_sink *keys, tl_error *err)
-{
-	const hash_set *set = keys->set;
-	tl_buf sql;
-	tl_buf_init(&sql);
+	tl_buf_init(&from);
 	tl_buf_append_str(&sql, "CREATE TEMPORARY TABLE tierdb_ingest_lake AS SELECT ");
 	for (int i = 0; i < in->nkey; i++) {
 		if (i > 0)
@@ -1307,75 +1111,19 @@ static int stage_lake_candidates(tdb_ingest *in, const key_sink *keys, tl_error 
 		append_col(NULL, in->key_cols[i].name, &sql);
 	}
 	tl_buf_append_str(&sql, " FROM " STAGING " WHERE false");
+	tl_buf_append_str(&from, STAGING " WHERE ");
+	if (in->opts.allow_hot)
+		tl_buf_append_str(&from, "true");
+	else
+		append_cold(in, NULL, &from);
+	tdb_key_search search = {.c = in->c, .lake = in->lake, .has_base = in->has_base, .base_s = in->base_s,
+	                         .key_cols = in->key_cols, .key_ids = in->key_ids, .nkey = in->nkey, .npk = in->t.npk,
+	                         .keys_from = tdb_buf_cstr(&from), .into = LAKE_KEYS};
 	int rc = tdb_pg_exec(in->c, "creating the ingest's lake key table", tdb_buf_cstr(&sql), 0, NULL, err);
-	tl_buf_free(&sql);
-	if (rc < 0 || !in->has_base)
-		return rc;
-	tl_arena arena;
-	tl_arena_init(&arena, 1024);
-	tl_ice_scan *scan = tl_ice_scan_plan(in->lake->metadata, in->base_s, key_range(in, keys, &arena), err);
-	tl_arena_free(&arena); /* the plan keeps its own copy of the filter */
-	tl_ice_reader *r = scan != NULL ? tl_ice_reader_open(scan, in->key_ids, in->nkey, err) : NULL;
-	if (r == NULL) {
-		tl_ice_scan_free(scan);
-		return -1;
-	}
-	PGresult *res = PQexec(in->c, "COPY " LAKE_KEYS " FROM STDIN");
-	bool copying = PQresultStatus(res) == PGRES_COPY_IN;
-	PQclear(res);
-	if (!copying) {
-		tl_ice_reader_free(r);
-		tl_ice_scan_free(scan);
-		return tl_error_set(err, TL_ERR_IO, "staging the lake's keys: %s", PQerrorMessage(in->c));
-	}
-	const tl_pq_schema *schema = tl_ice_reader_schema(r);
-	tl_pq_batch *batch = tl_ice_reader_batch_new(r, BATCH_ROWS);
-	tl_buf out;
-	tl_buf_init(&out);
-	int64_t n;
-	rc = 0;
-	while (rc == 0 && (n = tl_ice_reader_next(r, batch, err)) > 0) {
-		for (int64_t row = 0; row < n && rc == 0; row++) {
-			if (!hash_set_has(set, pk_hash(schema, batch, in->t.npk, row)))
-				continue;
-			for (int k = 0; k < in->nkey && rc == 0; k++) {
-				if (k > 0)
-					tl_buf_append_byte(&out, '\t');
-				rc = tdb_copy_text_from_parquet(&schema->columns[k], &batch->columns[k], row, &in->key_cols[k], &out,
-				                                err);
-			}
-			tl_buf_append_byte(&out, '\n');
-		}
-		if (rc == 0 && out.len > 0 && PQputCopyData(in->c, (const char *)out.data, (int)out.len) != 1)
-			rc = tl_error_set(err, TL_ERR_IO, "staging the lake's keys: %s", PQerrorMessage(in->c));
-		tl_buf_reset(&out);
-	}
-	if (n < 0)
-		rc = -1;
-	tl_buf_free(&out);
-	tl_pq_batch_free(batch);
-	tl_ice_reader_free(r);
-	tl_ice_scan_free(scan);
-	PQputCopyEnd(in->c, rc == 0 ? NULL : "the ingest stopped");
-	while ((res = PQgetResult(in->c)) != NULL) {
-		if (rc == 0 && PQresultStatus(res) != PGRES_COMMAND_OK)
-			rc = tl_error_set(err, TL_ERR_IO, "staging the lake's keys: %s", PQresultErrorMessage(res));
-		PQclear(res);
-	}
-	return rc;
-}
-
-static int find_lake_keys(tdb_ingest *in, tl_error *err)
-{
-	hash_set set = {tl_calloc(1024, sizeof(uint64_t)), 1023, 0};
-	key_sink keys = {.set = &set};
-	tl_arena_init(&keys.arena, 64 * 1024);
-	int rc = staged_key_hashes(in, &keys, err);
 	if (rc == 0)
-		rc = stage_lake_candidates(in, &keys, err);
-	free(set.slots);
-	free(keys.values);
-	tl_arena_free(&keys.arena);
+		rc = tdb_find_lake_keys(&search, err);
+	tl_buf_free(&sql);
+	tl_buf_free(&from);
 	return rc;
 }
 
