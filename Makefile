@@ -179,7 +179,7 @@ test-e2e: $(TIERDB) $(TOOLS)
 # test_readers_s3 goes first: the JVM's one Spark session must start with S3A.
 E2E_ON_S3 := test_readers_s3 test_tiering test_fold test_recovery test_retention test_transparent_reads test_verify \
 	test_transparent_updates test_keep_heap test_direct test_mirrored test_hybrid_reads test_heap_retention \
-	test_rest_catalog test_maintenance
+	test_rest_catalog test_maintenance test_ingest test_stream_load
 test-e2e-s3: $(TIERDB) $(TOOLS)
 	TIERDB_E2E_LAKE=s3 $(PYTHON) -m pytest -q $(E2E_ON_S3:%=tests/e2e/%.py)
 
