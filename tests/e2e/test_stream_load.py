@@ -338,6 +338,33 @@ def test_volume_load_commits_one_lake_snapshot(events, tierdb, tierdb_bin, lake)
         d.stop()
 
 
+def test_keys_move_between_the_tiers_in_a_volume_load(events, tierdb, tierdb_bin, lake):
+    """A hot row whose key lives in the lake and a cold row whose key lives in the heap, in a load that writes
+    the lake: each key ends in its new tier only, once, before and after the fold (the moves go through the
+    delta, which readers holding an older pin merge too)."""
+    d = LoadDaemon(tierdb_bin, events, lake, TIERDB_LOAD_DELTA_ROWS="10")
+    try:
+        hot_in_heap = int(scalar(events, f"SELECT max(id) FROM events WHERE ts >= '{HOT_TS}'"))
+        before = count(events)
+        load = (rows(200000, 30, COLD_TS, "vol") + [{"id": 5, "ts": HOT_TS, "v": "to the heap"}]
+                + [{"id": hot_in_heap, "ts": COLD_TS, "v": "to the lake"}])
+        status, _, body = d.load(load, label="moves")
+        assert status == 200, body
+        # the two keys that move are routed (heap and delta), the rest of the cold rows written to the lake
+        assert (body["lake_rows"], body["heap_rows"], body["delta_rows"]) == (30, 1, 1), body
+        assert count(events) == before + 30
+        got = events.query(SESSION + f"SELECT id, ts, v FROM events WHERE id IN (5, {hot_in_heap}) ORDER BY id")
+        assert got == [("5", "2024-01-09 12:00:00+00", "to the heap"),
+                       (str(hot_in_heap), "2024-01-03 12:00:00+00", "to the lake")], got
+        proc = tierdb(["run", "--once"], env={"TIERDB_TIERING_LAG": LAG})  # fold the moves
+        assert proc.returncode == 0, proc.stderr
+        assert events.query(SESSION + f"SELECT id, ts, v FROM events WHERE id IN (5, {hot_in_heap}) ORDER BY id") == got
+        proc = tierdb(["verify", "--table", TABLE])
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+    finally:
+        d.stop()
+
+
 def test_a_direct_table_takes_its_cold_rows_into_the_lake(direct, tierdb_bin, lake, as_server_user):
     """Direct tables have no delta: even a few cold rows are committed to the lake, in one snapshot."""
     db = direct
