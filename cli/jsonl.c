@@ -56,25 +56,6 @@ static int hex4(parser *p, uint32_t *out)
 	return 0;
 }
 
-static void put_utf8(uint32_t cp, tl_buf *out)
-{
-	if (cp < 0x80) {
-		tl_buf_append_byte(out, (uint8_t)cp);
-	} else if (cp < 0x800) {
-		tl_buf_append_byte(out, (uint8_t)(0xC0 | (cp >> 6)));
-		tl_buf_append_byte(out, (uint8_t)(0x80 | (cp & 0x3F)));
-	} else if (cp < 0x10000) {
-		tl_buf_append_byte(out, (uint8_t)(0xE0 | (cp >> 12)));
-		tl_buf_append_byte(out, (uint8_t)(0x80 | ((cp >> 6) & 0x3F)));
-		tl_buf_append_byte(out, (uint8_t)(0x80 | (cp & 0x3F)));
-	} else {
-		tl_buf_append_byte(out, (uint8_t)(0xF0 | (cp >> 18)));
-		tl_buf_append_byte(out, (uint8_t)(0x80 | ((cp >> 12) & 0x3F)));
-		tl_buf_append_byte(out, (uint8_t)(0x80 | ((cp >> 6) & 0x3F)));
-		tl_buf_append_byte(out, (uint8_t)(0x80 | (cp & 0x3F)));
-	}
-}
-
 /* A string at p->pos ('"'), decoded into out (NULL: only checked). */
 static int string(parser *p, tl_buf *out)
 {
@@ -126,7 +107,7 @@ static int string(parser *p, tl_buf *out)
 		default: p->pos--; return fail(p, "an unknown escape in a string");
 		}
 		if (out != NULL)
-			put_utf8(cp, out);
+			tl_buf_append_utf8(out, cp);
 	}
 	return fail(p, "a string is not closed");
 }

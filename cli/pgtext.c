@@ -8,6 +8,7 @@
 
 #include "pgtext.h"
 #include "tierlake/calendar.h"
+#include "tierlake/iceberg_value.h"
 #include "tierlake/render.h"
 
 void tdb_copy_text_escape(const void *bytes, size_t len, tl_buf *out)
@@ -78,28 +79,6 @@ static void append_timestamp(int64_t value, tl_pq_time_unit unit, bool utc, tl_b
 
 /* ------------------------------------------------------------ decimals and bytes */
 
-/* The unscaled value with `scale` digits after the point. */
-static void append_decimal(__int128 unscaled, int scale, tl_buf *out)
-{
-	char digits[48];
-	int n = 0;
-	bool negative = unscaled < 0;
-	unsigned __int128 u = negative ? -(unsigned __int128)unscaled : (unsigned __int128)unscaled;
-	do {
-		digits[n++] = (char)('0' + (int)(u % 10));
-		u /= 10;
-	} while (u != 0);
-	while (n <= scale)
-		digits[n++] = '0';
-	if (negative)
-		tl_buf_append_byte(out, '-');
-	for (int i = n - 1; i >= 0; i--) {
-		tl_buf_append_byte(out, (uint8_t)digits[i]);
-		if (i == scale && scale > 0)
-			tl_buf_append_byte(out, '.');
-	}
-}
-
 /* A big-endian two's complement integer of up to 16 bytes. */
 static int decimal_from_bytes(const tl_bytes *b, __int128 *out, tl_error *err)
 {
@@ -153,7 +132,7 @@ static int append_int64(const tl_pq_column *col, int64_t v, tl_buf *out)
 		return 0;
 	}
 	case TL_PQ_LOGICAL_DECIMAL:
-		append_decimal(v, col->scale, out);
+		tl_ice_decimal_text(v, col->scale, out);
 		return 0;
 	case TL_PQ_LOGICAL_INT:
 		if (!col->int_signed) {
@@ -197,7 +176,7 @@ static int append_bytes(const tl_pq_column *col, const tl_bytes *b, const tdb_pg
 		__int128 v = 0;
 		if (decimal_from_bytes(b, &v, err) < 0)
 			return -1;
-		append_decimal(v, col->scale, out);
+		tl_ice_decimal_text(v, col->scale, out);
 		return 0;
 	}
 	if (col->logical == TL_PQ_LOGICAL_UUID && b->len == 16) {

@@ -47,6 +47,8 @@ int tl_buf_reserve(tl_buf *b, size_t extra) __attribute__((warn_unused_result));
 void tl_buf_append(tl_buf *b, const void *data, size_t len);
 void tl_buf_append_byte(tl_buf *b, uint8_t byte);
 void tl_buf_append_str(tl_buf *b, const char *s);
+/* Appends a Unicode code point (at most 0x10FFFF) as UTF-8. */
+void tl_buf_append_utf8(tl_buf *b, uint32_t codepoint);
 void tl_buf_printf(tl_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Appends an unsigned LEB128 varint (Thrift compact, Avro). */
 void tl_buf_append_uvarint(tl_buf *b, uint64_t v);

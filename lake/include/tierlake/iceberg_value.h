@@ -41,6 +41,9 @@ static inline tl_ice_value tl_ice_null(void)
 	return v;
 }
 
+/* Appends an unscaled decimal as text with `scale` digits after the point ("-0.05"; no point when scale is 0). */
+void tl_ice_decimal_text(tl_int128 unscaled, int scale, tl_buf *out);
+
 /* Appends the single-value binary form of a non-null value of `type` to out. */
 int tl_ice_value_serialize(const tl_ice_type *type, const tl_ice_value *value,
                            tl_buf *out, tl_error *err);

@@ -70,6 +70,25 @@ void tl_buf_append_str(tl_buf *b, const char *s)
 	tl_buf_append(b, s, strlen(s));
 }
 
+void tl_buf_append_utf8(tl_buf *b, uint32_t cp)
+{
+	if (cp < 0x80) {
+		tl_buf_append_byte(b, (uint8_t)cp);
+	} else if (cp < 0x800) {
+		tl_buf_append_byte(b, (uint8_t)(0xC0 | (cp >> 6)));
+		tl_buf_append_byte(b, (uint8_t)(0x80 | (cp & 0x3F)));
+	} else if (cp < 0x10000) {
+		tl_buf_append_byte(b, (uint8_t)(0xE0 | (cp >> 12)));
+		tl_buf_append_byte(b, (uint8_t)(0x80 | ((cp >> 6) & 0x3F)));
+		tl_buf_append_byte(b, (uint8_t)(0x80 | (cp & 0x3F)));
+	} else {
+		tl_buf_append_byte(b, (uint8_t)(0xF0 | (cp >> 18)));
+		tl_buf_append_byte(b, (uint8_t)(0x80 | ((cp >> 12) & 0x3F)));
+		tl_buf_append_byte(b, (uint8_t)(0x80 | ((cp >> 6) & 0x3F)));
+		tl_buf_append_byte(b, (uint8_t)(0x80 | (cp & 0x3F)));
+	}
+}
+
 void tl_buf_printf(tl_buf *b, const char *fmt, ...)
 {
 	va_list ap;

@@ -216,25 +216,6 @@ static int utf8_decode(const uint8_t *s, size_t n, uint32_t *cp)
 	return len;
 }
 
-static void utf8_encode(uint32_t cp, tl_buf *out)
-{
-	if (cp < 0x80) {
-		tl_buf_append_byte(out, (uint8_t)cp);
-	} else if (cp < 0x800) {
-		tl_buf_append_byte(out, (uint8_t)(0xC0 | (cp >> 6)));
-		tl_buf_append_byte(out, (uint8_t)(0x80 | (cp & 0x3F)));
-	} else if (cp < 0x10000) {
-		tl_buf_append_byte(out, (uint8_t)(0xE0 | (cp >> 12)));
-		tl_buf_append_byte(out, (uint8_t)(0x80 | ((cp >> 6) & 0x3F)));
-		tl_buf_append_byte(out, (uint8_t)(0x80 | (cp & 0x3F)));
-	} else {
-		tl_buf_append_byte(out, (uint8_t)(0xF0 | (cp >> 18)));
-		tl_buf_append_byte(out, (uint8_t)(0x80 | ((cp >> 12) & 0x3F)));
-		tl_buf_append_byte(out, (uint8_t)(0x80 | ((cp >> 6) & 0x3F)));
-		tl_buf_append_byte(out, (uint8_t)(0x80 | (cp & 0x3F)));
-	}
-}
-
 /*
  * Truncates a string bound to TRUNCATE_LENGTH code points into out. A
  * lower bound is the prefix. An upper bound longer than that becomes the
@@ -266,8 +247,8 @@ static int truncate_string(const tl_ice_value *v, bool upper, tl_buf *out)
 		if (next > 0x10FFFF)
 			continue;
 		for (int i = 0; i < last; i++)
-			utf8_encode(cps[i], out);
-		utf8_encode(next, out);
+			tl_buf_append_utf8(out, cps[i]);
+		tl_buf_append_utf8(out, next);
 		return 1;
 	}
 	return 0;

@@ -290,7 +290,7 @@ static void append_timestamp(tl_buf *out, int64_t micros)
 	append_time(out, micros - days * MICROS_PER_DAY);
 }
 
-static void append_decimal(tl_buf *out, tl_int128 unscaled, int scale)
+void tl_ice_decimal_text(tl_int128 unscaled, int scale, tl_buf *out)
 {
 	char digits[48];
 	int n = 0;
@@ -412,7 +412,7 @@ void tl_ice_value_human(const tl_ice_type *type, const tl_ice_value *value, tl_b
 		append_java_float(out, value->v.f64, false);
 		return;
 	case TL_ICE_DECIMAL:
-		append_decimal(out, value->v.dec, type->scale);
+		tl_ice_decimal_text(value->v.dec, type->scale, out);
 		return;
 	case TL_ICE_DATE:
 		append_date(out, value->v.i32);
