@@ -172,8 +172,10 @@ def kill_round(db, daemon: RunningDaemon, writer: "Writer", rng: random.Random, 
     sealed = len(re.findall(SEALED, daemon.log()))
     writer.frontier_day += 1
     if rng.random() < 0.5:
+        # within a few hundredths of a second of the seal the run is still copying; a day's partition copies
+        # fast, so a longer wait often found it done (a seed with few such rounds then landed no kill inside)
         wait_for_line(daemon, writer, SEALED, sealed, "the next tiering run")
-        time.sleep(rng.uniform(0.0, 0.25))
+        time.sleep(rng.uniform(0.0, 0.03))
     else:
         time.sleep(rng.uniform(0.0, 2.5))
     daemon.proc.kill()
