@@ -140,25 +140,6 @@ bool tl_s3_xml_next(const char *xml, size_t len, const char *tag, size_t *pos, c
 	return true;
 }
 
-static void append_utf8(tl_buf *b, unsigned long cp)
-{
-	if (cp < 0x80) {
-		tl_buf_append_byte(b, (uint8_t)cp);
-	} else if (cp < 0x800) {
-		tl_buf_append_byte(b, (uint8_t)(0xC0 | (cp >> 6)));
-		tl_buf_append_byte(b, (uint8_t)(0x80 | (cp & 0x3F)));
-	} else if (cp < 0x10000) {
-		tl_buf_append_byte(b, (uint8_t)(0xE0 | (cp >> 12)));
-		tl_buf_append_byte(b, (uint8_t)(0x80 | ((cp >> 6) & 0x3F)));
-		tl_buf_append_byte(b, (uint8_t)(0x80 | (cp & 0x3F)));
-	} else {
-		tl_buf_append_byte(b, (uint8_t)(0xF0 | ((cp >> 18) & 0x07)));
-		tl_buf_append_byte(b, (uint8_t)(0x80 | ((cp >> 12) & 0x3F)));
-		tl_buf_append_byte(b, (uint8_t)(0x80 | ((cp >> 6) & 0x3F)));
-		tl_buf_append_byte(b, (uint8_t)(0x80 | (cp & 0x3F)));
-	}
-}
-
 /* Decodes one entity at p (just after '&'); returns its length up to ';', or 0 if it is none. */
 static size_t decode_entity(const char *p, size_t avail, tl_buf *out)
 {
@@ -184,7 +165,7 @@ static size_t decode_entity(const char *p, size_t avail, tl_buf *out)
 		unsigned long cp = strtoul(digits, &endp, hex ? 16 : 10);
 		if (*endp != '\0' || digits[0] == '\0' || cp > 0x10FFFF)
 			return 0;
-		append_utf8(out, cp);
+		tl_buf_append_utf8(out, (uint32_t)cp);
 		return n + 1;
 	}
 	return 0;
